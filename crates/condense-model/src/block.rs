@@ -1,0 +1,206 @@
+//! Content blocks.
+
+use crate::{Content, RawJson};
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::Xxh3;
+
+/// One piece of message content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text(TextBlock),
+    Thinking(ThinkingBlock),
+    ToolUse(ToolUse),
+    ToolResult(ToolResult),
+    Image(Image),
+    /// A block of a type this model does not know, kept verbatim.
+    Opaque(Opaque),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextBlock {
+    pub text: String,
+    pub extra: RawJson,
+}
+
+/// Model reasoning. The signature and other fields stay in `extra`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingBlock {
+    pub thinking: String,
+    pub extra: RawJson,
+}
+
+/// A call the model made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolUse {
+    pub id: String,
+    pub name: String,
+    /// The arguments as JSON text, verbatim. OpenAI sends arguments as a string that usually,
+    /// but not always, holds JSON; it is kept exactly as sent.
+    pub input: RawJson,
+    pub extra: RawJson,
+}
+
+impl ToolUse {
+    /// The input parsed as a JSON object, when it is one.
+    pub fn input_object(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match self.input.to_value() {
+            Ok(serde_json::Value::Object(map)) => Some(map),
+            _ => None,
+        }
+    }
+}
+
+/// What a tool call returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub tool_use_id: String,
+    pub content: Content,
+    /// `None` when the source did not say.
+    pub is_error: Option<bool>,
+    pub extra: RawJson,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    pub source: ImageSource,
+    pub extra: RawJson,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ImageSource {
+    /// Inline image data.
+    Base64 { media_type: String, data: String },
+    /// A URL, file id or any other reference, as the source wrote it.
+    Reference { json: RawJson },
+}
+
+/// A block of unknown type, verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Opaque {
+    pub json: RawJson,
+}
+
+impl Block {
+    /// A plain text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Block::Text(TextBlock {
+            text: text.into(),
+            extra: RawJson::default(),
+        })
+    }
+
+    /// The block's type name as the Anthropic API spells it (`text`, `tool_use`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Block::Text(_) => "text",
+            Block::Thinking(_) => "thinking",
+            Block::ToolUse(_) => "tool_use",
+            Block::ToolResult(_) => "tool_result",
+            Block::Image(_) => "image",
+            Block::Opaque(_) => "opaque",
+        }
+    }
+
+    /// Bytes of model-visible payload: text, thinking, tool input, result text, image data.
+    pub fn text_len(&self) -> usize {
+        match self {
+            Block::Text(t) => t.text.len(),
+            Block::Thinking(t) => t.thinking.len(),
+            Block::ToolUse(t) => t.input.len(),
+            Block::ToolResult(t) => t.content.text_len(),
+            Block::Image(i) => match &i.source {
+                ImageSource::Base64 { data, .. } => data.len(),
+                ImageSource::Reference { json } => json.len(),
+            },
+            Block::Opaque(o) => o.json.len(),
+        }
+    }
+
+    /// A 64-bit content hash (xxh3) of everything in the block. Equal blocks hash equal; the
+    /// token counter caches by it, so a block a stage did not touch is never counted twice.
+    pub fn content_hash(&self) -> u64 {
+        let mut h = Xxh3::new();
+        hash_block(self, &mut h);
+        h.digest()
+    }
+}
+
+fn hash_str(h: &mut Xxh3, s: &str) {
+    h.update(&(s.len() as u64).to_le_bytes());
+    h.update(s.as_bytes());
+}
+
+fn hash_block(block: &Block, h: &mut Xxh3) {
+    hash_str(h, block.kind());
+    match block {
+        Block::Text(t) => {
+            hash_str(h, &t.text);
+            hash_str(h, t.extra.as_str());
+        }
+        Block::Thinking(t) => {
+            hash_str(h, &t.thinking);
+            hash_str(h, t.extra.as_str());
+        }
+        Block::ToolUse(t) => {
+            hash_str(h, &t.id);
+            hash_str(h, &t.name);
+            hash_str(h, t.input.as_str());
+            hash_str(h, t.extra.as_str());
+        }
+        Block::ToolResult(t) => {
+            hash_str(h, &t.tool_use_id);
+            h.update(&[t.content.shape as u8, t.is_error.map_or(2, u8::from)]);
+            h.update(&(t.content.blocks.len() as u64).to_le_bytes());
+            for inner in &t.content.blocks {
+                hash_block(inner, h);
+            }
+            hash_str(h, t.extra.as_str());
+        }
+        Block::Image(i) => {
+            match &i.source {
+                ImageSource::Base64 { media_type, data } => {
+                    hash_str(h, media_type);
+                    hash_str(h, data);
+                }
+                ImageSource::Reference { json } => hash_str(h, json.as_str()),
+            }
+            hash_str(h, i.extra.as_str());
+        }
+        Block::Opaque(o) => hash_str(h, o.json.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_tells_apart_field_boundaries() {
+        let a = Block::ToolUse(ToolUse {
+            id: "ab".into(),
+            name: "c".into(),
+            input: RawJson::default(),
+            extra: RawJson::default(),
+        });
+        let b = Block::ToolUse(ToolUse {
+            id: "a".into(),
+            name: "bc".into(),
+            input: RawJson::default(),
+            extra: RawJson::default(),
+        });
+        assert_ne!(a.content_hash(), b.content_hash());
+        assert_eq!(a.content_hash(), a.clone().content_hash());
+    }
+
+    #[test]
+    fn text_and_thinking_with_same_text_differ() {
+        let t = Block::text("x");
+        let k = Block::Thinking(ThinkingBlock {
+            thinking: "x".into(),
+            extra: RawJson::default(),
+        });
+        assert_ne!(t.content_hash(), k.content_hash());
+    }
+}

@@ -1,0 +1,230 @@
+//! The conversation model that every condense crate and every stage works on.
+//!
+//! A [`Conversation`] is an optional system prompt, the tool definitions, and an ordered list of
+//! [`Message`]s. A message has a stable id, a [`Role`], an optional timestamp and [`Content`]: a
+//! list of [`Block`]s (text, thinking, tool use, tool result, image, or an opaque block kept
+//! verbatim) plus the [`ContentShape`] the source used, so a string stays a string on the way out.
+//!
+//! Nothing is dropped on the way through: every object keeps the fields this model does not know
+//! in a [`RawJson`] (`extra` for the fields of the object itself, `envelope` for the wrapper line
+//! of JSONL formats), as raw JSON text. Raw text rather than a parsed map is deliberate: it moves
+//! across the plugin boundary without being serialized again.
+//!
+//! The crate does no I/O. Reading and writing real formats lives in `condense-formats`.
+//!
+//! ```
+//! use condense_model::{Block, Conversation, Message, Role};
+//!
+//! let mut conv = Conversation::default();
+//! conv.messages.push(Message::new("m0", Role::User, vec![Block::text("Fix the failing test")]));
+//! assert_eq!(conv.messages[0].content.text(), "Fix the failing test");
+//! ```
+
+mod block;
+mod raw_json;
+
+pub use block::{Block, Image, ImageSource, Opaque, TextBlock, ThinkingBlock, ToolResult, ToolUse};
+pub use raw_json::{kind_of, RawJson};
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// A whole conversation: what one request to the model (or one agent session) holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// The top-level system prompt (Anthropic `system`). Formats that put the system prompt in
+    /// the message list (OpenAI) keep it there as a [`Role::System`] message instead.
+    pub system: Option<Content>,
+    /// Tool definitions offered to the model, each kept verbatim.
+    pub tools: Vec<ToolDef>,
+    pub messages: Vec<Message>,
+    /// Unknown top-level keys of the request body (`model`, `max_tokens`, `metadata`, ...).
+    pub extra: RawJson,
+}
+
+impl Conversation {
+    /// Map from tool_use id to tool name, for every tool_use block in the conversation.
+    pub fn tool_names_by_id(&self) -> HashMap<&str, &str> {
+        let mut names = HashMap::new();
+        for msg in &self.messages {
+            for block in &msg.content.blocks {
+                if let Block::ToolUse(tu) = block {
+                    names.insert(tu.id.as_str(), tu.name.as_str());
+                }
+            }
+        }
+        names
+    }
+
+    /// Messages that reach the model (every role but [`Role::Event`]).
+    pub fn chat_messages(&self) -> impl Iterator<Item = &Message> {
+        self.messages.iter().filter(|m| m.is_chat())
+    }
+
+    /// Index of the message with this id.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.messages.iter().position(|m| m.id == id)
+    }
+}
+
+/// One tool the model may call, kept verbatim; `name` is extracted for reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    /// The whole definition object as it appeared in the source.
+    pub raw: RawJson,
+}
+
+/// Who speaks a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    /// OpenAI-style `role: "tool"` messages. Anthropic-style tool results stay in user messages.
+    Tool,
+    /// A transcript line that is not sent to the model (a Claude Code `summary` or
+    /// `queue-operation` line, an OpenHands state change). Kept in place, never counted.
+    Event,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Event => "event",
+        }
+    }
+}
+
+/// One message (or one kept-in-place transcript line, see [`Role::Event`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Stable id: the source's own id when it has one (Claude Code `uuid`), otherwise one the
+    /// reader derives from the position (`#12`), which stays stable when turns are appended.
+    pub id: String,
+    pub role: Role,
+    /// RFC 3339 timestamp when the source records one. Writers put it back where it came from.
+    pub timestamp: Option<String>,
+    pub content: Content,
+    /// Unknown fields of the message object itself.
+    pub extra: RawJson,
+    /// For JSONL formats: the wrapper line around the message (all its fields but the message),
+    /// or the whole line for [`Role::Event`] lines. Empty elsewhere.
+    pub envelope: RawJson,
+}
+
+impl Message {
+    /// A message with array-shaped content and nothing extra.
+    pub fn new(id: impl Into<String>, role: Role, blocks: Vec<Block>) -> Self {
+        Message {
+            id: id.into(),
+            role,
+            timestamp: None,
+            content: Content::blocks(blocks),
+            extra: RawJson::default(),
+            envelope: RawJson::default(),
+        }
+    }
+
+    /// Whether this message reaches the model.
+    pub fn is_chat(&self) -> bool {
+        self.role != Role::Event
+    }
+
+    /// The tool_result blocks of this message.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
+        self.content.blocks.iter().filter_map(|b| match b {
+            Block::ToolResult(tr) => Some(tr),
+            _ => None,
+        })
+    }
+
+    /// The tool_use blocks of this message.
+    pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUse> {
+        self.content.blocks.iter().filter_map(|b| match b {
+            Block::ToolUse(tu) => Some(tu),
+            _ => None,
+        })
+    }
+}
+
+/// How the source spelled a content field, so writers can reproduce it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContentShape {
+    /// `"content": "text"`: one text block. If a stage leaves anything but a single plain text
+    /// block, writers fall back to an array.
+    String,
+    /// `"content": [ ... ]`.
+    #[default]
+    Array,
+    /// `"content": null`.
+    Null,
+    /// No content key at all.
+    Absent,
+}
+
+/// The content of a message, a tool result or a system prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Content {
+    pub shape: ContentShape,
+    pub blocks: Vec<Block>,
+}
+
+impl Content {
+    /// Array-shaped content.
+    pub fn blocks(blocks: Vec<Block>) -> Self {
+        Content {
+            shape: ContentShape::Array,
+            blocks,
+        }
+    }
+
+    /// String-shaped content holding one text block.
+    pub fn string(text: impl Into<String>) -> Self {
+        Content {
+            shape: ContentShape::String,
+            blocks: vec![Block::text(text)],
+        }
+    }
+
+    /// All text of the text blocks, joined by newlines (tool results nest: their text counts).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.blocks {
+            let piece = match block {
+                Block::Text(t) => t.text.as_str(),
+                Block::ToolResult(tr) => {
+                    let nested = tr.content.text();
+                    if !out.is_empty() && !nested.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(&nested);
+                    continue;
+                }
+                _ => continue,
+            };
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(piece);
+        }
+        out
+    }
+
+    /// Total length in bytes of the text this content carries (text blocks, nested results).
+    pub fn text_len(&self) -> usize {
+        self.blocks.iter().map(Block::text_len).sum()
+    }
+
+    /// Whether a writer can emit this content as a plain string without losing anything.
+    pub fn is_plain_text(&self) -> bool {
+        matches!(self.blocks.as_slice(), [Block::Text(t)] if t.extra.is_empty())
+            || self.blocks.is_empty()
+    }
+}
