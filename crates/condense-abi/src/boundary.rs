@@ -1,0 +1,142 @@
+//! The FFI contract itself: the stage object, the host services object and the root module.
+//!
+//! Evolution rules (abi_stable prefix types): methods and fields are only ever appended below
+//! the `last_prefix_field` marker; a new host then still loads old plugins for the appended
+//! items it can do without, and an old host loads new plugins.
+
+use crate::ffi::FfiConversation;
+use abi_stable::library::RootModule;
+use abi_stable::sabi_types::VersionStrings;
+use abi_stable::sabi_types::RRef;
+use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
+use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trait, StableAbi};
+
+/// What a stage hands back: the conversation and its report.
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct FfiStageOutput {
+    pub conversation: FfiConversation,
+    pub report: FfiReport,
+}
+
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct FfiReport {
+    pub blocks_changed: u64,
+    /// The stage's own figure of tokens freed, when it has one (snip's `tokens_freed`).
+    pub tokens_freed: ROption<u64>,
+    pub notes: RVec<RString>,
+    pub events: RVec<FfiEvent>,
+    /// Whether the host may archive what the stage removed (false for secret redaction).
+    pub archive_removed: bool,
+    /// Structured state the stage wants later stages to see (e.g. "collapse active").
+    pub flags: RVec<RString>,
+}
+
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct FfiEvent {
+    pub kind: RString,
+    pub message_id: RString,
+    pub detail: RString,
+    pub tokens: u64,
+}
+
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct FfiMetadata {
+    pub name: RString,
+    pub version: RString,
+    pub description: RString,
+    pub config_keys: RVec<FfiConfigKey>,
+}
+
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct FfiConfigKey {
+    pub name: RString,
+    pub ty: RString,
+    pub default: RString,
+    pub description: RString,
+}
+
+/// Services the host gives every stage. Plugins never do I/O themselves.
+#[sabi_trait]
+pub trait FfiHost {
+    fn count_tokens(&self, text: RStr<'_>) -> u64;
+    fn now_ms(&self) -> i64;
+    fn store_put(&self, bytes: RSlice<'_, u8>) -> RResult<RString, RString>;
+    fn store_get(&self, key: RStr<'_>) -> RResult<ROption<RVec<u8>>, RString>;
+    fn state_get(&self) -> RResult<ROption<RString>, RString>;
+    fn state_put(&self, state: RStr<'_>) -> RResult<(), RString>;
+    fn tokens_freed_before(&self) -> u64;
+    fn context_window(&self) -> u64;
+    fn max_output_tokens(&self) -> u64;
+    fn has_flag(&self, flag: RStr<'_>) -> bool;
+    #[sabi(last_prefix_field)]
+    fn session_id(&self) -> RString;
+}
+
+/// A configured stage living in a plugin.
+#[sabi_trait]
+pub trait FfiStage: Send + Sync {
+    #[sabi(last_prefix_field)]
+    fn apply(
+        &self,
+        conversation: FfiConversation,
+        host: FfiHost_TO<'_, RRef<'_, ()>>,
+    ) -> RResult<FfiStageOutput, RString>;
+}
+
+/// The boxed stage object that crosses the boundary.
+pub type FfiStageBox = FfiStage_TO<'static, RBox<()>>;
+
+/// The root module every plugin exports.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = PluginModRef)))]
+#[sabi(missing_field(panic))]
+pub struct PluginMod {
+    pub metadata: extern "C" fn() -> RResult<FfiMetadata, RString>,
+    /// Builds a stage from its `[stage.config]` table, given as TOML text.
+    #[sabi(last_prefix_field)]
+    pub new_stage: extern "C" fn(RStr<'_>) -> RResult<FfiStageBox, RString>,
+}
+
+impl RootModule for PluginModRef {
+    declare_root_module_statics! {PluginModRef}
+    const BASE_NAME: &'static str = "condense_stage";
+    const NAME: &'static str = "condense stage plugin";
+    // The ABI version is this crate's version: a plugin built against another minor version
+    // (or major, from 1.0 on) is refused at load time with both versions named.
+    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+}
+
+pub use forged::{ForgedPluginMod, ForgedPluginModRef};
+
+// The forged module's accessors are read only through abi_stable's layout check.
+#[allow(dead_code)]
+mod forged {
+    use super::*;
+
+    /// The same module claiming ABI version 99.0.0. Exists only so the host's version check can be
+    /// exercised on a real library (the `test-faulty` plugin's `forged-abi-version` feature); never
+    /// use it in a real plugin.
+    #[doc(hidden)]
+    #[repr(C)]
+    #[derive(StableAbi)]
+    #[sabi(kind(Prefix(prefix_ref = ForgedPluginModRef)))]
+    #[sabi(missing_field(panic))]
+    pub struct ForgedPluginMod {
+        pub metadata: extern "C" fn() -> RResult<FfiMetadata, RString>,
+        #[sabi(last_prefix_field)]
+        pub new_stage: extern "C" fn(RStr<'_>) -> RResult<FfiStageBox, RString>,
+    }
+
+    impl RootModule for ForgedPluginModRef {
+        declare_root_module_statics! {ForgedPluginModRef}
+        const BASE_NAME: &'static str = "condense_stage";
+        const NAME: &'static str = "condense stage plugin";
+        const VERSION_STRINGS: VersionStrings = VersionStrings::new("99.0.0");
+    }
+}

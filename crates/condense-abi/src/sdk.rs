@@ -1,0 +1,226 @@
+//! The stage authoring surface: ordinary Rust over the model types.
+//!
+//! A stage author implements [`Stage`] and writes one [`export_stage!`](crate::export_stage)
+//! line; this module does the rest (conversion, config parsing with unknown keys rejected,
+//! metadata, and `catch_unwind` around every entry point).
+
+use condense_model::Conversation;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Services the host gives a stage. Stages never do I/O, read clocks or load tokenizers
+/// themselves: everything outside the conversation comes through here, which is what makes
+/// every stage deterministic and snapshot-testable.
+pub trait Host {
+    /// Tokens in `text` with the pipeline's tokenizer.
+    fn count_tokens(&self, text: &str) -> usize;
+    /// The current time, Unix milliseconds (injected: tests pin it).
+    fn now_ms(&self) -> i64;
+    /// Stores bytes in the content-addressed store, returning their key.
+    fn store_put(&self, bytes: &[u8]) -> Result<String, String>;
+    /// Reads bytes stored under `key`.
+    fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, String>;
+    /// This stage's persistent state for this session (what it decided on earlier runs).
+    fn state_get(&self) -> Result<Option<String>, String>;
+    /// Replaces this stage's persistent state for this session.
+    fn state_put(&self, state: &str) -> Result<(), String>;
+    /// Tokens freed by the stages that ran before this one in this pipeline run.
+    fn tokens_freed_before(&self) -> usize;
+    /// The model's context window, in tokens.
+    fn context_window(&self) -> usize;
+    /// The model's maximum output tokens.
+    fn max_output_tokens(&self) -> usize;
+    /// Whether an earlier stage in this run raised `flag` (see [`StageReport::flags`]).
+    fn has_flag(&self, flag: &str) -> bool;
+    /// The session this conversation belongs to (stable across runs of the same session).
+    fn session_id(&self) -> String;
+}
+
+/// What a stage did, for the report. The host adds tokens before and after and the time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageReport {
+    pub blocks_changed: usize,
+    /// The stage's own figure of tokens freed, when it computes one.
+    pub tokens_freed: Option<usize>,
+    pub notes: Vec<String>,
+    pub events: Vec<StageEvent>,
+    /// False only for stages whose removals must NOT be kept (secret redaction).
+    pub archive_removed: bool,
+    /// Facts later stages can test with [`Host::has_flag`] (e.g. `context-collapse:active`).
+    pub flags: Vec<String>,
+}
+
+impl Default for StageReport {
+    fn default() -> Self {
+        StageReport {
+            blocks_changed: 0,
+            tokens_freed: None,
+            notes: Vec::new(),
+            events: Vec::new(),
+            archive_removed: true,
+            flags: Vec::new(),
+        }
+    }
+}
+
+impl StageReport {
+    /// Adds a free-form note.
+    pub fn note(&mut self, note: impl Into<String>) {
+        self.notes.push(note.into());
+    }
+}
+
+/// One structured thing a stage did to one message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageEvent {
+    /// What happened: `persisted`, `deduplicated`, `truncated`, `cleared`, ...
+    pub kind: String,
+    pub message_id: String,
+    pub detail: String,
+    /// Tokens this event freed (0 when not applicable).
+    pub tokens: usize,
+}
+
+/// What [`Stage::apply`] returns.
+#[derive(Debug, Clone)]
+pub struct StageOutput {
+    pub conversation: Conversation,
+    pub report: StageReport,
+}
+
+/// A compression stage.
+///
+/// ```
+/// use condense_abi::{Host, Stage, StageOutput, StageReport};
+/// use condense_model::Conversation;
+///
+/// #[derive(serde::Serialize, serde::Deserialize, Default)]
+/// #[serde(deny_unknown_fields, default)]
+/// struct Config { min_chars: usize }
+///
+/// struct Noop;
+/// impl Stage for Noop {
+///     type Config = Config;
+///     const NAME: &'static str = "noop";
+///     const DESCRIPTION: &'static str = "Changes nothing.";
+///     fn new(_config: Config) -> Result<Self, String> { Ok(Noop) }
+///     fn apply(&self, conversation: Conversation, _host: &dyn Host) -> Result<StageOutput, String> {
+///         Ok(StageOutput { conversation, report: StageReport::default() })
+///     }
+/// }
+/// // In a plugin crate: condense_abi::export_stage!(Noop);
+/// ```
+pub trait Stage: Sized + Send + Sync + 'static {
+    /// The `[stage.config]` table. Its `Default` gives the defaults; every key it serializes is
+    /// a known key, and any other key a user writes is rejected.
+    type Config: DeserializeOwned + Serialize + Default;
+    /// The plugin name users write in pipeline files.
+    const NAME: &'static str;
+    /// One line saying what the stage does.
+    const DESCRIPTION: &'static str;
+    /// `(key, description)` for each config key, for `condense plugins --details`. Keys listed
+    /// here are accepted even when their default does not serialize (an `Option` set to None).
+    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[];
+
+    /// Builds the stage, validating the config ("max_result_bytes must be > 0, got 0").
+    fn new(config: Self::Config) -> Result<Self, String>;
+
+    /// Runs the stage over one conversation.
+    fn apply(&self, conversation: Conversation, host: &dyn Host) -> Result<StageOutput, String>;
+}
+
+/// One config key, as documented by a plugin's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigKey {
+    pub name: String,
+    /// TOML type of the default: `integer`, `string`, `boolean`, `array`, `table`, `float`.
+    pub ty: String,
+    /// The default as TOML text (empty when there is none).
+    pub default: String,
+    pub description: String,
+}
+
+/// What a plugin says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageMetadata {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub config_keys: Vec<ConfigKey>,
+}
+
+fn toml_type(value: &toml::Value) -> &'static str {
+    match value {
+        toml::Value::String(_) => "string",
+        toml::Value::Integer(_) => "integer",
+        toml::Value::Float(_) => "float",
+        toml::Value::Boolean(_) => "boolean",
+        toml::Value::Datetime(_) => "datetime",
+        toml::Value::Array(_) => "array",
+        toml::Value::Table(_) => "table",
+    }
+}
+
+fn default_table<S: Stage>() -> toml::Table {
+    toml::Table::try_from(S::Config::default()).unwrap_or_default()
+}
+
+/// The metadata of stage type `S`, built from its constants and its config's defaults.
+pub fn metadata_of<S: Stage>(version: &str) -> StageMetadata {
+    let defaults = default_table::<S>();
+    let mut keys: Vec<ConfigKey> = defaults
+        .iter()
+        .map(|(name, value)| ConfigKey {
+            name: name.clone(),
+            ty: toml_type(value).to_string(),
+            default: value.to_string(),
+            description: doc_for::<S>(name).to_string(),
+        })
+        .collect();
+    for (name, description) in S::CONFIG_DOCS {
+        if !defaults.contains_key(*name) {
+            keys.push(ConfigKey {
+                name: name.to_string(),
+                ty: "optional".to_string(),
+                default: String::new(),
+                description: description.to_string(),
+            });
+        }
+    }
+    StageMetadata {
+        name: S::NAME.to_string(),
+        version: version.to_string(),
+        description: S::DESCRIPTION.to_string(),
+        config_keys: keys,
+    }
+}
+
+fn doc_for<S: Stage>(key: &str) -> &'static str {
+    S::CONFIG_DOCS.iter().find(|(k, _)| *k == key).map_or("", |(_, d)| *d)
+}
+
+/// Parses a `[stage.config]` table given as TOML text into `S::Config`, rejecting unknown keys.
+pub fn parse_config<S: Stage>(toml_text: &str) -> Result<S::Config, String> {
+    let table: toml::Table = toml::from_str(toml_text)
+        .map_err(|e| format!("{}: config is not valid TOML: {}", S::NAME, e.message()))?;
+    let defaults = default_table::<S>();
+    let mut unknown: Vec<&str> = table
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !defaults.contains_key(*k) && !S::CONFIG_DOCS.iter().any(|(d, _)| d == k))
+        .collect();
+    if !unknown.is_empty() {
+        unknown.sort_unstable();
+        let mut known: Vec<&str> = defaults.keys().map(String::as_str).collect();
+        known.extend(S::CONFIG_DOCS.iter().map(|(k, _)| *k).filter(|k| !defaults.contains_key(*k)));
+        return Err(format!(
+            "{}: unknown config key{} `{}` (known: {})",
+            S::NAME,
+            if unknown.len() > 1 { "s" } else { "" },
+            unknown.join("`, `"),
+            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+        ));
+    }
+    S::Config::deserialize(toml::Value::Table(table))
+        .map_err(|e| format!("{}: {}", S::NAME, e.message().trim_end()))
+}

@@ -1,0 +1,211 @@
+//! The condense store: where everything a stage removes from a conversation is kept.
+//!
+//! A store is a directory (default `.condense/` beside the input) holding:
+//! - `blobs/xx/<32 hex>`: content-addressed blobs (xxh3-128 of the bytes), written once;
+//! - `state/<session>/<stage>`: each stage's persistent state for one session;
+//! - `records/<namespace>/<name>`: small named records (the expansion index uses them).
+//!
+//! Every write is atomic (temp file in the same directory, fsync, rename, fsync of the
+//! directory), so a crash never leaves a half-written blob or state. Names that come from
+//! transcripts (session ids, tool_use ids) go through [`sanitize_component`], so nothing can be
+//! written outside the store directory, whatever a transcript says.
+//!
+//! ```
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = condense_store::Store::open(dir.path()).unwrap();
+//! let key = store.put(b"a very long tool result").unwrap();
+//! assert_eq!(store.get(&key).unwrap().as_deref(), Some(&b"a very long tool result"[..]));
+//! store.state_put("session-1", "snip", "{\"seen\":3}").unwrap();
+//! assert_eq!(store.state_get("session-1", "snip").unwrap().as_deref(), Some("{\"seen\":3}"));
+//! ```
+
+mod sanitize;
+
+pub use sanitize::sanitize_component;
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::xxh3_128;
+
+/// A store failure: one line naming the path and what went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("store: invalid blob key `{0}` (expected 32 hex digits)")]
+    InvalidKey(String),
+    #[error("store {path}: state is not UTF-8")]
+    NotUtf8 { path: PathBuf },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io { path: path.to_path_buf(), source }
+}
+
+/// A store directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// The key of `bytes` in any store: 32 lowercase hex digits of their xxh3-128.
+pub fn blob_key(bytes: &[u8]) -> String {
+    format!("{:032x}", xxh3_128(bytes))
+}
+
+impl Store {
+    /// Opens (creating it if needed) the store at `root`.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(io_err(&root))?;
+        Ok(Store { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn blob_path_checked(&self, key: &str) -> Result<PathBuf, StoreError> {
+        let valid = key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit());
+        if !valid {
+            return Err(StoreError::InvalidKey(key.chars().take(80).collect()));
+        }
+        let key = key.to_ascii_lowercase();
+        Ok(self.root.join("blobs").join(&key[..2]).join(&key))
+    }
+
+    /// Where the blob with this key lives (whether or not it exists yet).
+    pub fn blob_path(&self, key: &str) -> Result<PathBuf, StoreError> {
+        self.blob_path_checked(key)
+    }
+
+    /// Stores `bytes`, returning their key. Storing the same bytes twice writes once.
+    pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
+        let key = blob_key(bytes);
+        let path = self.blob_path_checked(&key)?;
+        if !path.exists() {
+            write_atomic(&path, bytes)?;
+        }
+        Ok(key)
+    }
+
+    /// The bytes stored under `key`, if any.
+    pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        read_optional(&self.blob_path_checked(key)?)
+    }
+
+    fn state_path(&self, session: &str, stage: &str) -> PathBuf {
+        self.root
+            .join("state")
+            .join(sanitize_component(session))
+            .join(sanitize_component(stage))
+    }
+
+    /// A stage's state for a session.
+    pub fn state_get(&self, session: &str, stage: &str) -> Result<Option<String>, StoreError> {
+        let path = self.state_path(session, stage);
+        read_optional(&path)?
+            .map(|bytes| String::from_utf8(bytes).map_err(|_| StoreError::NotUtf8 { path }))
+            .transpose()
+    }
+
+    /// Replaces a stage's state for a session.
+    pub fn state_put(&self, session: &str, stage: &str, state: &str) -> Result<(), StoreError> {
+        write_atomic(&self.state_path(session, stage), state.as_bytes())
+    }
+
+    fn record_path(&self, namespace: &str, name: &str) -> PathBuf {
+        self.root
+            .join("records")
+            .join(sanitize_component(namespace))
+            .join(sanitize_component(name))
+    }
+
+    /// Writes a named record (replacing any previous one).
+    pub fn record_put(&self, namespace: &str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        write_atomic(&self.record_path(namespace, name), bytes)
+    }
+
+    /// Reads a named record.
+    pub fn record_get(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        read_optional(&self.record_path(namespace, name))
+    }
+}
+
+fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: temp file in the same directory, fsync, rename, fsync
+/// of the directory.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    // Every path we build is `root/<dir>/.../<file>`, so it always has a parent.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
+    tmp.write_all(bytes).map_err(io_err(path))?;
+    tmp.as_file().sync_all().map_err(io_err(path))?;
+    tmp.persist(path).map_err(|e| io_err(path)(e.error))?;
+    // Make the rename itself durable. Opening a directory for fsync is not possible on every
+    // platform; where it fails the data is still written, only less durably.
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_round_trip_and_dedupe() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let k1 = store.put(b"hello").unwrap();
+        let k2 = store.put(b"hello").unwrap();
+        assert_eq!(k1, k2);
+        assert_eq!(store.get(&k1).unwrap().unwrap(), b"hello");
+        assert_eq!(store.get(&blob_key(b"other")).unwrap(), None);
+    }
+
+    #[test]
+    fn bad_keys_are_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(matches!(store.get("../../etc/passwd"), Err(StoreError::InvalidKey(_))));
+        assert!(matches!(store.get("zz"), Err(StoreError::InvalidKey(_))));
+    }
+
+    #[test]
+    fn hostile_session_and_stage_names_stay_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let store = Store::open(&root).unwrap();
+        for hostile in ["../../etc/passwd", "/etc/passwd", "..", ".", "a/../../b", "c:\\x", ""] {
+            store.state_put(hostile, hostile, "x").unwrap();
+            store.record_put(hostile, hostile, b"y").unwrap();
+            assert_eq!(store.state_get(hostile, hostile).unwrap().as_deref(), Some("x"));
+        }
+        // Nothing was written beside the store.
+        let siblings: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(siblings, vec![std::ffi::OsString::from("store")]);
+        assert!(!dir.path().join("etc").exists());
+    }
+
+    #[test]
+    fn state_is_replaced_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.state_put("s", "stage", "one").unwrap();
+        store.state_put("s", "stage", "two").unwrap();
+        assert_eq!(store.state_get("s", "stage").unwrap().as_deref(), Some("two"));
+        let leftovers = fs::read_dir(dir.path().join("state/s")).unwrap().count();
+        assert_eq!(leftovers, 1, "no temp files left behind");
+    }
+}
