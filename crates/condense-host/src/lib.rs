@@ -1,0 +1,50 @@
+//! The condense host: runs a pipeline of stage plugins over a conversation.
+//!
+//! - [`pipeline`]: the TOML pipeline file (and the embedded default);
+//! - [`discover`]: finding plugin libraries by name;
+//! - [`run`]: loading every stage and running them in order, with the host services
+//!   (token counting, injected time, the store) each stage gets;
+//! - [`archive`]: what makes `condense expand` exact: after every stage the host archives what
+//!   changed, whoever wrote the stage.
+//!
+//! ```no_run
+//! use condense_host::{LoadedPipeline, Pipeline, RunOptions, session_id};
+//! # fn demo(conv: condense_model::Conversation) -> Result<(), Box<dyn std::error::Error>> {
+//! let pipeline = LoadedPipeline::load(Pipeline::default_pipeline())?;
+//! let store = condense_store::Store::open(".condense")?;
+//! let result = pipeline.run(conv.clone(), &store, &session_id(&conv), &RunOptions::default())?;
+//! println!("{} -> {} tokens", result.tokens_before, result.tokens_after);
+//! # Ok(()) }
+//! ```
+
+pub mod archive;
+pub mod discover;
+pub mod pipeline;
+pub mod run;
+
+pub use archive::{expand, ExpandError};
+pub use pipeline::{OnError, Pipeline, PipelineError, StageSpec};
+pub use run::{HostError, LoadedPipeline, RunOptions, RunResult, StageRun};
+
+use condense_model::Conversation;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// The session a conversation belongs to, stable across runs and appended turns: the source's
+/// own session id (Claude Code `sessionId`) when it has one, otherwise a hash of what stays
+/// fixed in a session (system prompt and tool definitions, else its first message).
+pub fn session_id(conv: &Conversation) -> String {
+    for m in conv.messages.iter().take(8) {
+        if let Ok(map) = m.envelope.to_map() {
+            if let Some(id) = map.get("sessionId").and_then(|v| v.as_str()) {
+                return id.to_string();
+            }
+        }
+    }
+    let mut basis = serde_json::to_vec(&(&conv.system, &conv.tools)).unwrap_or_default();
+    if conv.system.is_none() && conv.tools.is_empty() {
+        if let Some(first) = conv.messages.first() {
+            basis.extend(serde_json::to_vec(&first.content).unwrap_or_default());
+        }
+    }
+    format!("h{:016x}", xxh3_64(&basis))
+}

@@ -1,0 +1,352 @@
+//! The pipeline file: which stages run, in which order, with which config.
+//!
+//! ```toml
+//! [model]
+//! context_window = 200000
+//! max_output_tokens = 32000
+//! tokenizer = "o200k_base"
+//!
+//! [store]
+//! directory = ".condense"      # relative to the pipeline file; default: beside the input
+//!
+//! [plugins]
+//! dirs = ["./my-plugins"]      # searched first, relative to the pipeline file
+//!
+//! [[stage]]
+//! name = "budget"              # unique; defaults to the plugin name
+//! plugin = "tool-result-budget" # a plugin name, or a path to a library
+//! enabled = true
+//! on_error = "fail"            # or "skip": continue unchanged past a failing stage
+//! [stage.config]               # handed to the plugin, which validates it
+//! max_result_size_chars = 50000
+//! ```
+
+use condense_tokens::{BudgetConfig, TokenizerKind};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The default pipeline, embedded in the binary.
+pub const DEFAULT_PIPELINE: &str = include_str!("default_pipeline.toml");
+
+/// A pipeline file problem: `file:line:column: message`.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct PipelineError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPipeline {
+    #[serde(default)]
+    model: ModelSection,
+    #[serde(default)]
+    store: StoreSection,
+    #[serde(default)]
+    plugins: PluginsSection,
+    #[serde(default)]
+    stage: Vec<RawStage>,
+}
+
+/// `[model]`: every key optional, defaults from [`BudgetConfig`].
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelSection {
+    context_window: Option<usize>,
+    max_output_tokens: Option<usize>,
+    output_reserve: Option<usize>,
+    summary_output_cap: Option<usize>,
+    autocompact_buffer: Option<usize>,
+    warning_pct: Option<f64>,
+    critical_pct: Option<f64>,
+    normal_below_pct: Option<f64>,
+    tokenizer: Option<TokenizerKind>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreSection {
+    directory: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginsSection {
+    #[serde(default)]
+    dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStage {
+    name: Option<Spanned<String>>,
+    plugin: Spanned<String>,
+    #[serde(default = "yes")]
+    enabled: bool,
+    #[serde(default)]
+    on_error: OnError,
+    #[serde(default)]
+    config: toml::Table,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What to do when a stage fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// Stop with an error (the default).
+    #[default]
+    Fail,
+    /// Carry on with the conversation as it was before the stage; the report says so.
+    Skip,
+}
+
+/// One `[[stage]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageSpec {
+    pub name: String,
+    /// A plugin name or a path to a library (resolved against the pipeline file's folder).
+    pub plugin: String,
+    pub enabled: bool,
+    pub on_error: OnError,
+    pub config: toml::Table,
+}
+
+/// A parsed, validated pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pipeline {
+    /// Where it came from (`<default>` for the embedded one).
+    pub source: String,
+    /// The folder relative paths in the file are resolved against.
+    pub base_dir: Option<PathBuf>,
+    pub budget: BudgetConfig,
+    pub tokenizer: TokenizerKind,
+    pub store_dir: Option<PathBuf>,
+    pub plugin_dirs: Vec<PathBuf>,
+    pub stages: Vec<StageSpec>,
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+impl Pipeline {
+    /// The embedded default pipeline.
+    pub fn default_pipeline() -> Pipeline {
+        // The embedded file is checked by a unit test, so parsing it cannot fail at run time;
+        // should it ever, an empty pipeline is the safe fallback.
+        Pipeline::parse(DEFAULT_PIPELINE, "<default>", None).unwrap_or_else(|_| Pipeline {
+            source: "<default>".into(),
+            base_dir: None,
+            budget: BudgetConfig::default(),
+            tokenizer: TokenizerKind::default(),
+            store_dir: None,
+            plugin_dirs: Vec::new(),
+            stages: Vec::new(),
+        })
+    }
+
+    /// Reads and parses a pipeline file.
+    pub fn from_file(path: &Path) -> Result<Pipeline, PipelineError> {
+        let text = std::fs::read_to_string(path).map_err(|e| PipelineError {
+            file: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read pipeline file: {e}"),
+        })?;
+        let base = path.parent().map(Path::to_path_buf);
+        Pipeline::parse(&text, &path.display().to_string(), base)
+    }
+
+    /// Parses pipeline TOML. `source` names it in errors.
+    pub fn parse(text: &str, source: &str, base_dir: Option<PathBuf>) -> Result<Pipeline, PipelineError> {
+        let err_at = |offset: usize, message: String| {
+            let (line, column) = line_col(text, offset);
+            PipelineError { file: source.to_string(), line, column, message }
+        };
+        let raw: RawPipeline = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            err_at(offset, e.message().trim().to_string())
+        })?;
+
+        let defaults = BudgetConfig::default();
+        let m = raw.model;
+        let budget = BudgetConfig {
+            context_window: m.context_window.unwrap_or(defaults.context_window),
+            max_output_tokens: m.max_output_tokens.unwrap_or(defaults.max_output_tokens),
+            output_reserve: m.output_reserve.unwrap_or(defaults.output_reserve),
+            summary_output_cap: m.summary_output_cap.unwrap_or(defaults.summary_output_cap),
+            autocompact_buffer: m.autocompact_buffer.unwrap_or(defaults.autocompact_buffer),
+            warning_pct: m.warning_pct.unwrap_or(defaults.warning_pct),
+            critical_pct: m.critical_pct.unwrap_or(defaults.critical_pct),
+            normal_below_pct: m.normal_below_pct.unwrap_or(defaults.normal_below_pct),
+        };
+        budget.validate().map_err(|e| {
+            let offset = text.find("[model]").unwrap_or(0);
+            err_at(offset, format!("[model]: {e}"))
+        })?;
+
+        let mut stages: Vec<StageSpec> = Vec::new();
+        let mut seen: Vec<(String, usize)> = Vec::new();
+        for raw_stage in raw.stage {
+            let plugin = raw_stage.plugin.get_ref().trim().to_string();
+            if plugin.is_empty() {
+                return Err(err_at(raw_stage.plugin.span().start, "stage `plugin` is empty".into()));
+            }
+            let (name, offset) = match &raw_stage.name {
+                Some(n) => (n.get_ref().clone(), n.span().start),
+                None => (plugin_display_name(&plugin), raw_stage.plugin.span().start),
+            };
+            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+                let (line, _) = line_col(text, *first);
+                return Err(err_at(
+                    offset,
+                    format!("duplicate stage name `{name}` (first used on line {line}); give each [[stage]] a unique `name`"),
+                ));
+            }
+            seen.push((name.clone(), offset));
+            stages.push(StageSpec {
+                name,
+                plugin,
+                enabled: raw_stage.enabled,
+                on_error: raw_stage.on_error,
+                config: raw_stage.config,
+            });
+        }
+
+        let resolve = |p: PathBuf| match &base_dir {
+            Some(base) if p.is_relative() => base.join(p),
+            _ => p,
+        };
+        Ok(Pipeline {
+            source: source.to_string(),
+            base_dir: base_dir.clone(),
+            budget,
+            tokenizer: m.tokenizer.unwrap_or_default(),
+            store_dir: raw.store.directory.map(resolve),
+            plugin_dirs: raw.plugins.dirs.into_iter().map(resolve).collect(),
+            stages,
+        })
+    }
+
+    /// The effective pipeline as TOML (what `condense pipeline show` prints).
+    pub fn to_toml(&self) -> String {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            model: ModelOut<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            store: Option<StoreOut<'a>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            plugins: Option<PluginsOut<'a>>,
+            stage: &'a [StageSpec],
+        }
+        #[derive(Serialize)]
+        struct ModelOut<'a> {
+            #[serde(flatten)]
+            budget: &'a BudgetConfig,
+            tokenizer: String,
+        }
+        #[derive(Serialize)]
+        struct StoreOut<'a> {
+            directory: &'a Path,
+        }
+        #[derive(Serialize)]
+        struct PluginsOut<'a> {
+            dirs: &'a [PathBuf],
+        }
+        let out = Out {
+            model: ModelOut { budget: &self.budget, tokenizer: self.tokenizer.to_string() },
+            store: self.store_dir.as_deref().map(|directory| StoreOut { directory }),
+            plugins: (!self.plugin_dirs.is_empty()).then_some(PluginsOut { dirs: &self.plugin_dirs }),
+            stage: &self.stages,
+        };
+        let body = toml::to_string_pretty(&out).unwrap_or_default();
+        format!("# effective pipeline (from {})\n{body}", self.source)
+    }
+}
+
+/// A stage's default name: the plugin name, or a library path's file stem.
+fn plugin_display_name(plugin: &str) -> String {
+    if crate::discover::looks_like_path(plugin) {
+        Path::new(plugin)
+            .file_stem()
+            .map(|s| s.to_string_lossy().trim_start_matches("lib").replace('_', "-"))
+            .unwrap_or_else(|| plugin.to_string())
+    } else {
+        plugin.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Pipeline, PipelineError> {
+        Pipeline::parse(text, "p.toml", None)
+    }
+
+    #[test]
+    fn embedded_default_parses() {
+        let p = parse(DEFAULT_PIPELINE).unwrap();
+        assert_eq!(p.stages.len(), 1);
+        assert_eq!(p.stages[0].plugin, "tool-result-budget");
+        assert_eq!(p.budget.context_window, 200_000);
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_column() {
+        let e = parse("[model]\ncontext_window = 1000\n\n[[stage]]\nplugin = \"snip\"\nenabeld = false\n").unwrap_err();
+        assert_eq!((e.line, e.column), (6, 1), "{e}");
+        assert!(e.to_string().starts_with("p.toml:6:1: unknown field `enabeld`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_line_and_column() {
+        let e = parse("[model]\ncontext_window = \"big\"\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("invalid type"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_stage_names_are_refused() {
+        let text = "[[stage]]\nplugin = \"a\"\n[[stage]]\nname = \"b\"\nplugin = \"x\"\n[[stage]]\nname = \"a\"\nplugin = \"y\"\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        assert!(e.message.contains("duplicate stage name `a` (first used on line 2)"), "{e}");
+    }
+
+    #[test]
+    fn same_plugin_twice_with_different_names_is_fine() {
+        let text = "[[stage]]\nname = \"a\"\nplugin = \"p\"\n[[stage]]\nname = \"b\"\nplugin = \"p\"\non_error = \"skip\"\n[stage.config]\nk = 1\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.stages.len(), 2);
+        assert_eq!(p.stages[1].on_error, OnError::Skip);
+        assert_eq!(p.stages[1].config.get("k").and_then(|v| v.as_integer()), Some(1));
+    }
+
+    #[test]
+    fn bad_on_error_and_bad_budget_are_refused() {
+        let e = parse("[[stage]]\nplugin = \"p\"\non_error = \"ignore\"\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let e = parse("[model]\ncontext_window = 0\n").unwrap_err();
+        assert!(e.message.starts_with("[model]:"), "{e}");
+    }
+
+    #[test]
+    fn show_round_trips() {
+        let p = parse(DEFAULT_PIPELINE).unwrap();
+        let again = parse(&p.to_toml()).unwrap();
+        assert_eq!(p.stages, again.stages);
+        assert_eq!(p.budget, again.budget);
+    }
+}

@@ -1,0 +1,78 @@
+//! `test-faulty`: a stage that misbehaves on purpose, so the host's defences can be tested on
+//! a real dynamically loaded library.
+//!
+//! ```toml
+//! [[stage]]
+//! name = "boom"
+//! plugin = "test-faulty"
+//! [stage.config]
+//! mode = "panic"   # noop | panic | error | orphan-tool-result | grow
+//! ```
+//!
+//! A `mode` it does not know makes its constructor reject the config. Built with the
+//! `forged-abi-version` feature it claims ABI 99.0.0, which the host must refuse.
+
+use condense_abi::{Host, Stage, StageOutput, StageReport};
+use condense_model::{Block, Conversation, Message, Role, ToolResult};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// What to do: noop, panic, error, orphan-tool-result, grow.
+    pub mode: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { mode: "noop".to_string() }
+    }
+}
+
+const MODES: &[&str] = &["noop", "panic", "error", "orphan-tool-result", "grow"];
+
+pub struct Faulty {
+    mode: String,
+}
+
+impl Stage for Faulty {
+    type Config = Config;
+    const NAME: &'static str = "test-faulty";
+    const DESCRIPTION: &'static str = "Misbehaves on purpose, for testing the host.";
+    const CONFIG_DOCS: &'static [(&'static str, &'static str)] =
+        &[("mode", "noop | panic | error | orphan-tool-result | grow")];
+
+    fn new(config: Config) -> Result<Self, String> {
+        if !MODES.contains(&config.mode.as_str()) {
+            return Err(format!("mode must be one of {}, got `{}`", MODES.join(", "), config.mode));
+        }
+        Ok(Faulty { mode: config.mode })
+    }
+
+    fn apply(&self, mut conversation: Conversation, _host: &dyn Host) -> Result<StageOutput, String> {
+        match self.mode.as_str() {
+            "panic" => panic!("test-faulty was told to panic"),
+            "error" => return Err("test-faulty was told to fail".to_string()),
+            "orphan-tool-result" => conversation.messages.push(Message::new(
+                "orphan",
+                Role::User,
+                vec![Block::ToolResult(ToolResult {
+                    tool_use_id: "no-such-call".to_string(),
+                    content: condense_model::Content::string("dangling"),
+                    is_error: None,
+                    extra: Default::default(),
+                })],
+            )),
+            "grow" => conversation
+                .messages
+                .push(Message::new("grown", Role::User, vec![Block::text("padding ".repeat(100))])),
+            _ => {}
+        }
+        Ok(StageOutput { conversation, report: StageReport::default() })
+    }
+}
+
+#[cfg(not(feature = "forged-abi-version"))]
+condense_abi::export_stage!(Faulty);
+#[cfg(feature = "forged-abi-version")]
+condense_abi::export_stage!(@forged_abi_version Faulty);
