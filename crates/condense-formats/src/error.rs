@@ -1,0 +1,147 @@
+//! [`FormatError`] and the small context every reader carries to name where a problem is.
+
+use serde_json::Value;
+
+/// Everything that can go wrong reading or writing a conversation file.
+///
+/// Every variant displays as one line that names the source (file name, `<stdin>`), the line for
+/// JSONL files (1-based), and the JSON pointer of the offending value when there is one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    /// The text is not JSON (or a JSONL line is not).
+    #[error("{at}: invalid JSON: {message}")]
+    InvalidJson { at: String, message: String },
+    /// The bytes are not UTF-8 text.
+    #[error("{at}: not UTF-8 text: {message}")]
+    NotUtf8 { at: String, message: String },
+    /// A value does not have the type or shape the format requires.
+    #[error("{at}: expected {expected}, found {found}")]
+    Unexpected {
+        at: String,
+        expected: String,
+        found: String,
+    },
+    /// `--format` names no known format.
+    #[error("unknown format `{0}` (expected one of: anthropic, openai, claude-code, openhands)")]
+    UnknownFormat(String),
+    /// `--select` is not a valid pointer or points nowhere.
+    #[error("{at}: --select {select}: {reason}")]
+    Select {
+        at: String,
+        select: String,
+        reason: String,
+    },
+    /// No conversation could be found (auto-detection failed, or the forced format does not fit).
+    #[error("{at}: {reason}")]
+    Detect { at: String, reason: String },
+    /// The model holds something the format cannot express, or a stage left invalid raw JSON.
+    #[error("cannot write {at}: {reason}")]
+    Write { at: String, reason: String },
+}
+
+/// Where a reader is: the source name and, for JSONL, the 1-based line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub source: &'a str,
+    pub line: Option<usize>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(source: &'a str) -> Self {
+        Ctx { source, line: None }
+    }
+
+    pub fn at_line(self, line: usize) -> Self {
+        Ctx {
+            line: Some(line),
+            ..self
+        }
+    }
+
+    /// `source`, `source:14`, `source: /messages/3` or `source:14: /message/content/0`.
+    pub fn at(&self, pointer: &str) -> String {
+        let mut out = self.source.to_string();
+        if let Some(line) = self.line {
+            out.push(':');
+            out.push_str(&line.to_string());
+        }
+        if !pointer.is_empty() {
+            out.push_str(": ");
+            out.push_str(pointer);
+        }
+        out
+    }
+
+    /// A value at `pointer` is not what the format requires.
+    pub fn unexpected(&self, pointer: &str, expected: &str, found: &Value) -> FormatError {
+        FormatError::Unexpected {
+            at: self.at(pointer),
+            expected: expected.to_string(),
+            found: describe(found),
+        }
+    }
+
+    /// A required key is missing from the object at `pointer`.
+    pub fn missing(&self, pointer: &str, expected: &str) -> FormatError {
+        FormatError::Unexpected {
+            at: self.at(pointer),
+            expected: expected.to_string(),
+            found: "nothing (the key is missing)".to_string(),
+        }
+    }
+
+    pub fn detect(&self, reason: impl Into<String>) -> FormatError {
+        FormatError::Detect {
+            at: self.at(""),
+            reason: reason.into(),
+        }
+    }
+
+    /// A serde_json parse error, reported by line and column.
+    pub fn invalid_json(&self, err: &serde_json::Error) -> FormatError {
+        let text = err.to_string();
+        // serde_json appends " at line L column C"; we report the line our own way.
+        let message = match text.rfind(" at line ") {
+            Some(cut) => &text[..cut],
+            None => text.as_str(),
+        };
+        let line = match self.line {
+            Some(l) => l + err.line().saturating_sub(1),
+            None => err.line(),
+        };
+        let at = format!("{}:{}", self.source, line);
+        FormatError::InvalidJson {
+            at,
+            message: format!("{message} at column {}", err.column()),
+        }
+    }
+}
+
+/// A short description of a value for "found ..." messages.
+pub(crate) fn describe(value: &Value) -> String {
+    match value {
+        Value::String(s) => {
+            let mut short: String = s.chars().take(40).collect();
+            if short.len() < s.len() {
+                short.push('…');
+            }
+            format!("the string {short:?}")
+        }
+        Value::Object(map) => {
+            let keys: Vec<&str> = map.keys().take(6).map(String::as_str).collect();
+            if keys.is_empty() {
+                "an empty object".to_string()
+            } else {
+                let more = if map.len() > keys.len() { ", ..." } else { "" };
+                format!("an object with keys {}{more}", keys.join(", "))
+            }
+        }
+        other => condense_model::kind_of(other).to_string(),
+    }
+}
+
+/// Appends one RFC 6901 reference token to a pointer.
+pub(crate) fn push_token(pointer: &str, token: &str) -> String {
+    let escaped = token.replace('~', "~0").replace('/', "~1");
+    format!("{pointer}/{escaped}")
+}

@@ -1,0 +1,363 @@
+//! JSON helpers shared by every format: taking known keys out of objects, merging `extra` back,
+//! content shapes, and serializing in the style of the input.
+
+use crate::error::{Ctx, FormatError};
+use condense_model::{Block, Content, ContentShape, RawJson};
+use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
+use serde_json::Value;
+use std::io;
+
+pub(crate) type Map = serde_json::Map<String, Value>;
+pub(crate) type Result<T> = std::result::Result<T, FormatError>;
+
+/// Keys starting with this prefix in an `extra` are hints a reader left for its writer (e.g. the
+/// original OpenAI role `developer`). Writers use them and never write them out.
+pub(crate) const HINT_PREFIX: &str = "condense:";
+/// Hint: the object's original key order, when the writer's own order would differ.
+const HINT_ORDER: &str = "order";
+
+/// Removes a key, keeping the order of the others.
+pub(crate) fn take(map: &mut Map, key: &str) -> Option<Value> {
+    map.shift_remove(key)
+}
+
+/// Removes a key when its value is a string; leaves any other value in place.
+pub(crate) fn take_string(map: &mut Map, key: &str) -> Option<String> {
+    match map.get(key) {
+        Some(Value::String(_)) => match map.shift_remove(key) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Removes a required string key, or explains what is wrong with it.
+pub(crate) fn require_string(map: &mut Map, key: &str, ctx: &Ctx<'_>, ptr: &str) -> Result<String> {
+    match map.get(key) {
+        Some(Value::String(_)) => Ok(take_string(map, key).unwrap_or_default()),
+        Some(other) => Err(ctx.unexpected(&format!("{ptr}/{key}"), "a string", other)),
+        None => Err(ctx.missing(ptr, &format!("a string `{key}`"))),
+    }
+}
+
+/// The value as an object, or an error naming what it is.
+pub(crate) fn into_object(value: Value, ctx: &Ctx<'_>, ptr: &str, expected: &str) -> Result<Map> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(ctx.unexpected(ptr, expected, &other)),
+    }
+}
+
+/// Whether a value is an object holding this key.
+pub(crate) fn has_key(value: &Value, key: &str) -> bool {
+    value.as_object().is_some_and(|m| m.contains_key(key))
+}
+
+/// The string at `key` of an object value.
+pub(crate) fn str_at<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// Parses raw JSON text from the model, naming the owner on failure.
+pub(crate) fn raw_value(raw: &RawJson, at: &dyn Fn() -> String) -> Result<Value> {
+    raw.to_value().map_err(|e| FormatError::Write {
+        at: at(),
+        reason: format!("raw JSON does not parse: {e}"),
+    })
+}
+
+/// Parses an `extra` or `envelope` as an object of fields.
+pub(crate) fn raw_map(raw: &RawJson, at: &dyn Fn() -> String) -> Result<Map> {
+    raw.to_map().map_err(|e| FormatError::Write {
+        at: at(),
+        reason: format!("extra fields are not a JSON object: {e}"),
+    })
+}
+
+/// Merges `extra` into an object being written. Fields the writer already set win (the model is
+/// the truth for what it maps); nested objects merge key by key; hint keys are dropped, and an
+/// order hint (see [`remember_order`]) puts the keys back in their original order.
+pub(crate) fn merge_extra(obj: &mut Map, extra: &RawJson, at: &dyn Fn() -> String) -> Result<()> {
+    if extra.is_empty() {
+        return Ok(());
+    }
+    merge_fields(obj, raw_map(extra, at)?);
+    Ok(())
+}
+
+fn merge_fields(obj: &mut Map, extra: Map) {
+    let mut order = None;
+    for (key, value) in extra {
+        if let Some(name) = key.strip_prefix(HINT_PREFIX) {
+            if name == HINT_ORDER {
+                order = Some(value);
+            }
+            continue;
+        }
+        match (obj.get_mut(&key), value) {
+            (None, Value::Object(from)) => {
+                let mut into = Map::new();
+                merge_fields(&mut into, from);
+                obj.insert(key, Value::Object(into));
+            }
+            (None, value) => {
+                obj.insert(key, value);
+            }
+            (Some(Value::Object(into)), Value::Object(from)) => merge_fields(into, from),
+            (Some(_), _) => {}
+        }
+    }
+    if let Some(Value::Array(order)) = order {
+        let mut rest = std::mem::take(obj);
+        for key in order.iter().filter_map(Value::as_str) {
+            if let Some(value) = rest.shift_remove(key) {
+                obj.insert(key.to_string(), value);
+            }
+        }
+        obj.extend(rest);
+    }
+}
+
+/// The keys of an object, in order (taken before a reader takes the known ones out).
+pub(crate) fn keys_of(map: &Map) -> Vec<String> {
+    map.keys().cloned().collect()
+}
+
+/// Records the original key order in `leftover` when the writer, which writes the `known` keys
+/// it mapped in that order and then the leftover keys, would not reproduce it. Call it once the
+/// reader has taken out every key it maps.
+pub(crate) fn remember_order(original: &[String], known: &[&str], leftover: &mut Map) {
+    let written = known
+        .iter()
+        .copied()
+        .filter(|k| original.iter().any(|o| o == k) && !leftover.contains_key(*k))
+        .chain(
+            leftover
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !k.starts_with(HINT_PREFIX)),
+        );
+    if !written.eq(original.iter().map(String::as_str)) {
+        let order = original.iter().cloned().map(Value::String).collect();
+        set_hint(leftover, HINT_ORDER, Value::Array(order));
+    }
+}
+
+/// The leftover fields of an object as an `extra`, with an order hint when needed (see
+/// [`remember_order`]).
+pub(crate) fn leftover(original: &[String], known: &[&str], mut map: Map) -> RawJson {
+    remember_order(original, known, &mut map);
+    RawJson::from_map(map)
+}
+
+/// A hint the reader left in an `extra` (see [`HINT_PREFIX`]).
+pub(crate) fn hint(extra: &RawJson, name: &str) -> Option<Value> {
+    if extra.is_empty() || !extra.as_str().contains(HINT_PREFIX) {
+        return None;
+    }
+    let mut map = extra.to_map().ok()?;
+    map.shift_remove(&format!("{HINT_PREFIX}{name}"))
+}
+
+/// Adds a hint to a map of leftover fields.
+pub(crate) fn set_hint(map: &mut Map, name: &str, value: Value) {
+    map.insert(format!("{HINT_PREFIX}{name}"), value);
+}
+
+/// Reads a content field: absent, null, a string, or an array of blocks.
+pub(crate) fn read_content(
+    value: Option<Value>,
+    ctx: &Ctx<'_>,
+    ptr: &str,
+    read_block: &mut dyn FnMut(Value, &str) -> Result<Block>,
+) -> Result<Content> {
+    match value {
+        None => Ok(Content {
+            shape: ContentShape::Absent,
+            blocks: Vec::new(),
+        }),
+        Some(Value::Null) => Ok(Content {
+            shape: ContentShape::Null,
+            blocks: Vec::new(),
+        }),
+        Some(Value::String(s)) => Ok(Content::string(s)),
+        Some(Value::Array(items)) => {
+            let mut blocks = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                blocks.push(read_block(item, &format!("{ptr}/{i}"))?);
+            }
+            Ok(Content::blocks(blocks))
+        }
+        Some(other) => {
+            Err(ctx.unexpected(ptr, "a string, an array of content blocks or null", &other))
+        }
+    }
+}
+
+/// Writes content in the shape it was read in when the blocks still fit that shape: `None` means
+/// "no key". A string shape holding anything but one plain text block falls back to an array.
+pub(crate) fn write_content(
+    shape: ContentShape,
+    blocks: &[&Block],
+    write_block: &mut dyn FnMut(&Block) -> Result<Value>,
+) -> Result<Option<Value>> {
+    let plain = match blocks {
+        [] => Some(String::new()),
+        [Block::Text(t)] if t.extra.is_empty() => Some(t.text.clone()),
+        _ => None,
+    };
+    let as_array = |write_block: &mut dyn FnMut(&Block) -> Result<Value>| -> Result<Value> {
+        let items = blocks
+            .iter()
+            .map(|b| write_block(b))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Value::Array(items))
+    };
+    Ok(match shape {
+        ContentShape::Array => Some(as_array(write_block)?),
+        ContentShape::Null if blocks.is_empty() => Some(Value::Null),
+        ContentShape::Absent if blocks.is_empty() => None,
+        ContentShape::String | ContentShape::Null | ContentShape::Absent => match plain {
+            Some(text) => Some(Value::String(text)),
+            None => Some(as_array(write_block)?),
+        },
+    })
+}
+
+/// How the input was laid out, so output looks the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Style {
+    /// Indent of pretty-printed input; `None` for compact (and for JSONL).
+    pub indent: Option<String>,
+    /// The input was pure ASCII (e.g. Python's `ensure_ascii`): escape non-ASCII as `\uXXXX`.
+    pub ascii: bool,
+    pub trailing_newline: bool,
+}
+
+impl Style {
+    /// Detects pretty-printing and its indent width from the input text.
+    pub fn detect(text: &str) -> Style {
+        let trimmed = text.trim();
+        let indent = if trimmed.contains('\n') {
+            let unit = trimmed
+                .split('\n')
+                .skip(1)
+                .map(|line| {
+                    line.chars()
+                        .take_while(|c| *c == ' ' || *c == '\t')
+                        .collect::<String>()
+                })
+                .find(|ws| !ws.is_empty());
+            Some(match unit {
+                Some(ws) if ws.starts_with('\t') => "\t".to_string(),
+                Some(ws) if ws.len() <= 8 => ws,
+                _ => "  ".to_string(),
+            })
+        } else {
+            None
+        };
+        Style {
+            indent,
+            ascii: text.is_ascii(),
+            trailing_newline: text.ends_with('\n'),
+        }
+    }
+
+    /// The style of JSONL input: compact lines.
+    pub fn lines(text: &str) -> Style {
+        Style {
+            indent: None,
+            ..Style::detect(text)
+        }
+    }
+
+    /// Serializes a value in this style (without the trailing newline) onto `out`.
+    pub fn write(&self, value: &Value, out: &mut Vec<u8>) -> Result<()> {
+        let res = match (&self.indent, self.ascii) {
+            (Some(indent), ascii) => {
+                let pretty = PrettyFormatter::with_indent(indent.as_bytes());
+                serialize(
+                    value,
+                    out,
+                    Ascii {
+                        inner: pretty,
+                        ascii,
+                    },
+                )
+            }
+            (None, ascii) => serialize(
+                value,
+                out,
+                Ascii {
+                    inner: CompactFormatter,
+                    ascii,
+                },
+            ),
+        };
+        res.map_err(|e| FormatError::Write {
+            at: "output".to_string(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+fn serialize<F: Formatter>(value: &Value, out: &mut Vec<u8>, fmt: F) -> serde_json::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(out, fmt);
+    serde::Serialize::serialize(value, &mut ser)
+}
+
+/// A formatter that, when `ascii` is set, escapes every non-ASCII character as `\uXXXX` (UTF-16,
+/// lowercase hex, as Python writes it) and otherwise behaves as `inner`.
+struct Ascii<F> {
+    inner: F,
+    ascii: bool,
+}
+
+macro_rules! forward {
+    ($($name:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
+        $(
+            fn $name<W: ?Sized + io::Write>(&mut self, w: &mut W $(, $arg: $ty)*) -> io::Result<()> {
+                self.inner.$name(w $(, $arg)*)
+            }
+        )*
+    };
+}
+
+impl<F: Formatter> Formatter for Ascii<F> {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        if !self.ascii || fragment.is_ascii() {
+            return w.write_all(fragment.as_bytes());
+        }
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if c.is_ascii() {
+                continue;
+            }
+            w.write_all(&fragment.as_bytes()[start..i])?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(w, "\\u{unit:04x}")?;
+            }
+            start = i + c.len_utf8();
+        }
+        w.write_all(&fragment.as_bytes()[start..])
+    }
+
+    forward! {
+        begin_array(),
+        end_array(),
+        begin_array_value(first: bool),
+        end_array_value(),
+        begin_object(),
+        end_object(),
+        begin_object_key(first: bool),
+        end_object_key(),
+        begin_object_value(),
+        end_object_value(),
+    }
+}

@@ -1,0 +1,165 @@
+//! Reads and writes conversations in the formats agents already use, losslessly.
+//!
+//! Four formats map to and from the [`condense_model`] conversation model:
+//!
+//! | [`Format`] | what | conversations |
+//! |---|---|---|
+//! | `anthropic` | Messages API request body, or a bare message list | one per body or list |
+//! | `openai` | Chat Completions request body, or a bare message list | one per body or list |
+//! | `claude-code` | Claude Code session JSONL | the whole file |
+//! | `openhands` | OpenHands event lists (`history` of evaluation output lines) | one per list |
+//!
+//! [`read`] finds the conversations in a file (auto-detecting the wrapper and the format, both
+//! overridable with [`ReadOptions`]) and returns a [`Document`]: the file with its conversations
+//! taken out. Stages change the conversations; [`Document::write`] puts them back into the same
+//! wrapper in the same format. Reading and writing without changes gives JSON equal to the input:
+//! every field the model does not know is kept in `extra`/`envelope`.
+//!
+//! Wrappers found without `--select`: an object with `messages` (a request body, also
+//! mini-swe-agent trajectories), an object with `history` (SWE-agent `.traj`, OpenHands output
+//! lines), a list of objects with `traj` (tau-bench), a list of request bodies, a list of
+//! messages; JSONL either as a Claude Code session or as one such value per line. A `select`
+//! pointer (RFC 6901, with `*` for "every element", e.g. `/*/traj`) overrides this; in JSONL it
+//! applies to every line.
+//!
+//! ```
+//! use condense_formats::{read, Format, ReadOptions};
+//!
+//! let input = br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}"#;
+//! let mut doc = read(input, "req.json", &ReadOptions::default()).unwrap();
+//! assert_eq!(doc.format(), Format::OpenAi);
+//! assert_eq!(doc.conversations()[0].messages[0].content.text(), "hi");
+//!
+//! doc.conversations_mut()[0].messages[0].content = condense_model::Content::string("hello");
+//! let out = doc.write().unwrap();
+//! assert_eq!(out, br#"{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}"#);
+//! ```
+
+mod anthropic;
+mod body;
+mod claude_code;
+mod container;
+mod detect;
+mod error;
+mod json;
+mod openai;
+mod openhands;
+mod select;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::FormatError;
+
+use condense_model::Conversation;
+use std::fmt;
+use std::str::FromStr;
+
+/// A conversation file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Anthropic Messages API request body (`system`, `messages`, `tools`, ...).
+    Anthropic,
+    /// OpenAI Chat Completions request body or message list.
+    OpenAi,
+    /// Claude Code session JSONL.
+    ClaudeCode,
+    /// OpenHands event list.
+    OpenHands,
+}
+
+impl Format {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [Format; 4] = [
+        Format::Anthropic,
+        Format::OpenAi,
+        Format::ClaudeCode,
+        Format::OpenHands,
+    ];
+
+    /// The name `--format` takes: `anthropic`, `openai`, `claude-code`, `openhands`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Anthropic => "anthropic",
+            Format::OpenAi => "openai",
+            Format::ClaudeCode => "claude-code",
+            Format::OpenHands => "openhands",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Format {
+    type Err = FormatError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str() == wanted)
+            .ok_or_else(|| FormatError::UnknownFormat(s.to_string()))
+    }
+}
+
+/// What [`read`] should not guess.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The format, instead of detecting it.
+    pub format: Option<Format>,
+    /// A JSON pointer to the message list(s) or request body(ies); `*` matches every element.
+    pub select: Option<String>,
+}
+
+/// A parsed file: its wrapper plus one or more conversations.
+#[derive(Debug, Clone)]
+pub struct Document {
+    format: Format,
+    layout: container::Layout,
+    conversations: Vec<Conversation>,
+    labels: Vec<String>,
+    /// The input started with a UTF-8 byte order mark; the output does too.
+    bom: bool,
+}
+
+impl Document {
+    /// The format the conversations are read and written in.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    pub fn conversations(&self) -> &[Conversation] {
+        &self.conversations
+    }
+
+    /// The conversations, to change in place (their number is fixed by the file).
+    pub fn conversations_mut(&mut self) -> &mut [Conversation] {
+        &mut self.conversations
+    }
+
+    /// One label per conversation saying where it is: `""` when the file holds one, otherwise
+    /// its pointer (`/3/traj`) or line (`line 2`, or `line 2:/0/traj` for several per line).
+    pub fn labels(&self) -> Vec<String> {
+        self.labels.clone()
+    }
+
+    /// The file again: the same wrapper, the conversations written back in the same format and
+    /// layout (pretty-printed with the input's indent, or compact; JSONL one object per line).
+    pub fn write(&self) -> Result<Vec<u8>, FormatError> {
+        self.write_bytes()
+    }
+}
+
+/// Reads a file. `source` names it in errors (`-` is shown as `<stdin>`).
+pub fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document, FormatError> {
+    container::read(bytes, source, opts)
+}
+
+/// The format [`read`] would pick for this input (reads it whole).
+pub fn detect(bytes: &[u8], source: &str) -> Result<Format, FormatError> {
+    read(bytes, source, &ReadOptions::default()).map(|doc| doc.format())
+}

@@ -1,0 +1,10 @@
+//! Unit tests: round trips over the real transcripts and the edge-case fixtures, mapping counts
+//! (the model must actually see the content), detection, and errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod edge;
+mod errors;
+mod mapping;
+mod roundtrip;
+mod support;

@@ -1,0 +1,112 @@
+//! Every real transcript reads and writes back to equal JSON.
+
+use super::support::{fixture, round_trip};
+use crate::{Format, ReadOptions};
+
+/// Round trip, and the real files come back byte for byte: same key order, indent, escaping.
+fn identical(bytes: &[u8], source: &str, opts: &ReadOptions) -> crate::Document {
+    let doc = round_trip(bytes, source, opts);
+    let out = doc.write().unwrap();
+    assert!(out == bytes, "{source}: output bytes differ from the input");
+    doc
+}
+
+fn auto() -> ReadOptions {
+    ReadOptions::default()
+}
+
+#[test]
+fn claude_code_viewer_session() {
+    let bytes = fixture!(
+        "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    );
+    let doc = identical(&bytes, "fe5e1c67.jsonl", &auto());
+    assert_eq!(doc.format(), Format::ClaudeCode);
+}
+
+#[test]
+fn claude_reliability_session() {
+    let bytes = fixture!("transcripts/DRMacIver__claude-reliability/transcript.jsonl");
+    let doc = identical(&bytes, "transcript.jsonl", &auto());
+    assert_eq!(doc.format(), Format::ClaudeCode);
+}
+
+#[test]
+fn mini_swe_agent_trajectory() {
+    let bytes = fixture!("transcripts/SWE-agent__mini-swe-agent/sqlfluff__sqlfluff-1733.traj.json");
+    let doc = identical(&bytes, "sqlfluff.traj.json", &auto());
+    assert_eq!(doc.format(), Format::OpenAi);
+    assert_eq!(doc.labels(), vec![String::new()]);
+}
+
+#[test]
+fn swe_agent_trajectories() {
+    for (name, bytes) in [
+        (
+            "marshmallow.traj",
+            fixture!("transcripts/SWE-agent__SWE-agent/marshmallow-code__marshmallow-1867.traj"),
+        ),
+        (
+            "pydicom.traj",
+            fixture!("transcripts/SWE-agent__SWE-agent/pydicom__pydicom-1458.traj"),
+        ),
+    ] {
+        let doc = identical(&bytes, name, &auto());
+        assert_eq!(doc.format(), Format::OpenAi, "{name}");
+    }
+}
+
+#[test]
+fn tau_bench_conversation_list() {
+    let bytes = fixture!("transcripts/sierra-research__tau-bench/gpt-4o-airline.json");
+    let doc = identical(&bytes, "gpt-4o-airline.json", &auto());
+    assert_eq!(doc.format(), Format::OpenAi);
+    assert_eq!(doc.conversations().len(), 200);
+    let labels = doc.labels();
+    assert_eq!(labels[0], "/0/traj");
+    assert_eq!(labels[199], "/199/traj");
+}
+
+#[test]
+fn openhands_output_lines() {
+    let bytes = fixture!("transcripts/All-Hands-AI__OpenHands/output.jsonl");
+    let doc = identical(&bytes, "output.jsonl", &auto());
+    assert_eq!(doc.format(), Format::OpenHands);
+    assert_eq!(doc.labels(), vec!["line 1", "line 2", "line 3"]);
+}
+
+#[test]
+fn explicit_select_and_format_match_detection() {
+    let bytes = fixture!("transcripts/All-Hands-AI__OpenHands/output.jsonl");
+    let opts = ReadOptions {
+        format: Some(Format::OpenHands),
+        select: Some("/history".into()),
+    };
+    let doc = identical(&bytes, "output.jsonl", &opts);
+    assert_eq!(doc.conversations().len(), 3);
+
+    let bytes = fixture!("transcripts/sierra-research__tau-bench/gpt-4o-airline.json");
+    let opts = ReadOptions {
+        format: Some(Format::OpenAi),
+        select: Some("/*/traj".into()),
+    };
+    assert_eq!(
+        identical(&bytes, "tau.json", &opts).conversations().len(),
+        200
+    );
+    let opts = ReadOptions {
+        format: None,
+        select: Some("/3/traj".into()),
+    };
+    let doc = identical(&bytes, "tau.json", &opts);
+    assert_eq!(doc.conversations().len(), 1);
+    assert_eq!(doc.labels(), vec![String::new()]);
+}
+
+#[test]
+fn pretty_input_keeps_its_indent() {
+    let bytes = fixture!("transcripts/SWE-agent__SWE-agent/pydicom__pydicom-1458.traj");
+    let doc = crate::read(&bytes, "p.traj", &auto()).unwrap();
+    let out = String::from_utf8(doc.write().unwrap()).unwrap();
+    assert!(out.starts_with("{\n  \"environment\": \"swe_main\",\n  \"trajectory\": [\n    {"));
+}
