@@ -1,0 +1,422 @@
+//! `tool-result-budget`: level 1 of the pipeline, tool result budget trimming.
+//!
+//! A single tool call can return an enormous result (a ten-thousand-line file, a `find` over a
+//! whole disk). This stage gives every tool result a size budget. A result over its budget is
+//! not truncated: its full text is persisted to the condense store and the result's content is
+//! replaced by a short reference holding the store key and a preview, so nothing is lost and the
+//! full output can be fetched again. It is a purely local operation.
+//!
+//! ```toml
+//! [[stage]]
+//! name = "budget"
+//! plugin = "tool-result-budget"
+//! [stage.config]
+//! max_result_size_chars = 50000               # budget of every tool without an override
+//! preview_bytes = 2000                        # preview kept in the reference
+//! per_tool = { Read = 100000, Bash = 30000 }  # per tool name overrides
+//! ```
+//!
+//! # What is measured
+//!
+//! Every `tool_result` block at the top level of a chat message's content (event lines are left
+//! alone). Its size is the number of **chars** (Unicode scalar values) of
+//! [`Content::text`](condense_model::Content::text): its text blocks joined by newlines. Images
+//! and other non-text blocks do not count. The tool name, for `per_tool`, comes from the
+//! matching `tool_use` block; a result whose call is not in the conversation gets the default.
+//! A result is persisted when its size is strictly greater than its budget.
+//!
+//! # The reference
+//!
+//! ```text
+//! [condense: tool result persisted — 81,234 chars, key 5d41402abc4b2a76b9719d911017c592]
+//! Preview (first 2,000 bytes):
+//! <the first 2,000 bytes of the original, cut back to a character boundary>
+//! [... 79,234 more chars; full output in the condense store under key 5d41402abc4b2a76b9719d911017c592]
+//! ```
+//!
+//! The byte count shown is the preview's real length (1,998 when a 3-byte character straddles
+//! byte 2,000). The reference replaces the result's text blocks as one text block (keeping the
+//! last text block's `extra`); string-shaped content stays a string; non-text blocks (images)
+//! stay, after the reference. `is_error`, `tool_use_id` and the block's `extra` are untouched.
+//! A result is replaced only when the reference is shorter than the original, so the stage never
+//! makes a conversation bigger.
+//!
+//! # Decisions are recorded
+//!
+//! Every judged result is recorded in the stage state (see [`state`]): persisted ones with their
+//! exact reference text, kept ones by id. A rerun on the same conversation, on it with turns
+//! appended, or on the stage's own output makes exactly the same replacements, even when the
+//! config changed in between, so prompt caches stay valid across resumes. Only results not seen
+//! before are judged against the current config. A result that already holds a reference (its
+//! text starts with the marker) is never persisted again.
+
+pub mod reference;
+pub mod state;
+
+use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
+use condense_model::{Block, Content, ContentShape, Conversation, RawJson, TextBlock, ToolResult};
+use reference::{is_reference, reference_text, thousands};
+use serde::{Deserialize, Serialize};
+use state::{fingerprint, Replaced, State};
+use std::collections::{BTreeMap, HashMap};
+
+/// The stage's `[stage.config]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Budget in chars of every tool without a `per_tool` entry.
+    pub max_result_size_chars: usize,
+    /// Bytes of the original kept as a preview in the reference.
+    pub preview_bytes: usize,
+    /// Budget in chars by tool name, overriding `max_result_size_chars`.
+    pub per_tool: BTreeMap<String, usize>,
+}
+
+/// `DEFAULT_MAX_RESULT_SIZE_CHARS` of the reference design.
+pub const DEFAULT_MAX_RESULT_SIZE_CHARS: usize = 50_000;
+/// The reference design's 2 KB preview.
+pub const DEFAULT_PREVIEW_BYTES: usize = 2_000;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_result_size_chars: DEFAULT_MAX_RESULT_SIZE_CHARS,
+            preview_bytes: DEFAULT_PREVIEW_BYTES,
+            per_tool: BTreeMap::new(),
+        }
+    }
+}
+
+/// The stage.
+#[derive(Debug)]
+pub struct ToolResultBudget {
+    config: Config,
+}
+
+impl ToolResultBudget {
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The budget of results of `tool`.
+    pub fn limit_for(&self, tool: Option<&str>) -> usize {
+        tool.and_then(|t| self.config.per_tool.get(t))
+            .copied()
+            .unwrap_or(self.config.max_result_size_chars)
+    }
+}
+
+/// What happened to one tool result in one run.
+enum Outcome {
+    /// Content replaced by a reference; `fresh` when decided in this run.
+    Replaced {
+        fresh: bool,
+        tool: String,
+        key: String,
+        original_chars: usize,
+        tokens: usize,
+    },
+    /// Left whole under the current budget, now or on an earlier run.
+    Kept,
+    /// Left whole although over the current budget: an earlier run kept it.
+    KeptByEarlierDecision,
+    /// Over the budget, but the reference would not be shorter.
+    KeptNotShorter,
+    /// Already holds a reference.
+    AlreadyReference,
+    /// Its id has a recorded replacement but its text is not the one persisted then.
+    Mismatch,
+}
+
+/// Counts of one run, for the notes.
+#[derive(Default)]
+struct Tally {
+    checked: usize,
+    fresh: usize,
+    fresh_chars: usize,
+    earlier: usize,
+    earlier_chars: usize,
+    already: usize,
+    kept_earlier: usize,
+    not_shorter: usize,
+    mismatched: Vec<String>,
+}
+
+impl ToolResultBudget {
+    fn judge(
+        &self,
+        result: &mut ToolResult,
+        tool: Option<&str>,
+        state: &mut State,
+        host: &dyn Host,
+    ) -> Result<Outcome, String> {
+        let text = result.content.text();
+        if is_reference(&text) {
+            return Ok(Outcome::AlreadyReference);
+        }
+        let id = result.tool_use_id.as_str();
+        let chars = text.chars().count();
+
+        if let Some(done) = state.replaced.get(id) {
+            if done.original_chars != chars || done.original_xxh3 != fingerprint(&text) {
+                return Ok(Outcome::Mismatch);
+            }
+            if done.reference.len() >= text.len() {
+                return Ok(Outcome::KeptNotShorter);
+            }
+            let (tool, key, reference) =
+                (done.tool.clone(), done.key.clone(), done.reference.clone());
+            let tokens = freed(host, &text, &reference);
+            result.content = replaced_content(&result.content, reference);
+            return Ok(Outcome::Replaced {
+                fresh: false,
+                tool,
+                key,
+                original_chars: chars,
+                tokens,
+            });
+        }
+        if state.kept.contains(id) {
+            return Ok(if chars > self.limit_for(tool) {
+                Outcome::KeptByEarlierDecision
+            } else {
+                Outcome::Kept
+            });
+        }
+
+        // A result not seen before: judge it against the current config.
+        if chars <= self.limit_for(tool) {
+            state.kept.insert(id.to_string());
+            return Ok(Outcome::Kept);
+        }
+        // The reference with an empty key is a lower bound: when even that is not shorter,
+        // skip the store write.
+        if reference_text(&text, chars, "", self.config.preview_bytes).len() >= text.len() {
+            state.kept.insert(id.to_string());
+            return Ok(Outcome::KeptNotShorter);
+        }
+        let key = host
+            .store_put(text.as_bytes())
+            .map_err(|e| format!("tool-result-budget: cannot persist tool result {id}: {e}"))?;
+        let reference = reference_text(&text, chars, &key, self.config.preview_bytes);
+        if reference.len() >= text.len() {
+            state.kept.insert(id.to_string());
+            return Ok(Outcome::KeptNotShorter);
+        }
+        let tool = tool.unwrap_or("?").to_string();
+        state.replaced.insert(
+            id.to_string(),
+            Replaced {
+                tool: tool.clone(),
+                key: key.clone(),
+                original_chars: chars,
+                original_xxh3: fingerprint(&text),
+                reference: reference.clone(),
+            },
+        );
+        let tokens = freed(host, &text, &reference);
+        result.content = replaced_content(&result.content, reference);
+        Ok(Outcome::Replaced {
+            fresh: true,
+            tool,
+            key,
+            original_chars: chars,
+            tokens,
+        })
+    }
+}
+
+fn freed(host: &dyn Host, original: &str, reference: &str) -> usize {
+    host.count_tokens(original)
+        .saturating_sub(host.count_tokens(reference))
+}
+
+/// `content` with its text (text blocks, nested results) replaced by one text block holding
+/// `reference`, the other blocks kept after it. String-shaped content stays a string.
+fn replaced_content(content: &Content, reference: String) -> Content {
+    let mut extra = RawJson::default();
+    let mut others = Vec::new();
+    for block in &content.blocks {
+        match block {
+            Block::Text(t) => extra = t.extra.clone(),
+            Block::ToolResult(_) => {}
+            other => others.push(other.clone()),
+        }
+    }
+    if content.shape == ContentShape::String && others.is_empty() && extra.is_empty() {
+        return Content::string(reference);
+    }
+    let mut blocks = vec![Block::Text(TextBlock {
+        text: reference,
+        extra,
+    })];
+    blocks.extend(others);
+    Content {
+        shape: ContentShape::Array,
+        blocks,
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+impl Stage for ToolResultBudget {
+    type Config = Config;
+    const NAME: &'static str = "tool-result-budget";
+    const DESCRIPTION: &'static str =
+        "Persists tool results over a size budget to the store, leaving a reference with a preview.";
+    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
+        (
+            "max_result_size_chars",
+            "Budget in chars (Unicode scalar values of the result's text; images do not count) of \
+             every tool without a per_tool entry. A larger result is persisted. Must be > 0.",
+        ),
+        (
+            "preview_bytes",
+            "Bytes of the original kept as a preview in the reference, cut back to a character \
+             boundary. 0 keeps no preview. Must be <= max_result_size_chars.",
+        ),
+        (
+            "per_tool",
+            "Table of tool name -> budget in chars, overriding max_result_size_chars for that \
+             tool, e.g. { Read = 100000, Bash = 30000 }. Each must be > 0.",
+        ),
+    ];
+
+    fn new(config: Config) -> Result<Self, String> {
+        if config.max_result_size_chars == 0 {
+            return Err("max_result_size_chars must be > 0, got 0".to_string());
+        }
+        if config.preview_bytes > config.max_result_size_chars {
+            return Err(format!(
+                "preview_bytes must be <= max_result_size_chars ({}), got {}",
+                config.max_result_size_chars, config.preview_bytes
+            ));
+        }
+        if let Some((tool, _)) = config.per_tool.iter().find(|(_, limit)| **limit == 0) {
+            return Err(format!("per_tool.{tool} must be > 0, got 0"));
+        }
+        Ok(ToolResultBudget { config })
+    }
+
+    fn apply(
+        &self,
+        mut conversation: Conversation,
+        host: &dyn Host,
+    ) -> Result<StageOutput, String> {
+        let mut state = State::parse(host.state_get()?.as_deref())?;
+        let before = state.clone();
+        let names: HashMap<String, String> = conversation
+            .tool_names_by_id()
+            .into_iter()
+            .map(|(id, name)| (id.to_string(), name.to_string()))
+            .collect();
+
+        let mut report = StageReport::default();
+        let mut tally = Tally::default();
+        for message in conversation.messages.iter_mut().filter(|m| m.is_chat()) {
+            for block in &mut message.content.blocks {
+                let Block::ToolResult(result) = block else {
+                    continue;
+                };
+                tally.checked += 1;
+                let tool = names.get(&result.tool_use_id).map(String::as_str);
+                match self.judge(result, tool, &mut state, host)? {
+                    Outcome::Replaced {
+                        fresh,
+                        tool,
+                        key,
+                        original_chars,
+                        tokens,
+                    } => {
+                        if fresh {
+                            tally.fresh += 1;
+                            tally.fresh_chars += original_chars;
+                        } else {
+                            tally.earlier += 1;
+                            tally.earlier_chars += original_chars;
+                        }
+                        report.blocks_changed += 1;
+                        *report.tokens_freed.get_or_insert(0) += tokens;
+                        report.events.push(StageEvent {
+                            kind: "persisted".to_string(),
+                            message_id: message.id.clone(),
+                            detail: format!(
+                                "tool {tool} result {}: {} chars -> key {key}{}",
+                                result.tool_use_id,
+                                thousands(original_chars),
+                                if fresh { "" } else { " (earlier decision)" }
+                            ),
+                            tokens,
+                        });
+                    }
+                    Outcome::Kept => {}
+                    Outcome::KeptByEarlierDecision => tally.kept_earlier += 1,
+                    Outcome::KeptNotShorter => tally.not_shorter += 1,
+                    Outcome::AlreadyReference => tally.already += 1,
+                    Outcome::Mismatch => tally.mismatched.push(result.tool_use_id.clone()),
+                }
+            }
+        }
+        if state != before {
+            host.state_put(&state.to_json()?)?;
+        }
+        write_notes(&mut report, &tally, self.config.max_result_size_chars);
+        Ok(StageOutput {
+            conversation,
+            report,
+        })
+    }
+}
+
+fn write_notes(report: &mut StageReport, t: &Tally, max: usize) {
+    if t.fresh > 0 {
+        report.note(format!(
+            "persisted {} ({} chars) to the store",
+            plural(t.fresh, "tool result", "tool results"),
+            thousands(t.fresh_chars)
+        ));
+    }
+    if t.earlier > 0 {
+        report.note(format!(
+            "re-applied {} of earlier runs ({} chars, already in the store)",
+            plural(t.earlier, "replacement", "replacements"),
+            thousands(t.earlier_chars)
+        ));
+    }
+    if t.fresh == 0 && t.earlier == 0 {
+        report.note(format!(
+            "no tool result over its limit ({} checked, max_result_size_chars = {})",
+            t.checked,
+            thousands(max)
+        ));
+    }
+    if t.already > 0 {
+        report.note(format!(
+            "{} already held a persisted reference",
+            plural(t.already, "tool result", "tool results")
+        ));
+    }
+    if t.kept_earlier > 0 {
+        report.note(format!(
+            "kept {} over the current limit whole: an earlier run judged them under the limit",
+            plural(t.kept_earlier, "tool result", "tool results")
+        ));
+    }
+    if t.not_shorter > 0 {
+        report.note(format!(
+            "kept {} over the limit whole: the reference would not be shorter",
+            plural(t.not_shorter, "tool result", "tool results")
+        ));
+    }
+    if !t.mismatched.is_empty() {
+        report.note(format!(
+            "left whole {} whose text differs from the one persisted earlier under the same id: {}",
+            plural(t.mismatched.len(), "tool result", "tool results"),
+            t.mismatched.join(", ")
+        ));
+    }
+}
+
+condense_abi::export_stage!(ToolResultBudget);
