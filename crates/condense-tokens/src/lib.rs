@@ -1,0 +1,56 @@
+//! Token counting for condense: tokenizers, a cached conversation counter and the budget.
+//!
+//! - [`Tokenizer`] / [`TokenizerKind`] / [`tokenizer`]: `o200k_base` (the default) and
+//!   `cl100k_base` with GitHub's `bpe-openai` (linear time, no pathological inputs);
+//!   `tiktoken-o200k_base` and `tiktoken-cl100k_base` with `tiktoken-rs`, guarded so that it
+//!   never panics and stays linear (see [`tiktoken_guard`]); `estimate`, bytes / 4 rounded up.
+//!   Tables are built once per process, on first use.
+//! - [`TokenCounter`]: what blocks, messages and whole conversations cost, cached by
+//!   [`Block::content_hash`](condense_model::Block::content_hash) so that counting again after a
+//!   stage only tokenizes the blocks that changed. Text and thinking count their text, a tool
+//!   use its name and input JSON, a tool result its blocks, an image an estimate from its
+//!   dimensions ([`image`]), an opaque block its JSON; every message adds
+//!   [`MESSAGE_OVERHEAD_TOKENS`]; [`Role::Event`](condense_model::Role::Event) lines cost 0.
+//!   The system prompt and each tool definition count too.
+//! - [`BudgetConfig`] / [`Budget`]: how much of the window is used, the level (normal,
+//!   elevated, warning, critical) and the autocompact threshold, with the seeds' defaults.
+//!
+//! ```
+//! use condense_model::{Block, Conversation, Message, Role};
+//! use condense_tokens::{BudgetConfig, Level, TokenCounter, TokenizerKind};
+//!
+//! let mut conv = Conversation::default();
+//! conv.messages.push(Message::new("m0", Role::User, vec![Block::text("hello world")]));
+//! conv.messages.push(Message::new("m1", Role::Event, vec![Block::text("not sent")]));
+//!
+//! let counter = TokenCounter::new(TokenizerKind::O200k);
+//! let count = counter.count_conversation(&conv);
+//! assert_eq!(count.messages, vec![2 + condense_tokens::MESSAGE_OVERHEAD_TOKENS, 0]);
+//! assert_eq!(count.total, 6);
+//!
+//! // The second count is answered from the cache.
+//! let misses = counter.stats().misses;
+//! assert_eq!(counter.count_conversation(&conv), count);
+//! assert_eq!(counter.stats().misses, misses);
+//!
+//! let budget = counter.budget(&conv, &BudgetConfig::default());
+//! assert_eq!(budget.level, Level::Normal);
+//! assert_eq!(budget.autocompact_threshold, 167_000);
+//! assert_eq!(budget.available, 200_000 - 6 - 8_192);
+//! ```
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod budget;
+mod counter;
+pub mod image;
+pub mod tiktoken_guard;
+mod tokenizer;
+
+pub use budget::{Budget, BudgetConfig, BudgetConfigError, Level};
+pub use counter::{
+    CacheStats, ConversationCount, TokenCounter, DEFAULT_CACHE_CAPACITY, MESSAGE_OVERHEAD_TOKENS,
+};
+pub use tokenizer::{
+    estimate_count, tokenizer, ParseTokenizerKindError, Tokenizer, TokenizerKind,
+    ESTIMATE_BYTES_PER_TOKEN,
+};
