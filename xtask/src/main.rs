@@ -1,1 +1,191 @@
-fn main() {}
+//! Project chores, run as `cargo xtask <task>`:
+//!
+//! - `plugins`: build every plugin under `plugins/` and put the libraries in `target/plugins/`
+//!   (test-only plugins go to `target/test-plugins/`), where `condense` finds them;
+//! - `test`: `plugins`, then the whole test suite (what `.ci/run` runs);
+//! - `demo`: `plugins`, then `condense stats` and `condense compress` on a shipped transcript;
+//! - `bench`: release build, then the benchmarks (figures for docs/benchmarks.md).
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Plugins that exist only for the host's tests.
+const TEST_PLUGINS: &[&str] = &["test-faulty"];
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let task = args.first().map(String::as_str).unwrap_or("help");
+    let rest = &args[args.len().min(1)..];
+    match task {
+        "plugins" => build_plugins(rest.iter().any(|a| a == "--release")).map(|_| ()),
+        "test" => test(rest),
+        "demo" => demo(),
+        "bench" => bench(rest),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <task>\n\n\
+                 tasks:\n  \
+                 plugins [--release]  build every plugin into target/plugins/\n  \
+                 test [ARGS]          build plugins, then run every test (ARGS go to cargo test)\n  \
+                 demo                 compress a shipped transcript and show the report\n  \
+                 bench                run the benchmarks (release build)"
+            );
+            if task == "help" || task == "--help" {
+                Ok(())
+            } else {
+                bail!("unknown task `{task}`")
+            }
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    // xtask lives in <root>/xtask.
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run(mut cmd: Command) -> Result<()> {
+    let shown = format!("{cmd:?}");
+    let status = cmd.status().with_context(|| format!("cannot run {shown}"))?;
+    if !status.success() {
+        bail!("{shown} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Every package under plugins/.
+fn plugin_packages() -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(root().join("plugins")).context("reading plugins/")? {
+        let path = entry?.path();
+        if path.join("Cargo.toml").is_file() {
+            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn lib_file(package: &str) -> String {
+    format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        package.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+fn copy_lib(profile_dir: &Path, package: &str, dest_dir: &Path, dest_name: &str) -> Result<()> {
+    std::fs::create_dir_all(dest_dir)?;
+    let from = profile_dir.join(lib_file(package));
+    let to = dest_dir.join(dest_name);
+    // Copy to a temp name then rename: a running condense never sees a half-written library.
+    let tmp = dest_dir.join(format!(".{dest_name}.tmp"));
+    std::fs::copy(&from, &tmp).with_context(|| format!("copying {}", from.display()))?;
+    std::fs::rename(&tmp, &to)?;
+    Ok(())
+}
+
+/// Builds all plugins; returns the folder they were put in.
+fn build_plugins(release: bool) -> Result<PathBuf> {
+    let packages = plugin_packages()?;
+    let target = target_dir();
+    let profile_dir = target.join(if release { "release" } else { "debug" });
+    let plugins_dir = target.join("plugins");
+    let test_dir = target.join("test-plugins");
+
+    // The test plugin claiming a foreign ABI version first: the normal build below replaces
+    // the library cargo leaves in the profile folder.
+    let mut forged = cargo();
+    forged.args(["build", "--quiet", "-p", "test-faulty", "--features", "forged-abi-version"]);
+    if release {
+        forged.arg("--release");
+    }
+    run(forged)?;
+    copy_lib(&profile_dir, "test-faulty", &test_dir, &lib_file("test-faulty-forged"))?;
+
+    let mut build = cargo();
+    build.args(["build", "--quiet"]);
+    if release {
+        build.arg("--release");
+    }
+    for p in &packages {
+        build.args(["-p", p]);
+    }
+    run(build)?;
+    for p in &packages {
+        let dest = if TEST_PLUGINS.contains(&p.as_str()) { &test_dir } else { &plugins_dir };
+        copy_lib(&profile_dir, p, dest, &lib_file(p))?;
+    }
+    eprintln!("xtask: {} plugins in {}", packages.len() - TEST_PLUGINS.len(), plugins_dir.display());
+    Ok(plugins_dir)
+}
+
+fn test(extra: &[String]) -> Result<()> {
+    build_plugins(false)?;
+    let mut t = cargo();
+    t.args(["test", "--workspace"]).args(extra);
+    // Snapshots never get written silently in a test run: a mismatch fails.
+    t.env("INSTA_UPDATE", "no");
+    run(t)
+}
+
+fn demo() -> Result<()> {
+    build_plugins(false)?;
+    run({
+        let mut c = cargo();
+        c.args(["build", "--quiet", "-p", "condense"]);
+        c
+    })?;
+    let bin = target_dir().join("debug").join(format!("condense{}", std::env::consts::EXE_SUFFIX));
+    let transcript = root().join("examples/claude-code-session.jsonl");
+    let pipeline = root().join("examples/demo-pipeline.toml");
+    let out_dir = target_dir().join("demo");
+    std::fs::create_dir_all(&out_dir)?;
+    let out = out_dir.join("compressed.jsonl");
+    let store = out_dir.join("store");
+    let _ = std::fs::remove_dir_all(&store);
+
+    eprintln!("\n$ condense stats {}", transcript.display());
+    run({
+        let mut c = Command::new(&bin);
+        c.arg("stats").arg(&transcript);
+        c
+    })?;
+    eprintln!("\n$ condense compress {} --pipeline {} --out {}", transcript.display(), pipeline.display(), out.display());
+    run({
+        let mut c = Command::new(&bin);
+        c.arg("compress").arg(&transcript).arg("--pipeline").arg(&pipeline).arg("--out").arg(&out).arg("--store").arg(&store);
+        c
+    })?;
+    let restored = out_dir.join("restored.jsonl");
+    eprintln!("\n$ condense expand {} --store {} --out {}", out.display(), store.display(), restored.display());
+    run({
+        let mut c = Command::new(&bin);
+        c.arg("expand").arg(&out).arg("--store").arg(&store).arg("--out").arg(&restored);
+        c
+    })?;
+    let same = std::fs::read(&transcript)? == std::fs::read(&restored)?;
+    eprintln!("\nrestored file is byte-identical to the original: {same}");
+    Ok(())
+}
+
+fn bench(extra: &[String]) -> Result<()> {
+    build_plugins(true)?;
+    let mut c = cargo();
+    c.args(["run", "--release", "--quiet", "-p", "condense-bench", "--"]).args(extra);
+    run(c)
+}

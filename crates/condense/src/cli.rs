@@ -1,0 +1,159 @@
+//! Command-line interface definition.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "condense",
+    version,
+    about = "Keep an LLM agent's conversation inside its context window.",
+    long_about = "Keep an LLM agent's conversation inside its context window.\n\n\
+        condense reads a conversation in the format your agent already uses (Anthropic Messages, \
+        OpenAI Chat Completions, Claude Code session JSONL, OpenHands event lists), runs it through \
+        a pipeline of compression stages loaded as plugins, and writes it back in the same format, \
+        smaller, with a report of what each stage did. Everything a stage removes is kept in a \
+        store (.condense/ beside the input), so `condense expand` restores the original exactly.",
+    after_help = "Examples:\n  \
+        condense stats session.jsonl\n  \
+        condense compress session.jsonl --out small.jsonl\n  \
+        condense compress request.json --pipeline my-pipeline.toml --report json\n  \
+        condense expand small.jsonl --store .condense --out restored.jsonl\n  \
+        condense pipeline show > my-pipeline.toml"
+)]
+pub struct Cli {
+    /// Show long error details (the full plugin ABI report, for example).
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Token counts by role, block type and tool, the budget, duplicates and images.
+    Stats(StatsArgs),
+    /// Run the pipeline and write the compressed conversation (same format as the input).
+    Compress(CompressArgs),
+    /// Rebuild the original conversation from a compressed one and its store.
+    Expand(ExpandArgs),
+    /// Show or check a pipeline file.
+    #[command(subcommand)]
+    Pipeline(PipelineCommand),
+    /// List the plugins condense can find, with versions and paths.
+    Plugins(PluginsArgs),
+}
+
+/// Where to read a conversation from and how to interpret it.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// The conversation file; `-` reads standard input.
+    #[arg(value_name = "FILE", default_value = "-")]
+    pub file: PathBuf,
+    /// The input format; detected from the content when omitted.
+    #[arg(long, value_parser = parse_format)]
+    pub format: Option<condense_formats::Format>,
+    /// JSON pointer to the messages inside a wrapper object, e.g. `/messages`, `/0/traj`;
+    /// `*` selects every element (`/*/traj`). Common wrappers are found without it.
+    #[arg(long, value_name = "POINTER")]
+    pub select: Option<String>,
+}
+
+fn parse_format(s: &str) -> Result<condense_formats::Format, String> {
+    s.parse::<condense_formats::Format>().map_err(|e| e.to_string())
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The model's context window, in tokens, for the budget.
+    #[arg(long, default_value_t = 200_000)]
+    pub context_window: usize,
+    /// The model's maximum output tokens, for the effective window and autocompact threshold.
+    #[arg(long, default_value_t = 32_000)]
+    pub max_output_tokens: usize,
+    /// Tokenizer: o200k_base, cl100k_base, tiktoken-o200k_base, tiktoken-cl100k_base, estimate.
+    #[arg(long, default_value = "o200k_base")]
+    pub tokenizer: String,
+    /// How many tools to list by tokens in their results.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CompressArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The pipeline file (TOML); the embedded default pipeline when omitted.
+    #[arg(long, short, value_name = "FILE")]
+    pub pipeline: Option<PathBuf>,
+    /// Write the result here instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The store directory (default: the pipeline's [store], else .condense/ beside the input).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Override the pipeline's context window, in tokens.
+    #[arg(long)]
+    pub context_window: Option<usize>,
+    /// The per-stage report on standard error: a table, or JSON.
+    #[arg(long, value_enum, default_value = "text")]
+    pub report: ReportFormat,
+    /// The time stages see (RFC 3339 or Unix milliseconds); the system clock when omitted.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// The session id under which stage state and archives are kept (default: derived from the
+    /// conversation).
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExpandArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The store the compressed conversation was written with.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Write the result here instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The session id used when compressing, if it was given explicitly.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PipelineCommand {
+    /// Print the effective pipeline as TOML (the embedded default, or FILE).
+    Show {
+        /// A pipeline file; the embedded default when omitted.
+        #[arg(long, short, value_name = "FILE")]
+        pipeline: Option<PathBuf>,
+    },
+    /// Validate a pipeline file and load every plugin it names, with its config.
+    Check {
+        /// The pipeline file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PluginsArgs {
+    /// Also print each plugin's description and config keys.
+    #[arg(long)]
+    pub details: bool,
+    /// Also search the plugin folders named in this pipeline file.
+    #[arg(long, short, value_name = "FILE")]
+    pub pipeline: Option<PathBuf>,
+}

@@ -1,0 +1,308 @@
+//! The subcommands.
+
+use crate::cli::{Cli, Command, CompressArgs, ExpandArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs};
+use crate::input::{read_input, write_output};
+use crate::stats::{self, num};
+use crate::Failure;
+use condense_host::{session_id, LoadedPipeline, Pipeline, RunOptions, RunResult};
+use condense_store::Store;
+use condense_tokens::{BudgetConfig, TokenCounter, TokenizerKind};
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::Path;
+
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Stats(args) => stats_cmd(args),
+        Command::Compress(args) => compress(args),
+        Command::Expand(args) => expand(args),
+        Command::Pipeline(PipelineCommand::Show { pipeline }) => {
+            print!("{}", load_pipeline(pipeline.as_deref())?.to_toml());
+            Ok(())
+        }
+        Command::Pipeline(PipelineCommand::Check { file }) => check(&file),
+        Command::Plugins(args) => plugins(args),
+    }
+}
+
+fn load_pipeline(path: Option<&Path>) -> Result<Pipeline, Failure> {
+    match path {
+        Some(p) => Pipeline::from_file(p).map_err(|e| Failure::usage(e.to_string())),
+        None => Ok(Pipeline::default_pipeline()),
+    }
+}
+
+fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
+    let tokenizer: TokenizerKind = args.tokenizer.parse().map_err(|e| Failure::usage(format!("--tokenizer: {e}")))?;
+    let budget = BudgetConfig {
+        context_window: args.context_window,
+        max_output_tokens: args.max_output_tokens,
+        ..BudgetConfig::default()
+    };
+    budget.validate().map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
+    let input = read_input(&args.input)?;
+    let counter = TokenCounter::new(tokenizer);
+    let source = input.path.as_ref().map_or("<stdin>".to_string(), |p| p.display().to_string());
+    let s = stats::compute(
+        &source,
+        input.doc.format().as_str(),
+        input.doc.conversations(),
+        &input.doc.labels(),
+        &counter,
+        &budget,
+        args.top,
+    );
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&s).map_err(|e| Failure::run(e.to_string()))?);
+    } else {
+        print!("{}", stats::render(&s));
+    }
+    Ok(())
+}
+
+/// Parses `--now`: Unix milliseconds, or RFC 3339 in UTC (`2025-09-03T01:00:00Z`).
+pub fn parse_now(s: &str) -> Result<i64, Failure> {
+    if let Ok(ms) = s.parse::<i64>() {
+        return Ok(ms);
+    }
+    parse_rfc3339_ms(s).ok_or_else(|| {
+        Failure::usage(format!("--now: expected Unix milliseconds or RFC 3339 like 2025-09-03T01:00:00Z, got `{s}`"))
+    })
+}
+
+fn parse_rfc3339_ms(s: &str) -> Option<i64> {
+    let (date, time) = s.split_once(['T', ' '])?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, mo, da) = (d.next()??, d.next()??, d.next()??);
+    let time = time.strip_suffix('Z').or_else(|| time.strip_suffix("+00:00"))?;
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = hms.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, mi, se) = (t.next()??, t.next()??, t.next()??);
+    let ms: i64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (mo + if mo > 2 { -3 } else { 9 }) + 2) / 5 + da - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + h) * 60 + mi) * 60_000 + se * 1000 + ms)
+}
+
+#[derive(Serialize)]
+struct CompressReport<'a> {
+    source: String,
+    format: &'static str,
+    store: String,
+    conversations: usize,
+    tokens_before: usize,
+    tokens_after: usize,
+    tokens_saved: usize,
+    stages: Vec<StageTotal>,
+    runs: &'a [RunResult],
+}
+
+#[derive(Serialize)]
+struct StageTotal {
+    name: String,
+    plugin: String,
+    status: String,
+    tokens_before: usize,
+    tokens_after: usize,
+    tokens_saved: usize,
+    millis: f64,
+    notes: Vec<String>,
+}
+
+fn compress(args: CompressArgs) -> Result<(), Failure> {
+    let mut pipeline = load_pipeline(args.pipeline.as_deref())?;
+    if let Some(w) = args.context_window {
+        pipeline.budget.context_window = w;
+        pipeline.budget.validate().map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
+    }
+    let now_ms = args.now.as_deref().map(parse_now).transpose()?;
+    let mut input = read_input(&args.input)?;
+    let store_dir = args.store.clone().or_else(|| pipeline.store_dir.clone()).unwrap_or_else(|| input.default_store_dir());
+    let loaded = LoadedPipeline::load(pipeline)?;
+    let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
+    let opts = RunOptions { now_ms };
+
+    let mut runs = Vec::new();
+    for conv in input.doc.conversations_mut() {
+        let session = args.session.clone().unwrap_or_else(|| session_id(conv));
+        let result = loaded.run(std::mem::take(conv), &store, &session, &opts)?;
+        *conv = result.conversation.clone();
+        runs.push(result);
+    }
+    let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
+    write_output(args.out.as_deref(), &out)?;
+
+    let source = input.path.as_ref().map_or("<stdin>".to_string(), |p| p.display().to_string());
+    let report = build_report(&source, input.doc.format().as_str(), &store_dir, &runs);
+    match args.report {
+        ReportFormat::Json => {
+            eprintln!("{}", serde_json::to_string_pretty(&report).map_err(|e| Failure::run(e.to_string()))?)
+        }
+        ReportFormat::Text => eprint!("{}", render_report(&report)),
+    }
+    Ok(())
+}
+
+fn build_report<'a>(source: &str, format: &'static str, store: &Path, runs: &'a [RunResult]) -> CompressReport<'a> {
+    let mut stages: Vec<StageTotal> = Vec::new();
+    for run in runs {
+        for (i, s) in run.stages.iter().enumerate() {
+            if stages.len() <= i {
+                stages.push(StageTotal {
+                    name: s.name.clone(),
+                    plugin: s.plugin.clone(),
+                    status: s.status.to_string(),
+                    tokens_before: 0,
+                    tokens_after: 0,
+                    tokens_saved: 0,
+                    millis: 0.0,
+                    notes: Vec::new(),
+                });
+            }
+            let t = &mut stages[i];
+            t.tokens_before += s.tokens_before;
+            t.tokens_after += s.tokens_after;
+            t.tokens_saved += s.tokens_saved;
+            t.millis += s.millis;
+            if s.status != t.status {
+                t.status = "mixed".into();
+            }
+            if let Some(e) = &s.error {
+                t.notes.push(format!("skipped: {e}"));
+            }
+            if runs.len() == 1 {
+                t.notes.extend(s.report.notes.iter().cloned());
+            }
+        }
+    }
+    let before: usize = runs.iter().map(|r| r.tokens_before).sum();
+    let after: usize = runs.iter().map(|r| r.tokens_after).sum();
+    CompressReport {
+        source: source.to_string(),
+        format,
+        store: store.display().to_string(),
+        conversations: runs.len(),
+        tokens_before: before,
+        tokens_after: after,
+        tokens_saved: before - after.min(before),
+        stages,
+        runs,
+    }
+}
+
+fn render_report(r: &CompressReport<'_>) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "condense: {} ({}, {} conversation{}), store {}",
+        r.source,
+        r.format,
+        r.conversations,
+        if r.conversations == 1 { "" } else { "s" },
+        r.store
+    );
+    let _ = writeln!(o, "  {:<22} {:<8} {:>11} {:>11} {:>10} {:>9}", "stage", "status", "before", "after", "saved", "ms");
+    for s in &r.stages {
+        let _ = writeln!(
+            o,
+            "  {:<22} {:<8} {:>11} {:>11} {:>10} {:>9.1}",
+            s.name,
+            s.status,
+            num(s.tokens_before),
+            num(s.tokens_after),
+            num(s.tokens_saved),
+            s.millis
+        );
+        for n in &s.notes {
+            let _ = writeln!(o, "      {n}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "  {:<22} {:<8} {:>11} {:>11} {:>10}",
+        "total",
+        "",
+        num(r.tokens_before),
+        num(r.tokens_after),
+        num(r.tokens_saved)
+    );
+    o
+}
+
+fn expand(args: ExpandArgs) -> Result<(), Failure> {
+    let mut input = read_input(&args.input)?;
+    let store_dir = args.store.clone().unwrap_or_else(|| input.default_store_dir());
+    if !store_dir.is_dir() {
+        return Err(Failure::usage(format!("store {} does not exist (pass --store DIR)", store_dir.display())));
+    }
+    let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
+    let mut applied = 0;
+    for conv in input.doc.conversations_mut() {
+        let session = args.session.clone().unwrap_or_else(|| session_id(conv));
+        applied += condense_host::expand(&store, &session, conv).map_err(|e| Failure::run(e.to_string()))?;
+    }
+    let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
+    write_output(args.out.as_deref(), &out)?;
+    eprintln!("condense: expanded {applied} archived change{} from {}", if applied == 1 { "" } else { "s" }, store_dir.display());
+    Ok(())
+}
+
+fn check(file: &Path) -> Result<(), Failure> {
+    let pipeline = Pipeline::from_file(file).map_err(|e| Failure::usage(e.to_string()))?;
+    let loaded = LoadedPipeline::load(pipeline)?;
+    println!("{}: ok, {} stage{}", file.display(), loaded.stages.len(), if loaded.stages.len() == 1 { "" } else { "s" });
+    for s in &loaded.stages {
+        match &s.path {
+            Some(p) => println!("  {:<22} {} ({})", s.spec.name, s.spec.plugin, p.display()),
+            None => println!("  {:<22} {} (disabled)", s.spec.name, s.spec.plugin),
+        }
+    }
+    Ok(())
+}
+
+fn plugins(args: PluginsArgs) -> Result<(), Failure> {
+    let pipeline = load_pipeline(args.pipeline.as_deref())?;
+    let dirs = condense_host::discover::search_dirs(&pipeline.plugin_dirs);
+    let found = condense_host::discover::list_plugins(&dirs);
+    if found.is_empty() {
+        let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        return Err(Failure::run(format!(
+            "no plugins found (searched: {}); run `cargo xtask plugins` or set {}",
+            searched.join(", "),
+            condense_host::discover::PLUGIN_PATH_ENV
+        )));
+    }
+    for (name, path) in found {
+        match condense_abi::Plugin::load(&path).and_then(|p| p.metadata(&path)) {
+            Ok(m) => {
+                println!("{:<22} {:<8} {}", m.name, m.version, path.display());
+                if args.details {
+                    println!("    {}", m.description);
+                    for k in &m.config_keys {
+                        println!("    {:<24} {:<8} default {:<10} {}", k.name, k.ty, k.default, k.description);
+                    }
+                }
+            }
+            Err(e) => println!("{name:<22} {:<8} {}  ({e})", "?", path.display()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_rfc3339_ms;
+
+    #[test]
+    fn rfc3339_parses_to_unix_ms() {
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339_ms("2025-09-03T00:52:31.217Z"), Some(1_756_860_751_217));
+        assert_eq!(parse_rfc3339_ms("2000-02-29T12:00:00+00:00"), Some(951_825_600_000));
+        assert_eq!(parse_rfc3339_ms("yesterday"), None);
+    }
+}

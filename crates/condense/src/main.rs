@@ -1,0 +1,88 @@
+//! `condense`: keeps an LLM agent's conversation inside its context window.
+//!
+//! Reads a conversation in the format the agent already uses, runs it through a pipeline of
+//! compression stages loaded as plugins, and writes it back in the same format, smaller, with a
+//! report of what each stage did. `condense --help` lists the commands; every failure is one
+//! line on stderr and a non-zero exit (2 for usage and config errors, 1 for anything else).
+
+mod cli;
+mod commands;
+mod input;
+mod stats;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// An error with the exit code it deserves.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+    /// Extra lines shown only with --verbose.
+    pub detail: Option<String>,
+}
+
+impl Failure {
+    /// A usage or configuration error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure { code: 2, message: message.into(), detail: None }
+    }
+    /// Anything else (exit 1).
+    pub fn run(message: impl Into<String>) -> Failure {
+        Failure { code: 1, message: message.into(), detail: None }
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::run(format!("{e:#}"))
+    }
+}
+
+impl From<condense_host::HostError> for Failure {
+    fn from(e: condense_host::HostError) -> Self {
+        Failure {
+            code: if e.is_config_error() { 2 } else { 1 },
+            message: e.to_string(),
+            detail: e.detail().map(str::to_string),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    // Whatever happens, the user sees one line, never a panic trace.
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown error".to_string());
+        let at = info.location().map(|l| format!(" ({}:{})", l.file(), l.line())).unwrap_or_default();
+        eprintln!("condense: internal error: {msg}{at}; please report this");
+    }));
+
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            // --help and --version are not errors.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let verbose = args.verbose;
+    match std::panic::catch_unwind(|| commands::run(args)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(failure)) => {
+            eprintln!("condense: {}", failure.message);
+            if verbose {
+                if let Some(detail) = failure.detail {
+                    eprintln!("{detail}");
+                }
+            }
+            ExitCode::from(failure.code)
+        }
+        Err(_) => ExitCode::from(1),
+    }
+}
