@@ -73,8 +73,9 @@ pub trait FfiHost {
     fn context_window(&self) -> u64;
     fn max_output_tokens(&self) -> u64;
     fn has_flag(&self, flag: RStr<'_>) -> bool;
-    #[sabi(last_prefix_field)]
     fn session_id(&self) -> RString;
+    #[sabi(last_prefix_field)]
+    fn source_format(&self) -> RString;
 }
 
 /// A configured stage living in a plugin.

@@ -103,6 +103,9 @@ impl Host for PluginHost<'_, '_, '_> {
     fn session_id(&self) -> String {
         self.0.session_id().into_string()
     }
+    fn source_format(&self) -> String {
+        self.0.source_format().into_string()
+    }
 }
 
 pub(crate) fn report_to_ffi(r: StageReport) -> FfiReport {

@@ -26,6 +26,7 @@ mod export;
 mod ffi;
 mod loader;
 mod sdk;
+pub mod testing;
 
 pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{

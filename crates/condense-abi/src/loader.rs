@@ -260,4 +260,7 @@ impl FfiHost for HostAdapter<'_> {
     fn session_id(&self) -> RString {
         guard(RString::new(), || self.0.session_id().into())
     }
+    fn source_format(&self) -> RString {
+        guard(RString::new(), || self.0.source_format().into())
+    }
 }

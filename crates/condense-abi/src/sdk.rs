@@ -34,6 +34,10 @@ pub trait Host {
     fn has_flag(&self, flag: &str) -> bool;
     /// The session this conversation belongs to (stable across runs of the same session).
     fn session_id(&self) -> String;
+    /// The format the conversation was read from and will be written back in: `anthropic`,
+    /// `openai`, `claude-code`, `openhands` (empty when unknown). Stages that write
+    /// format-specific request fields (Anthropic `context_management`) check it.
+    fn source_format(&self) -> String;
 }
 
 /// What a stage did, for the report. The host adds tokens before and after and the time.

@@ -129,6 +129,9 @@ impl Host for NullHost<'_> {
     fn session_id(&self) -> String {
         "bench".into()
     }
+    fn source_format(&self) -> String {
+        "anthropic".into()
+    }
 }
 
 fn main() -> Result<()> {
@@ -218,7 +221,7 @@ fn main() -> Result<()> {
     let convs: Vec<Conversation> = doc.conversations().to_vec();
     let level1 = median_ms(runs.min(5), || {
         for c in &convs {
-            let _ = loaded.run(c.clone(), &store, &session_id(c), &RunOptions { now_ms: Some(0) });
+            let _ = loaded.run(c.clone(), &store, &session_id(c), &RunOptions { now_ms: Some(0), format: "openai".into() });
         }
     });
     println!("| level 1 (max 2,000 chars) over tau-bench's 200 conversations, host + store | {level1:.1} ms | {:.0} MB/s |", mb / level1 * 1000.0);

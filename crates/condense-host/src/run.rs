@@ -63,6 +63,8 @@ pub struct LoadedPipeline {
 pub struct RunOptions {
     /// The time stages see, Unix ms; `None` = the system clock, read once per run.
     pub now_ms: Option<i64>,
+    /// The conversation's source format name (`anthropic`, `openai`, ...), for stages.
+    pub format: String,
 }
 
 /// What happened to one stage in a run.
@@ -159,6 +161,7 @@ impl LoadedPipeline {
                 context_window: self.pipeline.budget.context_window,
                 max_output_tokens: self.pipeline.budget.max_output_tokens,
                 flags: &flags,
+                format: &opts.format,
             };
             let started = Instant::now();
             let outcome = stage
@@ -247,6 +250,7 @@ struct Services<'a> {
     context_window: usize,
     max_output_tokens: usize,
     flags: &'a [String],
+    format: &'a str,
 }
 
 impl Host for Services<'_> {
@@ -282,5 +286,8 @@ impl Host for Services<'_> {
     }
     fn session_id(&self) -> String {
         self.session.to_string()
+    }
+    fn source_format(&self) -> String {
+        self.format.to_string()
     }
 }

@@ -22,6 +22,7 @@
 
 mod block;
 mod raw_json;
+pub mod render;
 
 pub use block::{Block, Image, ImageSource, Opaque, TextBlock, ThinkingBlock, ToolResult, ToolUse};
 pub use raw_json::{kind_of, RawJson};

@@ -125,7 +125,7 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let store_dir = args.store.clone().or_else(|| pipeline.store_dir.clone()).unwrap_or_else(|| input.default_store_dir());
     let loaded = LoadedPipeline::load(pipeline)?;
     let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
-    let opts = RunOptions { now_ms };
+    let opts = RunOptions { now_ms, format: input.doc.format().as_str().to_string() };
 
     let mut runs = Vec::new();
     for conv in input.doc.conversations_mut() {

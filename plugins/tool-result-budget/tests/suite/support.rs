@@ -60,6 +60,9 @@ impl Host for FakeHost {
     fn session_id(&self) -> String {
         "test-session".to_string()
     }
+    fn source_format(&self) -> String {
+        "anthropic".to_string()
+    }
 }
 
 impl FakeHost {

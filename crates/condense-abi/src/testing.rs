@@ -1,0 +1,133 @@
+//! An in-memory [`Host`] for testing stages without loading them: a content-addressed store in a
+//! map, state in a cell, a fixed clock, tokens = bytes / 4 rounded up (or any counter you give).
+//!
+//! ```
+//! use condense_abi::testing::MemoryHost;
+//! use condense_abi::Host;
+//! let host = MemoryHost::default().with_now_ms(1_000).with_flag("context-collapse:active");
+//! let key = host.store_put(b"removed text").unwrap();
+//! assert_eq!(host.store_get(&key).unwrap().as_deref(), Some(&b"removed text"[..]));
+//! assert!(host.has_flag("context-collapse:active"));
+//! ```
+
+use crate::Host;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+/// See the [module docs](self).
+pub struct MemoryHost {
+    pub store: RefCell<HashMap<String, Vec<u8>>>,
+    pub state: RefCell<Option<String>>,
+    /// Number of `store_put` calls.
+    pub puts: Cell<usize>,
+    /// Number of `state_put` calls.
+    pub state_puts: Cell<usize>,
+    pub now_ms: i64,
+    pub tokens_freed_before: usize,
+    pub context_window: usize,
+    pub max_output_tokens: usize,
+    pub flags: Vec<String>,
+    pub session: String,
+    pub format: String,
+    counter: Box<dyn Fn(&str) -> usize>,
+}
+
+impl Default for MemoryHost {
+    fn default() -> Self {
+        MemoryHost {
+            store: RefCell::default(),
+            state: RefCell::default(),
+            puts: Cell::new(0),
+            state_puts: Cell::new(0),
+            now_ms: 1_750_000_000_000,
+            tokens_freed_before: 0,
+            context_window: 200_000,
+            max_output_tokens: 32_000,
+            flags: Vec::new(),
+            session: "test-session".into(),
+            format: "anthropic".into(),
+            counter: Box::new(|t: &str| t.len().div_ceil(4)),
+        }
+    }
+}
+
+impl MemoryHost {
+    pub fn with_now_ms(mut self, now_ms: i64) -> Self {
+        self.now_ms = now_ms;
+        self
+    }
+    pub fn with_flag(mut self, flag: &str) -> Self {
+        self.flags.push(flag.to_string());
+        self
+    }
+    pub fn with_format(mut self, format: &str) -> Self {
+        self.format = format.to_string();
+        self
+    }
+    pub fn with_window(mut self, context_window: usize, max_output_tokens: usize) -> Self {
+        self.context_window = context_window;
+        self.max_output_tokens = max_output_tokens;
+        self
+    }
+    pub fn with_tokens_freed_before(mut self, tokens: usize) -> Self {
+        self.tokens_freed_before = tokens;
+        self
+    }
+    /// Counts tokens with `counter` instead of bytes / 4.
+    pub fn with_counter(mut self, counter: impl Fn(&str) -> usize + 'static) -> Self {
+        self.counter = Box::new(counter);
+        self
+    }
+    /// The stored state parsed as JSON (Null when there is none).
+    pub fn state_json(&self) -> serde_json::Value {
+        self.state
+            .borrow()
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+}
+
+impl Host for MemoryHost {
+    fn count_tokens(&self, text: &str) -> usize {
+        (self.counter)(text)
+    }
+    fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+    fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
+        self.puts.set(self.puts.get() + 1);
+        let key = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes));
+        self.store.borrow_mut().insert(key.clone(), bytes.to_vec());
+        Ok(key)
+    }
+    fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        Ok(self.store.borrow().get(key).cloned())
+    }
+    fn state_get(&self) -> Result<Option<String>, String> {
+        Ok(self.state.borrow().clone())
+    }
+    fn state_put(&self, state: &str) -> Result<(), String> {
+        self.state_puts.set(self.state_puts.get() + 1);
+        *self.state.borrow_mut() = Some(state.to_string());
+        Ok(())
+    }
+    fn tokens_freed_before(&self) -> usize {
+        self.tokens_freed_before
+    }
+    fn context_window(&self) -> usize {
+        self.context_window
+    }
+    fn max_output_tokens(&self) -> usize {
+        self.max_output_tokens
+    }
+    fn has_flag(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
+    }
+    fn session_id(&self) -> String {
+        self.session.clone()
+    }
+    fn source_format(&self) -> String {
+        self.format.clone()
+    }
+}
