@@ -86,7 +86,12 @@ pub(crate) fn merge_extra(obj: &mut Map, extra: &RawJson, at: &dyn Fn() -> Strin
     Ok(())
 }
 
-fn merge_fields(obj: &mut Map, extra: Map) {
+/// [`merge_extra`] for an `extra` already parsed (e.g. to take hints out of it first).
+pub(crate) fn merge_fields(obj: &mut Map, extra: Map) {
+    merge_into(obj, extra);
+}
+
+fn merge_into(obj: &mut Map, extra: Map) {
     let mut order = None;
     for (key, value) in extra {
         if let Some(name) = key.strip_prefix(HINT_PREFIX) {
@@ -98,13 +103,13 @@ fn merge_fields(obj: &mut Map, extra: Map) {
         match (obj.get_mut(&key), value) {
             (None, Value::Object(from)) => {
                 let mut into = Map::new();
-                merge_fields(&mut into, from);
+                merge_into(&mut into, from);
                 obj.insert(key, Value::Object(into));
             }
             (None, value) => {
                 obj.insert(key, value);
             }
-            (Some(Value::Object(into)), Value::Object(from)) => merge_fields(into, from),
+            (Some(Value::Object(into)), Value::Object(from)) => merge_into(into, from),
             (Some(_), _) => {}
         }
     }
@@ -151,13 +156,9 @@ pub(crate) fn leftover(original: &[String], known: &[&str], mut map: Map) -> Raw
     RawJson::from_map(map)
 }
 
-/// A hint the reader left in an `extra` (see [`HINT_PREFIX`]).
-pub(crate) fn hint(extra: &RawJson, name: &str) -> Option<Value> {
-    if extra.is_empty() || !extra.as_str().contains(HINT_PREFIX) {
-        return None;
-    }
-    let mut map = extra.to_map().ok()?;
-    map.shift_remove(&format!("{HINT_PREFIX}{name}"))
+/// Takes a hint the reader left in a parsed `extra` (see [`HINT_PREFIX`]).
+pub(crate) fn take_hint(extra: &mut Map, name: &str) -> Option<Value> {
+    extra.shift_remove(&format!("{HINT_PREFIX}{name}"))
 }
 
 /// Adds a hint to a map of leftover fields.

@@ -22,6 +22,23 @@
 //! pointer (RFC 6901, with `*` for "every element", e.g. `/*/traj`) overrides this; in JSONL it
 //! applies to every line.
 //!
+//! What is kept where:
+//! - fields the model does not map go to the `extra` of the object they were in; the wrapper
+//!   line of a Claude Code message or an OpenHands event is the message's `envelope`, with the
+//!   mapped value replaced by a `null` placeholder that keeps its position;
+//! - keys of `extra` starting with `condense:` are hints a reader leaves for its writer (the
+//!   original OpenAI role `developer`, an object's original key order, ...): stages leave them
+//!   alone, writers never write them out;
+//! - lines and events the model does not map are [`condense_model::Role::Event`] messages written
+//!   back verbatim from their envelope (their id and timestamp are informational).
+//!
+//! With no change, the real transcripts this crate is tested on come back byte for byte: key
+//! order, indent width, Python-style `\uXXXX` escaping of ASCII-only files, trailing newline
+//! and byte order mark are all kept. What is only value-equal: numbers are re-serialized
+//! (`1E2` → `100.0`, integers beyond 64 bits lose precision as serde_json reads them as
+//! floats), JSONL blank lines are dropped and CRLF line ends become LF, and hand-formatted JSON is
+//! re-indented uniformly.
+//!
 //! ```
 //! use condense_formats::{read, Format, ReadOptions};
 //!

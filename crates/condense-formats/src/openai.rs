@@ -9,8 +9,9 @@ use crate::anthropic;
 use crate::body::{write_event, MessageCodec};
 use crate::error::Ctx;
 use crate::json::{
-    hint, into_object, keys_of, leftover, merge_extra, raw_value, read_content, remember_order,
-    require_string, set_hint, take, take_string, write_content, Map, Result,
+    into_object, keys_of, leftover, merge_extra, merge_fields, raw_map, raw_value, read_content,
+    remember_order, require_string, set_hint, take, take_hint, take_string, write_content, Map,
+    Result,
 };
 use condense_model::{
     Block, Content, ContentShape, Image, ImageSource, Message, Opaque, RawJson, Role, TextBlock,
@@ -254,7 +255,8 @@ fn write_part(block: &Block, at: &dyn Fn() -> String) -> Result<Value> {
 }
 
 fn write_tool_call(tool_use: &ToolUse, at: &dyn Fn() -> String) -> Result<Value> {
-    let arguments = match hint(&tool_use.extra, HINT_ARGUMENTS)
+    let mut extra = raw_map(&tool_use.extra, at)?;
+    let arguments = match take_hint(&mut extra, HINT_ARGUMENTS)
         .as_ref()
         .and_then(Value::as_str)
     {
@@ -270,7 +272,7 @@ fn write_tool_call(tool_use: &ToolUse, at: &dyn Fn() -> String) -> Result<Value>
     let mut call = Map::new();
     call.insert("id".into(), Value::String(tool_use.id.clone()));
     call.insert("function".into(), Value::Object(function));
-    merge_extra(&mut call, &tool_use.extra, at)?;
+    merge_fields(&mut call, extra);
     Ok(Value::Object(call))
 }
 
@@ -279,14 +281,16 @@ fn write_message(msg: &Message) -> Result<Value> {
         return write_event(msg);
     }
     let at = || format!("message {}", msg.id);
-    let role = match hint(&msg.extra, HINT_ROLE) {
+    let mut extra = raw_map(&msg.extra, &at)?;
+    let role = match take_hint(&mut extra, HINT_ROLE) {
         Some(Value::String(role)) => role,
         _ => msg.role.as_str().to_string(),
     };
     let mut obj = Map::new();
     obj.insert("role".into(), Value::String(role));
     if msg.role == Role::Tool {
-        write_tool_message(msg, &mut obj, &at)?;
+        let with_id = take_hint(&mut extra, HINT_NO_TOOL_CALL_ID).is_none();
+        write_tool_message(msg, with_id, &mut obj, &at)?;
     } else {
         let (calls, rest): (Vec<&Block>, Vec<&Block>) = msg
             .content
@@ -308,21 +312,24 @@ fn write_message(msg: &Message) -> Result<Value> {
             obj.insert("tool_calls".into(), Value::Array(calls));
         }
     }
-    merge_extra(&mut obj, &msg.extra, &at)?;
+    merge_fields(&mut obj, extra);
     Ok(Value::Object(obj))
 }
 
 /// A tool message: the `tool_call_id` and content of its tool result. Anything else a stage put
-/// in it is written as further content.
-fn write_tool_message(msg: &Message, obj: &mut Map, at: &dyn Fn() -> String) -> Result<()> {
+/// in it is written as further content. `with_id`: the message had a string `tool_call_id`.
+fn write_tool_message(
+    msg: &Message,
+    with_id: bool,
+    obj: &mut Map,
+    at: &dyn Fn() -> String,
+) -> Result<()> {
     let first = msg.content.blocks.iter().find_map(|b| match b {
         Block::ToolResult(tr) => Some(tr),
         _ => None,
     });
-    if let Some(tr) = first {
-        if hint(&msg.extra, HINT_NO_TOOL_CALL_ID).is_none() {
-            obj.insert("tool_call_id".into(), Value::String(tr.tool_use_id.clone()));
-        }
+    if let (Some(tr), true) = (first, with_id) {
+        obj.insert("tool_call_id".into(), Value::String(tr.tool_use_id.clone()));
     }
     let (shape, blocks): (ContentShape, Vec<&Block>) = match (msg.content.blocks.as_slice(), first)
     {

@@ -16,7 +16,7 @@
 use crate::body::{conversation_name, write_event};
 use crate::claude_code::put_timestamp;
 use crate::error::Ctx;
-use crate::json::{hint, into_object, raw_map, raw_value, set_hint, str_at, Map, Result};
+use crate::json::{into_object, raw_map, raw_value, set_hint, str_at, take_hint, Map, Result};
 use crate::FormatError;
 use condense_model::{
     Block, Content, ContentShape, Conversation, Message, RawJson, Role, ToolResult, ToolUse,
@@ -223,7 +223,7 @@ fn write_message(msg: &Message) -> Result<Value> {
         }
     } else {
         let text = msg.content.text();
-        if hint(&msg.extra, HINT_MESSAGE_IS_TEXT).is_some() {
+        if take_hint(&mut raw_map(&msg.extra, &at)?, HINT_MESSAGE_IS_TEXT).is_some() {
             event.insert("message".into(), Value::String(text.clone()));
         }
         match event.get_mut("args") {

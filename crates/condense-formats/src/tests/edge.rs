@@ -321,10 +321,19 @@ fn python_style_ascii_escapes_are_kept() {
     let bytes = br#"{"messages": [{"role": "user", "content": "caf\u00e9 \ud83e\udd80"}]}"#;
     let mut doc = read(bytes, "p.json", &auto()).unwrap();
     assert_eq!(doc.conversations()[0].messages[0].content.text(), "café 🦀");
-    assert_eq!(doc.write().unwrap(), br#"{"messages":[{"role":"user","content":"caf\u00e9 \ud83e\udd80"}]}"#);
+    assert_eq!(
+        doc.write().unwrap(),
+        br#"{"messages":[{"role":"user","content":"caf\u00e9 \ud83e\udd80"}]}"#
+    );
     doc.conversations_mut()[0].messages[0].content = Content::string("naïve");
-    assert_eq!(doc.write().unwrap(), br#"{"messages":[{"role":"user","content":"na\u00efve"}]}"#);
+    assert_eq!(
+        doc.write().unwrap(),
+        br#"{"messages":[{"role":"user","content":"na\u00efve"}]}"#
+    );
     // Input with raw UTF-8 is written with raw UTF-8.
     let bytes = "{\"messages\":[{\"role\":\"user\",\"content\":\"café\"}]}".as_bytes();
-    assert_eq!(read(bytes, "u.json", &auto()).unwrap().write().unwrap(), bytes);
+    assert_eq!(
+        read(bytes, "u.json", &auto()).unwrap().write().unwrap(),
+        bytes
+    );
 }

@@ -258,3 +258,16 @@ fn openai_edge_body_mapping() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The model as the readers build it, for a few small inputs: what goes to content, extra and
+/// envelope (placeholders, hints) is visible at a glance.
+#[test]
+fn mapping_snapshots() {
+    let list = doc(&fixture!("edge/anthropic_list.json"), "l.json");
+    insta::assert_json_snapshot!("anthropic_list", list.conversations());
+    let events = doc(&fixture!("edge/openhands_events.json"), "e.json");
+    insta::assert_json_snapshot!("openhands_events", events.conversations());
+    let bytes = br#"{"model":"m","messages":[{"content":"Be brief.","role":"developer"},{"role":"assistant","content":null,"tool_calls":[{"index":0,"function":{"arguments":"{\"q\":1}","name":"search"},"id":"c1","type":"function"}]},{"role":"tool","tool_call_id":"c1","name":"search","content":"found"}]}"#;
+    let openai = doc(bytes, "o.json");
+    insta::assert_json_snapshot!("openai_tool_call", openai.conversations());
+}
