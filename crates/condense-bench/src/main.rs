@@ -47,7 +47,13 @@ fn generated_conversation(target_tokens: usize, counter: &TokenCounter) -> Conve
         };
         let id = format!("call_{i}");
         let msgs = [
-            Message::new(format!("#{}", 3 * i), Role::User, vec![Block::text(format!("Step {i}: look at module {i} and fix what fails."))]),
+            Message::new(
+                format!("#{}", 3 * i),
+                Role::User,
+                vec![Block::text(format!(
+                    "Step {i}: look at module {i} and fix what fails."
+                ))],
+            ),
             Message::new(
                 format!("#{}", 3 * i + 1),
                 Role::Assistant,
@@ -56,7 +62,9 @@ fn generated_conversation(target_tokens: usize, counter: &TokenCounter) -> Conve
                     Block::ToolUse(ToolUse {
                         id: id.clone(),
                         name: ["Read", "Bash", "Grep"][i % 3].to_string(),
-                        input: condense_model::RawJson::from_value(&serde_json::json!({"file_path": format!("src/module_{i}.rs")})),
+                        input: condense_model::RawJson::from_value(
+                            &serde_json::json!({"file_path": format!("src/module_{i}.rs")}),
+                        ),
                         extra: Default::default(),
                     }),
                 ],
@@ -64,7 +72,12 @@ fn generated_conversation(target_tokens: usize, counter: &TokenCounter) -> Conve
             Message::new(
                 format!("#{}", 3 * i + 2),
                 Role::User,
-                vec![Block::ToolResult(ToolResult { tool_use_id: id, content: Content::string(text), is_error: None, extra: Default::default() })],
+                vec![Block::ToolResult(ToolResult {
+                    tool_use_id: id,
+                    content: Content::string(text),
+                    is_error: None,
+                    extra: Default::default(),
+                })],
             ),
         ];
         for m in msgs {
@@ -135,13 +148,17 @@ impl Host for NullHost<'_> {
 }
 
 fn main() -> Result<()> {
-    let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(7);
+    let runs: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(7);
     let kind = TokenizerKind::O200k;
     println!("condense benchmarks: medians of {runs} runs, release build, tokenizer {kind}\n");
     println!("| benchmark | median | throughput / ratio |\n|---|---|---|");
 
     // 1. The largest shared transcript: parse, count, write.
-    let tau_path = repo().join("tests/fixtures/transcripts/sierra-research__tau-bench/gpt-4o-airline.json");
+    let tau_path =
+        repo().join("tests/fixtures/transcripts/sierra-research__tau-bench/gpt-4o-airline.json");
     let tau = std::fs::read(&tau_path).with_context(|| tau_path.display().to_string())?;
     let mb = tau.len() as f64 / 1e6;
     let parse = median_ms(runs, || {
@@ -154,11 +171,21 @@ fn main() -> Result<()> {
     let mut tau_tokens = 0;
     let count_cold = median_ms(runs, || {
         let c = TokenCounter::new(kind);
-        tau_tokens = doc.conversations().iter().map(|cv| c.count_conversation(cv).total).sum();
+        tau_tokens = doc
+            .conversations()
+            .iter()
+            .map(|cv| c.count_conversation(cv).total)
+            .sum();
     });
-    println!("| tau-bench {mb:.1} MB: parse | {parse:.1} ms | {:.0} MB/s |", mb / parse * 1000.0);
+    println!(
+        "| tau-bench {mb:.1} MB: parse | {parse:.1} ms | {:.0} MB/s |",
+        mb / parse * 1000.0
+    );
     println!("| tau-bench: count ({tau_tokens} tokens, cold cache) | {count_cold:.1} ms | {:.2} M tokens/s |", tau_tokens as f64 / count_cold / 1000.0);
-    println!("| tau-bench: write | {write:.1} ms | {:.0} MB/s |", mb / write * 1000.0);
+    println!(
+        "| tau-bench: write | {write:.1} ms | {:.0} MB/s |",
+        mb / write * 1000.0
+    );
 
     // 2. A generated 1M-token conversation: count cold vs concatenated text vs warm.
     let counter = TokenCounter::new(kind);
@@ -179,13 +206,21 @@ fn main() -> Result<()> {
     });
     println!("| 1M-token conversation ({tokens} tokens, {} messages): count, cold | {cold:.1} ms | {:.2} M tokens/s |", big.messages.len(), tokens as f64 / cold / 1000.0);
     println!("| same text concatenated, one tokenizer call | {concat:.1} ms | cold/concat = {:.2}x (target <= 1.2x) |", cold / concat);
-    println!("| count again, warm cache | {warm:.2} ms | cold/warm = {:.0}x (target >= 100x) |", cold / warm);
+    println!(
+        "| count again, warm cache | {warm:.2} ms | cold/warm = {:.0}x (target >= 100x) |",
+        cold / warm
+    );
 
     // 3. Pathological inputs: linear, no panic.
     for (name, input) in [
         ("1M spaces", " ".repeat(1_000_000)),
         ("1M x 'a'", "a".repeat(1_000_000)),
-        ("1 MB base64", (0..750_000u32).map(|i| (b'A' + (i * 7 % 26) as u8) as char).collect::<String>()),
+        (
+            "1 MB base64",
+            (0..750_000u32)
+                .map(|i| (b'A' + (i * 7 % 26) as u8) as char)
+                .collect::<String>(),
+        ),
     ] {
         let mut n = 0;
         let t = median_ms(runs.min(3), || n = kind.tokenizer().count(&input));
@@ -199,7 +234,9 @@ fn main() -> Result<()> {
         std::env::consts::DLL_SUFFIX
     ));
     let plugin = Plugin::load(&noop_path).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let noop = plugin.instantiate("mode = \"noop\"").map_err(|e| anyhow::anyhow!(e))?;
+    let noop = plugin
+        .instantiate("mode = \"noop\"")
+        .map_err(|e| anyhow::anyhow!(e))?;
     let host = NullHost(&counter);
     let mut pool: Vec<Conversation> = (0..runs).map(|_| big.clone()).collect();
     let boundary = median_ms(runs, || {
@@ -221,7 +258,16 @@ fn main() -> Result<()> {
     let convs: Vec<Conversation> = doc.conversations().to_vec();
     let level1 = median_ms(runs.min(5), || {
         for c in &convs {
-            let _ = loaded.run(c.clone(), &store, &session_id(c), &RunOptions { now_ms: Some(0), format: "openai".into() });
+            let _ = loaded.run(
+                c.clone(),
+                &store,
+                &session_id(c),
+                &RunOptions {
+                    now_ms: Some(0),
+                    format: "openai".into(),
+                    record_outputs: false,
+                },
+            );
         }
     });
     println!("| level 1 (max 2,000 chars) over tau-bench's 200 conversations, host + store | {level1:.1} ms | {:.0} MB/s |", mb / level1 * 1000.0);

@@ -44,7 +44,11 @@ struct Header {
 }
 
 fn header_of(c: &Conversation) -> Header {
-    Header { system: c.system.clone(), tools: c.tools.clone(), extra: c.extra.clone() }
+    Header {
+        system: c.system.clone(),
+        tools: c.tools.clone(),
+        extra: c.extra.clone(),
+    }
 }
 
 /// Hash of a message as the output format shows it (synthetic `#n` ids left out).
@@ -62,7 +66,10 @@ fn message_hash(m: &Message) -> String {
 }
 
 fn header_hash(h: &Header) -> String {
-    format!("{:032x}", xxh3_128(&serde_json::to_vec(h).unwrap_or_default()))
+    format!(
+        "{:032x}",
+        xxh3_128(&serde_json::to_vec(h).unwrap_or_default())
+    )
 }
 
 /// Archives what a stage changed between `before` and `after` for `session`.
@@ -81,20 +88,32 @@ pub fn archive_stage(
     let (hb, ha) = (header_of(before), header_of(after));
     if hb != ha {
         let original = store.put(&serde_json::to_vec(&hb).unwrap_or_default())?;
-        pending.push((format!("{HEADER_KEY}-{}", header_hash(&ha)), Entry::Header { original }));
+        pending.push((
+            format!("{HEADER_KEY}-{}", header_hash(&ha)),
+            Entry::Header { original },
+        ));
     }
 
     let before_by_id: HashMap<&str, &Message> =
         before.messages.iter().map(|m| (m.id.as_str(), m)).collect();
     let after_ids: HashSet<&str> = after.messages.iter().map(|m| m.id.as_str()).collect();
-    let after_pos: HashMap<&str, usize> =
-        after.messages.iter().enumerate().map(|(i, m)| (m.id.as_str(), i)).collect();
+    let after_pos: HashMap<&str, usize> = after
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.id.as_str(), i))
+        .collect();
 
     // Changed messages.
     for m in &after.messages {
         if let Some(orig) = before_by_id.get(m.id.as_str()) {
             if *orig != m {
-                pending.push((message_hash(m), Entry::Replace { original: put_msg(orig)? }));
+                pending.push((
+                    message_hash(m),
+                    Entry::Replace {
+                        original: put_msg(orig)?,
+                    },
+                ));
             }
         }
     }
@@ -104,9 +123,9 @@ pub fn archive_stage(
     let mut run: Vec<String> = Vec::new();
     let mut last_kept: Option<usize> = None;
     let flush = |run: &mut Vec<String>,
-                     last_kept: Option<usize>,
-                     pending: &mut Vec<(String, Entry)>,
-                     anchored_new: &mut HashSet<usize>| {
+                 last_kept: Option<usize>,
+                 pending: &mut Vec<(String, Entry)>,
+                 anchored_new: &mut HashSet<usize>| {
         if run.is_empty() {
             return;
         }
@@ -170,7 +189,9 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
     let mut used: HashSet<(String, usize)> = HashSet::new();
     let mut applied = 0;
     let load_msg = |key: &str| -> Result<Message, ExpandError> {
-        let bytes = store.get(key)?.ok_or_else(|| ExpandError::Blob(key.to_string()))?;
+        let bytes = store
+            .get(key)?
+            .ok_or_else(|| ExpandError::Blob(key.to_string()))?;
         serde_json::from_slice(&bytes).map_err(|_| ExpandError::Blob(key.to_string()))
     };
     let load_msgs = |keys: &[String]| -> Result<Vec<Message>, ExpandError> {
@@ -185,7 +206,9 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
             for (i, e) in entries.iter().enumerate() {
                 if let Entry::Header { original } = e {
                     if used.insert((hkey.clone(), i)) {
-                        let bytes = store.get(original)?.ok_or_else(|| ExpandError::Blob(original.clone()))?;
+                        let bytes = store
+                            .get(original)?
+                            .ok_or_else(|| ExpandError::Blob(original.clone()))?;
                         let h: Header = serde_json::from_slice(&bytes)
                             .map_err(|_| ExpandError::Blob(original.clone()))?;
                         conv.system = h.system;
@@ -210,7 +233,10 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
             let mut after: Vec<Message> = Vec::new();
             let mut replacement: Option<Vec<Message>> = None;
             for (i, e) in entries.iter().enumerate() {
-                let is_replacing = matches!(e, Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove);
+                let is_replacing = matches!(
+                    e,
+                    Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove
+                );
                 if is_replacing && replacement.is_some() {
                     continue;
                 }
@@ -243,5 +269,7 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
 }
 
 fn read_entries(store: &Store, ns: &str, key: &str) -> Result<Option<Vec<Entry>>, StoreError> {
-    Ok(store.record_get(ns, key)?.and_then(|b| serde_json::from_slice(&b).ok()))
+    Ok(store
+        .record_get(ns, key)?
+        .and_then(|b| serde_json::from_slice(&b).ok()))
 }

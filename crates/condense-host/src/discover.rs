@@ -62,20 +62,33 @@ pub fn search_dirs(pipeline_dirs: &[PathBuf]) -> Vec<PathBuf> {
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
     #[error("plugin `{name}` not found (looked for {file} in: {searched}); run `cargo xtask plugins` to build the shipped ones, or set {env}")]
-    NotFound { name: String, file: String, searched: String, env: &'static str },
+    NotFound {
+        name: String,
+        file: String,
+        searched: String,
+        env: &'static str,
+    },
     #[error("plugin library {0} does not exist")]
     MissingPath(PathBuf),
 }
 
 /// Resolves a `plugin = "..."` value to a library path.
-pub fn find_plugin(plugin: &str, base_dir: Option<&Path>, dirs: &[PathBuf]) -> Result<PathBuf, FindError> {
+pub fn find_plugin(
+    plugin: &str,
+    base_dir: Option<&Path>,
+    dirs: &[PathBuf],
+) -> Result<PathBuf, FindError> {
     if looks_like_path(plugin) {
         let p = PathBuf::from(plugin);
         let p = match base_dir {
             Some(base) if p.is_relative() => base.join(p),
             _ => p,
         };
-        return if p.is_file() { Ok(p) } else { Err(FindError::MissingPath(p)) };
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(FindError::MissingPath(p))
+        };
     }
     let file = library_file_name(plugin);
     for dir in dirs {
@@ -90,7 +103,10 @@ pub fn find_plugin(plugin: &str, base_dir: Option<&Path>, dirs: &[PathBuf]) -> R
         searched: if dirs.is_empty() {
             "no folders".to_string()
         } else {
-            dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         },
         env: PLUGIN_PATH_ENV,
     })
@@ -100,7 +116,9 @@ pub fn find_plugin(plugin: &str, base_dir: Option<&Path>, dirs: &[PathBuf]) -> R
 pub fn list_plugins(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
     let mut found: Vec<(String, PathBuf)> = Vec::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
         let mut here: Vec<(String, PathBuf)> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
@@ -134,14 +152,20 @@ mod tests {
 
     #[test]
     fn not_found_lists_the_folders() {
-        let err = find_plugin("nope", None, &[PathBuf::from("/a"), PathBuf::from("/b")]).unwrap_err();
+        let err =
+            find_plugin("nope", None, &[PathBuf::from("/a"), PathBuf::from("/b")]).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("plugin `nope` not found") && msg.contains("/a, /b"), "{msg}");
+        assert!(
+            msg.contains("plugin `nope` not found") && msg.contains("/a, /b"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn paths_are_taken_as_paths() {
-        assert!(looks_like_path("./x.so") || looks_like_path("./x.dylib") || looks_like_path("./x.dll"));
+        assert!(
+            looks_like_path("./x.so") || looks_like_path("./x.dylib") || looks_like_path("./x.dll")
+        );
         assert!(!looks_like_path("snip"));
         let err = find_plugin("./missing/libx.so", Some(Path::new("/base")), &[]).unwrap_err();
         assert!(err.to_string().contains("/base/./missing/libx.so"), "{err}");

@@ -169,10 +169,19 @@ impl Pipeline {
     }
 
     /// Parses pipeline TOML. `source` names it in errors.
-    pub fn parse(text: &str, source: &str, base_dir: Option<PathBuf>) -> Result<Pipeline, PipelineError> {
+    pub fn parse(
+        text: &str,
+        source: &str,
+        base_dir: Option<PathBuf>,
+    ) -> Result<Pipeline, PipelineError> {
         let err_at = |offset: usize, message: String| {
             let (line, column) = line_col(text, offset);
-            PipelineError { file: source.to_string(), line, column, message }
+            PipelineError {
+                file: source.to_string(),
+                line,
+                column,
+                message,
+            }
         };
         let raw: RawPipeline = toml::from_str(text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);
@@ -201,7 +210,10 @@ impl Pipeline {
         for raw_stage in raw.stage {
             let plugin = raw_stage.plugin.get_ref().trim().to_string();
             if plugin.is_empty() {
-                return Err(err_at(raw_stage.plugin.span().start, "stage `plugin` is empty".into()));
+                return Err(err_at(
+                    raw_stage.plugin.span().start,
+                    "stage `plugin` is empty".into(),
+                ));
             }
             let (name, offset) = match &raw_stage.name {
                 Some(n) => (n.get_ref().clone(), n.span().start),
@@ -265,9 +277,17 @@ impl Pipeline {
             dirs: &'a [PathBuf],
         }
         let out = Out {
-            model: ModelOut { budget: &self.budget, tokenizer: self.tokenizer.to_string() },
-            store: self.store_dir.as_deref().map(|directory| StoreOut { directory }),
-            plugins: (!self.plugin_dirs.is_empty()).then_some(PluginsOut { dirs: &self.plugin_dirs }),
+            model: ModelOut {
+                budget: &self.budget,
+                tokenizer: self.tokenizer.to_string(),
+            },
+            store: self
+                .store_dir
+                .as_deref()
+                .map(|directory| StoreOut { directory }),
+            plugins: (!self.plugin_dirs.is_empty()).then_some(PluginsOut {
+                dirs: &self.plugin_dirs,
+            }),
             stage: &self.stages,
         };
         let body = toml::to_string_pretty(&out).unwrap_or_default();
@@ -280,7 +300,11 @@ fn plugin_display_name(plugin: &str) -> String {
     if crate::discover::looks_like_path(plugin) {
         Path::new(plugin)
             .file_stem()
-            .map(|s| s.to_string_lossy().trim_start_matches("lib").replace('_', "-"))
+            .map(|s| {
+                s.to_string_lossy()
+                    .trim_start_matches("lib")
+                    .replace('_', "-")
+            })
             .unwrap_or_else(|| plugin.to_string())
     } else {
         plugin.to_string()
@@ -305,9 +329,16 @@ mod tests {
 
     #[test]
     fn unknown_key_names_line_and_column() {
-        let e = parse("[model]\ncontext_window = 1000\n\n[[stage]]\nplugin = \"snip\"\nenabeld = false\n").unwrap_err();
+        let e = parse(
+            "[model]\ncontext_window = 1000\n\n[[stage]]\nplugin = \"snip\"\nenabeld = false\n",
+        )
+        .unwrap_err();
         assert_eq!((e.line, e.column), (6, 1), "{e}");
-        assert!(e.to_string().starts_with("p.toml:6:1: unknown field `enabeld`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("p.toml:6:1: unknown field `enabeld`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -322,7 +353,11 @@ mod tests {
         let text = "[[stage]]\nplugin = \"a\"\n[[stage]]\nname = \"b\"\nplugin = \"x\"\n[[stage]]\nname = \"a\"\nplugin = \"y\"\n";
         let e = parse(text).unwrap_err();
         assert_eq!(e.line, 7, "{e}");
-        assert!(e.message.contains("duplicate stage name `a` (first used on line 2)"), "{e}");
+        assert!(
+            e.message
+                .contains("duplicate stage name `a` (first used on line 2)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -331,7 +366,10 @@ mod tests {
         let p = parse(text).unwrap();
         assert_eq!(p.stages.len(), 2);
         assert_eq!(p.stages[1].on_error, OnError::Skip);
-        assert_eq!(p.stages[1].config.get("k").and_then(|v| v.as_integer()), Some(1));
+        assert_eq!(
+            p.stages[1].config.get("k").and_then(|v| v.as_integer()),
+            Some(1)
+        );
     }
 
     #[test]

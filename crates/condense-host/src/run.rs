@@ -65,6 +65,8 @@ pub struct RunOptions {
     pub now_ms: Option<i64>,
     /// The conversation's source format name (`anthropic`, `openai`, ...), for stages.
     pub format: String,
+    /// Keep each stage's output conversation in [`StageRun::output`] (for diffs and snapshots).
+    pub record_outputs: bool,
 }
 
 /// What happened to one stage in a run.
@@ -82,6 +84,9 @@ pub struct StageRun {
     pub tokens_saved: usize,
     pub millis: f64,
     pub report: StageReport,
+    /// The conversation after this stage, when [`RunOptions::record_outputs`] asked for it.
+    #[serde(skip)]
+    pub output: Option<Conversation>,
 }
 
 /// The result of running a pipeline over one conversation.
@@ -103,21 +108,42 @@ impl LoadedPipeline {
         let mut stages = Vec::new();
         for spec in &pipeline.stages {
             if !spec.enabled {
-                stages.push(LoadedSpec { spec: spec.clone(), path: None, stage: None });
+                stages.push(LoadedSpec {
+                    spec: spec.clone(),
+                    path: None,
+                    stage: None,
+                });
                 continue;
             }
-            let path = find_plugin(&spec.plugin, pipeline.base_dir.as_deref(), &dirs)
-                .map_err(|source| HostError::Find { stage: spec.name.clone(), source })?;
-            let plugin = Plugin::load(&path)
-                .map_err(|source| HostError::Load { stage: spec.name.clone(), source })?;
+            let path = find_plugin(&spec.plugin, pipeline.base_dir.as_deref(), &dirs).map_err(
+                |source| HostError::Find {
+                    stage: spec.name.clone(),
+                    source,
+                },
+            )?;
+            let plugin = Plugin::load(&path).map_err(|source| HostError::Load {
+                stage: spec.name.clone(),
+                source,
+            })?;
             let config = toml::to_string(&spec.config).unwrap_or_default();
             let stage = plugin
                 .instantiate(&config)
-                .map_err(|message| HostError::Config { stage: spec.name.clone(), message })?;
-            stages.push(LoadedSpec { spec: spec.clone(), path: Some(path), stage: Some(stage) });
+                .map_err(|message| HostError::Config {
+                    stage: spec.name.clone(),
+                    message,
+                })?;
+            stages.push(LoadedSpec {
+                spec: spec.clone(),
+                path: Some(path),
+                stage: Some(stage),
+            });
         }
         let counter = TokenCounter::new(pipeline.tokenizer);
-        Ok(LoadedPipeline { pipeline, stages, counter })
+        Ok(LoadedPipeline {
+            pipeline,
+            stages,
+            counter,
+        })
     }
 
     /// Runs every enabled stage, in order, over `conversation`.
@@ -148,6 +174,7 @@ impl LoadedPipeline {
                     tokens_saved: 0,
                     millis: 0.0,
                     report: StageReport::default(),
+                    output: opts.record_outputs.then(|| current.clone()),
                 });
                 continue;
             };
@@ -199,13 +226,17 @@ impl LoadedPipeline {
                         tokens_saved: saved,
                         millis,
                         report: out.report,
+                        output: opts.record_outputs.then(|| out.conversation.clone()),
                     });
                     current = out.conversation;
                     current_tokens = after;
                 }
                 Err(message) => match spec.on_error {
                     OnError::Fail => {
-                        return Err(HostError::StageFailed { stage: spec.name.clone(), message })
+                        return Err(HostError::StageFailed {
+                            stage: spec.name.clone(),
+                            message,
+                        })
                     }
                     OnError::Skip => runs.push(StageRun {
                         name: spec.name.clone(),
@@ -217,6 +248,7 @@ impl LoadedPipeline {
                         tokens_saved: 0,
                         millis,
                         report: StageReport::default(),
+                        output: opts.record_outputs.then(|| current.clone()),
                     }),
                 },
             }
@@ -267,10 +299,14 @@ impl Host for Services<'_> {
         self.store.get(key).map_err(|e| e.to_string())
     }
     fn state_get(&self) -> Result<Option<String>, String> {
-        self.store.state_get(self.session, self.stage).map_err(|e| e.to_string())
+        self.store
+            .state_get(self.session, self.stage)
+            .map_err(|e| e.to_string())
     }
     fn state_put(&self, state: &str) -> Result<(), String> {
-        self.store.state_put(self.session, self.stage, state).map_err(|e| e.to_string())
+        self.store
+            .state_put(self.session, self.stage, state)
+            .map_err(|e| e.to_string())
     }
     fn tokens_freed_before(&self) -> usize {
         self.freed_before

@@ -2,7 +2,10 @@
 
 use crate::{Content, RawJson};
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{xxh3_64_with_seed, Xxh3};
+
+const SEED_TEXT: u64 = 0x7465_7874; // "text"
+const SEED_RESULT: u64 = 0x7265_7375_6c74; // "result"
 
 /// One piece of message content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +124,24 @@ impl Block {
     /// A 64-bit content hash (xxh3) of everything in the block. Equal blocks hash equal; the
     /// token counter caches by it, so a block a stage did not touch is never counted twice.
     pub fn content_hash(&self) -> u64 {
+        // Fast paths for the common shapes: one one-shot pass over the big text, seeded with the
+        // small fields. The streaming hasher costs more than the hashing itself on short blocks.
+        match self {
+            Block::Text(t) if t.extra.is_empty() => xxh3_64_with_seed(t.text.as_bytes(), SEED_TEXT),
+            Block::ToolResult(t) if t.extra.is_empty() => match t.content.blocks.as_slice() {
+                [Block::Text(inner)] if inner.extra.is_empty() => {
+                    let seed = xxh3_64_with_seed(t.tool_use_id.as_bytes(), SEED_RESULT)
+                        ^ (u64::from(t.content.shape as u8) << 8
+                            | u64::from(t.is_error.map_or(2, u8::from)));
+                    xxh3_64_with_seed(inner.text.as_bytes(), seed)
+                }
+                _ => self.streamed_hash(),
+            },
+            _ => self.streamed_hash(),
+        }
+    }
+
+    fn streamed_hash(&self) -> u64 {
         let mut h = Xxh3::new();
         hash_block(self, &mut h);
         h.digest()

@@ -36,7 +36,11 @@ pub fn render(conv: &Conversation) -> String {
         let _ = writeln!(out, "[tools] {}\n", names.join(", "));
     }
     if !conv.extra.is_empty() {
-        let _ = writeln!(out, "[request fields] {}\n", short_json(conv.extra.as_str()));
+        let _ = writeln!(
+            out,
+            "[request fields] {}\n",
+            short_json(conv.extra.as_str())
+        );
     }
     for m in &conv.messages {
         render_message(&mut out, m);
@@ -47,7 +51,11 @@ pub fn render(conv: &Conversation) -> String {
 
 /// Renders one message (a paragraph).
 pub fn render_message(out: &mut String, m: &Message) {
-    let ts = m.timestamp.as_deref().map(|t| format!(" @ {t}")).unwrap_or_default();
+    let ts = m
+        .timestamp
+        .as_deref()
+        .map(|t| format!(" @ {t}"))
+        .unwrap_or_default();
     let _ = writeln!(out, "[{}] {}{ts}", m.id, m.role.as_str());
     if m.is_chat() {
         render_content(out, &m.content, "  ");
@@ -58,7 +66,11 @@ pub fn render_message(out: &mut String, m: &Message) {
             .ok()
             .and_then(|e| e.get("type").and_then(|t| t.as_str().map(str::to_string)))
             .unwrap_or_else(|| "event".into());
-        let _ = writeln!(out, "  (not sent to the model: {kind}, {} bytes)", m.envelope.len());
+        let _ = writeln!(
+            out,
+            "  (not sent to the model: {kind}, {} bytes)",
+            m.envelope.len()
+        );
     }
 }
 
@@ -169,7 +181,8 @@ mod tests {
         let changed = long.replace("line 50", "line fifty");
         let r = |t: &str| {
             let mut c = Conversation::default();
-            c.messages.push(Message::new("a", Role::User, vec![Block::text(t)]));
+            c.messages
+                .push(Message::new("a", Role::User, vec![Block::text(t)]));
             render(&c)
         };
         let (a, b) = (r(&long), r(&changed));

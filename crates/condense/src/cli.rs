@@ -37,6 +37,11 @@ pub enum Command {
     Compress(CompressArgs),
     /// Rebuild the original conversation from a compressed one and its store.
     Expand(ExpandArgs),
+    /// Show what each stage does: a unified diff of the conversation before and after it.
+    Diff(DiffArgs),
+    /// Render every stage's output for transcripts and compare with stored snapshots (a CI
+    /// gate for pipeline changes: exit 1 and `.snap.new` files when anything differs).
+    Snapshot(SnapshotArgs),
     /// Show or check a pipeline file.
     #[command(subcommand)]
     Pipeline(PipelineCommand),
@@ -60,7 +65,8 @@ pub struct InputArgs {
 }
 
 fn parse_format(s: &str) -> Result<condense_formats::Format, String> {
-    s.parse::<condense_formats::Format>().map_err(|e| e.to_string())
+    s.parse::<condense_formats::Format>()
+        .map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +137,57 @@ pub struct ExpandArgs {
     /// The session id used when compressing, if it was given explicitly.
     #[arg(long)]
     pub session: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The pipeline file; the embedded default when omitted.
+    #[arg(long, short, value_name = "FILE")]
+    pub pipeline: Option<PathBuf>,
+    /// Show only this stage's diff.
+    #[arg(long, value_name = "NAME")]
+    pub stage: Option<String>,
+    /// Colour the diff: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// The time stages see (RFC 3339 or Unix ms). Default: 1970-01-01, so reviews are
+    /// reproducible; time-based behaviour needs an explicit --now.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// Override the pipeline's context window, in tokens.
+    #[arg(long)]
+    pub context_window: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Transcript files, or folders to walk.
+    #[arg(required = true, value_name = "DIR_OR_FILE")]
+    pub inputs: Vec<PathBuf>,
+    /// The pipeline file; the embedded default when omitted.
+    #[arg(long, short, value_name = "FILE")]
+    pub pipeline: Option<PathBuf>,
+    /// Where snapshots live: one folder per transcript, one `NN-stage.snap` per stage.
+    #[arg(long, value_name = "OUTDIR")]
+    pub snapshots: PathBuf,
+    /// Take the new versions as the reference (write `.snap`, remove `.snap.new`).
+    #[arg(long)]
+    pub accept: bool,
+    /// The time stages see (RFC 3339 or Unix ms); default 1970-01-01.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// Colour the diffs: auto, always, never.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,6 +1,8 @@
 //! The subcommands.
 
-use crate::cli::{Cli, Command, CompressArgs, ExpandArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs};
+use crate::cli::{
+    Cli, Command, CompressArgs, ExpandArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
+};
 use crate::input::{read_input, write_output};
 use crate::stats::{self, num};
 use crate::Failure;
@@ -16,6 +18,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Stats(args) => stats_cmd(args),
         Command::Compress(args) => compress(args),
         Command::Expand(args) => expand(args),
+        Command::Diff(args) => crate::review::diff(args),
+        Command::Snapshot(args) => crate::review::snapshot(args),
         Command::Pipeline(PipelineCommand::Show { pipeline }) => {
             print!("{}", load_pipeline(pipeline.as_deref())?.to_toml());
             Ok(())
@@ -33,16 +37,24 @@ fn load_pipeline(path: Option<&Path>) -> Result<Pipeline, Failure> {
 }
 
 fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
-    let tokenizer: TokenizerKind = args.tokenizer.parse().map_err(|e| Failure::usage(format!("--tokenizer: {e}")))?;
+    let tokenizer: TokenizerKind = args
+        .tokenizer
+        .parse()
+        .map_err(|e| Failure::usage(format!("--tokenizer: {e}")))?;
     let budget = BudgetConfig {
         context_window: args.context_window,
         max_output_tokens: args.max_output_tokens,
         ..BudgetConfig::default()
     };
-    budget.validate().map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
+    budget
+        .validate()
+        .map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
     let input = read_input(&args.input)?;
     let counter = TokenCounter::new(tokenizer);
-    let source = input.path.as_ref().map_or("<stdin>".to_string(), |p| p.display().to_string());
+    let source = input
+        .path
+        .as_ref()
+        .map_or("<stdin>".to_string(), |p| p.display().to_string());
     let s = stats::compute(
         &source,
         input.doc.format().as_str(),
@@ -53,7 +65,10 @@ fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
         args.top,
     );
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&s).map_err(|e| Failure::run(e.to_string()))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&s).map_err(|e| Failure::run(e.to_string()))?
+        );
     } else {
         print!("{}", stats::render(&s));
     }
@@ -66,7 +81,9 @@ pub fn parse_now(s: &str) -> Result<i64, Failure> {
         return Ok(ms);
     }
     parse_rfc3339_ms(s).ok_or_else(|| {
-        Failure::usage(format!("--now: expected Unix milliseconds or RFC 3339 like 2025-09-03T01:00:00Z, got `{s}`"))
+        Failure::usage(format!(
+            "--now: expected Unix milliseconds or RFC 3339 like 2025-09-03T01:00:00Z, got `{s}`"
+        ))
     })
 }
 
@@ -74,7 +91,9 @@ fn parse_rfc3339_ms(s: &str) -> Option<i64> {
     let (date, time) = s.split_once(['T', ' '])?;
     let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
     let (y, mo, da) = (d.next()??, d.next()??, d.next()??);
-    let time = time.strip_suffix('Z').or_else(|| time.strip_suffix("+00:00"))?;
+    let time = time
+        .strip_suffix('Z')
+        .or_else(|| time.strip_suffix("+00:00"))?;
     let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
     let mut t = hms.split(':').map(|p| p.parse::<i64>().ok());
     let (h, mi, se) = (t.next()??, t.next()??, t.next()??);
@@ -118,14 +137,25 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let mut pipeline = load_pipeline(args.pipeline.as_deref())?;
     if let Some(w) = args.context_window {
         pipeline.budget.context_window = w;
-        pipeline.budget.validate().map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
+        pipeline
+            .budget
+            .validate()
+            .map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
     }
     let now_ms = args.now.as_deref().map(parse_now).transpose()?;
     let mut input = read_input(&args.input)?;
-    let store_dir = args.store.clone().or_else(|| pipeline.store_dir.clone()).unwrap_or_else(|| input.default_store_dir());
+    let store_dir = args
+        .store
+        .clone()
+        .or_else(|| pipeline.store_dir.clone())
+        .unwrap_or_else(|| input.default_store_dir());
     let loaded = LoadedPipeline::load(pipeline)?;
     let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
-    let opts = RunOptions { now_ms, format: input.doc.format().as_str().to_string() };
+    let opts = RunOptions {
+        now_ms,
+        format: input.doc.format().as_str().to_string(),
+        record_outputs: false,
+    };
 
     let mut runs = Vec::new();
     for conv in input.doc.conversations_mut() {
@@ -137,18 +167,29 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
     write_output(args.out.as_deref(), &out)?;
 
-    let source = input.path.as_ref().map_or("<stdin>".to_string(), |p| p.display().to_string());
+    let source = input
+        .path
+        .as_ref()
+        .map_or("<stdin>".to_string(), |p| p.display().to_string());
     let report = build_report(&source, input.doc.format().as_str(), &store_dir, &runs);
     match args.report {
         ReportFormat::Json => {
-            eprintln!("{}", serde_json::to_string_pretty(&report).map_err(|e| Failure::run(e.to_string()))?)
+            eprintln!(
+                "{}",
+                serde_json::to_string_pretty(&report).map_err(|e| Failure::run(e.to_string()))?
+            )
         }
         ReportFormat::Text => eprint!("{}", render_report(&report)),
     }
     Ok(())
 }
 
-fn build_report<'a>(source: &str, format: &'static str, store: &Path, runs: &'a [RunResult]) -> CompressReport<'a> {
+fn build_report<'a>(
+    source: &str,
+    format: &'static str,
+    store: &Path,
+    runs: &'a [RunResult],
+) -> CompressReport<'a> {
     let mut stages: Vec<StageTotal> = Vec::new();
     for run in runs {
         for (i, s) in run.stages.iter().enumerate() {
@@ -206,7 +247,11 @@ fn render_report(r: &CompressReport<'_>) -> String {
         if r.conversations == 1 { "" } else { "s" },
         r.store
     );
-    let _ = writeln!(o, "  {:<22} {:<8} {:>11} {:>11} {:>10} {:>9}", "stage", "status", "before", "after", "saved", "ms");
+    let _ = writeln!(
+        o,
+        "  {:<22} {:<8} {:>11} {:>11} {:>10} {:>9}",
+        "stage", "status", "before", "after", "saved", "ms"
+    );
     for s in &r.stages {
         let _ = writeln!(
             o,
@@ -236,26 +281,42 @@ fn render_report(r: &CompressReport<'_>) -> String {
 
 fn expand(args: ExpandArgs) -> Result<(), Failure> {
     let mut input = read_input(&args.input)?;
-    let store_dir = args.store.clone().unwrap_or_else(|| input.default_store_dir());
+    let store_dir = args
+        .store
+        .clone()
+        .unwrap_or_else(|| input.default_store_dir());
     if !store_dir.is_dir() {
-        return Err(Failure::usage(format!("store {} does not exist (pass --store DIR)", store_dir.display())));
+        return Err(Failure::usage(format!(
+            "store {} does not exist (pass --store DIR)",
+            store_dir.display()
+        )));
     }
     let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
     let mut applied = 0;
     for conv in input.doc.conversations_mut() {
         let session = args.session.clone().unwrap_or_else(|| session_id(conv));
-        applied += condense_host::expand(&store, &session, conv).map_err(|e| Failure::run(e.to_string()))?;
+        applied += condense_host::expand(&store, &session, conv)
+            .map_err(|e| Failure::run(e.to_string()))?;
     }
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
     write_output(args.out.as_deref(), &out)?;
-    eprintln!("condense: expanded {applied} archived change{} from {}", if applied == 1 { "" } else { "s" }, store_dir.display());
+    eprintln!(
+        "condense: expanded {applied} archived change{} from {}",
+        if applied == 1 { "" } else { "s" },
+        store_dir.display()
+    );
     Ok(())
 }
 
 fn check(file: &Path) -> Result<(), Failure> {
     let pipeline = Pipeline::from_file(file).map_err(|e| Failure::usage(e.to_string()))?;
     let loaded = LoadedPipeline::load(pipeline)?;
-    println!("{}: ok, {} stage{}", file.display(), loaded.stages.len(), if loaded.stages.len() == 1 { "" } else { "s" });
+    println!(
+        "{}: ok, {} stage{}",
+        file.display(),
+        loaded.stages.len(),
+        if loaded.stages.len() == 1 { "" } else { "s" }
+    );
     for s in &loaded.stages {
         match &s.path {
             Some(p) => println!("  {:<22} {} ({})", s.spec.name, s.spec.plugin, p.display()),
@@ -284,7 +345,10 @@ fn plugins(args: PluginsArgs) -> Result<(), Failure> {
                 if args.details {
                     println!("    {}", m.description);
                     for k in &m.config_keys {
-                        println!("    {:<24} {:<8} default {:<10} {}", k.name, k.ty, k.default, k.description);
+                        println!(
+                            "    {:<24} {:<8} default {:<10} {}",
+                            k.name, k.ty, k.default, k.description
+                        );
                     }
                 }
             }
@@ -301,8 +365,14 @@ mod tests {
     #[test]
     fn rfc3339_parses_to_unix_ms() {
         assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_rfc3339_ms("2025-09-03T00:52:31.217Z"), Some(1_756_860_751_217));
-        assert_eq!(parse_rfc3339_ms("2000-02-29T12:00:00+00:00"), Some(951_825_600_000));
+        assert_eq!(
+            parse_rfc3339_ms("2025-09-03T00:52:31.217Z"),
+            Some(1_756_860_751_217)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2000-02-29T12:00:00+00:00"),
+            Some(951_825_600_000)
+        );
         assert_eq!(parse_rfc3339_ms("yesterday"), None);
     }
 }

@@ -41,9 +41,16 @@ pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
             .map_err(|e| Failure::run(format!("{}: cannot read: {e}", args.file.display())))?;
         (bytes, args.file.display().to_string())
     };
-    let opts = ReadOptions { format: args.format, select: args.select.clone() };
-    let doc = condense_formats::read(&bytes, &name, &opts).map_err(|e| Failure::run(e.to_string()))?;
-    Ok(Input { doc, path: (!stdin).then(|| args.file.clone()) })
+    let opts = ReadOptions {
+        format: args.format,
+        select: args.select.clone(),
+    };
+    let doc =
+        condense_formats::read(&bytes, &name, &opts).map_err(|e| Failure::run(e.to_string()))?;
+    Ok(Input {
+        doc,
+        path: (!stdin).then(|| args.file.clone()),
+    })
 }
 
 /// Writes bytes to `out`, or to stdout when None. File writes are atomic (temp file + rename),
@@ -58,10 +65,14 @@ pub fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), Failure> {
                 .map_err(|e| Failure::run(format!("<stdout>: cannot write: {e}")))
         }
         Some(path) => {
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             let tmp = dir.join(format!(
                 ".{}.condense-tmp",
-                path.file_name().map_or("out".into(), |n| n.to_string_lossy())
+                path.file_name()
+                    .map_or("out".into(), |n| n.to_string_lossy())
             ));
             std::fs::write(&tmp, bytes)
                 .and_then(|()| std::fs::rename(&tmp, path))

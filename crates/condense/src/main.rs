@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod input;
+mod review;
 mod stats;
 
 use clap::Parser;
@@ -25,11 +26,19 @@ pub struct Failure {
 impl Failure {
     /// A usage or configuration error (exit 2).
     pub fn usage(message: impl Into<String>) -> Failure {
-        Failure { code: 2, message: message.into(), detail: None }
+        Failure {
+            code: 2,
+            message: message.into(),
+            detail: None,
+        }
     }
     /// Anything else (exit 1).
     pub fn run(message: impl Into<String>) -> Failure {
-        Failure { code: 1, message: message.into(), detail: None }
+        Failure {
+            code: 1,
+            message: message.into(),
+            detail: None,
+        }
     }
 }
 
@@ -58,7 +67,10 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown error".to_string());
-        let at = info.location().map(|l| format!(" ({}:{})", l.file(), l.line())).unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" ({}:{})", l.file(), l.line()))
+            .unwrap_or_default();
         eprintln!("condense: internal error: {msg}{at}; please report this");
     }));
 

@@ -61,7 +61,8 @@ pub fn compute(
             largest = Some((ci, count.total));
         }
         if count.fixed() > 0 {
-            *by_role.entry("system prompt + tools".into()).or_default() += count.system + count.tools;
+            *by_role.entry("system prompt + tools".into()).or_default() +=
+                count.system + count.tools;
         }
         let names = conv.tool_names_by_id();
         let mut seen: HashSet<String> = HashSet::new();
@@ -80,13 +81,21 @@ pub fn compute(
                         tools.entry(tu.name.clone()).or_default().0 += 1;
                     }
                     Block::ToolResult(tr) => {
-                        let name = names.get(tr.tool_use_id.as_str()).copied().unwrap_or("(unknown)");
+                        let name = names
+                            .get(tr.tool_use_id.as_str())
+                            .copied()
+                            .unwrap_or("(unknown)");
                         tools.entry(name.to_string()).or_default().1 += t;
                         let text = tr.content.text();
                         if text.len() >= MIN_DUPLICATE_CHARS && !seen.insert(text) {
                             dups += 1;
                         }
-                        images += tr.content.blocks.iter().filter(|b| is_base64_image(b)).count();
+                        images += tr
+                            .content
+                            .blocks
+                            .iter()
+                            .filter(|b| is_base64_image(b))
+                            .count();
                     }
                     other if is_base64_image(other) => images += 1,
                     _ => {}
@@ -96,15 +105,27 @@ pub fn compute(
     }
     let mut top_tools: Vec<ToolStat> = tools
         .into_iter()
-        .map(|(tool, (calls, result_tokens))| ToolStat { tool, calls, result_tokens })
+        .map(|(tool, (calls, result_tokens))| ToolStat {
+            tool,
+            calls,
+            result_tokens,
+        })
         .collect();
-    top_tools.sort_by(|a, b| b.result_tokens.cmp(&a.result_tokens).then(a.tool.cmp(&b.tool)));
+    top_tools.sort_by(|a, b| {
+        b.result_tokens
+            .cmp(&a.result_tokens)
+            .then(a.tool.cmp(&b.tool))
+    });
     top_tools.truncate(top);
 
     let (budget, budget_for) = match largest {
         Some((i, _)) => (
             counter.budget(&convs[i], budget),
-            if convs.len() > 1 { labels.get(i).cloned().unwrap_or_default() } else { String::new() },
+            if convs.len() > 1 {
+                labels.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            },
         ),
         None => (Budget::compute(budget, 0, 0), String::new()),
     };
@@ -170,9 +191,21 @@ pub fn render(s: &Stats) -> String {
             let _ = writeln!(o, "  {k:<26} {:>12} {:>7}", num(v), pct(v, s.total_tokens));
         }
     };
-    section(&mut o, "By role", &mut s.by_role.iter().map(|(k, v)| (k.clone(), *v)));
-    section(&mut o, "By block type", &mut s.by_block_type.iter().map(|(k, v)| (k.clone(), *v)));
-    let _ = writeln!(o, "\n{:<28} {:>12} {:>7} {:>7}", "Top tools by result tokens", "tokens", "share", "calls");
+    section(
+        &mut o,
+        "By role",
+        &mut s.by_role.iter().map(|(k, v)| (k.clone(), *v)),
+    );
+    section(
+        &mut o,
+        "By block type",
+        &mut s.by_block_type.iter().map(|(k, v)| (k.clone(), *v)),
+    );
+    let _ = writeln!(
+        o,
+        "\n{:<28} {:>12} {:>7} {:>7}",
+        "Top tools by result tokens", "tokens", "share", "calls"
+    );
     for t in &s.top_tools {
         let _ = writeln!(
             o,
@@ -192,12 +225,20 @@ pub fn render(s: &Stats) -> String {
     let _ = writeln!(
         o,
         "\nBudget{} (window {}):",
-        if s.budget_for.is_empty() { String::new() } else { format!(" of the largest conversation, {}", s.budget_for) },
+        if s.budget_for.is_empty() {
+            String::new()
+        } else {
+            format!(" of the largest conversation, {}", s.budget_for)
+        },
         num(b.context_window)
     );
     let _ = writeln!(o, "  fixed (system + tools)   {:>12}", num(b.fixed));
     let _ = writeln!(o, "  messages                 {:>12}", num(b.messages));
-    let _ = writeln!(o, "  output reserve           {:>12}", num(b.output_reserve));
+    let _ = writeln!(
+        o,
+        "  output reserve           {:>12}",
+        num(b.output_reserve)
+    );
     let available = if b.available < 0 {
         format!("-{}", num(b.available.unsigned_abs() as usize))
     } else {
@@ -208,9 +249,20 @@ pub fn render(s: &Stats) -> String {
         o,
         "  utilization              {:>11.1}%  ({})",
         b.utilization * 100.0,
-        serde_json::to_value(b.level).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+        serde_json::to_value(b.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
     );
-    let _ = writeln!(o, "  effective window         {:>12}", num(b.effective_window));
-    let _ = writeln!(o, "  autocompact threshold    {:>12}", num(b.autocompact_threshold));
+    let _ = writeln!(
+        o,
+        "  effective window         {:>12}",
+        num(b.effective_window)
+    );
+    let _ = writeln!(
+        o,
+        "  autocompact threshold    {:>12}",
+        num(b.autocompact_threshold)
+    );
     o
 }

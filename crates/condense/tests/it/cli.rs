@@ -2,7 +2,8 @@
 
 use crate::support::{condense, fixture};
 
-const CC: &str = "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
+const CC: &str =
+    "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
 
 #[test]
 fn stats_table_on_the_claude_code_session() {
@@ -28,7 +29,15 @@ fn stats_json_has_totals_and_finds_the_twelve_duplicates() {
 #[test]
 fn stats_reads_stdin_and_takes_the_window() {
     let mut cmd = std::process::Command::new(crate::support::bin());
-    cmd.args(["stats", "-", "--json", "--context-window", "32000", "--max-output-tokens", "8000"]);
+    cmd.args([
+        "stats",
+        "-",
+        "--json",
+        "--context-window",
+        "32000",
+        "--max-output-tokens",
+        "8000",
+    ]);
     cmd.stdin(std::fs::File::open(fixture(CC)).unwrap());
     let out = cmd.output().unwrap();
     assert!(out.status.success());
@@ -48,7 +57,9 @@ fn bad_input_is_one_line_naming_the_file_and_place() {
     assert!(line.contains("bad.jsonl") && line.contains(":2"), "{line}");
 
     let run = condense(&["stats", dir.path().join("missing.json").to_str().unwrap()]);
-    assert!(run.one_line_failure(1).contains("missing.json: cannot read"));
+    assert!(run
+        .one_line_failure(1)
+        .contains("missing.json: cannot read"));
 }
 
 #[test]

@@ -5,5 +5,6 @@
 
 mod cli;
 mod plugins;
+mod review;
 mod roundtrip;
 mod support;

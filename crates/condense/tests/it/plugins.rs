@@ -3,7 +3,6 @@
 use crate::support::{condense, fixture, test_plugin};
 use std::path::Path;
 
-
 fn small_input(dir: &Path) -> String {
     let p = dir.join("in.json");
     std::fs::write(
@@ -34,7 +33,12 @@ fn panicking_stage_is_one_line_and_host_survives() {
     let p = pipeline(dir.path(), &faulty("panic", ""));
     let run = condense(&["compress", &input, "--pipeline", &p]);
     let line = run.one_line_failure(1);
-    assert!(line.starts_with("condense: stage `faulty` failed: panicked: test-faulty was told to panic"), "{line}");
+    assert!(
+        line.starts_with(
+            "condense: stage `faulty` failed: panicked: test-faulty was told to panic"
+        ),
+        "{line}"
+    );
     assert!(run.stdout.is_empty(), "no partial output: {}", run.stdout);
 }
 
@@ -46,11 +50,15 @@ fn on_error_skip_continues_unchanged_and_reports_it() {
     let run = condense(&["compress", &input, "--pipeline", &p, "--report", "json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let original: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
     assert_eq!(out, original, "the conversation continues unchanged");
     let report: serde_json::Value = serde_json::from_str(&run.stderr).unwrap();
     assert_eq!(report["stages"][0]["status"], "skipped");
-    assert_eq!(report["runs"][0]["stages"][0]["error"], "test-faulty was told to fail");
+    assert_eq!(
+        report["runs"][0]["stages"][0]["error"],
+        "test-faulty was told to fail"
+    );
 }
 
 #[test]
@@ -58,22 +66,38 @@ fn rejected_config_names_the_stage_and_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let input = small_input(dir.path());
     let p = pipeline(dir.path(), &faulty("explode", ""));
-    let line = condense(&["compress", &input, "--pipeline", &p]).one_line_failure(2).to_string();
-    assert!(line.contains("stage `faulty`: config rejected: test-faulty: mode must be one of"), "{line}");
+    let line = condense(&["compress", &input, "--pipeline", &p])
+        .one_line_failure(2)
+        .to_string();
+    assert!(
+        line.contains("stage `faulty`: config rejected: test-faulty: mode must be one of"),
+        "{line}"
+    );
     let p = pipeline(dir.path(), &format!("{}colour = 1\n", faulty("noop", "")));
-    let line = condense(&["compress", &input, "--pipeline", &p]).one_line_failure(2).to_string();
-    assert!(line.contains("unknown config key `colour` (known: mode)"), "{line}");
+    let line = condense(&["compress", &input, "--pipeline", &p])
+        .one_line_failure(2)
+        .to_string();
+    assert!(
+        line.contains("unknown config key `colour` (known: mode)"),
+        "{line}"
+    );
 }
 
 #[test]
 fn missing_plugin_lists_the_folders_searched() {
     let dir = tempfile::tempdir().unwrap();
     let input = small_input(dir.path());
-    let p = pipeline(dir.path(), "[plugins]\ndirs = [\"nowhere\"]\n[[stage]]\nplugin = \"no-such-stage\"\n");
+    let p = pipeline(
+        dir.path(),
+        "[plugins]\ndirs = [\"nowhere\"]\n[[stage]]\nplugin = \"no-such-stage\"\n",
+    );
     let run = condense(&["compress", &input, "--pipeline", &p]);
     let line = run.one_line_failure(2);
     assert!(line.contains("plugin `no-such-stage` not found"), "{line}");
-    assert!(line.contains("nowhere"), "lists the pipeline's folder: {line}");
+    assert!(
+        line.contains("nowhere"),
+        "lists the pipeline's folder: {line}"
+    );
     assert!(line.contains("plugins"), "lists the build folder: {line}");
 }
 
@@ -82,20 +106,38 @@ fn abi_version_mismatch_names_both_versions() {
     let dir = tempfile::tempdir().unwrap();
     let input = small_input(dir.path());
     let forged = test_plugin("test-faulty-forged");
-    let p = pipeline(dir.path(), &format!("[[stage]]\nname = \"old\"\nplugin = \"{}\"\n", forged.display()));
-    let line = condense(&["compress", &input, "--pipeline", &p]).one_line_failure(1).to_string();
+    let p = pipeline(
+        dir.path(),
+        &format!(
+            "[[stage]]\nname = \"old\"\nplugin = \"{}\"\n",
+            forged.display()
+        ),
+    );
+    let line = condense(&["compress", &input, "--pipeline", &p])
+        .one_line_failure(1)
+        .to_string();
     assert!(line.contains("ABI version mismatch"), "{line}");
-    assert!(line.contains("ABI 0.1.0") && line.contains("99.0.0"), "{line}");
+    assert!(
+        line.contains("ABI 0.1.0") && line.contains("99.0.0"),
+        "{line}"
+    );
 }
 
 #[test]
 fn a_library_that_is_not_a_plugin_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let input = small_input(dir.path());
-    let fake = dir.path().join(format!("libfake{}", std::env::consts::DLL_SUFFIX));
+    let fake = dir
+        .path()
+        .join(format!("libfake{}", std::env::consts::DLL_SUFFIX));
     std::fs::write(&fake, b"not a library at all").unwrap();
-    let p = pipeline(dir.path(), &format!("[[stage]]\nplugin = \"{}\"\n", fake.display()));
-    let line = condense(&["compress", &input, "--pipeline", &p]).one_line_failure(1).to_string();
+    let p = pipeline(
+        dir.path(),
+        &format!("[[stage]]\nplugin = \"{}\"\n", fake.display()),
+    );
+    let line = condense(&["compress", &input, "--pipeline", &p])
+        .one_line_failure(1)
+        .to_string();
     assert!(line.contains("cannot open plugin library"), "{line}");
 }
 
@@ -104,7 +146,9 @@ fn a_stage_that_grows_the_conversation_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let input = small_input(dir.path());
     let p = pipeline(dir.path(), &faulty("grow", ""));
-    let line = condense(&["compress", &input, "--pipeline", &p]).one_line_failure(1).to_string();
+    let line = condense(&["compress", &input, "--pipeline", &p])
+        .one_line_failure(1)
+        .to_string();
     assert!(line.contains("made the conversation bigger"), "{line}");
 }
 
@@ -112,10 +156,17 @@ fn a_stage_that_grows_the_conversation_is_refused() {
 fn pipeline_errors_carry_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let input = small_input(dir.path());
-    let p = pipeline(dir.path(), "[[stage]]\nplugin = \"snip\"\nenabled = \"yes\"\n");
-    let line = condense(&["compress", &input, "--pipeline", &p]).one_line_failure(2).to_string();
+    let p = pipeline(
+        dir.path(),
+        "[[stage]]\nplugin = \"snip\"\nenabled = \"yes\"\n",
+    );
+    let line = condense(&["compress", &input, "--pipeline", &p])
+        .one_line_failure(2)
+        .to_string();
     assert!(line.contains("p.toml:3:11:"), "{line}");
-    let line = condense(&["pipeline", "check", &p]).one_line_failure(2).to_string();
+    let line = condense(&["pipeline", "check", &p])
+        .one_line_failure(2)
+        .to_string();
     assert!(line.contains("p.toml:3:11:"), "{line}");
 }
 
@@ -151,7 +202,14 @@ preview_bytes = 500
     let p = pipeline(dir.path(), &body);
     let store = dir.path().join("store");
     let run = condense(&[
-        "compress", input.to_str().unwrap(), "--pipeline", &p, "--report", "json", "--store", store.to_str().unwrap(),
+        "compress",
+        input.to_str().unwrap(),
+        "--pipeline",
+        &p,
+        "--report",
+        "json",
+        "--store",
+        store.to_str().unwrap(),
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report: serde_json::Value = serde_json::from_str(&run.stderr).unwrap();
@@ -159,15 +217,25 @@ preview_bytes = 500
     let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["boom", "budget-tight", "budget-loose"]);
     assert_eq!(stages[0]["status"], "disabled");
-    assert!(stages[1]["tokens_saved"].as_u64().unwrap() > 0, "first instance acts: {stages:?}");
-    assert!(stages[2]["tokens_saved"].as_u64().unwrap() > 0, "second instance, lower limit, acts too: {stages:?}");
+    assert!(
+        stages[1]["tokens_saved"].as_u64().unwrap() > 0,
+        "first instance acts: {stages:?}"
+    );
+    assert!(
+        stages[2]["tokens_saved"].as_u64().unwrap() > 0,
+        "second instance, lower limit, acts too: {stages:?}"
+    );
 }
 
 #[test]
 fn pipeline_show_prints_the_embedded_default() {
     let run = condense(&["pipeline", "show"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("plugin = \"tool-result-budget\""), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("plugin = \"tool-result-budget\""),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -175,6 +243,14 @@ fn plugins_lists_shipped_plugins_with_versions() {
     let run = condense(&["plugins", "--details"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("tool-result-budget"), "{}", run.stdout);
-    assert!(run.stdout.contains("max_result_size_chars"), "{}", run.stdout);
-    assert!(!run.stdout.contains("test-faulty"), "test plugins stay out of the list: {}", run.stdout);
+    assert!(
+        run.stdout.contains("max_result_size_chars"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("test-faulty"),
+        "test plugins stay out of the list: {}",
+        run.stdout
+    );
 }

@@ -16,10 +16,22 @@ fn empty_pipeline_round_trips_every_transcript() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_pipeline(dir.path(), "");
     for t in transcripts() {
-        let run = condense(&["compress", t.to_str().unwrap(), "--pipeline", &p, "--store", dir.path().join("s").to_str().unwrap()]);
+        let run = condense(&[
+            "compress",
+            t.to_str().unwrap(),
+            "--pipeline",
+            &p,
+            "--store",
+            dir.path().join("s").to_str().unwrap(),
+        ]);
         assert_eq!(run.code, 0, "{}: {}", t.display(), run.stderr);
         let original = std::fs::read(&t).unwrap();
-        assert_eq!(json_values(run.stdout.as_bytes()), json_values(&original), "{}", t.display());
+        assert_eq!(
+            json_values(run.stdout.as_bytes()),
+            json_values(&original),
+            "{}",
+            t.display()
+        );
     }
 }
 
@@ -34,8 +46,16 @@ fn expand_restores_every_transcript_after_level_1() {
         let out = dir.path().join(format!("out-{name}"));
         let back = dir.path().join(format!("back-{name}"));
         let run = condense(&[
-            "compress", t.to_str().unwrap(), "--pipeline", &p, "--store", store.to_str().unwrap(),
-            "--out", out.to_str().unwrap(), "--report", "json",
+            "compress",
+            t.to_str().unwrap(),
+            "--pipeline",
+            &p,
+            "--store",
+            store.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--report",
+            "json",
         ]);
         assert_eq!(run.code, 0, "{}: {}", t.display(), run.stderr);
         let report: serde_json::Value = serde_json::from_str(&run.stderr).unwrap();
@@ -45,10 +65,21 @@ fn expand_restores_every_transcript_after_level_1() {
             acted += 1;
             assert!(compressed.len() < original.len(), "{name}: smaller on disk");
         }
-        let run = condense(&["expand", out.to_str().unwrap(), "--store", store.to_str().unwrap(), "--out", back.to_str().unwrap()]);
+        let run = condense(&[
+            "expand",
+            out.to_str().unwrap(),
+            "--store",
+            store.to_str().unwrap(),
+            "--out",
+            back.to_str().unwrap(),
+        ]);
         assert_eq!(run.code, 0, "{}: {}", t.display(), run.stderr);
         let restored = std::fs::read(&back).unwrap();
-        assert_eq!(json_values(&restored), json_values(&original), "{name}: expand(compress(x)) == x");
+        assert_eq!(
+            json_values(&restored),
+            json_values(&original),
+            "{name}: expand(compress(x)) == x"
+        );
     }
     assert!(acted >= 4, "level 1 acted on only {acted} transcripts");
 }
@@ -57,13 +88,47 @@ fn expand_restores_every_transcript_after_level_1() {
 fn compressing_twice_equals_compressing_once() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_pipeline(dir.path(), LOW_LIMIT_PIPELINE);
-    for t in transcripts().iter().filter(|t| t.to_string_lossy().contains("claude-code-viewer") || t.to_string_lossy().contains("mini-swe")) {
+    for t in transcripts().iter().filter(|t| {
+        t.to_string_lossy().contains("claude-code-viewer")
+            || t.to_string_lossy().contains("mini-swe")
+    }) {
         let store = dir.path().join("store");
         let once = dir.path().join("once");
         let twice = dir.path().join("twice");
         let s = store.to_str().unwrap();
-        assert_eq!(condense(&["compress", t.to_str().unwrap(), "--pipeline", &p, "--store", s, "--out", once.to_str().unwrap()]).code, 0);
-        assert_eq!(condense(&["compress", once.to_str().unwrap(), "--pipeline", &p, "--store", s, "--out", twice.to_str().unwrap()]).code, 0);
-        assert_eq!(std::fs::read(&once).unwrap(), std::fs::read(&twice).unwrap(), "{}", t.display());
+        assert_eq!(
+            condense(&[
+                "compress",
+                t.to_str().unwrap(),
+                "--pipeline",
+                &p,
+                "--store",
+                s,
+                "--out",
+                once.to_str().unwrap()
+            ])
+            .code,
+            0
+        );
+        assert_eq!(
+            condense(&[
+                "compress",
+                once.to_str().unwrap(),
+                "--pipeline",
+                &p,
+                "--store",
+                s,
+                "--out",
+                twice.to_str().unwrap()
+            ])
+            .code,
+            0
+        );
+        assert_eq!(
+            std::fs::read(&once).unwrap(),
+            std::fs::read(&twice).unwrap(),
+            "{}",
+            t.display()
+        );
     }
 }

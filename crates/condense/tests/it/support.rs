@@ -17,10 +17,23 @@ pub fn fixture(rel: &str) -> PathBuf {
 
 /// The folder `cargo xtask plugins` puts test-only plugins in.
 pub fn test_plugin(name: &str) -> PathBuf {
-    let target = bin().parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
-    let file = format!("{}{}{}", std::env::consts::DLL_PREFIX, name.replace('-', "_"), std::env::consts::DLL_SUFFIX);
+    let target = bin()
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let file = format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    );
     let path = target.join("test-plugins").join(file);
-    assert!(path.is_file(), "{} missing: run `cargo xtask plugins` (the README's test command does)", path.display());
+    assert!(
+        path.is_file(),
+        "{} missing: run `cargo xtask plugins` (the README's test command does)",
+        path.display()
+    );
     path
 }
 
@@ -42,7 +55,11 @@ pub fn transcripts() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert!(out.len() >= 7, "expected the shared transcripts in {}", dir.display());
+    assert!(
+        out.len() >= 7,
+        "expected the shared transcripts in {}",
+        dir.display()
+    );
     out
 }
 
@@ -76,7 +93,11 @@ impl Run {
         assert_eq!(self.code, code, "stderr: {}", self.stderr);
         let lines: Vec<&str> = self.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "expected one line, got: {}", self.stderr);
-        assert!(!self.stderr.contains("panicked at") && !self.stderr.contains("RUST_BACKTRACE"), "{}", self.stderr);
+        assert!(
+            !self.stderr.contains("panicked at") && !self.stderr.contains("RUST_BACKTRACE"),
+            "{}",
+            self.stderr
+        );
         lines[0]
     }
 }

@@ -1,0 +1,415 @@
+//! Reviewing what a pipeline does: `condense diff` and `condense snapshot`.
+//!
+//! Both render conversations with `condense_model::render` (stable: it depends on the
+//! conversation only) and run the pipeline against a throwaway store, so a review never changes
+//! the state later real runs see, and the same inputs always give the same output.
+
+use crate::cli::{ColorChoice, DiffArgs, SnapshotArgs};
+use crate::commands::parse_now;
+use crate::input::read_input;
+use crate::stats::num;
+use crate::Failure;
+use condense_formats::{read, ReadOptions};
+use condense_host::{session_id, LoadedPipeline, Pipeline, RunOptions, RunResult};
+use condense_model::render::render;
+use condense_model::Conversation;
+use condense_store::Store;
+use similar::TextDiff;
+use std::fmt::Write;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// The time reviews run at unless `--now` says otherwise: fixed, so reviews are reproducible.
+const REVIEW_EPOCH_MS: i64 = 0;
+
+struct Recorded {
+    /// The input conversations.
+    before: Vec<Conversation>,
+    runs: Vec<RunResult>,
+}
+
+fn run_recorded(
+    pipeline: &LoadedPipeline,
+    convs: &[Conversation],
+    format: &str,
+    now_ms: i64,
+) -> Result<Recorded, Failure> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| Failure::run(format!("cannot create a temporary store: {e}")))?;
+    let store = Store::open(dir.path()).map_err(|e| Failure::run(e.to_string()))?;
+    let opts = RunOptions {
+        now_ms: Some(now_ms),
+        format: format.to_string(),
+        record_outputs: true,
+    };
+    let mut runs = Vec::new();
+    for conv in convs {
+        runs.push(pipeline.run(conv.clone(), &store, &session_id(conv), &opts)?);
+    }
+    Ok(Recorded {
+        before: convs.to_vec(),
+        runs,
+    })
+}
+
+fn load(pipeline: Option<&Path>, context_window: Option<usize>) -> Result<LoadedPipeline, Failure> {
+    let mut p = match pipeline {
+        Some(p) => Pipeline::from_file(p).map_err(|e| Failure::usage(e.to_string()))?,
+        None => Pipeline::default_pipeline(),
+    };
+    if let Some(w) = context_window {
+        p.budget.context_window = w;
+        p.budget
+            .validate()
+            .map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
+    }
+    Ok(LoadedPipeline::load(p)?)
+}
+
+fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    }
+}
+
+/// A unified diff of two renderings, coloured on request.
+fn unified(old: &str, new: &str, old_name: &str, new_name: &str, color: bool) -> String {
+    let diff = TextDiff::from_lines(old, new);
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(old_name, new_name)
+        .to_string();
+    if !color {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let code = if line.starts_with("+++") || line.starts_with("---") {
+            "1"
+        } else if line.starts_with('+') {
+            "32"
+        } else if line.starts_with('-') {
+            "31"
+        } else if line.starts_with("@@") {
+            "36"
+        } else {
+            ""
+        };
+        if code.is_empty() {
+            out.push_str(line);
+        } else {
+            let body = line.strip_suffix('\n').unwrap_or(line);
+            let _ = write!(out, "\x1b[{code}m{body}\x1b[0m");
+            if line.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn render_all(convs: &[&Conversation], labels: &[String]) -> String {
+    let mut out = String::new();
+    for (i, c) in convs.iter().enumerate() {
+        if convs.len() > 1 {
+            let _ = writeln!(
+                out,
+                "=== conversation {} ===\n",
+                labels.get(i).map_or("", String::as_str)
+            );
+        }
+        out.push_str(&render(c));
+    }
+    out
+}
+
+/// `condense diff`.
+pub fn diff(args: DiffArgs) -> Result<(), Failure> {
+    let now = args
+        .now
+        .as_deref()
+        .map(parse_now)
+        .transpose()?
+        .unwrap_or(REVIEW_EPOCH_MS);
+    let pipeline = load(args.pipeline.as_deref(), args.context_window)?;
+    if let Some(only) = &args.stage {
+        if !pipeline.stages.iter().any(|s| &s.spec.name == only) {
+            let names: Vec<&str> = pipeline
+                .stages
+                .iter()
+                .map(|s| s.spec.name.as_str())
+                .collect();
+            return Err(Failure::usage(format!(
+                "--stage: no stage named `{only}` (stages: {})",
+                names.join(", ")
+            )));
+        }
+    }
+    let input = read_input(&args.input)?;
+    let labels = input.doc.labels();
+    let rec = run_recorded(
+        &pipeline,
+        input.doc.conversations(),
+        input.doc.format().as_str(),
+        now,
+    )?;
+    let color = use_color(args.color);
+    let mut out = String::new();
+    let stage_count = rec.runs.first().map_or(0, |r| r.stages.len());
+    for i in 0..stage_count {
+        let first = &rec.runs[0].stages[i];
+        if args.stage.as_ref().is_some_and(|s| *s != first.name) {
+            continue;
+        }
+        let prev: Vec<&Conversation> = rec
+            .runs
+            .iter()
+            .zip(&rec.before)
+            .map(|(r, b)| {
+                if i == 0 {
+                    b
+                } else {
+                    r.stages[i - 1].output.as_ref().unwrap_or(b)
+                }
+            })
+            .collect();
+        let next: Vec<&Conversation> = rec
+            .runs
+            .iter()
+            .zip(&prev)
+            .map(|(r, p)| r.stages[i].output.as_ref().unwrap_or(p))
+            .collect();
+        let saved: usize = rec.runs.iter().map(|r| r.stages[i].tokens_saved).sum();
+        let before: usize = rec.runs.iter().map(|r| r.stages[i].tokens_before).sum();
+        let millis: f64 = rec.runs.iter().map(|r| r.stages[i].millis).sum();
+        let header = format!(
+            "━━ stage {} `{}` ({}): {} → {} tokens, saved {}, {:.1} ms ━━\n",
+            i + 1,
+            first.name,
+            first.status,
+            num(before),
+            num(before - saved),
+            num(saved),
+            millis
+        );
+        out.push_str(&if color {
+            format!("\x1b[1;35m{}\x1b[0m\n", header.trim_end())
+        } else {
+            header
+        });
+        let (a, b) = (render_all(&prev, &labels), render_all(&next, &labels));
+        if a == b {
+            out.push_str("(no change)\n\n");
+        } else {
+            out.push_str(&unified(
+                &a,
+                &b,
+                &format!("before {}", first.name),
+                &format!("after {}", first.name),
+                color,
+            ));
+            out.push('\n');
+        }
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// The files a snapshot run covers: files as given, folders walked (sorted), licences and
+/// READMEs skipped.
+fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut stack = vec![p.clone()];
+            while let Some(dir) = stack.pop() {
+                let entries = std::fs::read_dir(&dir)
+                    .map_err(|e| Failure::run(format!("{}: {e}", dir.display())))?;
+                for e in entries.filter_map(Result::ok) {
+                    let path = e.path();
+                    let name = e.file_name().to_string_lossy().to_string();
+                    if path.is_dir() {
+                        stack.push(path);
+                    } else if !name.starts_with("UPSTREAM")
+                        && !name.starts_with("README")
+                        && !name.starts_with('.')
+                    {
+                        files.push(path);
+                    }
+                }
+            }
+        } else if p.is_file() {
+            files.push(p.clone());
+        } else {
+            return Err(Failure::usage(format!(
+                "{}: no such file or folder",
+                p.display()
+            )));
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// What one snapshot file holds: the stage's report (without timings) and the rendering.
+fn snapshot_text(rec: &Recorded, i: usize, labels: &[String]) -> String {
+    let mut out = String::new();
+    for (ci, r) in rec.runs.iter().enumerate() {
+        let s = &r.stages[i];
+        let mut report = serde_json::to_value(&s.report).unwrap_or_default();
+        if let Some(obj) = report.as_object_mut() {
+            obj.insert("status".into(), s.status.into());
+            obj.insert("tokens_before".into(), s.tokens_before.into());
+            obj.insert("tokens_after".into(), s.tokens_after.into());
+            if let Some(e) = &s.error {
+                obj.insert("error".into(), e.clone().into());
+            }
+        }
+        let label = labels.get(ci).map_or("", String::as_str);
+        let _ = writeln!(
+            out,
+            "# report{}",
+            if label.is_empty() {
+                String::new()
+            } else {
+                format!(" {label}")
+            }
+        );
+        let _ = writeln!(
+            out,
+            "{}\n",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    }
+    let outputs: Vec<&Conversation> = rec
+        .runs
+        .iter()
+        .zip(&rec.before)
+        .map(|(r, b)| r.stages[i].output.as_ref().unwrap_or(b))
+        .collect();
+    out.push_str("# conversation\n");
+    out.push_str(&render_all(&outputs, labels));
+    out
+}
+
+fn stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or("input".into(), |n| n.to_string_lossy().to_string());
+    let parent = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().to_string());
+    let raw = match parent {
+        Some(p) => format!("{p}__{name}"),
+        None => name,
+    };
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `condense snapshot`: exit 0 when every snapshot matches (or `--accept`), 1 when anything
+/// differs (new versions written beside the old as `.snap.new`).
+pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
+    let now = args
+        .now
+        .as_deref()
+        .map(parse_now)
+        .transpose()?
+        .unwrap_or(REVIEW_EPOCH_MS);
+    let pipeline = load(args.pipeline.as_deref(), None)?;
+    let files = collect_inputs(&args.inputs)?;
+    if files.is_empty() {
+        return Err(Failure::usage("no transcripts to snapshot"));
+    }
+    let color = use_color(args.color);
+    let (mut same, mut changed, mut added, mut accepted) = (0, 0, 0, 0);
+    for file in &files {
+        let bytes = std::fs::read(file)
+            .map_err(|e| Failure::run(format!("{}: cannot read: {e}", file.display())))?;
+        let doc = read(&bytes, &file.display().to_string(), &ReadOptions::default())
+            .map_err(|e| Failure::run(e.to_string()))?;
+        let labels = doc.labels();
+        let rec = run_recorded(&pipeline, doc.conversations(), doc.format().as_str(), now)?;
+        let dir = args.snapshots.join(stem(file));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Failure::run(format!("{}: {e}", dir.display())))?;
+        let stage_count = rec.runs.first().map_or(0, |r| r.stages.len());
+        for i in 0..stage_count {
+            let name = &rec.runs[0].stages[i].name;
+            let snap = dir.join(format!("{:02}-{}.snap", i + 1, name));
+            let pending = snap.with_extension("snap.new");
+            let text = snapshot_text(&rec, i, &labels);
+            let old = std::fs::read_to_string(&snap).ok();
+            let write = |p: &Path| {
+                std::fs::write(p, &text).map_err(|e| Failure::run(format!("{}: {e}", p.display())))
+            };
+            if old.as_deref() == Some(text.as_str()) {
+                same += 1;
+                let _ = std::fs::remove_file(&pending);
+                continue;
+            }
+            if args.accept {
+                write(&snap)?;
+                let _ = std::fs::remove_file(&pending);
+                accepted += 1;
+                continue;
+            }
+            write(&pending)?;
+            match old {
+                Some(old) => {
+                    changed += 1;
+                    print!(
+                        "{}",
+                        unified(
+                            &old,
+                            &text,
+                            &snap.display().to_string(),
+                            &pending.display().to_string(),
+                            color
+                        )
+                    );
+                }
+                None => {
+                    added += 1;
+                    println!("new snapshot: {}", pending.display());
+                }
+            }
+        }
+    }
+    eprintln!(
+        "condense snapshot: {} transcript{}, {same} unchanged, {changed} changed, {added} new{}",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" },
+        if accepted > 0 {
+            format!(", {accepted} accepted")
+        } else {
+            String::new()
+        }
+    );
+    if changed + added > 0 {
+        return Err(Failure {
+            code: 1,
+            message: format!(
+                "{} snapshot{} differ; review the .snap.new files, then run again with --accept",
+                changed + added,
+                if changed + added == 1 { "" } else { "s" }
+            ),
+            detail: None,
+        });
+    }
+    Ok(())
+}
