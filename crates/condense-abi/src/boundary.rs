@@ -4,10 +4,10 @@
 //! the `last_prefix_field` marker; a new host then still loads old plugins for the appended
 //! items it can do without, and an old host loads new plugins.
 
-use crate::ffi::FfiConversation;
+use crate::ffi::{FfiConversation, FfiMessage};
 use abi_stable::library::RootModule;
-use abi_stable::sabi_types::VersionStrings;
 use abi_stable::sabi_types::RRef;
+use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
 use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trait, StableAbi};
 
@@ -74,8 +74,15 @@ pub trait FfiHost {
     fn max_output_tokens(&self) -> u64;
     fn has_flag(&self, flag: RStr<'_>) -> bool;
     fn session_id(&self) -> RString;
-    #[sabi(last_prefix_field)]
     fn source_format(&self) -> RString;
+    #[sabi(last_prefix_field)]
+    fn summarize(
+        &self,
+        messages: RVec<FfiMessage>,
+        previous_summary: ROption<RString>,
+        max_tokens: u64,
+        purpose: RStr<'_>,
+    ) -> RResult<RString, RString>;
 }
 
 /// A configured stage living in a plugin.

@@ -8,12 +8,12 @@ use crate::boundary::{
     FfiConfigKey, FfiEvent, FfiHost_TO, FfiMetadata, FfiReport, FfiStage, FfiStageBox,
     FfiStageOutput, FfiStage_TO, PluginMod,
 };
-use crate::ffi::FfiConversation;
-use crate::sdk::{metadata_of, parse_config, Host, Stage, StageReport};
+use crate::ffi::{FfiConversation, FfiMessage};
+use crate::sdk::{metadata_of, parse_config, Host, Stage, StageReport, SummaryRequest};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
 use abi_stable::sabi_types::RRef;
+use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
@@ -69,7 +69,11 @@ impl Host for PluginHost<'_, '_, '_> {
         self.0.now_ms()
     }
     fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
-        self.0.store_put(RSlice::from_slice(bytes)).into_result().map(RString::into_string).map_err(RString::into_string)
+        self.0
+            .store_put(RSlice::from_slice(bytes))
+            .into_result()
+            .map(RString::into_string)
+            .map_err(RString::into_string)
     }
     fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
         self.0
@@ -86,7 +90,10 @@ impl Host for PluginHost<'_, '_, '_> {
             .map_err(RString::into_string)
     }
     fn state_put(&self, state: &str) -> Result<(), String> {
-        self.0.state_put(RStr::from_str(state)).into_result().map_err(RString::into_string)
+        self.0
+            .state_put(RStr::from_str(state))
+            .into_result()
+            .map_err(RString::into_string)
     }
     fn tokens_freed_before(&self) -> usize {
         self.0.tokens_freed_before() as usize
@@ -105,6 +112,19 @@ impl Host for PluginHost<'_, '_, '_> {
     }
     fn source_format(&self) -> String {
         self.0.source_format().into_string()
+    }
+    fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
+        let messages = request.messages.into_iter().map(FfiMessage::from).collect();
+        self.0
+            .summarize(
+                messages,
+                request.previous_summary.map(RString::from).into(),
+                request.max_tokens as u64,
+                RStr::from_str(&request.purpose),
+            )
+            .into_result()
+            .map(RString::into_string)
+            .map_err(RString::into_string)
     }
 }
 
@@ -161,7 +181,11 @@ extern "C" fn new_stage<S: Stage>(config: RStr<'_>) -> RResult<FfiStageBox, RStr
 pub fn plugin_module<S: Stage>(
     metadata: extern "C" fn() -> RResult<FfiMetadata, RString>,
 ) -> <PluginMod as PrefixTypeTrait>::PrefixRef {
-    PluginMod { metadata, new_stage: new_stage::<S> }.leak_into_prefix()
+    PluginMod {
+        metadata,
+        new_stage: new_stage::<S>,
+    }
+    .leak_into_prefix()
 }
 
 /// Metadata of `S` at plugin version `version`, as the FFI type.

@@ -132,7 +132,10 @@ impl From<model::Conversation> for FfiConversation {
             tools: c
                 .tools
                 .into_iter()
-                .map(|t| FfiToolDef { name: rs(t.name), raw: raw(t.raw) })
+                .map(|t| FfiToolDef {
+                    name: rs(t.name),
+                    raw: raw(t.raw),
+                })
                 .collect(),
             messages: c.messages.into_iter().map(FfiMessage::from).collect(),
             extra: raw(c.extra),
@@ -151,7 +154,10 @@ impl TryFrom<FfiConversation> for model::Conversation {
             tools: c
                 .tools
                 .into_iter()
-                .map(|t| model::ToolDef { name: t.name.into_string(), raw: unraw(t.raw) })
+                .map(|t| model::ToolDef {
+                    name: t.name.into_string(),
+                    raw: unraw(t.raw),
+                })
                 .collect(),
             messages: c
                 .messages
@@ -231,9 +237,10 @@ impl FfiBlock {
 impl From<model::Block> for FfiBlock {
     fn from(b: model::Block) -> Self {
         match b {
-            model::Block::Text(t) => {
-                FfiBlock { extra: raw(t.extra), ..FfiBlock::new(KIND_TEXT, rs(t.text)) }
-            }
+            model::Block::Text(t) => FfiBlock {
+                extra: raw(t.extra),
+                ..FfiBlock::new(KIND_TEXT, rs(t.text))
+            },
             model::Block::Thinking(t) => FfiBlock {
                 extra: raw(t.extra),
                 ..FfiBlock::new(KIND_THINKING, rs(t.thinking))

@@ -31,7 +31,7 @@ pub mod testing;
 pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{
     metadata_of, parse_config, ConfigKey, Host, Stage, StageEvent, StageMetadata, StageOutput,
-    StageReport,
+    StageReport, SummaryRequest,
 };
 
 /// The ABI version host and plugins must agree on (this crate's version).
@@ -48,9 +48,7 @@ pub trait ExportedStage: 'static {
 #[doc(hidden)]
 pub mod __private {
     pub use abi_stable::library::LibHeader;
-    use abi_stable::library::{
-        CheckTypeLayout, RootModuleResult, __call_root_module_loader,
-    };
+    use abi_stable::library::{__call_root_module_loader, CheckTypeLayout, RootModuleResult};
     use abi_stable::prefix_type::PrefixTypeTrait;
 
     use crate::boundary::{ForgedPluginMod, ForgedPluginModRef, PluginModRef};
@@ -94,8 +92,11 @@ pub mod __private {
 
     fn forged_root_module<E: ExportedStage>() -> ForgedPluginModRef {
         let real = root_module::<E>();
-        ForgedPluginMod { metadata: real.metadata(), new_stage: real.new_stage() }
-            .leak_into_prefix()
+        ForgedPluginMod {
+            metadata: real.metadata(),
+            new_stage: real.new_stage(),
+        }
+        .leak_into_prefix()
     }
 
     extern "C" fn forged_loader<E: ExportedStage>() -> RootModuleResult {
@@ -113,7 +114,6 @@ pub mod __private {
             )
         }
     }
-
 }
 
 /// Exports a [`Stage`] type as this crate's plugin: `condense_abi::export_stage!(MyStage);`.
@@ -147,6 +147,9 @@ macro_rules! export_stage {
 mod tests {
     #[test]
     fn root_symbol_matches_abi_stable() {
-        assert_eq!(crate::__condense_root_symbol!(), abi_stable::library::ROOT_MODULE_LOADER_NAME);
+        assert_eq!(
+            crate::__condense_root_symbol!(),
+            abi_stable::library::ROOT_MODULE_LOADER_NAME
+        );
     }
 }

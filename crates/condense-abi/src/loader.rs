@@ -1,7 +1,10 @@
 //! The host side of the boundary: load a plugin library, build stages, call them.
 
 use crate::boundary::{FfiHost, FfiHost_TO, FfiReport, FfiStageBox, PluginModRef};
-use crate::sdk::{ConfigKey, Host, StageEvent, StageMetadata, StageOutput, StageReport};
+use crate::ffi::FfiMessage;
+use crate::sdk::{
+    ConfigKey, Host, StageEvent, StageMetadata, StageOutput, StageReport, SummaryRequest,
+};
 use abi_stable::library::{lib_header_from_path, LibraryError};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
@@ -20,9 +23,17 @@ pub enum LoadError {
     #[error(
         "{path}: ABI version mismatch: this condense speaks ABI {host}, the plugin was built against {plugin}; rebuild the plugin against condense-abi {host}"
     )]
-    VersionMismatch { path: PathBuf, host: String, plugin: String },
+    VersionMismatch {
+        path: PathBuf,
+        host: String,
+        plugin: String,
+    },
     #[error("{path}: plugin ABI layout does not match this condense ({summary}); rebuild the plugin (--verbose shows the full layout report)")]
-    Layout { path: PathBuf, summary: String, detail: String },
+    Layout {
+        path: PathBuf,
+        summary: String,
+        detail: String,
+    },
     #[error("{path}: plugin failed to initialize: {reason}")]
     Init { path: PathBuf, reason: String },
     #[error("{path}: plugin metadata unavailable: {reason}")]
@@ -87,32 +98,46 @@ fn summarize_layout_error(full: &str) -> String {
 fn classify(path: &Path, err: LibraryError) -> LoadError {
     let path = path.to_path_buf();
     match err {
-        LibraryError::OpenError { err, .. } => {
-            LoadError::Open { path, reason: first_line(&err.to_string()) }
-        }
+        LibraryError::OpenError { err, .. } => LoadError::Open {
+            path,
+            reason: first_line(&err.to_string()),
+        },
         LibraryError::GetSymbolError { .. } => LoadError::NotAPlugin { path },
-        LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => {
-            LoadError::VersionMismatch {
-                path,
-                host: expected_version.to_string(),
-                plugin: actual_version.to_string(),
-            }
-        }
+        LibraryError::IncompatibleVersionNumber {
+            expected_version,
+            actual_version,
+            ..
+        } => LoadError::VersionMismatch {
+            path,
+            host: expected_version.to_string(),
+            plugin: actual_version.to_string(),
+        },
         LibraryError::AbiInstability(e) => {
             let detail = e.to_string();
-            LoadError::Layout { path, summary: summarize_layout_error(&detail), detail }
+            LoadError::Layout {
+                path,
+                summary: summarize_layout_error(&detail),
+                detail,
+            }
         }
         LibraryError::InvalidAbiHeader(h) => LoadError::VersionMismatch {
             path,
             host: "abi_stable 0.11".to_string(),
             plugin: format!("abi_stable header {h:?}"),
         },
-        other => LoadError::Init { path, reason: first_line(&other.to_string()) },
+        other => LoadError::Init {
+            path,
+            reason: first_line(&other.to_string()),
+        },
     }
 }
 
 fn first_line(s: &str) -> String {
-    s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
 }
 
 impl Plugin {
@@ -122,16 +147,20 @@ impl Plugin {
         // the latter caches one library per module type, so a second plugin would silently
         // come back as the first.
         let header = lib_header_from_path(path).map_err(|e| classify(path, e))?;
-        let module = header.init_root_module::<PluginModRef>().map_err(|e| classify(path, e))?;
+        let module = header
+            .init_root_module::<PluginModRef>()
+            .map_err(|e| classify(path, e))?;
         Ok(Plugin { module })
     }
 
     /// What the plugin says about itself.
     pub fn metadata(&self, path: &Path) -> Result<StageMetadata, LoadError> {
-        let m = (self.module.metadata())().into_result().map_err(|e| LoadError::Metadata {
-            path: path.to_path_buf(),
-            reason: e.into_string(),
-        })?;
+        let m = (self.module.metadata())()
+            .into_result()
+            .map_err(|e| LoadError::Metadata {
+                path: path.to_path_buf(),
+                reason: e.into_string(),
+            })?;
         Ok(StageMetadata {
             name: m.name.into_string(),
             version: m.version.into_string(),
@@ -185,8 +214,14 @@ impl LoadedStage {
             .apply(conversation.into(), host_to)
             .into_result()
             .map_err(|e| StageCallError::Failed(e.into_string()))?;
-        let conversation = out.conversation.try_into().map_err(StageCallError::Malformed)?;
-        Ok(StageOutput { conversation, report: report_from_ffi(out.report) })
+        let conversation = out
+            .conversation
+            .try_into()
+            .map_err(StageCallError::Malformed)?;
+        Ok(StageOutput {
+            conversation,
+            report: report_from_ffi(out.report),
+        })
     }
 }
 
@@ -237,7 +272,11 @@ impl FfiHost for HostAdapter<'_> {
         guard_res(|| self.0.store_put(bytes.as_slice()).map(RString::from))
     }
     fn store_get(&self, key: RStr<'_>) -> RResult<ROption<RVec<u8>>, RString> {
-        guard_res(|| self.0.store_get(key.as_str()).map(|o| o.map(RVec::from).into()))
+        guard_res(|| {
+            self.0
+                .store_get(key.as_str())
+                .map(|o| o.map(RVec::from).into())
+        })
     }
     fn state_get(&self) -> RResult<ROption<RString>, RString> {
         guard_res(|| self.0.state_get().map(|o| o.map(RString::from).into()))
@@ -262,5 +301,26 @@ impl FfiHost for HostAdapter<'_> {
     }
     fn source_format(&self) -> RString {
         guard(RString::new(), || self.0.source_format().into())
+    }
+    fn summarize(
+        &self,
+        messages: RVec<FfiMessage>,
+        previous_summary: ROption<RString>,
+        max_tokens: u64,
+        purpose: RStr<'_>,
+    ) -> RResult<RString, RString> {
+        guard_res(|| {
+            let messages = messages
+                .into_iter()
+                .map(condense_model::Message::try_from)
+                .collect::<Result<Vec<_>, _>>()?;
+            let request = SummaryRequest {
+                messages,
+                previous_summary: previous_summary.into_option().map(RString::into_string),
+                max_tokens: max_tokens as usize,
+                purpose: purpose.as_str().to_string(),
+            };
+            self.0.summarize(request).map(RString::from)
+        })
     }
 }

@@ -38,6 +38,23 @@ pub trait Host {
     /// `openai`, `claude-code`, `openhands` (empty when unknown). Stages that write
     /// format-specific request fields (Anthropic `context_management`) check it.
     fn source_format(&self) -> String;
+    /// Summarizes `request.messages` with the pipeline's summarizer (offline extractive by
+    /// default, or an LLM the host calls). Stages never talk to a model themselves.
+    fn summarize(&self, request: SummaryRequest) -> Result<String, String>;
+}
+
+/// What a stage asks the host's summarizer for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryRequest {
+    /// The span to summarize, oldest first.
+    pub messages: Vec<condense_model::Message>,
+    /// The summary this one extends (anchored iterative summarization: the new span is merged
+    /// into it section by section rather than regenerated).
+    pub previous_summary: Option<String>,
+    /// The most the summary may take, in tokens.
+    pub max_tokens: usize,
+    /// Who asks: `context-collapse`, `autocompact`, ... (summarizers may adapt their prompt).
+    pub purpose: String,
 }
 
 /// What a stage did, for the report. The host adds tokens before and after and the time.
@@ -200,7 +217,10 @@ pub fn metadata_of<S: Stage>(version: &str) -> StageMetadata {
 }
 
 fn doc_for<S: Stage>(key: &str) -> &'static str {
-    S::CONFIG_DOCS.iter().find(|(k, _)| *k == key).map_or("", |(_, d)| *d)
+    S::CONFIG_DOCS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or("", |(_, d)| *d)
 }
 
 /// Parses a `[stage.config]` table given as TOML text into `S::Config`, rejecting unknown keys.
@@ -216,13 +236,22 @@ pub fn parse_config<S: Stage>(toml_text: &str) -> Result<S::Config, String> {
     if !unknown.is_empty() {
         unknown.sort_unstable();
         let mut known: Vec<&str> = defaults.keys().map(String::as_str).collect();
-        known.extend(S::CONFIG_DOCS.iter().map(|(k, _)| *k).filter(|k| !defaults.contains_key(*k)));
+        known.extend(
+            S::CONFIG_DOCS
+                .iter()
+                .map(|(k, _)| *k)
+                .filter(|k| !defaults.contains_key(*k)),
+        );
         return Err(format!(
             "{}: unknown config key{} `{}` (known: {})",
             S::NAME,
             if unknown.len() > 1 { "s" } else { "" },
             unknown.join("`, `"),
-            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
         ));
     }
     S::Config::deserialize(toml::Value::Table(table))

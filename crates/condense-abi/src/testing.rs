@@ -10,7 +10,7 @@
 //! assert!(host.has_flag("context-collapse:active"));
 //! ```
 
-use crate::Host;
+use crate::{Host, SummaryRequest};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -30,6 +30,9 @@ pub struct MemoryHost {
     pub session: String,
     pub format: String,
     counter: Box<dyn Fn(&str) -> usize>,
+    summarizer: Box<dyn Fn(&SummaryRequest) -> Result<String, String>>,
+    /// Every summary request made, in order.
+    pub summary_requests: RefCell<Vec<SummaryRequest>>,
 }
 
 impl Default for MemoryHost {
@@ -47,6 +50,19 @@ impl Default for MemoryHost {
             session: "test-session".into(),
             format: "anthropic".into(),
             counter: Box::new(|t: &str| t.len().div_ceil(4)),
+            summarizer: Box::new(|r: &SummaryRequest| {
+                let ids: Vec<&str> = r.messages.iter().map(|m| m.id.as_str()).collect();
+                Ok(format!(
+                    "{}summary of {} messages: {}",
+                    r.previous_summary
+                        .as_deref()
+                        .map(|p| format!("{p}\n"))
+                        .unwrap_or_default(),
+                    ids.len(),
+                    ids.join(", ")
+                ))
+            }),
+            summary_requests: RefCell::default(),
         }
     }
 }
@@ -76,6 +92,14 @@ impl MemoryHost {
     /// Counts tokens with `counter` instead of bytes / 4.
     pub fn with_counter(mut self, counter: impl Fn(&str) -> usize + 'static) -> Self {
         self.counter = Box::new(counter);
+        self
+    }
+    /// Summarizes with `summarizer` instead of the default fake (which lists message ids).
+    pub fn with_summarizer(
+        mut self,
+        summarizer: impl Fn(&SummaryRequest) -> Result<String, String> + 'static,
+    ) -> Self {
+        self.summarizer = Box::new(summarizer);
         self
     }
     /// The stored state parsed as JSON (Null when there is none).
@@ -129,5 +153,10 @@ impl Host for MemoryHost {
     }
     fn source_format(&self) -> String {
         self.format.clone()
+    }
+    fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
+        let out = (self.summarizer)(&request);
+        self.summary_requests.borrow_mut().push(request);
+        out
     }
 }

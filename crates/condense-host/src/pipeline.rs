@@ -21,6 +21,7 @@
 //! max_result_size_chars = 50000
 //! ```
 
+use condense_summarize::SummarizerConfig;
 use condense_tokens::{BudgetConfig, TokenizerKind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -48,6 +49,8 @@ struct RawPipeline {
     store: StoreSection,
     #[serde(default)]
     plugins: PluginsSection,
+    #[serde(default)]
+    summarizer: SummarizerConfig,
     #[serde(default)]
     stage: Vec<RawStage>,
 }
@@ -130,6 +133,8 @@ pub struct Pipeline {
     pub tokenizer: TokenizerKind,
     pub store_dir: Option<PathBuf>,
     pub plugin_dirs: Vec<PathBuf>,
+    /// The `[summarizer]` stages call through the host (default: offline extractive).
+    pub summarizer: SummarizerConfig,
     pub stages: Vec<StageSpec>,
 }
 
@@ -152,6 +157,7 @@ impl Pipeline {
             tokenizer: TokenizerKind::default(),
             store_dir: None,
             plugin_dirs: Vec::new(),
+            summarizer: SummarizerConfig::default(),
             stages: Vec::new(),
         })
     }
@@ -247,6 +253,7 @@ impl Pipeline {
             tokenizer: m.tokenizer.unwrap_or_default(),
             store_dir: raw.store.directory.map(resolve),
             plugin_dirs: raw.plugins.dirs.into_iter().map(resolve).collect(),
+            summarizer: raw.summarizer,
             stages,
         })
     }
@@ -260,6 +267,7 @@ impl Pipeline {
             store: Option<StoreOut<'a>>,
             #[serde(skip_serializing_if = "Option::is_none")]
             plugins: Option<PluginsOut<'a>>,
+            summarizer: &'a SummarizerConfig,
             stage: &'a [StageSpec],
         }
         #[derive(Serialize)]
@@ -288,6 +296,7 @@ impl Pipeline {
             plugins: (!self.plugin_dirs.is_empty()).then_some(PluginsOut {
                 dirs: &self.plugin_dirs,
             }),
+            summarizer: &self.summarizer,
             stage: &self.stages,
         };
         let body = toml::to_string_pretty(&out).unwrap_or_default();

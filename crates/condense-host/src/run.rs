@@ -6,9 +6,11 @@ use crate::pipeline::{OnError, Pipeline, StageSpec};
 use condense_abi::{Host, LoadError, LoadedStage, Plugin, StageCallError, StageReport};
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
+use condense_summarize::Summarizer;
 use condense_tokens::{Budget, TokenCounter};
 use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A host failure, displayed as one line naming the stage (or plugin) and what went wrong.
@@ -24,6 +26,8 @@ pub enum HostError {
     StageFailed { stage: String, message: String },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    Summarizer(String),
 }
 
 impl HostError {
@@ -37,7 +41,10 @@ impl HostError {
 
     /// Whether the error is the user's configuration (exit code 2) rather than a run failure.
     pub fn is_config_error(&self) -> bool {
-        matches!(self, HostError::Find { .. } | HostError::Config { .. })
+        matches!(
+            self,
+            HostError::Find { .. } | HostError::Config { .. } | HostError::Summarizer(_)
+        )
     }
 }
 
@@ -51,11 +58,21 @@ pub struct LoadedSpec {
 }
 
 /// A pipeline with every enabled stage's plugin loaded and configured.
-#[derive(Debug)]
 pub struct LoadedPipeline {
     pub pipeline: Pipeline,
     pub stages: Vec<LoadedSpec>,
-    pub counter: TokenCounter,
+    pub counter: Arc<TokenCounter>,
+    summarizer: Box<dyn Summarizer>,
+}
+
+impl std::fmt::Debug for LoadedPipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPipeline")
+            .field("pipeline", &self.pipeline)
+            .field("stages", &self.stages)
+            .field("summarizer", &self.summarizer.name())
+            .finish()
+    }
 }
 
 /// Options of one run.
@@ -138,11 +155,16 @@ impl LoadedPipeline {
                 stage: Some(stage),
             });
         }
-        let counter = TokenCounter::new(pipeline.tokenizer);
+        let counter = Arc::new(TokenCounter::new(pipeline.tokenizer));
+        let summarizer = condense_summarize::build(&pipeline.summarizer, Arc::clone(&counter))
+            .map_err(|e| {
+                HostError::Summarizer(format!("{}: [summarizer]: {e}", pipeline.source))
+            })?;
         Ok(LoadedPipeline {
             pipeline,
             stages,
             counter,
+            summarizer,
         })
     }
 
@@ -189,6 +211,7 @@ impl LoadedPipeline {
                 max_output_tokens: self.pipeline.budget.max_output_tokens,
                 flags: &flags,
                 format: &opts.format,
+                summarizer: self.summarizer.as_ref(),
             };
             let started = Instant::now();
             let outcome = stage
@@ -283,6 +306,7 @@ struct Services<'a> {
     max_output_tokens: usize,
     flags: &'a [String],
     format: &'a str,
+    summarizer: &'a dyn Summarizer,
 }
 
 impl Host for Services<'_> {
@@ -325,5 +349,14 @@ impl Host for Services<'_> {
     }
     fn source_format(&self) -> String {
         self.format.to_string()
+    }
+    fn summarize(&self, request: condense_abi::SummaryRequest) -> Result<String, String> {
+        let req = condense_summarize::SummaryRequest {
+            messages: &request.messages,
+            previous_summary: request.previous_summary.as_deref(),
+            max_tokens: request.max_tokens,
+            purpose: &request.purpose,
+        };
+        self.summarizer.summarize(&req).map_err(|e| e.to_string())
     }
 }

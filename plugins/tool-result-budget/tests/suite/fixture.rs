@@ -1,6 +1,8 @@
 //! The stage on a hand-made conversation covering each case, snapshotted.
 
-use crate::support::{image, render, report_json, run, stage, tool_result, tool_use, FakeHost};
+use crate::support::{
+    image, render, report_json, run, stage, tool_result, tool_use, FakeHost, StateSummary,
+};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, TextBlock, ToolResult};
 use serde_json::json;
 

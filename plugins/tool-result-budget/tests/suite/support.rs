@@ -1,73 +1,25 @@
 //! A fake [`Host`], a runner, a readable rendering of conversations, fixture block builders.
 
-use condense_abi::{parse_config, Host, Stage, StageOutput, StageReport};
+use condense_abi::{parse_config, Stage, StageOutput, StageReport};
 use condense_model::{
     Block, Content, ContentShape, Conversation, Image, ImageSource, RawJson, ToolResult, ToolUse,
 };
 use serde_json::{json, Value};
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use tool_result_budget::ToolResultBudget;
-use xxhash_rust::xxh3::xxh3_128;
 
-/// In-memory store (content addressed like the real one), state in a cell, fixed time,
+/// The shared in-memory host: content-addressed store, state in a cell, fixed time,
 /// tokens = bytes / 4 rounded up.
-#[derive(Default)]
-pub struct FakeHost {
-    pub store: RefCell<HashMap<String, Vec<u8>>>,
-    pub state: RefCell<Option<String>>,
-    pub puts: Cell<usize>,
-    pub state_puts: Cell<usize>,
+pub type FakeHost = condense_abi::testing::MemoryHost;
+
+/// The stage state as JSON, each reference text shown by its length only.
+pub trait StateSummary {
+    fn state_summary(&self) -> Value;
 }
 
-impl Host for FakeHost {
-    fn count_tokens(&self, text: &str) -> usize {
-        text.len().div_ceil(4)
-    }
-    fn now_ms(&self) -> i64 {
-        1_750_000_000_000
-    }
-    fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
-        self.puts.set(self.puts.get() + 1);
-        let key = format!("{:032x}", xxh3_128(bytes));
-        self.store.borrow_mut().insert(key.clone(), bytes.to_vec());
-        Ok(key)
-    }
-    fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
-        Ok(self.store.borrow().get(key).cloned())
-    }
-    fn state_get(&self) -> Result<Option<String>, String> {
-        Ok(self.state.borrow().clone())
-    }
-    fn state_put(&self, state: &str) -> Result<(), String> {
-        self.state_puts.set(self.state_puts.get() + 1);
-        *self.state.borrow_mut() = Some(state.to_string());
-        Ok(())
-    }
-    fn tokens_freed_before(&self) -> usize {
-        0
-    }
-    fn context_window(&self) -> usize {
-        200_000
-    }
-    fn max_output_tokens(&self) -> usize {
-        32_000
-    }
-    fn has_flag(&self, _flag: &str) -> bool {
-        false
-    }
-    fn session_id(&self) -> String {
-        "test-session".to_string()
-    }
-    fn source_format(&self) -> String {
-        "anthropic".to_string()
-    }
-}
-
-impl FakeHost {
+impl StateSummary for FakeHost {
     /// The state as pretty JSON, each reference text shown by its length only.
-    pub fn state_summary(&self) -> Value {
+    fn state_summary(&self) -> Value {
         let text = self.state.borrow().clone().unwrap_or_default();
         let mut v: Value = serde_json::from_str(&text).unwrap();
         if let Some(replaced) = v.get_mut("replaced").and_then(Value::as_object_mut) {
