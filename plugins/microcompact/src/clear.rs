@@ -1,0 +1,140 @@
+//! The time-based path: the cache is cold, so old results are cleared in the messages.
+
+use crate::scan::Scan;
+use crate::{thousands, Config, CLEARED_MARKER};
+use condense_abi::{Host, StageEvent, StageReport};
+use condense_model::{Block, Content, ContentShape, Conversation, RawJson};
+use std::collections::HashSet;
+
+/// Counts of one time-based run, for the note.
+#[derive(Debug, Default)]
+pub struct Cleared {
+    pub results: usize,
+    pub already: usize,
+    /// Results no bigger than the marker, left as they are.
+    pub too_small: usize,
+    pub inputs: usize,
+    pub inputs_already: usize,
+    pub tokens: usize,
+}
+
+/// The input that replaces a cleared tool_use input of `chars` chars.
+pub fn cleared_input(chars: usize) -> String {
+    format!(r#"{{"cleared":true,"original_chars":{chars}}}"#)
+}
+
+/// Whether a tool_use input is one [`cleared_input`] wrote.
+pub fn is_cleared_input(input: &str) -> bool {
+    input
+        .strip_prefix(r#"{"cleared":true,"original_chars":"#)
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Replaces the content of every old result (and, with `clear_tool_inputs`, the large inputs of
+/// their calls), recording each change in `report`.
+pub fn clear_old(
+    conv: &mut Conversation,
+    scan: &Scan,
+    config: &Config,
+    host: &dyn Host,
+    report: &mut StageReport,
+) -> Cleared {
+    let marker_tokens = host.count_tokens(CLEARED_MARKER);
+    let calls = crate::scan::tool_use_positions(conv);
+    let mut done = Cleared::default();
+    let mut inputs_seen = HashSet::new();
+    for old in &scan.old {
+        let message_id = conv.messages[old.msg].id.clone();
+        if old.cleared {
+            done.already += 1;
+        } else if old.tokens <= marker_tokens {
+            done.too_small += 1;
+        } else if let Some(Block::ToolResult(result)) =
+            conv.messages[old.msg].content.blocks.get_mut(old.block)
+        {
+            result.content = match result.content.shape {
+                ContentShape::String => Content::string(CLEARED_MARKER),
+                _ => Content::blocks(vec![Block::text(CLEARED_MARKER)]),
+            };
+            let tokens = old.tokens - marker_tokens;
+            done.results += 1;
+            done.tokens += tokens;
+            report.blocks_changed += 1;
+            report.events.push(StageEvent {
+                kind: "cleared".to_string(),
+                message_id,
+                detail: format!(
+                    "tool {} result {}: {} tokens -> {CLEARED_MARKER}",
+                    old.tool,
+                    old.tool_use_id,
+                    thousands(old.tokens)
+                ),
+                tokens,
+            });
+        }
+        if !config.clear_tool_inputs || !inputs_seen.insert(old.tool_use_id.as_str()) {
+            continue;
+        }
+        let Some(&(mi, bi)) = calls.get(&old.tool_use_id) else {
+            continue;
+        };
+        let call_message_id = conv.messages[mi].id.clone();
+        let Some(Block::ToolUse(call)) = conv.messages[mi].content.blocks.get_mut(bi) else {
+            continue;
+        };
+        let input = call.input.as_str();
+        if is_cleared_input(input) {
+            done.inputs_already += 1;
+            continue;
+        }
+        let chars = input.chars().count();
+        if chars <= config.min_input_chars {
+            continue;
+        }
+        let replacement = cleared_input(chars);
+        let tokens = host
+            .count_tokens(input)
+            .saturating_sub(host.count_tokens(&replacement));
+        if tokens == 0 {
+            continue;
+        }
+        call.input = RawJson::from_string_unchecked(replacement.clone());
+        done.inputs += 1;
+        done.tokens += tokens;
+        report.blocks_changed += 1;
+        report.events.push(StageEvent {
+            kind: "cleared".to_string(),
+            message_id: call_message_id,
+            detail: format!(
+                "tool {} input of {}: {} chars -> {replacement}",
+                old.tool,
+                old.tool_use_id,
+                thousands(chars)
+            ),
+            tokens,
+        });
+    }
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleared_inputs_are_recognised() {
+        assert!(is_cleared_input(&cleared_input(12_345)));
+        assert!(is_cleared_input(&cleared_input(0)));
+        assert!(!is_cleared_input(r#"{"cleared":true,"original_chars":}"#));
+        assert!(!is_cleared_input(
+            r#"{"cleared":true,"original_chars":1,"x":2}"#
+        ));
+        assert!(!is_cleared_input(r#"{"file_path":"a"}"#));
+        let parsed: serde_json::Value = serde_json::from_str(&cleared_input(7)).unwrap_or_default();
+        assert_eq!(
+            parsed,
+            serde_json::json!({"cleared": true, "original_chars": 7})
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Finding the compressible tool results and the time since the last assistant message.
+
+use crate::state::State;
+use crate::time::{format_gap, parse_rfc3339_ms};
+use crate::{Config, CLEARED_MARKER};
+use condense_abi::Host;
+use condense_model::{Block, Content, Conversation, Role};
+use std::collections::HashMap;
+
+/// What an image is taken to cost: the most one image costs with Anthropic's rule (the figure
+/// the token counter also uses for images it cannot size). Host token counting takes text only.
+pub const IMAGE_TOKENS: usize = 1_600;
+
+/// One compressible tool result outside the `keep_recent` window.
+#[derive(Debug, Clone)]
+pub struct Old {
+    /// Index of its message.
+    pub msg: usize,
+    /// Index of the result block in that message's content.
+    pub block: usize,
+    pub tool_use_id: String,
+    pub tool: String,
+    /// Tokens of its content now.
+    pub tokens: usize,
+    /// It already holds [`CLEARED_MARKER`].
+    pub cleared: bool,
+}
+
+/// The tool results of a conversation, sorted out.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Compressible results outside the keep window, in conversation order.
+    pub old: Vec<Old>,
+    /// Compressible results kept as the most recent ones.
+    pub kept_recent: usize,
+    /// Results of tools in `exclude_tools`.
+    pub excluded: usize,
+    /// Results of other tools, or whose tool_use is not in the conversation.
+    pub other: usize,
+}
+
+impl Scan {
+    pub fn new(conv: &Conversation, config: &Config, host: &dyn Host) -> Scan {
+        let names = conv.tool_names_by_id();
+        let mut scan = Scan::default();
+        let mut compressible = Vec::new();
+        for (mi, message) in conv.messages.iter().enumerate() {
+            if !message.is_chat() {
+                continue;
+            }
+            for (bi, block) in message.content.blocks.iter().enumerate() {
+                let Block::ToolResult(result) = block else {
+                    continue;
+                };
+                let tool = names.get(result.tool_use_id.as_str()).copied();
+                match tool {
+                    Some(t) if config.exclude_tools.iter().any(|x| x == t) => scan.excluded += 1,
+                    Some(t) if config.compressible_tools.iter().any(|x| x == t) => {
+                        compressible.push((mi, bi, result.tool_use_id.as_str(), t));
+                    }
+                    _ => scan.other += 1,
+                }
+            }
+        }
+        let split = compressible.len().saturating_sub(config.keep_recent);
+        scan.kept_recent = compressible.len() - split;
+        for &(msg, block, id, tool) in &compressible[..split] {
+            let Some(Block::ToolResult(result)) = conv.messages[msg].content.blocks.get(block)
+            else {
+                continue;
+            };
+            scan.old.push(Old {
+                msg,
+                block,
+                tool_use_id: id.to_string(),
+                tool: tool.to_string(),
+                tokens: content_tokens(&result.content, host),
+                cleared: is_cleared(&result.content),
+            });
+        }
+        scan
+    }
+}
+
+/// Whether a result's content is the cleared marker and nothing else.
+pub fn is_cleared(content: &Content) -> bool {
+    matches!(content.blocks.as_slice(), [Block::Text(t)] if t.text == CLEARED_MARKER)
+}
+
+/// Tokens of a content's payload: texts, tool inputs, nested results, opaque JSON; images at
+/// [`IMAGE_TOKENS`].
+pub fn content_tokens(content: &Content, host: &dyn Host) -> usize {
+    content
+        .blocks
+        .iter()
+        .map(|block| match block {
+            Block::Text(t) => host.count_tokens(&t.text),
+            Block::Thinking(t) => host.count_tokens(&t.thinking),
+            Block::ToolUse(t) => host.count_tokens(&t.name) + host.count_tokens(t.input.as_str()),
+            Block::ToolResult(r) => content_tokens(&r.content, host),
+            Block::Image(_) => IMAGE_TOKENS,
+            Block::Opaque(o) => host.count_tokens(o.json.as_str()),
+        })
+        .sum()
+}
+
+/// Time since the last assistant message, or why it is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gap {
+    Known {
+        ms: i64,
+        /// Where the time came from, for notes.
+        source: String,
+    },
+    Unknown(String),
+}
+
+impl Gap {
+    /// The gap as the notes show it: `95 min`, `unknown`.
+    pub fn show(&self) -> String {
+        match self {
+            Gap::Known { ms, .. } => format_gap(*ms),
+            Gap::Unknown(_) => "unknown".to_string(),
+        }
+    }
+
+    pub fn ms(&self) -> Option<i64> {
+        match self {
+            Gap::Known { ms, .. } => Some(*ms),
+            Gap::Unknown(_) => None,
+        }
+    }
+
+    /// Where the figure came from, or why there is none.
+    pub fn source(&self) -> &str {
+        match self {
+            Gap::Known { source, .. } | Gap::Unknown(source) => source,
+        }
+    }
+}
+
+/// The gap at `now`: from the timestamp of the last assistant message when it has one, else
+/// from the previous run recorded in `state` (unless the conversation got shorter since).
+pub fn gap(conv: &Conversation, state: &State, now: i64) -> Gap {
+    let last_assistant = conv
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant);
+    let mut why = match last_assistant {
+        None => "no assistant message".to_string(),
+        Some(m) => match m.timestamp.as_deref() {
+            None => "no timestamp on the last assistant message".to_string(),
+            Some(ts) => match parse_rfc3339_ms(ts) {
+                Some(at) => {
+                    return Gap::Known {
+                        ms: (now - at).max(0),
+                        source: format!("last assistant message at {ts}"),
+                    }
+                }
+                None => format!("unreadable timestamp {ts:?} on the last assistant message"),
+            },
+        },
+    };
+    match state.last_seen_ms {
+        Some(at) if conv.messages.len() >= state.messages_seen => Gap::Known {
+            ms: (now - at).max(0),
+            source: format!("{why}; time since the previous run"),
+        },
+        Some(_) => {
+            why.push_str(&format!(
+                " and the previous run saw a longer conversation ({} messages, now {})",
+                state.messages_seen,
+                conv.messages.len()
+            ));
+            Gap::Unknown(why)
+        }
+        None => {
+            why.push_str(" and no previous run");
+            Gap::Unknown(why)
+        }
+    }
+}
+
+/// Where each tool_use block is: (message index, block index) by tool_use id.
+pub fn tool_use_positions(conv: &Conversation) -> HashMap<String, (usize, usize)> {
+    let mut at = HashMap::new();
+    for (mi, message) in conv.messages.iter().enumerate() {
+        if !message.is_chat() {
+            continue;
+        }
+        for (bi, block) in message.content.blocks.iter().enumerate() {
+            if let Block::ToolUse(tu) = block {
+                at.insert(tu.id.clone(), (mi, bi));
+            }
+        }
+    }
+    at
+}
