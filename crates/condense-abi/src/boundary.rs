@@ -75,6 +75,7 @@ pub trait FfiHost {
     fn has_flag(&self, flag: RStr<'_>) -> bool;
     fn session_id(&self) -> RString;
     fn source_format(&self) -> RString;
+    fn conversation_tokens(&self) -> u64;
     #[sabi(last_prefix_field)]
     fn summarize(
         &self,

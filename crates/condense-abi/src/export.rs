@@ -113,6 +113,9 @@ impl Host for PluginHost<'_, '_, '_> {
     fn source_format(&self) -> String {
         self.0.source_format().into_string()
     }
+    fn conversation_tokens(&self) -> usize {
+        self.0.conversation_tokens() as usize
+    }
     fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
         let messages = request.messages.into_iter().map(FfiMessage::from).collect();
         self.0

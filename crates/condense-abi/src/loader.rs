@@ -302,6 +302,9 @@ impl FfiHost for HostAdapter<'_> {
     fn source_format(&self) -> RString {
         guard(RString::new(), || self.0.source_format().into())
     }
+    fn conversation_tokens(&self) -> u64 {
+        guard(0, || self.0.conversation_tokens() as u64)
+    }
     fn summarize(
         &self,
         messages: RVec<FfiMessage>,

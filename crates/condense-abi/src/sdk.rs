@@ -38,6 +38,9 @@ pub trait Host {
     /// `openai`, `claude-code`, `openhands` (empty when unknown). Stages that write
     /// format-specific request fields (Anthropic `context_management`) check it.
     fn source_format(&self) -> String;
+    /// Tokens of the conversation as handed to this stage (system prompt, tools and messages),
+    /// counted by the host with the pipeline's tokenizer and its block cache.
+    fn conversation_tokens(&self) -> usize;
     /// Summarizes `request.messages` with the pipeline's summarizer (offline extractive by
     /// default, or an LLM the host calls). Stages never talk to a model themselves.
     fn summarize(&self, request: SummaryRequest) -> Result<String, String>;

@@ -24,6 +24,8 @@ pub struct MemoryHost {
     pub state_puts: Cell<usize>,
     pub now_ms: i64,
     pub tokens_freed_before: usize,
+    /// What `conversation_tokens()` answers (set it to the fixture's size in tests).
+    pub conversation_tokens: usize,
     pub context_window: usize,
     pub max_output_tokens: usize,
     pub flags: Vec<String>,
@@ -44,6 +46,7 @@ impl Default for MemoryHost {
             state_puts: Cell::new(0),
             now_ms: 1_750_000_000_000,
             tokens_freed_before: 0,
+            conversation_tokens: 0,
             context_window: 200_000,
             max_output_tokens: 32_000,
             flags: Vec::new(),
@@ -83,6 +86,10 @@ impl MemoryHost {
     pub fn with_window(mut self, context_window: usize, max_output_tokens: usize) -> Self {
         self.context_window = context_window;
         self.max_output_tokens = max_output_tokens;
+        self
+    }
+    pub fn with_conversation_tokens(mut self, tokens: usize) -> Self {
+        self.conversation_tokens = tokens;
         self
     }
     pub fn with_tokens_freed_before(mut self, tokens: usize) -> Self {
@@ -153,6 +160,9 @@ impl Host for MemoryHost {
     }
     fn source_format(&self) -> String {
         self.format.clone()
+    }
+    fn conversation_tokens(&self) -> usize {
+        self.conversation_tokens
     }
     fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
         let out = (self.summarizer)(&request);

@@ -145,6 +145,9 @@ impl Host for NullHost<'_> {
     fn source_format(&self) -> String {
         "anthropic".into()
     }
+    fn conversation_tokens(&self) -> usize {
+        0
+    }
     fn summarize(&self, _: condense_abi::SummaryRequest) -> Result<String, String> {
         Err("no summarizer in this benchmark".into())
     }

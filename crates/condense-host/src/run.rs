@@ -212,6 +212,7 @@ impl LoadedPipeline {
                 flags: &flags,
                 format: &opts.format,
                 summarizer: self.summarizer.as_ref(),
+                conversation_tokens: current_tokens,
             };
             let started = Instant::now();
             let outcome = stage
@@ -307,6 +308,7 @@ struct Services<'a> {
     flags: &'a [String],
     format: &'a str,
     summarizer: &'a dyn Summarizer,
+    conversation_tokens: usize,
 }
 
 impl Host for Services<'_> {
@@ -349,6 +351,9 @@ impl Host for Services<'_> {
     }
     fn source_format(&self) -> String {
         self.format.to_string()
+    }
+    fn conversation_tokens(&self) -> usize {
+        self.conversation_tokens
     }
     fn summarize(&self, request: condense_abi::SummaryRequest) -> Result<String, String> {
         let req = condense_summarize::SummaryRequest {
