@@ -14,6 +14,8 @@ use crate::{Host, SummaryRequest};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+type SummarizeFn = dyn Fn(&SummaryRequest) -> Result<String, String>;
+
 /// See the [module docs](self).
 pub struct MemoryHost {
     pub store: RefCell<HashMap<String, Vec<u8>>>,
@@ -32,7 +34,7 @@ pub struct MemoryHost {
     pub session: String,
     pub format: String,
     counter: Box<dyn Fn(&str) -> usize>,
-    summarizer: Box<dyn Fn(&SummaryRequest) -> Result<String, String>>,
+    summarizer: Box<SummarizeFn>,
     /// Every summary request made, in order.
     pub summary_requests: RefCell<Vec<SummaryRequest>>,
 }
