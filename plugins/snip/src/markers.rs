@@ -1,0 +1,243 @@
+//! The texts snip writes in place of what it removes, how it recognises them again, and small
+//! text helpers.
+//!
+//! Recognising its own output is what makes the stage idempotent without any state: a
+//! duplicate marker, a truncated text and an image marker are never processed again.
+
+use crate::Keep;
+
+/// Every duplicate marker starts with this.
+pub const DUPLICATE_PREFIX: &str = "[Duplicate file content, see ";
+/// Every image marker starts with this.
+pub const IMAGE_PREFIX: &str = "[image removed: ";
+/// Every truncation notice starts with this (after the kept head).
+const TRUNCATED_PREFIX: &str = "\n... [truncated";
+
+/// The text that replaces a duplicate tool result: a pointer to the occurrence that is kept.
+///
+/// `[Duplicate file content, see earlier in conversation: tool_use_id toolu_01]`, or `see later
+/// in conversation` when `keep = "last"` (the kept copy is then the later one).
+pub fn duplicate_marker(keep: Keep, kept_id: &str) -> String {
+    let direction = match keep {
+        Keep::First => "earlier",
+        Keep::Last => "later",
+    };
+    format!("{DUPLICATE_PREFIX}{direction} in conversation: tool_use_id {kept_id}]")
+}
+
+/// Whether `text` is a duplicate marker (one line, starting with [`DUPLICATE_PREFIX`]).
+pub fn is_duplicate_marker(text: &str) -> bool {
+    is_one_line_marker(text, DUPLICATE_PREFIX)
+}
+
+/// The text block that replaces an image:
+/// `[image removed: image/png, 12,345 bytes decoded, 800x600, store key <key>]` (the
+/// dimensions are left out when the header does not give them).
+pub fn image_marker(
+    media_type: &str,
+    decoded_bytes: usize,
+    dimensions: Option<(u32, u32)>,
+    key: &str,
+) -> String {
+    let dims = dimensions.map_or(String::new(), |(w, h)| format!(", {w}x{h}"));
+    format!(
+        "{IMAGE_PREFIX}{media_type}, {} bytes decoded{dims}, store key {key}]",
+        thousands(decoded_bytes)
+    )
+}
+
+/// Whether `text` is an image marker (one line, starting with [`IMAGE_PREFIX`]).
+pub fn is_image_marker(text: &str) -> bool {
+    is_one_line_marker(text, IMAGE_PREFIX)
+}
+
+fn is_one_line_marker(text: &str, prefix: &str) -> bool {
+    text.starts_with(prefix) && text.ends_with(']') && !text.contains('\n')
+}
+
+/// `text` cut to its first `head_bytes` bytes (back to a character boundary) and, when
+/// `tail_bytes > 0`, its last `tail_bytes` bytes (forward to a character boundary), with a
+/// notice naming the store key of the original:
+///
+/// ```text
+/// <head>
+/// ... [truncated, 12,345 total chars, store key <key>]
+/// ```
+///
+/// or, keeping a tail,
+///
+/// ```text
+/// <head>
+/// ... [truncated 8,000 chars, store key <key>] ...
+/// <tail>
+/// ```
+///
+/// `None` when head and tail together cover the whole text (nothing would be cut).
+pub fn truncated_text(
+    text: &str,
+    head_bytes: usize,
+    tail_bytes: usize,
+    key: &str,
+) -> Option<String> {
+    let head = utf8_prefix(text, head_bytes);
+    let tail = utf8_suffix(text, tail_bytes);
+    if head.len() + tail.len() >= text.len() {
+        return None;
+    }
+    let total = text.chars().count();
+    if tail.is_empty() {
+        return Some(format!(
+            "{head}{TRUNCATED_PREFIX}, {} total chars, store key {key}]",
+            thousands(total)
+        ));
+    }
+    let removed = total - head.chars().count() - tail.chars().count();
+    Some(format!(
+        "{head}{TRUNCATED_PREFIX} {} chars, store key {key}] ...\n{tail}",
+        thousands(removed)
+    ))
+}
+
+/// Whether `text` carries a truncation notice written by [`truncated_text`] (with either
+/// wording). Such a text is never truncated again, nor taken for a duplicate.
+pub fn is_truncated(text: &str) -> bool {
+    text.match_indices(TRUNCATED_PREFIX)
+        .any(|(at, _)| notice_follows(&text[at + TRUNCATED_PREFIX.len()..]))
+}
+
+/// Whether `rest` (what follows `\n... [truncated`) continues as one of the two notices.
+fn notice_follows(rest: &str) -> bool {
+    let (rest, suffix) = if let Some(r) = rest.strip_prefix(", ") {
+        (r, " total chars, store key ")
+    } else if let Some(r) = rest.strip_prefix(' ') {
+        (r, " chars, store key ")
+    } else {
+        return false;
+    };
+    let digits = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b',')
+        .count();
+    digits > 0 && rest[digits..].starts_with(suffix)
+}
+
+/// Whether `text` is something snip wrote: a duplicate marker, an image marker or a truncated
+/// text. Such texts are never processed again.
+pub fn is_snip_output(text: &str) -> bool {
+    is_duplicate_marker(text) || is_image_marker(text) || is_truncated(text)
+}
+
+/// The longest prefix of `text` of at most `max_bytes` bytes that ends on a character boundary.
+pub fn utf8_prefix(text: &str, max_bytes: usize) -> &str {
+    if max_bytes >= text.len() {
+        return text;
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The longest suffix of `text` of at most `max_bytes` bytes that starts on a character
+/// boundary.
+pub fn utf8_suffix(text: &str, max_bytes: usize) -> &str {
+    if max_bytes >= text.len() {
+        return text;
+    }
+    let mut start = text.len() - max_bytes;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// Bytes that base64 text decodes to, from its length: whitespace and `=` padding are not
+/// counted, a `data:...;base64,` prefix is skipped.
+pub fn base64_decoded_len(data: &str) -> usize {
+    let data = match data.strip_prefix("data:") {
+        Some(url) => url.find(',').map_or("", |comma| &url[comma + 1..]),
+        None => data,
+    };
+    let chars = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
+    chars * 3 / 4
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `1 image` / `3 images`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_notices_are_recognised_in_both_wordings() {
+        let text = "x".repeat(100);
+        let head_only = truncated_text(&text, 10, 0, "k1").unwrap_or_default();
+        assert_eq!(
+            head_only,
+            format!(
+                "{}\n... [truncated, 100 total chars, store key k1]",
+                "x".repeat(10)
+            )
+        );
+        assert!(is_truncated(&head_only));
+        let with_tail = truncated_text(&text, 10, 5, "k2").unwrap_or_default();
+        assert!(with_tail.contains("\n... [truncated 85 chars, store key k2] ...\n"));
+        assert!(with_tail.ends_with("xxxxx"));
+        assert!(is_truncated(&with_tail));
+        assert!(!is_truncated("\n... [truncated, lots]"));
+        assert!(!is_truncated("plain text"));
+        assert_eq!(truncated_text(&text, 60, 40, "k"), None);
+    }
+
+    #[test]
+    fn cuts_respect_character_boundaries() {
+        let s = "aé日"; // 1 + 2 + 3 bytes
+        assert_eq!(utf8_prefix(s, 2), "a");
+        assert_eq!(utf8_prefix(s, 3), "aé");
+        assert_eq!(utf8_suffix(s, 2), "");
+        assert_eq!(utf8_suffix(s, 4), "日");
+        assert_eq!(utf8_suffix(s, 5), "é日");
+    }
+
+    #[test]
+    fn decoded_length_from_base64_length() {
+        assert_eq!(base64_decoded_len("iVBORw0KGgo="), 8);
+        assert_eq!(base64_decoded_len("iVBO\nRw0K\nGgo="), 8);
+        assert_eq!(base64_decoded_len("data:image/png;base64,iVBORw0KGgo="), 8);
+        assert_eq!(base64_decoded_len("QUJD"), 3);
+        assert_eq!(base64_decoded_len("QUI="), 2);
+    }
+
+    #[test]
+    fn markers_are_recognised() {
+        assert!(is_duplicate_marker(&duplicate_marker(Keep::First, "t1")));
+        assert!(is_duplicate_marker(&duplicate_marker(Keep::Last, "t1")));
+        let image = image_marker("image/png", 12_345, Some((800, 600)), "abc");
+        assert_eq!(
+            image,
+            "[image removed: image/png, 12,345 bytes decoded, 800x600, store key abc]"
+        );
+        assert!(is_image_marker(&image));
+        assert!(!is_image_marker("[image removed: x]\nmore"));
+    }
+}

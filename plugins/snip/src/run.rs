@@ -1,0 +1,433 @@
+//! One run of the stage: plan the tool result changes, apply them, strip images, report.
+
+use crate::images::{self, Stripped};
+use crate::markers::{
+    duplicate_marker, is_snip_output, plural, thousands, truncated_text, utf8_prefix, utf8_suffix,
+};
+use crate::scan::{
+    first_unanswered, payload_text, protected_ids, replace_payload, tool_result_slots, Slot,
+};
+use crate::{Config, Keep};
+use condense_abi::{Host, StageEvent, StageOutput, StageReport};
+use condense_model::{Block, Conversation, ToolResult};
+use std::collections::{BTreeSet, HashMap};
+
+/// One top-level tool result, as measured before any change.
+struct Entry {
+    slot: Slot,
+    id: String,
+    text: String,
+    protected: bool,
+    /// Already a marker or a truncated text from an earlier run.
+    snipped: bool,
+}
+
+/// The new payload text of one tool result.
+enum Change {
+    Duplicate {
+        kept: usize,
+        key: String,
+    },
+    /// `head` and `tail`: bytes of the original kept.
+    Truncated {
+        key: String,
+        head: usize,
+        tail: usize,
+    },
+}
+
+/// Counts of one run, for the notes.
+#[derive(Default)]
+struct Tally {
+    duplicates: usize,
+    truncated: usize,
+    images: usize,
+    tokens: usize,
+    protected_oversized: usize,
+    protected_duplicates: usize,
+    protected_images: usize,
+    not_shorter: usize,
+    already: usize,
+}
+
+/// An event with the position it sorts by: (message, block, image within the block).
+type Placed = ((usize, usize, usize), StageEvent);
+
+pub fn apply(
+    config: &Config,
+    mut conv: Conversation,
+    host: &dyn Host,
+) -> Result<StageOutput, String> {
+    let protected = protected_ids(&conv, config.protect_recent_turns);
+    let entries: Vec<Entry> = tool_result_slots(&conv)
+        .into_iter()
+        .filter_map(|slot| {
+            let result = result_at(&conv, slot)?;
+            let text = payload_text(&result.content);
+            Some(Entry {
+                slot,
+                id: result.tool_use_id.clone(),
+                snipped: is_snip_output(&text),
+                protected: protected.contains(&result.tool_use_id),
+                text,
+            })
+        })
+        .collect();
+    let mut tally = Tally {
+        already: entries.iter().filter(|e| e.snipped).count(),
+        ..Tally::default()
+    };
+
+    // Duplicates first, then truncation of everything else; a protected duplicate whose kept
+    // copy gets truncated stays whole (the agent is acting on it and would lose the content).
+    let targets = duplicate_targets(config, &entries);
+    let mut changes: Vec<Option<(String, Change)>> = Vec::with_capacity(entries.len());
+    for (entry, target) in entries.iter().zip(&targets) {
+        changes.push(match target {
+            None => truncate(config, entry, host, &mut tally)?,
+            Some(_) => None,
+        });
+    }
+    for (i, target) in targets.iter().enumerate() {
+        let Some(kept) = *target else { continue };
+        let entry = &entries[i];
+        let kept_truncated = matches!(changes[kept], Some((_, Change::Truncated { .. })));
+        changes[i] = if entry.protected && kept_truncated {
+            tally.protected_duplicates += 1;
+            None
+        } else if entries[kept].id.is_empty() {
+            truncate(config, entry, host, &mut tally)?
+        } else {
+            deduplicate(config, entry, kept, &entries[kept].id, host, &mut tally)?
+        };
+    }
+
+    let names: HashMap<String, String> = conv
+        .tool_names_by_id()
+        .into_iter()
+        .map(|(id, name)| (id.to_string(), name.to_string()))
+        .collect();
+    let mut events: Vec<Placed> = Vec::new();
+    let mut changed: BTreeSet<Slot> = BTreeSet::new();
+    for (entry, change) in entries.iter().zip(changes) {
+        let Some((text, change)) = change else {
+            continue;
+        };
+        let Some(result) = result_at_mut(&mut conv, entry.slot) else {
+            continue;
+        };
+        let tokens = host
+            .count_tokens(&entry.text)
+            .saturating_sub(host.count_tokens(&text));
+        result.content = replace_payload(&result.content, text);
+        tally.tokens += tokens;
+        changed.insert(entry.slot);
+        let tool = names.get(&entry.id).map_or("?", String::as_str);
+        let (kind, detail) = describe(entry, &change, &entries, tool);
+        match change {
+            Change::Duplicate { .. } => tally.duplicates += 1,
+            Change::Truncated { .. } => tally.truncated += 1,
+        }
+        let message_id = conv.messages[entry.slot.0].id.clone();
+        events.push((
+            (entry.slot.0, entry.slot.1, 0),
+            StageEvent {
+                kind: kind.to_string(),
+                message_id,
+                detail,
+                tokens,
+            },
+        ));
+    }
+
+    if config.strip_images {
+        strip_images(
+            config,
+            &mut conv,
+            &protected,
+            host,
+            &mut tally,
+            &mut events,
+            &mut changed,
+        )?;
+    }
+
+    events.sort_by_key(|(at, _)| *at);
+    let mut report = StageReport {
+        blocks_changed: changed.len(),
+        tokens_freed: Some(tally.tokens),
+        events: events.into_iter().map(|(_, e)| e).collect(),
+        ..StageReport::default()
+    };
+    write_notes(&mut report, &tally, config);
+    Ok(StageOutput {
+        conversation: conv,
+        report,
+    })
+}
+
+/// The event kind and detail of one tool result change.
+fn describe(
+    entry: &Entry,
+    change: &Change,
+    entries: &[Entry],
+    tool: &str,
+) -> (&'static str, String) {
+    let chars = thousands(entry.text.chars().count());
+    let id = &entry.id;
+    match change {
+        Change::Duplicate { kept, key } => (
+            "deduplicated",
+            format!(
+                "tool_result {id} ({tool}): {chars} chars, same as tool_use_id {}; \
+                 original stored under key {key}",
+                entries[*kept].id
+            ),
+        ),
+        Change::Truncated { key, head, tail } => {
+            let tail = if *tail > 0 {
+                format!(" and last {}", thousands(*tail))
+            } else {
+                String::new()
+            };
+            (
+                "truncated",
+                format!(
+                    "tool_result {id} ({tool}): {chars} chars ({} bytes) cut to its first {}{tail} \
+                     bytes; original stored under key {key}",
+                    thousands(entry.text.len()),
+                    thousands(*head),
+                ),
+            )
+        }
+    }
+}
+
+fn result_at(conv: &Conversation, (mi, bi): Slot) -> Option<&ToolResult> {
+    match conv.messages.get(mi)?.content.blocks.get(bi)? {
+        Block::ToolResult(r) => Some(r),
+        _ => None,
+    }
+}
+
+fn result_at_mut(conv: &mut Conversation, (mi, bi): Slot) -> Option<&mut ToolResult> {
+    match conv.messages.get_mut(mi)?.content.blocks.get_mut(bi)? {
+        Block::ToolResult(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// For each entry, the index of the entry whose copy is kept when this one is a duplicate.
+fn duplicate_targets(config: &Config, entries: &[Entry]) -> Vec<Option<usize>> {
+    let eligible = |e: &Entry| !e.snipped && e.text.chars().count() >= config.min_duplicate_chars;
+    let mut kept: HashMap<&str, usize> = HashMap::new();
+    for (i, entry) in entries.iter().enumerate().filter(|(_, e)| eligible(e)) {
+        match config.keep {
+            Keep::First => {
+                kept.entry(entry.text.as_str()).or_insert(i);
+            }
+            Keep::Last => {
+                kept.insert(entry.text.as_str(), i);
+            }
+        }
+    }
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let k = *kept.get(entry.text.as_str())?;
+            (eligible(entry) && k != i).then_some(k)
+        })
+        .collect()
+}
+
+fn deduplicate(
+    config: &Config,
+    entry: &Entry,
+    kept: usize,
+    kept_id: &str,
+    host: &dyn Host,
+    tally: &mut Tally,
+) -> Result<Option<(String, Change)>, String> {
+    let marker = duplicate_marker(config.keep, kept_id);
+    if marker.len() >= entry.text.len() {
+        tally.not_shorter += 1;
+        return Ok(None);
+    }
+    let key = store(host, &entry.text, &entry.id)?;
+    Ok(Some((marker, Change::Duplicate { kept, key })))
+}
+
+fn truncate(
+    config: &Config,
+    entry: &Entry,
+    host: &dyn Host,
+    tally: &mut Tally,
+) -> Result<Option<(String, Change)>, String> {
+    if entry.snipped || entry.text.len() <= config.max_tool_result_bytes {
+        return Ok(None);
+    }
+    if entry.protected {
+        tally.protected_oversized += 1;
+        return Ok(None);
+    }
+    let cut = |key: &str| {
+        truncated_text(
+            &entry.text,
+            config.max_tool_result_bytes,
+            config.keep_tail_bytes,
+            key,
+        )
+        .filter(|t| t.len() < entry.text.len())
+    };
+    // A lower bound first (empty key), so a result that stays whole costs no store write.
+    if cut("").is_none() {
+        tally.not_shorter += 1;
+        return Ok(None);
+    }
+    let key = store(host, &entry.text, &entry.id)?;
+    match cut(&key) {
+        Some(text) => {
+            let head = utf8_prefix(&entry.text, config.max_tool_result_bytes).len();
+            let tail = utf8_suffix(&entry.text, config.keep_tail_bytes).len();
+            Ok(Some((text, Change::Truncated { key, head, tail })))
+        }
+        None => {
+            tally.not_shorter += 1;
+            Ok(None)
+        }
+    }
+}
+
+fn store(host: &dyn Host, text: &str, id: &str) -> Result<String, String> {
+    host.store_put(text.as_bytes())
+        .map_err(|e| format!("snip: cannot store tool result {id}: {e}"))
+}
+
+/// Strips the base64 images of every chat message and of the tool results in it, except those
+/// of protected tool results and, when any turn is protected, of messages not answered yet.
+fn strip_images(
+    config: &Config,
+    conv: &mut Conversation,
+    protected: &std::collections::HashSet<String>,
+    host: &dyn Host,
+    tally: &mut Tally,
+    events: &mut Vec<Placed>,
+    changed: &mut BTreeSet<Slot>,
+) -> Result<(), String> {
+    let unanswered = if config.protect_recent_turns > 0 {
+        first_unanswered(conv)
+    } else {
+        None
+    };
+    for (mi, message) in conv.messages.iter_mut().enumerate() {
+        if !message.is_chat() {
+            continue;
+        }
+        let kept_whole = unanswered.is_some_and(|from| mi >= from);
+        for (bi, block) in message.content.blocks.iter_mut().enumerate() {
+            let (inner, place): (Vec<&mut Block>, String) = match block {
+                Block::ToolResult(r) => {
+                    let place = format!("image in tool_result {}", r.tool_use_id);
+                    if protected.contains(&r.tool_use_id) || kept_whole {
+                        tally.protected_images += count_base64(&r.content.blocks);
+                        continue;
+                    }
+                    (r.content.blocks.iter_mut().collect(), place)
+                }
+                Block::Image(_) if kept_whole => {
+                    tally.protected_images += count_base64(std::slice::from_ref(block));
+                    continue;
+                }
+                Block::Image(_) => (vec![block], "image in message".to_string()),
+                _ => continue,
+            };
+            for (ii, image) in inner.into_iter().enumerate() {
+                match images::strip(image, host)? {
+                    Stripped::Done { detail, tokens } => {
+                        tally.images += 1;
+                        tally.tokens += tokens;
+                        changed.insert((mi, bi));
+                        events.push((
+                            (mi, bi, ii + 1),
+                            StageEvent {
+                                kind: "image-stripped".to_string(),
+                                message_id: message.id.clone(),
+                                detail: format!("{place}: {detail}"),
+                                tokens,
+                            },
+                        ));
+                    }
+                    Stripped::NotShorter => tally.not_shorter += 1,
+                    Stripped::NotBase64 => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn count_base64(blocks: &[Block]) -> usize {
+    blocks
+        .iter()
+        .filter(|b| matches!(b, Block::Image(i) if matches!(i.source, condense_model::ImageSource::Base64 { .. })))
+        .count()
+}
+
+fn write_notes(report: &mut StageReport, t: &Tally, config: &Config) {
+    report.note(format!(
+        "{}, {} truncated, {}; {} tokens freed",
+        plural(
+            t.duplicates,
+            "duplicate tool result",
+            "duplicate tool results"
+        ),
+        thousands(t.truncated),
+        plural(t.images, "image", "images"),
+        thousands(t.tokens)
+    ));
+    let turns = match config.protect_recent_turns {
+        1 => "the last tool-calling turn".to_string(),
+        n => format!("the last {} tool-calling turns", thousands(n)),
+    };
+    if t.protected_oversized > 0 {
+        report.note(format!(
+            "kept {} over {} bytes whole: protected, answering {turns}",
+            plural(t.protected_oversized, "tool result", "tool results"),
+            thousands(config.max_tool_result_bytes)
+        ));
+    }
+    if t.protected_duplicates > 0 {
+        report.note(format!(
+            "kept {} whole: protected, answering {turns}, and the copy repeated is truncated",
+            plural(
+                t.protected_duplicates,
+                "duplicate tool result",
+                "duplicate tool results"
+            )
+        ));
+    }
+    if t.protected_images > 0 {
+        report.note(format!(
+            "kept {}: protected, in results answering {turns} or in messages not answered yet",
+            plural(t.protected_images, "image", "images")
+        ));
+    }
+    if t.not_shorter > 0 {
+        report.note(format!(
+            "left {} as {}: the replacement would not be shorter",
+            plural(t.not_shorter, "block", "blocks"),
+            if t.not_shorter == 1 {
+                "it was"
+            } else {
+                "they were"
+            }
+        ));
+    }
+    if t.already > 0 {
+        report.note(format!(
+            "{} already snipped by an earlier run",
+            plural(t.already, "tool result was", "tool results were")
+        ));
+    }
+}

@@ -1,0 +1,158 @@
+//! Finding the tool results, the protected recent turns, and the text snip measures.
+
+use crate::markers::is_image_marker;
+use condense_model::{Block, Content, ContentShape, Conversation, RawJson, Role, TextBlock};
+use std::collections::HashSet;
+
+/// Where a top-level tool_result block sits: message index, block index.
+pub type Slot = (usize, usize);
+
+/// Every top-level tool_result block of the chat messages, in conversation order.
+pub fn tool_result_slots(conv: &Conversation) -> Vec<Slot> {
+    let mut slots = Vec::new();
+    for (mi, message) in conv.messages.iter().enumerate() {
+        if !message.is_chat() {
+            continue;
+        }
+        for (bi, block) in message.content.blocks.iter().enumerate() {
+            if matches!(block, Block::ToolResult(_)) {
+                slots.push((mi, bi));
+            }
+        }
+    }
+    slots
+}
+
+/// The tool_use ids of the last `turns` assistant turns that called tools.
+///
+/// A turn is a run of consecutive assistant messages (event lines in between do not break it;
+/// any other chat message does): Claude Code writes each block of one model response as its own
+/// line, so the parallel calls of one response are one turn.
+pub fn protected_ids(conv: &Conversation, turns: usize) -> HashSet<String> {
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    let mut in_turn = false;
+    for message in conv.chat_messages() {
+        if message.role != Role::Assistant {
+            in_turn = false;
+            continue;
+        }
+        if !in_turn {
+            groups.push(Vec::new());
+            in_turn = true;
+        }
+        if let Some(group) = groups.last_mut() {
+            group.extend(message.tool_uses().map(|tu| tu.id.as_str()));
+        }
+    }
+    groups
+        .iter()
+        .rev()
+        .filter(|ids| !ids.is_empty())
+        .take(turns)
+        .flatten()
+        .map(|id| (*id).to_string())
+        .collect()
+}
+
+/// Index of the first chat message after the last assistant message: messages from there on
+/// have not been answered yet, so their images are kept (when any turn is protected). `None`
+/// when there is no such message.
+pub fn first_unanswered(conv: &Conversation) -> Option<usize> {
+    let last_assistant = conv
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant);
+    let from = last_assistant.map_or(0, |i| i + 1);
+    (from < conv.messages.len()).then_some(from)
+}
+
+/// The text of a tool result's content that snip measures, compares and cuts:
+/// [`Content::text`] without snip's own image markers (so stripping an image never changes it).
+pub fn payload_text(content: &Content) -> String {
+    let mut out = String::new();
+    for block in &content.blocks {
+        match block {
+            Block::Text(t) if !is_image_marker(&t.text) => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&t.text);
+            }
+            Block::ToolResult(nested) => {
+                let text = nested.content.text();
+                if !out.is_empty() && !text.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&text);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `content` with its payload text replaced by `text` as one text block (keeping the `extra` of
+/// the last text block it replaces), followed by the blocks that are not payload (images, image
+/// markers). String-shaped content stays a string when nothing else remains.
+pub fn replace_payload(content: &Content, text: String) -> Content {
+    let mut extra = RawJson::default();
+    let mut others = Vec::new();
+    for block in &content.blocks {
+        match block {
+            Block::Text(t) if !is_image_marker(&t.text) => extra = t.extra.clone(),
+            Block::ToolResult(_) => {}
+            other => others.push(other.clone()),
+        }
+    }
+    if content.shape == ContentShape::String && others.is_empty() && extra.is_empty() {
+        return Content::string(text);
+    }
+    let mut blocks = vec![Block::Text(TextBlock { text, extra })];
+    blocks.extend(others);
+    Content {
+        shape: ContentShape::Array,
+        blocks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_model::{Message, ToolUse};
+
+    fn call(id: &str) -> Block {
+        Block::ToolUse(ToolUse {
+            id: id.into(),
+            name: "Bash".into(),
+            input: RawJson::default(),
+            extra: RawJson::default(),
+        })
+    }
+
+    #[test]
+    fn consecutive_assistant_lines_are_one_turn() {
+        let conv = Conversation {
+            messages: vec![
+                Message::new("a0", Role::Assistant, vec![call("t0")]),
+                Message::new("u0", Role::User, vec![Block::text("results")]),
+                Message::new(
+                    "a1",
+                    Role::Assistant,
+                    vec![Block::text("reading two files")],
+                ),
+                Message::new("a2", Role::Assistant, vec![call("t1")]),
+                Message::new("e", Role::Event, vec![]),
+                Message::new("a3", Role::Assistant, vec![call("t2")]),
+                Message::new("u1", Role::User, vec![Block::text("results")]),
+                Message::new("a4", Role::Assistant, vec![Block::text("done")]),
+            ],
+            ..Conversation::default()
+        };
+        let mut one: Vec<String> = protected_ids(&conv, 1).into_iter().collect();
+        one.sort();
+        assert_eq!(one, ["t1", "t2"]);
+        assert_eq!(protected_ids(&conv, 2).len(), 3);
+        assert!(protected_ids(&conv, 0).is_empty());
+        assert_eq!(first_unanswered(&conv), None);
+    }
+}

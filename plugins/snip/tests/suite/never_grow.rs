@@ -1,0 +1,126 @@
+//! A replacement is only made when it is shorter than what it replaces.
+
+use crate::support::{png, run, stage, tool_result, tool_use};
+use condense_abi::testing::MemoryHost;
+use condense_model::{Block, Content, Conversation, Message, Role};
+use serde_json::json;
+
+fn conversation(results: Vec<Block>) -> Conversation {
+    let calls = results
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolResult(r) => Some(tool_use(&r.tool_use_id, "Bash", json!({}))),
+            _ => None,
+        })
+        .collect();
+    Conversation {
+        messages: vec![
+            Message::new("a0", Role::Assistant, calls),
+            Message::new("u0", Role::User, results),
+            // A later tool-calling turn, so the results above are not protected.
+            Message::new(
+                "a1",
+                Role::Assistant,
+                vec![tool_use("z", "Bash", json!({}))],
+            ),
+            Message::new(
+                "u1",
+                Role::User,
+                vec![tool_result("z", Content::string("done"))],
+            ),
+        ],
+        ..Conversation::default()
+    }
+}
+
+#[test]
+fn short_duplicates_shorter_than_their_marker_stay() {
+    let conv = conversation(vec![
+        tool_result("x1", Content::string("ok")),
+        tool_result("x2", Content::string("ok")),
+    ]);
+    let host = MemoryHost::default();
+    let out = run(&stage("min_duplicate_chars = 1"), &conv, &host);
+    assert_eq!(out.conversation, conv);
+    assert_eq!(out.report.blocks_changed, 0);
+    assert_eq!(
+        out.report.notes,
+        [
+            "0 duplicate tool results, 0 truncated, 0 images; 0 tokens freed",
+            "left 1 block as it was: the replacement would not be shorter"
+        ]
+    );
+    assert_eq!(host.puts.get(), 0);
+}
+
+#[test]
+fn a_result_just_over_the_limit_stays_whole() {
+    // 120 bytes over a 100-byte limit: the notice alone is longer than the 20 bytes cut.
+    let conv = conversation(vec![tool_result("x1", Content::string("y".repeat(120)))]);
+    let host = MemoryHost::default();
+    let out = run(&stage("max_tool_result_bytes = 100"), &conv, &host);
+    assert_eq!(out.conversation, conv);
+    assert_eq!(host.puts.get(), 0, "nothing stored for a result left whole");
+    // Far enough over, it is cut.
+    let conv = conversation(vec![tool_result("x1", Content::string("y".repeat(400)))]);
+    let out = run(&stage("max_tool_result_bytes = 100"), &conv, &host);
+    assert_eq!(out.report.blocks_changed, 1);
+}
+
+#[test]
+fn a_tiny_image_stays() {
+    // 33 bytes of PNG header: 44 base64 chars, less than the marker.
+    let conv = Conversation {
+        messages: vec![
+            Message::new("u0", Role::User, vec![png(1, 1, 0)]),
+            Message::new("a0", Role::Assistant, vec![Block::text("I see a pixel.")]),
+        ],
+        ..Conversation::default()
+    };
+    let host = MemoryHost::default();
+    let out = run(&stage(""), &conv, &host);
+    assert_eq!(out.conversation, conv);
+    assert_eq!(host.puts.get(), 0);
+    // A bigger image of only 1x1 pixel costs 1 token as an image: the ~25-token marker
+    // would cost more, so it stays too.
+    let mut conv = conv;
+    conv.messages[0].content.blocks[0] = png(1, 1, 5_000);
+    let out = run(&stage(""), &conv, &host);
+    assert_eq!(out.conversation, conv);
+}
+
+#[test]
+fn image_references_are_left_alone() {
+    let image = Block::Image(condense_model::Image {
+        source: condense_model::ImageSource::Reference {
+            json: condense_model::RawJson::from_string_unchecked(
+                r#"{"type":"url","url":"https://example.com/a.png"}"#.into(),
+            ),
+        },
+        extra: Default::default(),
+    });
+    let conv = Conversation {
+        messages: vec![
+            Message::new("u0", Role::User, vec![image]),
+            Message::new("a0", Role::Assistant, vec![Block::text("ok")]),
+        ],
+        ..Conversation::default()
+    };
+    let out = run(&stage(""), &conv, &MemoryHost::default());
+    assert_eq!(out.conversation, conv);
+}
+
+#[test]
+fn the_fixture_never_grows_under_any_config() {
+    for config in [
+        "",
+        "keep = \"last\"",
+        "keep_tail_bytes = 3000",
+        "min_duplicate_chars = 1\nmax_tool_result_bytes = 1",
+        "protect_recent_turns = 0\nkeep_tail_bytes = 100000",
+    ] {
+        let input = crate::fixture::conversation();
+        let out = run(&stage(config), &input, &MemoryHost::default());
+        crate::support::assert_never_grows(&input, &out.conversation);
+    }
+}
