@@ -19,6 +19,7 @@
 
 pub mod archive;
 pub mod discover;
+pub mod guard;
 pub mod pipeline;
 pub mod run;
 

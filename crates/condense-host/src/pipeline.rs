@@ -331,8 +331,8 @@ mod tests {
     #[test]
     fn embedded_default_parses() {
         let p = parse(DEFAULT_PIPELINE).unwrap();
-        assert_eq!(p.stages.len(), 1);
-        assert_eq!(p.stages[0].plugin, "tool-result-budget");
+        let plugins: Vec<&str> = p.stages.iter().map(|s| s.plugin.as_str()).collect();
+        assert_eq!(plugins, ["tool-result-budget", "snip", "microcompact"]);
         assert_eq!(p.budget.context_window, 200_000);
     }
 

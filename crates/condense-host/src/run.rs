@@ -2,6 +2,7 @@
 
 use crate::archive::archive_stage;
 use crate::discover::{find_plugin, search_dirs, FindError};
+use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
 use condense_abi::{Host, LoadError, LoadedStage, Plugin, StageCallError, StageReport};
 use condense_model::Conversation;
@@ -183,6 +184,8 @@ impl LoadedPipeline {
         let mut freed = 0usize;
         let mut flags: Vec<String> = Vec::new();
         let mut runs = Vec::new();
+        // Invariants the input already breaks are not any stage's fault (see `guard`).
+        let mut violations = guard::violations(&current);
         for loaded in &self.stages {
             let spec = &loaded.spec;
             let Some(stage) = &loaded.stage else {
@@ -222,6 +225,10 @@ impl LoadedPipeline {
                     other => other.to_string(),
                 })
                 .and_then(|out| {
+                    let broken = guard::introduced(&violations, guard::violations(&out.conversation));
+                    if !broken.is_empty() {
+                        return Err(guard::describe(&broken));
+                    }
                     let after = self.counter.count_conversation(&out.conversation).total;
                     if after > current_tokens {
                         Err(format!(
@@ -254,6 +261,7 @@ impl LoadedPipeline {
                     });
                     current = out.conversation;
                     current_tokens = after;
+                    violations = guard::violations(&current);
                 }
                 Err(message) => match spec.on_error {
                     OnError::Fail => {

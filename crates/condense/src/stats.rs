@@ -87,7 +87,7 @@ pub fn compute(
                             .unwrap_or("(unknown)");
                         tools.entry(name.to_string()).or_default().1 += t;
                         let text = tr.content.text();
-                        if text.len() >= MIN_DUPLICATE_CHARS && !seen.insert(text) {
+                        if text.chars().count() >= MIN_DUPLICATE_CHARS && !seen.insert(text) {
                             dups += 1;
                         }
                         images += tr

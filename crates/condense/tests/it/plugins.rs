@@ -254,3 +254,35 @@ fn plugins_lists_shipped_plugins_with_versions() {
         run.stdout
     );
 }
+
+#[test]
+fn a_stage_that_orphans_a_tool_result_is_caught_by_the_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let p = pipeline(dir.path(), &faulty("orphan-tool-result", ""));
+    let line = condense(&["compress", &input, "--pipeline", &p])
+        .one_line_failure(1)
+        .to_string();
+    assert!(
+        line.contains(
+            "stage `faulty` failed: broke an invariant: orphaned tool_result for `no-such-call`"
+        ),
+        "{line}"
+    );
+    // With on_error = "skip" the broken output is discarded and the pipeline goes on.
+    let p = pipeline(
+        dir.path(),
+        &faulty("orphan-tool-result", "on_error = \"skip\""),
+    );
+    let run = condense(&["compress", &input, "--pipeline", &p]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        !run.stdout.contains("no-such-call"),
+        "the orphan never reaches the output"
+    );
+    assert!(
+        run.stderr.contains("skipped: broke an invariant"),
+        "{}",
+        run.stderr
+    );
+}

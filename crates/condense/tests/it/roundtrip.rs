@@ -3,7 +3,11 @@
 use crate::support::{condense, json_values, transcripts};
 use std::path::Path;
 
-const LOW_LIMIT_PIPELINE: &str = "[[stage]]\nplugin = \"tool-result-budget\"\n[stage.config]\nmax_result_size_chars = 2000\npreview_bytes = 500\n";
+/// Levels 1-3 with limits low enough to act on every real transcript.
+const LOW_LIMIT_PIPELINE: &str = "[[stage]]\nplugin = \"tool-result-budget\"\n[stage.config]\nmax_result_size_chars = 2000\npreview_bytes = 500\n\n[[stage]]\nplugin = \"snip\"\n[stage.config]\nmax_tool_result_bytes = 1500\n\n[[stage]]\nplugin = \"microcompact\"\n";
+
+/// Late enough that every timestamped session's prompt cache is cold (microcompact fires).
+const LATE: &str = "2030-01-01T00:00:00Z";
 
 fn write_pipeline(dir: &Path, body: &str) -> String {
     let p = dir.join("p.toml");
@@ -36,7 +40,7 @@ fn empty_pipeline_round_trips_every_transcript() {
 }
 
 #[test]
-fn expand_restores_every_transcript_after_level_1() {
+fn expand_restores_every_transcript_after_levels_1_to_3() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_pipeline(dir.path(), LOW_LIMIT_PIPELINE);
     let mut acted = 0;
@@ -81,7 +85,12 @@ fn expand_restores_every_transcript_after_level_1() {
             "{name}: expand(compress(x)) == x"
         );
     }
-    assert!(acted >= 4, "level 1 acted on only {acted} transcripts");
+    // SWE-agent's pydicom trajectory has no tool calls at all (actions are plain assistant
+    // text), so levels 1-3 have nothing to act on there.
+    assert!(
+        acted >= transcripts().len() - 1,
+        "the pipeline acted on only {acted} transcripts"
+    );
 }
 
 #[test]
@@ -131,4 +140,47 @@ fn compressing_twice_equals_compressing_once() {
             t.display()
         );
     }
+}
+
+#[test]
+fn default_pipeline_reports_each_level_on_the_claude_code_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = crate::support::fixture(
+        "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+    );
+    let store = dir.path().join("store");
+    let run = condense(&[
+        "compress",
+        t.to_str().unwrap(),
+        "--report",
+        "json",
+        "--store",
+        store.to_str().unwrap(),
+        "--now",
+        "2025-09-03T03:00:00Z",
+        "--out",
+        dir.path().join("out.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stderr).unwrap();
+    let stages = report["stages"].as_array().unwrap();
+    let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["tool-result-budget", "snip", "microcompact"]);
+    assert!(
+        stages[1]["tokens_saved"].as_u64().unwrap() > 0
+            && stages[2]["tokens_saved"].as_u64().unwrap() > 0
+    );
+    let snip_events = report["runs"][0]["stages"][1]["report"]["events"]
+        .as_array()
+        .unwrap();
+    let dups = snip_events
+        .iter()
+        .filter(|e| e["kind"] == "deduplicated")
+        .count();
+    assert_eq!(dups, 12, "snip finds the 12 duplicate tool results");
+    let sum: u64 = stages
+        .iter()
+        .map(|s| s["tokens_saved"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, report["tokens_saved"].as_u64().unwrap());
 }
