@@ -22,6 +22,7 @@ fn main() -> Result<()> {
         "test" => test(rest),
         "demo" => demo(),
         "bench" => bench(rest),
+        "docs" => docs(rest.iter().any(|a| a == "--check")),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -29,7 +30,8 @@ fn main() -> Result<()> {
                  plugins [--release]  build every plugin into target/plugins/\n  \
                  test [ARGS]          build plugins, then run every test (ARGS go to cargo test)\n  \
                  demo                 compress a shipped transcript and show the report\n  \
-                 bench                run the benchmarks (release build)"
+                 bench                run the benchmarks (release build)\n  \
+                 docs [--check]       regenerate docs/stages.md from plugin metadata (or check it)"
             );
             if task == "help" || task == "--help" {
                 Ok(())
@@ -42,11 +44,16 @@ fn main() -> Result<()> {
 
 fn root() -> PathBuf {
     // xtask lives in <root>/xtask.
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
 }
 
 fn cargo() -> Command {
@@ -57,7 +64,9 @@ fn cargo() -> Command {
 
 fn run(mut cmd: Command) -> Result<()> {
     let shown = format!("{cmd:?}");
-    let status = cmd.status().with_context(|| format!("cannot run {shown}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {shown}"))?;
     if !status.success() {
         bail!("{shown} failed with {status}");
     }
@@ -110,12 +119,24 @@ fn build_plugins(release: bool) -> Result<PathBuf> {
     // The test plugin claiming a foreign ABI version first: the normal build below replaces
     // the library cargo leaves in the profile folder.
     let mut forged = cargo();
-    forged.args(["build", "--quiet", "-p", "test-faulty", "--features", "forged-abi-version"]);
+    forged.args([
+        "build",
+        "--quiet",
+        "-p",
+        "test-faulty",
+        "--features",
+        "forged-abi-version",
+    ]);
     if release {
         forged.arg("--release");
     }
     run(forged)?;
-    copy_lib(&profile_dir, "test-faulty", &test_dir, &lib_file("test-faulty-forged"))?;
+    copy_lib(
+        &profile_dir,
+        "test-faulty",
+        &test_dir,
+        &lib_file("test-faulty-forged"),
+    )?;
 
     let mut build = cargo();
     build.args(["build", "--quiet"]);
@@ -127,10 +148,18 @@ fn build_plugins(release: bool) -> Result<PathBuf> {
     }
     run(build)?;
     for p in &packages {
-        let dest = if TEST_PLUGINS.contains(&p.as_str()) { &test_dir } else { &plugins_dir };
+        let dest = if TEST_PLUGINS.contains(&p.as_str()) {
+            &test_dir
+        } else {
+            &plugins_dir
+        };
         copy_lib(&profile_dir, p, dest, &lib_file(p))?;
     }
-    eprintln!("xtask: {} plugins in {}", packages.len() - TEST_PLUGINS.len(), plugins_dir.display());
+    eprintln!(
+        "xtask: {} plugins in {}",
+        packages.len() - TEST_PLUGINS.len(),
+        plugins_dir.display()
+    );
     Ok(plugins_dir)
 }
 
@@ -140,7 +169,46 @@ fn test(extra: &[String]) -> Result<()> {
     t.args(["test", "--workspace"]).args(extra);
     // Snapshots never get written silently in a test run: a mismatch fails.
     t.env("INSTA_UPDATE", "no");
-    run(t)
+    run(t)?;
+    docs(true)
+}
+
+/// docs/stages.md, generated from the shipped plugins' metadata by the condense binary.
+fn docs(check: bool) -> Result<()> {
+    build_plugins(false)?;
+    run({
+        let mut c = cargo();
+        c.args(["build", "--quiet", "-p", "condense"]);
+        c
+    })?;
+    let bin = target_dir()
+        .join("debug")
+        .join(format!("condense{}", std::env::consts::EXE_SUFFIX));
+    let out = Command::new(&bin)
+        .args(["plugins", "--details", "--markdown"])
+        .env("CONDENSE_PLUGIN_PATH", target_dir().join("plugins"))
+        .output()
+        .context("running condense plugins")?;
+    if !out.status.success() {
+        bail!(
+            "condense plugins failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let path = root().join("docs/stages.md");
+    if check {
+        let current = std::fs::read(&path).unwrap_or_default();
+        if current != out.stdout {
+            bail!(
+                "docs/stages.md is out of date with the plugins' metadata: run `cargo xtask docs`"
+            );
+        }
+        eprintln!("xtask: docs/stages.md is current");
+    } else {
+        std::fs::write(&path, &out.stdout)?;
+        eprintln!("xtask: wrote {}", path.display());
+    }
+    Ok(())
 }
 
 fn demo() -> Result<()> {
@@ -150,7 +218,9 @@ fn demo() -> Result<()> {
         c.args(["build", "--quiet", "-p", "condense"]);
         c
     })?;
-    let bin = target_dir().join("debug").join(format!("condense{}", std::env::consts::EXE_SUFFIX));
+    let bin = target_dir()
+        .join("debug")
+        .join(format!("condense{}", std::env::consts::EXE_SUFFIX));
     let transcript = root().join("examples/claude-code-session.jsonl");
     let pipeline = root().join("examples/demo-pipeline.toml");
     let out_dir = target_dir().join("demo");
@@ -165,17 +235,39 @@ fn demo() -> Result<()> {
         c.arg("stats").arg(&transcript);
         c
     })?;
-    eprintln!("\n$ condense compress {} --pipeline {} --out {}", transcript.display(), pipeline.display(), out.display());
+    eprintln!(
+        "\n$ condense compress {} --pipeline {} --out {}",
+        transcript.display(),
+        pipeline.display(),
+        out.display()
+    );
     run({
         let mut c = Command::new(&bin);
-        c.arg("compress").arg(&transcript).arg("--pipeline").arg(&pipeline).arg("--out").arg(&out).arg("--store").arg(&store);
+        c.arg("compress")
+            .arg(&transcript)
+            .arg("--pipeline")
+            .arg(&pipeline)
+            .arg("--out")
+            .arg(&out)
+            .arg("--store")
+            .arg(&store);
         c
     })?;
     let restored = out_dir.join("restored.jsonl");
-    eprintln!("\n$ condense expand {} --store {} --out {}", out.display(), store.display(), restored.display());
+    eprintln!(
+        "\n$ condense expand {} --store {} --out {}",
+        out.display(),
+        store.display(),
+        restored.display()
+    );
     run({
         let mut c = Command::new(&bin);
-        c.arg("expand").arg(&out).arg("--store").arg(&store).arg("--out").arg(&restored);
+        c.arg("expand")
+            .arg(&out)
+            .arg("--store")
+            .arg(&store)
+            .arg("--out")
+            .arg(&restored);
         c
     })?;
     let same = std::fs::read(&transcript)? == std::fs::read(&restored)?;
@@ -186,6 +278,7 @@ fn demo() -> Result<()> {
 fn bench(extra: &[String]) -> Result<()> {
     build_plugins(true)?;
     let mut c = cargo();
-    c.args(["run", "--release", "--quiet", "-p", "condense-bench", "--"]).args(extra);
+    c.args(["run", "--release", "--quiet", "-p", "condense-bench", "--"])
+        .args(extra);
     run(c)
 }

@@ -272,6 +272,7 @@ fn main() -> Result<()> {
                     now_ms: Some(0),
                     format: "openai".into(),
                     record_outputs: false,
+                    ..Default::default()
                 },
             );
         }

@@ -85,6 +85,8 @@ pub struct RunOptions {
     pub format: String,
     /// Keep each stage's output conversation in [`StageRun::output`] (for diffs and snapshots).
     pub record_outputs: bool,
+    /// Flags every stage sees from the start (e.g. `disable:autocompact`).
+    pub flags: Vec<String>,
 }
 
 /// What happened to one stage in a run.
@@ -92,7 +94,8 @@ pub struct RunOptions {
 pub struct StageRun {
     pub name: String,
     pub plugin: String,
-    /// `ran`, `disabled`, or `skipped` (failed with `on_error = "skip"`).
+    /// `ran`, `forced` (recovery chain), `disabled`, or `skipped` (failed with
+    /// `on_error = "skip"`).
     pub status: &'static str,
     /// Why it was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -177,123 +180,210 @@ impl LoadedPipeline {
         session: &str,
         opts: &RunOptions,
     ) -> Result<RunResult, HostError> {
-        let now_ms = opts.now_ms.unwrap_or_else(system_now_ms);
-        let tokens_before = self.counter.count_conversation(&conversation).total;
-        let mut current = conversation;
-        let mut current_tokens = tokens_before;
-        let mut freed = 0usize;
-        let mut flags: Vec<String> = Vec::new();
-        let mut runs = Vec::new();
-        // Invariants the input already breaks are not any stage's fault (see `guard`).
-        let mut violations = guard::violations(&current);
+        let mut state = RunState::new(&self.counter, conversation, opts);
         for loaded in &self.stages {
-            let spec = &loaded.spec;
-            let Some(stage) = &loaded.stage else {
-                runs.push(StageRun {
-                    name: spec.name.clone(),
-                    plugin: spec.plugin.clone(),
-                    status: "disabled",
-                    error: None,
-                    tokens_before: current_tokens,
-                    tokens_after: current_tokens,
-                    tokens_saved: 0,
-                    millis: 0.0,
-                    report: StageReport::default(),
-                    output: opts.record_outputs.then(|| current.clone()),
-                });
-                continue;
-            };
-            let services = Services {
-                counter: &self.counter,
-                store,
-                session,
-                stage: &spec.name,
-                now_ms,
-                freed_before: freed,
-                context_window: self.pipeline.budget.context_window,
-                max_output_tokens: self.pipeline.budget.max_output_tokens,
-                flags: &flags,
-                format: &opts.format,
-                summarizer: self.summarizer.as_ref(),
-                conversation_tokens: current_tokens,
-            };
-            let started = Instant::now();
-            let outcome = stage
-                .apply(current.clone(), &services)
-                .map_err(|e| match e {
-                    StageCallError::Failed(m) => m,
-                    other => other.to_string(),
-                })
-                .and_then(|out| {
-                    let broken = guard::introduced(&violations, guard::violations(&out.conversation));
-                    if !broken.is_empty() {
-                        return Err(guard::describe(&broken));
-                    }
-                    let after = self.counter.count_conversation(&out.conversation).total;
-                    if after > current_tokens {
-                        Err(format!(
-                            "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
-                        ))
-                    } else {
-                        Ok((out, after))
-                    }
-                });
-            let millis = started.elapsed().as_secs_f64() * 1000.0;
-            match outcome {
-                Ok((out, after)) => {
-                    if out.report.archive_removed {
-                        archive_stage(store, session, &current, &out.conversation)?;
-                    }
-                    let saved = current_tokens - after;
-                    freed += saved;
-                    flags.extend(out.report.flags.iter().cloned());
-                    runs.push(StageRun {
-                        name: spec.name.clone(),
-                        plugin: spec.plugin.clone(),
-                        status: "ran",
-                        error: None,
-                        tokens_before: current_tokens,
-                        tokens_after: after,
-                        tokens_saved: saved,
-                        millis,
-                        report: out.report,
-                        output: opts.record_outputs.then(|| out.conversation.clone()),
-                    });
-                    current = out.conversation;
-                    current_tokens = after;
-                    violations = guard::violations(&current);
-                }
-                Err(message) => match spec.on_error {
-                    OnError::Fail => {
-                        return Err(HostError::StageFailed {
-                            stage: spec.name.clone(),
-                            message,
-                        })
-                    }
-                    OnError::Skip => runs.push(StageRun {
-                        name: spec.name.clone(),
-                        plugin: spec.plugin.clone(),
-                        status: "skipped",
-                        error: Some(message),
-                        tokens_before: current_tokens,
-                        tokens_after: current_tokens,
-                        tokens_saved: 0,
-                        millis,
-                        report: StageReport::default(),
-                        output: opts.record_outputs.then(|| current.clone()),
-                    }),
-                },
+            let run = self.run_stage(loaded, &mut state, store, session, opts, None)?;
+            state.runs.push(run);
+        }
+        Ok(state.finish(&self.counter, &self.pipeline, session))
+    }
+
+    /// The recovery chain: runs the pipeline, and while the result does not fit the budget
+    /// (or, with `prompt_too_long`, until at least one forced level has shrunk it), runs the
+    /// levels again from lightest to heaviest with their triggers forced (flag
+    /// `force:<plugin>`), stopping at the first that makes it fit.
+    pub fn fit(
+        &self,
+        conversation: Conversation,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        prompt_too_long: bool,
+    ) -> Result<FitResult, HostError> {
+        let mut state = RunState::new(&self.counter, conversation, opts);
+        for loaded in &self.stages {
+            let run = self.run_stage(loaded, &mut state, store, session, opts, None)?;
+            state.runs.push(run);
+        }
+        let fits = |state: &RunState, shrunk: bool| {
+            let budget = self.counter.budget(&state.current, &self.pipeline.budget);
+            !budget.over_window() && (!prompt_too_long || shrunk)
+        };
+        if fits(&state, false) && !prompt_too_long {
+            return Ok(FitResult {
+                fit_by: None,
+                fits: true,
+                result: state.finish(&self.counter, &self.pipeline, session),
+            });
+        }
+        let mut fit_by = None;
+        let mut shrunk = false;
+        for loaded in self.stages.iter().filter(|l| l.stage.is_some()) {
+            let force = format!("force:{}", loaded.spec.plugin);
+            let run = self.run_stage(loaded, &mut state, store, session, opts, Some(&force))?;
+            shrunk |= run.tokens_saved > 0;
+            state.runs.push(run);
+            if fits(&state, shrunk) {
+                fit_by = Some(loaded.spec.name.clone());
+                break;
             }
         }
-        let budget_after = self.counter.budget(&current, &self.pipeline.budget);
-        Ok(RunResult {
-            conversation: current,
-            session: session.to_string(),
-            tokens_before,
-            tokens_after: current_tokens,
-            budget_after,
-            stages: runs,
+        let fits_now = fit_by.is_some();
+        Ok(FitResult {
+            fit_by,
+            fits: fits_now,
+            result: state.finish(&self.counter, &self.pipeline, session),
         })
+    }
+
+    /// Runs one stage over the run's current conversation, applying the host's guards and
+    /// archiving what it changed. `force` is an extra flag for this call only.
+    fn run_stage(
+        &self,
+        loaded: &LoadedSpec,
+        state: &mut RunState,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        force: Option<&str>,
+    ) -> Result<StageRun, HostError> {
+        let spec = &loaded.spec;
+        let (current_tokens, record) = (state.current_tokens, opts.record_outputs);
+        let base = |status: &'static str,
+                    error: Option<String>,
+                    millis: f64,
+                    current: &Conversation| StageRun {
+            name: spec.name.clone(),
+            plugin: spec.plugin.clone(),
+            status,
+            error,
+            tokens_before: current_tokens,
+            tokens_after: current_tokens,
+            tokens_saved: 0,
+            millis,
+            report: StageReport::default(),
+            output: record.then(|| current.clone()),
+        };
+        let Some(stage) = &loaded.stage else {
+            return Ok(base("disabled", None, 0.0, &state.current));
+        };
+        let mut flags = state.flags.clone();
+        flags.extend(force.map(str::to_string));
+        let services = Services {
+            counter: &self.counter,
+            store,
+            session,
+            stage: &spec.name,
+            now_ms: state.now_ms,
+            freed_before: state.freed,
+            context_window: self.pipeline.budget.context_window,
+            max_output_tokens: self.pipeline.budget.max_output_tokens,
+            flags: &flags,
+            format: &opts.format,
+            summarizer: self.summarizer.as_ref(),
+            conversation_tokens: current_tokens,
+        };
+        let started = Instant::now();
+        let outcome = stage
+            .apply(state.current.clone(), &services)
+            .map_err(|e| match e {
+                StageCallError::Failed(m) => m,
+                other => other.to_string(),
+            })
+            .and_then(|out| {
+                let broken = guard::introduced(&state.violations, guard::violations(&out.conversation));
+                if !broken.is_empty() {
+                    return Err(guard::describe(&broken));
+                }
+                let after = self.counter.count_conversation(&out.conversation).total;
+                if after > current_tokens {
+                    Err(format!(
+                        "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
+                    ))
+                } else {
+                    Ok((out, after))
+                }
+            });
+        let millis = started.elapsed().as_secs_f64() * 1000.0;
+        match outcome {
+            Ok((out, after)) => {
+                if out.report.archive_removed {
+                    archive_stage(store, session, &state.current, &out.conversation)?;
+                }
+                let saved = current_tokens - after;
+                state.freed += saved;
+                state.flags.extend(out.report.flags.iter().cloned());
+                let run = StageRun {
+                    status: if force.is_some() { "forced" } else { "ran" },
+                    tokens_after: after,
+                    tokens_saved: saved,
+                    report: out.report,
+                    output: record.then(|| out.conversation.clone()),
+                    ..base("ran", None, millis, &state.current)
+                };
+                state.current = out.conversation;
+                state.current_tokens = after;
+                state.violations = guard::violations(&state.current);
+                Ok(run)
+            }
+            Err(message) => match spec.on_error {
+                OnError::Fail => Err(HostError::StageFailed {
+                    stage: spec.name.clone(),
+                    message,
+                }),
+                OnError::Skip => Ok(base("skipped", Some(message), millis, &state.current)),
+            },
+        }
+    }
+}
+
+/// What [`LoadedPipeline::fit`] found.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitResult {
+    /// The stage whose forced run made the conversation fit (None: it fitted without forcing,
+    /// or nothing made it fit; see `fits`).
+    pub fit_by: Option<String>,
+    pub fits: bool,
+    pub result: RunResult,
+}
+
+/// The state threaded through one run's stages.
+struct RunState {
+    now_ms: i64,
+    tokens_before: usize,
+    current: Conversation,
+    current_tokens: usize,
+    freed: usize,
+    flags: Vec<String>,
+    /// Invariants the conversation already breaks: not the next stage's fault (see `guard`).
+    violations: Vec<guard::Violation>,
+    runs: Vec<StageRun>,
+}
+
+impl RunState {
+    fn new(counter: &TokenCounter, conversation: Conversation, opts: &RunOptions) -> RunState {
+        let tokens = counter.count_conversation(&conversation).total;
+        RunState {
+            now_ms: opts.now_ms.unwrap_or_else(system_now_ms),
+            tokens_before: tokens,
+            current_tokens: tokens,
+            violations: guard::violations(&conversation),
+            current: conversation,
+            freed: 0,
+            flags: opts.flags.clone(),
+            runs: Vec::new(),
+        }
+    }
+
+    fn finish(self, counter: &TokenCounter, pipeline: &Pipeline, session: &str) -> RunResult {
+        RunResult {
+            budget_after: counter.budget(&self.current, &pipeline.budget),
+            conversation: self.current,
+            session: session.to_string(),
+            tokens_before: self.tokens_before,
+            tokens_after: self.current_tokens,
+            stages: self.runs,
+        }
     }
 }
 

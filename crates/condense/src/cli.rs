@@ -42,11 +42,16 @@ pub enum Command {
     /// Render every stage's output for transcripts and compare with stored snapshots (a CI
     /// gate for pipeline changes: exit 1 and `.snap.new` files when anything differs).
     Snapshot(SnapshotArgs),
+    /// Run several pipelines on the same transcripts and print them side by side.
+    Compare(CompareArgs),
     /// Show or check a pipeline file.
     #[command(subcommand)]
     Pipeline(PipelineCommand),
     /// List the plugins condense can find, with versions and paths.
     Plugins(PluginsArgs),
+    /// Write a new stage plugin: `condense plugin new NAME`.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
 }
 
 /// Where to read a conversation from and how to interpret it.
@@ -122,6 +127,15 @@ pub struct CompressArgs {
     /// conversation).
     #[arg(long)]
     pub session: Option<String>,
+    /// Recovery chain: if the result still exceeds the window (less the output reserve),
+    /// force the levels' triggers from lightest to heaviest until it fits; exit 1 if nothing
+    /// does (the best result is still written).
+    #[arg(long)]
+    pub fit: bool,
+    /// The model answered prompt_too_long: like --fit, and at least one forced level must
+    /// shrink the conversation.
+    #[arg(long)]
+    pub prompt_too_long: bool,
 }
 
 #[derive(Debug, Args)]
@@ -190,6 +204,25 @@ pub struct SnapshotArgs {
     pub color: ColorChoice,
 }
 
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Transcript files, or folders to walk.
+    #[arg(required = true, value_name = "FILE")]
+    pub inputs: Vec<PathBuf>,
+    /// A pipeline file; give two or more.
+    #[arg(long = "pipeline", short, value_name = "FILE", required = true)]
+    pub pipelines: Vec<PathBuf>,
+    /// Override every pipeline's context window, in tokens.
+    #[arg(long)]
+    pub context_window: Option<usize>,
+    /// The time stages see (RFC 3339 or Unix ms); default 1970-01-01.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum PipelineCommand {
     /// Print the effective pipeline as TOML (the embedded default, or FILE).
@@ -205,11 +238,33 @@ pub enum PipelineCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Scaffold an out-of-tree stage plugin crate (Cargo.toml, a stage, a test, a pipeline).
+    New(PluginNewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PluginNewArgs {
+    /// The plugin's name: lowercase letters, digits and dashes.
+    pub name: String,
+    /// The folder to create it in.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The `crates/` folder of a condense checkout (default: the one this condense was built
+    /// from), for the condense-abi and condense-model path dependencies.
+    #[arg(long, value_name = "DIR")]
+    pub abi_path: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct PluginsArgs {
     /// Also print each plugin's description and config keys.
     #[arg(long)]
     pub details: bool,
+    /// Print the details as Markdown (what docs/stages.md is generated from).
+    #[arg(long)]
+    pub markdown: bool,
     /// Also search the plugin folders named in this pipeline file.
     #[arg(long, short, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,

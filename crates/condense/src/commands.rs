@@ -20,12 +20,14 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Expand(args) => expand(args),
         Command::Diff(args) => crate::review::diff(args),
         Command::Snapshot(args) => crate::review::snapshot(args),
+        Command::Compare(args) => crate::compare::compare(args),
         Command::Pipeline(PipelineCommand::Show { pipeline }) => {
             print!("{}", load_pipeline(pipeline.as_deref())?.to_toml());
             Ok(())
         }
         Command::Pipeline(PipelineCommand::Check { file }) => check(&file),
         Command::Plugins(args) => plugins(args),
+        Command::Plugin(crate::cli::PluginCommand::New(args)) => crate::scaffold::plugin_new(args),
     }
 }
 
@@ -155,12 +157,39 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         now_ms,
         format: input.doc.format().as_str().to_string(),
         record_outputs: false,
+        flags: env_flags(),
     };
 
     let mut runs = Vec::new();
-    for conv in input.doc.conversations_mut() {
+    let mut unfit: Vec<String> = Vec::new();
+    let labels = input.doc.labels();
+    for (i, conv) in input.doc.conversations_mut().iter_mut().enumerate() {
         let session = args.session.clone().unwrap_or_else(|| session_id(conv));
-        let result = loaded.run(std::mem::take(conv), &store, &session, &opts)?;
+        let result = if args.fit || args.prompt_too_long {
+            let fit = loaded.fit(
+                std::mem::take(conv),
+                &store,
+                &session,
+                &opts,
+                args.prompt_too_long,
+            )?;
+            if !fit.fits {
+                let label = labels
+                    .get(i)
+                    .filter(|l| !l.is_empty())
+                    .map_or(String::new(), |l| format!(" {l}"));
+                unfit.push(format!(
+                    "conversation{label} still needs {} tokens with a {}-token window after forcing every level",
+                    num(fit.result.budget_after.used + fit.result.budget_after.output_reserve),
+                    num(fit.result.budget_after.context_window)
+                ));
+            } else if let Some(by) = &fit.fit_by {
+                eprintln!("condense: fits after forcing `{by}`");
+            }
+            fit.result
+        } else {
+            loaded.run(std::mem::take(conv), &store, &session, &opts)?
+        };
         *conv = result.conversation.clone();
         runs.push(result);
     }
@@ -181,7 +210,28 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         }
         ReportFormat::Text => eprint!("{}", render_report(&report)),
     }
-    Ok(())
+    match unfit.first() {
+        Some(first) => Err(Failure::run(format!(
+            "does not fit: {first}{}; the best result was written",
+            if unfit.len() > 1 {
+                format!(" (and {} more)", unfit.len() - 1)
+            } else {
+                String::new()
+            }
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Flags the environment sets for every stage: `CONDENSE_DISABLE_AUTOCOMPACT=1` →
+/// `disable:autocompact` (stages never read the environment themselves).
+fn env_flags() -> Vec<String> {
+    let on = |v: &str| std::env::var(v).is_ok_and(|x| !x.is_empty() && x != "0" && x != "false");
+    let mut flags = Vec::new();
+    if on("CONDENSE_DISABLE_AUTOCOMPACT") {
+        flags.push("disable:autocompact".to_string());
+    }
+    flags
 }
 
 fn build_report<'a>(
@@ -338,6 +388,10 @@ fn plugins(args: PluginsArgs) -> Result<(), Failure> {
             condense_host::discover::PLUGIN_PATH_ENV
         )));
     }
+    if args.markdown {
+        print!("{}", plugins_markdown(&found)?);
+        return Ok(());
+    }
     for (name, path) in found {
         match condense_abi::Plugin::load(&path).and_then(|p| p.metadata(&path)) {
             Ok(m) => {
@@ -356,6 +410,44 @@ fn plugins(args: PluginsArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Every plugin's metadata as Markdown: the body of docs/stages.md.
+fn plugins_markdown(found: &[(String, std::path::PathBuf)]) -> Result<String, Failure> {
+    let mut o = String::from(
+        "# Stages\n\nThe stages shipped in `plugins/`, with their config keys. Generated from each plugin's\nmetadata by `cargo xtask docs` (CI checks it is current); `condense plugins --details` prints\nthe same for whatever plugins you have installed.\n",
+    );
+    for (_, path) in found {
+        let m = condense_abi::Plugin::load(path)
+            .and_then(|p| p.metadata(path))
+            .map_err(|e| Failure::run(e.to_string()))?;
+        let _ = write!(
+            o,
+            "\n## `{}` {}\n\n{}\n\n",
+            m.name, m.version, m.description
+        );
+        if m.config_keys.is_empty() {
+            o.push_str("No config keys.\n");
+            continue;
+        }
+        o.push_str("| key | type | default | description |\n|---|---|---|---|\n");
+        for k in &m.config_keys {
+            let default = if k.default.is_empty() {
+                String::new()
+            } else {
+                format!("`{}`", k.default.replace('|', "\\|"))
+            };
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} |",
+                k.name,
+                k.ty,
+                default,
+                k.description.replace('|', "\\|")
+            );
+        }
+    }
+    Ok(o)
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@
 
 mod cli;
 mod commands;
+mod compare;
 mod input;
 mod review;
+mod scaffold;
 mod stats;
 
 use clap::Parser;

@@ -20,15 +20,15 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// The time reviews run at unless `--now` says otherwise: fixed, so reviews are reproducible.
-const REVIEW_EPOCH_MS: i64 = 0;
+pub(crate) const REVIEW_EPOCH_MS: i64 = 0;
 
-struct Recorded {
+pub(crate) struct Recorded {
     /// The input conversations.
-    before: Vec<Conversation>,
-    runs: Vec<RunResult>,
+    pub before: Vec<Conversation>,
+    pub runs: Vec<RunResult>,
 }
 
-fn run_recorded(
+pub(crate) fn run_recorded(
     pipeline: &LoadedPipeline,
     convs: &[Conversation],
     format: &str,
@@ -41,6 +41,7 @@ fn run_recorded(
         now_ms: Some(now_ms),
         format: format.to_string(),
         record_outputs: true,
+        ..Default::default()
     };
     let mut runs = Vec::new();
     for conv in convs {
@@ -52,7 +53,10 @@ fn run_recorded(
     })
 }
 
-fn load(pipeline: Option<&Path>, context_window: Option<usize>) -> Result<LoadedPipeline, Failure> {
+pub(crate) fn load(
+    pipeline: Option<&Path>,
+    context_window: Option<usize>,
+) -> Result<LoadedPipeline, Failure> {
     let mut p = match pipeline {
         Some(p) => Pipeline::from_file(p).map_err(|e| Failure::usage(e.to_string()))?,
         None => Pipeline::default_pipeline(),
@@ -66,7 +70,7 @@ fn load(pipeline: Option<&Path>, context_window: Option<usize>) -> Result<Loaded
     Ok(LoadedPipeline::load(p)?)
 }
 
-fn use_color(choice: ColorChoice) -> bool {
+pub(crate) fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
@@ -222,7 +226,7 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
 
 /// The files a snapshot run covers: files as given, folders walked (sorted), licences and
 /// READMEs skipped.
-fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+pub(crate) fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {

@@ -20,6 +20,9 @@
 //!   `emit_context_management`, the stage also writes the request's top-level
 //!   `context_management` with a `clear_tool_uses_20250919` edit, so the API clears
 //!   server-side; request fields are not messages and cost no tokens in the host's count.
+//! * **Forced.** The host's recovery chain (`condense compress --fit`) raises
+//!   `force:microcompact`: the time path runs whatever the gap, since the request is being
+//!   rebuilt anyway.
 //!
 //! The two paths are exclusive and the time-based one wins when both apply.
 //!
@@ -120,6 +123,9 @@ pub const DEFAULT_COMPRESSIBLE_TOOLS: &[&str] = &[
 ];
 
 /// The stage's `[stage.config]`.
+/// The flag the host raises to force this stage's trigger (recovery chain).
+pub const FORCE_FLAG: &str = "force:microcompact";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -272,7 +278,20 @@ impl Stage for Microcompact {
         let mut report = StageReport::default();
         let threshold = self.config.gap_minutes;
 
+        // The host's recovery chain (`condense compress --fit`) forces the time path: the
+        // request is being rebuilt anyway, so the cache is as good as cold.
+        let forced = host.has_flag(FORCE_FLAG);
+        if forced {
+            report.note("forced by the recovery chain: clearing as if the cache were cold");
+        }
         match gap.ms() {
+            _ if forced => {
+                let done =
+                    clear::clear_old(&mut conversation, &scan, &self.config, host, &mut report);
+                report.tokens_freed = Some(done.tokens);
+                report.note(time_note(&gap, threshold, &scan, &done));
+                state.pinned.clear();
+            }
             Some(ms) if ms > self.gap_ms() => {
                 let done =
                     clear::clear_old(&mut conversation, &scan, &self.config, host, &mut report);

@@ -10,4 +10,5 @@ mod cli;
 mod plugins;
 mod review;
 mod roundtrip;
+mod scaffold;
 mod support;

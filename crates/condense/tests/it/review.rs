@@ -1,6 +1,6 @@
 //! `condense diff` and `condense snapshot`: the review workflow and its exit codes.
 
-use crate::support::{condense, fixture};
+use crate::support::{condense, condense_in, fixture, repo};
 use std::path::Path;
 
 const LOW: &str = "[[stage]]\nname = \"budget\"\nplugin = \"tool-result-budget\"\n[stage.config]\nmax_result_size_chars = 3000\npreview_bytes = 200\n";
@@ -112,4 +112,40 @@ fn snapshot_gate_passes_fails_and_accepts() {
         changed.stderr
     );
     assert!(pending.is_file());
+}
+
+#[test]
+fn compare_shows_that_reordering_changes_the_outcome() {
+    // Relative paths from the repository root, so the table is the same in every checkout.
+    let cc = "tests/fixtures/transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
+    let (a, b) = (
+        "tests/fixtures/pipelines/budget-then-snip.toml",
+        "tests/fixtures/pipelines/snip-then-budget.toml",
+    );
+    let args = ["compare", cc, "-p", a, "-p", b];
+    let run = condense_in(&args, Some(&repo()));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::with_settings!({filters => vec![(r" +\d+\.\d +(tool|snip)", " [ms] $1")]}, {
+        insta::assert_snapshot!("compare_reordered_levels", run.stdout);
+    });
+
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let v: serde_json::Value =
+        serde_json::from_str(&condense_in(&json_args, Some(&repo())).stdout).unwrap();
+    let after: Vec<u64> = v[0]["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tokens_after"].as_u64().unwrap())
+        .collect();
+    assert_ne!(
+        after[0], after[1],
+        "the order of levels 1 and 2 matters: {after:?}"
+    );
+    assert_eq!(
+        condense_in(&["compare", cc, "-p", a], Some(&repo())).code,
+        2,
+        "one pipeline is a usage error"
+    );
 }

@@ -60,6 +60,8 @@ fn expand_restores_every_transcript_after_levels_1_to_3() {
             out.to_str().unwrap(),
             "--report",
             "json",
+            "--now",
+            LATE,
         ]);
         assert_eq!(run.code, 0, "{}: {}", t.display(), run.stderr);
         let report: serde_json::Value = serde_json::from_str(&run.stderr).unwrap();
@@ -114,7 +116,9 @@ fn compressing_twice_equals_compressing_once() {
                 "--store",
                 s,
                 "--out",
-                once.to_str().unwrap()
+                once.to_str().unwrap(),
+                "--now",
+                LATE,
             ])
             .code,
             0
@@ -128,7 +132,9 @@ fn compressing_twice_equals_compressing_once() {
                 "--store",
                 s,
                 "--out",
-                twice.to_str().unwrap()
+                twice.to_str().unwrap(),
+                "--now",
+                LATE,
             ])
             .code,
             0
@@ -183,4 +189,76 @@ fn default_pipeline_reports_each_level_on_the_claude_code_session() {
         .map(|s| s["tokens_saved"].as_u64().unwrap())
         .sum();
     assert_eq!(sum, report["tokens_saved"].as_u64().unwrap());
+}
+
+#[test]
+fn fit_escalates_until_the_conversation_fits_or_says_it_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = crate::support::fixture(
+        "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+    );
+    // Two minutes after the session's last assistant message: the cache is hot, so
+    // microcompact clears nothing on its own.
+    let hot = "2025-09-03T01:04:00Z";
+    let compress = |window: &str, out: &str| {
+        condense(&[
+            "compress",
+            t.to_str().unwrap(),
+            "--context-window",
+            window,
+            "--fit",
+            "--now",
+            hot,
+            "--report",
+            "json",
+            "--store",
+            dir.path().join(format!("s{window}")).to_str().unwrap(),
+            "--out",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+    };
+    let run = compress("60000", "fit.jsonl");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("fits after forcing `microcompact`"),
+        "{}",
+        run.stderr
+    );
+    let report: serde_json::Value = serde_json::from_str(
+        run.stderr
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .as_str(),
+    )
+    .unwrap();
+    let statuses: Vec<&str> = report["runs"][0]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["ran", "ran", "ran", "forced", "forced", "forced"]
+    );
+    assert!(
+        report["runs"][0]["budget_after"]["available"]
+            .as_i64()
+            .unwrap()
+            >= 0
+    );
+
+    let run = compress("34000", "unfit.jsonl");
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.lines().last().unwrap().contains("does not fit"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        dir.path().join("unfit.jsonl").is_file(),
+        "the best result is still written"
+    );
 }

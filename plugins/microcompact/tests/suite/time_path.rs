@@ -195,3 +195,24 @@ fn non_compressible_tools_are_kept() {
     assert_eq!(result_of(&out.conversation, "t8"), result_of(&input, "t8"));
     assert_eq!(out.report.blocks_changed, 6);
 }
+
+#[test]
+fn the_recovery_chain_can_force_the_time_path_on_a_hot_cache() {
+    let input = fixture();
+    // Two minutes after the last assistant message: hot, nothing would be cleared.
+    assert_eq!(run(&stage(""), &input, &host_after(2)).conversation, input);
+    let forced = MemoryHost::default()
+        .with_now_ms(last_assistant_ms() + 2 * MINUTE)
+        .with_flag(microcompact::FORCE_FLAG);
+    let out = run(&stage(""), &input, &forced);
+    assert_eq!(
+        out.report.blocks_changed,
+        OLD.len(),
+        "the old results are cleared"
+    );
+    assert!(out
+        .report
+        .notes
+        .iter()
+        .any(|n| n.contains("forced by the recovery chain")));
+}

@@ -1,0 +1,170 @@
+//! `condense compare`: several pipelines side by side on the same transcripts.
+//!
+//! Each pipeline runs on each transcript against a throwaway store at a fixed time (see
+//! `review`), so the comparison is reproducible and never touches real stage state.
+
+use crate::cli::CompareArgs;
+use crate::commands::parse_now;
+use crate::review::{collect_inputs, load, run_recorded, REVIEW_EPOCH_MS};
+use crate::stats::num;
+use crate::Failure;
+use condense_formats::{read, ReadOptions};
+use serde::Serialize;
+use std::fmt::Write;
+
+#[derive(Debug, Serialize)]
+struct Comparison {
+    transcript: String,
+    format: &'static str,
+    conversations: usize,
+    tokens_before: usize,
+    context_window: usize,
+    pipelines: Vec<PipelineResult>,
+}
+
+#[derive(Debug, Serialize)]
+struct PipelineResult {
+    pipeline: String,
+    stages: Vec<StageResult>,
+    tokens_after: usize,
+    tokens_saved: usize,
+    /// tokens_after of the largest conversation / context window.
+    window_share: f64,
+    millis: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct StageResult {
+    name: String,
+    status: String,
+    tokens_after: usize,
+    millis: f64,
+}
+
+pub fn compare(args: CompareArgs) -> Result<(), Failure> {
+    if args.pipelines.len() < 2 {
+        return Err(Failure::usage(
+            "compare needs at least two --pipeline files",
+        ));
+    }
+    let now = args
+        .now
+        .as_deref()
+        .map(parse_now)
+        .transpose()?
+        .unwrap_or(REVIEW_EPOCH_MS);
+    let pipelines = args
+        .pipelines
+        .iter()
+        .map(|p| Ok((p.display().to_string(), load(Some(p), args.context_window)?)))
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let files = collect_inputs(&args.inputs)?;
+    let mut all = Vec::new();
+    for file in &files {
+        let bytes = std::fs::read(file)
+            .map_err(|e| Failure::run(format!("{}: cannot read: {e}", file.display())))?;
+        let doc = read(&bytes, &file.display().to_string(), &ReadOptions::default())
+            .map_err(|e| Failure::run(e.to_string()))?;
+        let mut cmp = Comparison {
+            transcript: file.display().to_string(),
+            format: doc.format().as_str(),
+            conversations: doc.conversations().len(),
+            tokens_before: 0,
+            context_window: 0,
+            pipelines: Vec::new(),
+        };
+        for (name, pipeline) in &pipelines {
+            let rec = run_recorded(pipeline, doc.conversations(), doc.format().as_str(), now)?;
+            cmp.tokens_before = rec.runs.iter().map(|r| r.tokens_before).sum();
+            cmp.context_window = pipeline.pipeline.budget.context_window;
+            let stage_count = rec.runs.first().map_or(0, |r| r.stages.len());
+            let stages = (0..stage_count)
+                .map(|i| StageResult {
+                    name: rec.runs[0].stages[i].name.clone(),
+                    status: rec.runs[0].stages[i].status.to_string(),
+                    tokens_after: rec.runs.iter().map(|r| r.stages[i].tokens_after).sum(),
+                    millis: rec.runs.iter().map(|r| r.stages[i].millis).sum(),
+                })
+                .collect();
+            let after: usize = rec.runs.iter().map(|r| r.tokens_after).sum();
+            let largest = rec.runs.iter().map(|r| r.tokens_after).max().unwrap_or(0);
+            cmp.pipelines.push(PipelineResult {
+                pipeline: name.clone(),
+                stages,
+                tokens_after: after,
+                tokens_saved: cmp.tokens_before.saturating_sub(after),
+                window_share: largest as f64 / cmp.context_window.max(1) as f64,
+                millis: rec
+                    .runs
+                    .iter()
+                    .flat_map(|r| r.stages.iter())
+                    .map(|s| s.millis)
+                    .sum(),
+            });
+        }
+        all.push(cmp);
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&all).map_err(|e| Failure::run(e.to_string()))?
+        );
+    } else {
+        for c in &all {
+            print!("{}", render(c));
+        }
+    }
+    Ok(())
+}
+
+fn render(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} ({}, {} conversation{}, {} tokens, window {})",
+        c.transcript,
+        c.format,
+        c.conversations,
+        if c.conversations == 1 { "" } else { "s" },
+        num(c.tokens_before),
+        num(c.context_window)
+    );
+    let width = c
+        .pipelines
+        .iter()
+        .map(|p| p.pipeline.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = writeln!(
+        o,
+        "  {:<width$}  {:>10} {:>10} {:>7} {:>9}   tokens after each stage",
+        "pipeline", "after", "saved", "window", "ms"
+    );
+    for p in &c.pipelines {
+        let chain: Vec<String> = p
+            .stages
+            .iter()
+            .map(|s| {
+                let mark = if s.status == "ran" {
+                    String::new()
+                } else {
+                    format!(" ({})", s.status)
+                };
+                format!("{} {}{mark}", s.name, num(s.tokens_after))
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {:<width$}  {:>10} {:>10} {:>6.1}% {:>9.1}   {}",
+            p.pipeline,
+            num(p.tokens_after),
+            num(p.tokens_saved),
+            p.window_share * 100.0,
+            p.millis,
+            chain.join(" → ")
+        );
+    }
+    o.push('\n');
+    o
+}
