@@ -40,7 +40,10 @@ pub enum StoreError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io { path: path.to_path_buf(), source }
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// A store directory.
@@ -178,7 +181,10 @@ mod tests {
     fn bad_keys_are_refused_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        assert!(matches!(store.get("../../etc/passwd"), Err(StoreError::InvalidKey(_))));
+        assert!(matches!(
+            store.get("../../etc/passwd"),
+            Err(StoreError::InvalidKey(_))
+        ));
         assert!(matches!(store.get("zz"), Err(StoreError::InvalidKey(_))));
     }
 
@@ -187,13 +193,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("store");
         let store = Store::open(&root).unwrap();
-        for hostile in ["../../etc/passwd", "/etc/passwd", "..", ".", "a/../../b", "c:\\x", ""] {
+        for hostile in [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "..",
+            ".",
+            "a/../../b",
+            "c:\\x",
+            "",
+        ] {
             store.state_put(hostile, hostile, "x").unwrap();
             store.record_put(hostile, hostile, b"y").unwrap();
-            assert_eq!(store.state_get(hostile, hostile).unwrap().as_deref(), Some("x"));
+            assert_eq!(
+                store.state_get(hostile, hostile).unwrap().as_deref(),
+                Some("x")
+            );
         }
         // Nothing was written beside the store.
-        let siblings: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let siblings: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(siblings, vec![std::ffi::OsString::from("store")]);
         assert!(!dir.path().join("etc").exists());
     }
@@ -204,7 +224,10 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         store.state_put("s", "stage", "one").unwrap();
         store.state_put("s", "stage", "two").unwrap();
-        assert_eq!(store.state_get("s", "stage").unwrap().as_deref(), Some("two"));
+        assert_eq!(
+            store.state_get("s", "stage").unwrap().as_deref(),
+            Some("two")
+        );
         let leftovers = fs::read_dir(dir.path().join("state/s")).unwrap().count();
         assert_eq!(leftovers, 1, "no temp files left behind");
     }

@@ -12,7 +12,13 @@ const MAX_LEN: usize = 80;
 pub fn sanitize_component(name: &str) -> String {
     let mut clean: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(MAX_LEN)
         .collect();
     let all_dots = clean.chars().all(|c| c == '.');
@@ -37,9 +43,21 @@ mod tests {
 
     #[test]
     fn separators_and_dots_cannot_escape() {
-        for hostile in ["../../etc/passwd", "..", ".", "", "/abs", "a\\b", "a\0b", ".hidden"] {
+        for hostile in [
+            "../../etc/passwd",
+            "..",
+            ".",
+            "",
+            "/abs",
+            "a\\b",
+            "a\0b",
+            ".hidden",
+        ] {
             let s = sanitize_component(hostile);
-            assert!(!s.contains('/') && !s.contains('\\') && !s.contains('\0'), "{s}");
+            assert!(
+                !s.contains('/') && !s.contains('\\') && !s.contains('\0'),
+                "{s}"
+            );
             assert!(!s.starts_with('.'), "{s}");
             assert!(!s.is_empty());
         }
