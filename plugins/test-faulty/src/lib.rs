@@ -25,7 +25,9 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { mode: "noop".to_string() }
+        Config {
+            mode: "noop".to_string(),
+        }
     }
 }
 
@@ -44,12 +46,20 @@ impl Stage for Faulty {
 
     fn new(config: Config) -> Result<Self, String> {
         if !MODES.contains(&config.mode.as_str()) {
-            return Err(format!("mode must be one of {}, got `{}`", MODES.join(", "), config.mode));
+            return Err(format!(
+                "mode must be one of {}, got `{}`",
+                MODES.join(", "),
+                config.mode
+            ));
         }
         Ok(Faulty { mode: config.mode })
     }
 
-    fn apply(&self, mut conversation: Conversation, _host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(
+        &self,
+        mut conversation: Conversation,
+        _host: &dyn Host,
+    ) -> Result<StageOutput, String> {
         match self.mode.as_str() {
             "panic" => panic!("test-faulty was told to panic"),
             "error" => return Err("test-faulty was told to fail".to_string()),
@@ -63,12 +73,17 @@ impl Stage for Faulty {
                     extra: Default::default(),
                 })],
             )),
-            "grow" => conversation
-                .messages
-                .push(Message::new("grown", Role::User, vec![Block::text("padding ".repeat(100))])),
+            "grow" => conversation.messages.push(Message::new(
+                "grown",
+                Role::User,
+                vec![Block::text("padding ".repeat(100))],
+            )),
             _ => {}
         }
-        Ok(StageOutput { conversation, report: StageReport::default() })
+        Ok(StageOutput {
+            conversation,
+            report: StageReport::default(),
+        })
     }
 }
 
