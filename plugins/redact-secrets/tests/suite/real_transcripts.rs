@@ -1,0 +1,59 @@
+//! The stage on every real transcript in tests/fixtures/transcripts: what it finds there (a
+//! false positive would show up in the snapshot), and that reruns change nothing.
+
+use crate::support::{run, stage, text_tokens};
+use condense_formats::ReadOptions;
+use condense_model::Conversation;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+const FILES: &[&str] = &[
+    "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+    "DRMacIver__claude-reliability/transcript.jsonl",
+    "SWE-agent__mini-swe-agent/sqlfluff__sqlfluff-1733.traj.json",
+    "All-Hands-AI__OpenHands/output.jsonl",
+    "sierra-research__tau-bench/gpt-4o-airline.json",
+    "SWE-agent__SWE-agent/marshmallow-code__marshmallow-1867.traj",
+    "SWE-agent__SWE-agent/pydicom__pydicom-1458.traj",
+];
+
+fn conversations(file: &str) -> Vec<Conversation> {
+    let path = format!(
+        "{}/../../tests/fixtures/transcripts/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    let doc = condense_formats::read(&bytes, &path, &ReadOptions::default()).unwrap();
+    doc.conversations().to_vec()
+}
+
+#[test]
+fn real_transcripts_findings() {
+    let stage = stage("");
+    let mut summary = Map::new();
+    for file in FILES {
+        let convs = conversations(file);
+        let mut found: BTreeMap<String, usize> = BTreeMap::new();
+        let mut blocks = 0;
+        for conv in &convs {
+            let once = run(&stage, conv);
+            blocks += once.report.blocks_changed;
+            for e in &once.report.events {
+                let (kind, n) = e.detail.rsplit_once(": ").unwrap();
+                *found.entry(kind.to_string()).or_default() += n.parse::<usize>().unwrap();
+            }
+            assert!(
+                text_tokens(&once.conversation) <= text_tokens(conv),
+                "{file}"
+            );
+            let twice = run(&stage, &once.conversation);
+            assert_eq!(twice.conversation, once.conversation, "{file}");
+            assert!(twice.report.events.is_empty(), "{file}");
+        }
+        summary.insert(
+            file.to_string(),
+            json!({ "conversations": convs.len(), "blocks_changed": blocks, "redacted": found }),
+        );
+    }
+    insta::assert_json_snapshot!("real_transcripts_findings", Value::Object(summary));
+}
