@@ -1,0 +1,107 @@
+//! The stage state: the committed collapses of a session, as JSON.
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "collapses": [
+//!     {
+//!       "first": "u1", "last": "a9", "count": 23, "turns": 8,
+//!       "ids": ["u1", "a1", "r1", "…", "a9"],
+//!       "summary": "…",
+//!       "merges": 1,
+//!       "committed_ms": 1750000000000
+//!     }
+//!   ]
+//! }
+//! ```
+//!
+//! - `first`, `last`, `count`: the original messages the summary stands for (they name the
+//!   summary message `collapse-<first>` and fill its header).
+//! - `ids`: the ids the span has in the input, oldest first, [`Role::System`] messages excluded
+//!   (they are never collapsed). Usually the original ids; a summary message the stage found in its
+//!   input without a record (its own output read back, state lost) is adopted under its own id.
+//! - `summary`: the summary text (without the header line).
+//! - `turns`: API turns covered; `merges`: how many later spans were merged into it;
+//!   `committed_ms`: host time of the last commit or merge.
+//!
+//! Collapses are kept in conversation order. A collapse is matched against each input by its
+//! ids only, not by content: earlier stages may have rewritten a message's content (a cleared
+//! tool result), which does not make its summary wrong.
+//!
+//! [`Role::System`]: condense_model::Role::System
+
+use condense_abi::Host;
+use serde::{Deserialize, Serialize};
+
+/// Current state format.
+pub const STATE_VERSION: u32 = 1;
+
+/// See the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub version: u32,
+    pub collapses: Vec<Collapse>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            version: STATE_VERSION,
+            collapses: Vec::new(),
+        }
+    }
+}
+
+/// One committed collapse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Collapse {
+    pub first: String,
+    pub last: String,
+    pub count: usize,
+    pub turns: usize,
+    pub ids: Vec<String>,
+    pub summary: String,
+    pub merges: usize,
+    pub committed_ms: i64,
+}
+
+impl State {
+    /// The stored state (the default when there is none). The raw text comes back too, so the
+    /// stage writes the state only when it changed.
+    pub fn load(host: &dyn Host) -> Result<(State, Option<String>), String> {
+        let raw = host
+            .state_get()
+            .map_err(|e| format!("context-collapse: cannot read the stage state: {e}"))?;
+        let Some(text) = raw.clone() else {
+            return Ok((State::default(), None));
+        };
+        let state: State = serde_json::from_str(&text).map_err(|e| {
+            format!("context-collapse: stored state is not valid (delete it to start over): {e}")
+        })?;
+        if state.version != STATE_VERSION {
+            return Err(format!(
+                "context-collapse: stored state has version {}, this stage reads version {STATE_VERSION}",
+                state.version
+            ));
+        }
+        Ok((state, raw))
+    }
+
+    /// Writes the state when it differs from what was loaded (an empty state is not written
+    /// when there was none).
+    pub fn save(&self, host: &dyn Host, loaded: Option<&str>) -> Result<(), String> {
+        let text = serde_json::to_string(self)
+            .map_err(|e| format!("context-collapse: cannot encode the stage state: {e}"))?;
+        let unchanged = match loaded {
+            Some(old) => old == text,
+            None => self.collapses.is_empty(),
+        };
+        if unchanged {
+            return Ok(());
+        }
+        host.state_put(&text)
+            .map_err(|e| format!("context-collapse: cannot write the stage state: {e}"))
+    }
+}

@@ -1,0 +1,70 @@
+//! Config parsing and validation.
+
+use condense_abi::{metadata_of, parse_config, Stage};
+use context_collapse::{Config, ContextCollapse};
+
+fn build(toml: &str) -> Result<ContextCollapse, String> {
+    ContextCollapse::new(parse_config::<ContextCollapse>(toml)?)
+}
+
+#[test]
+fn defaults_are_the_reference_values() {
+    let config = parse_config::<ContextCollapse>("").unwrap();
+    assert_eq!(config, Config::default());
+    assert_eq!(config.commit_at, 0.90);
+    assert_eq!(config.block_at, 0.95);
+    assert_eq!(config.keep_recent_turns, 4);
+    assert_eq!(config.turns_per_span, 4);
+    assert_eq!(config.summary_max_tokens, 2_000);
+}
+
+#[test]
+fn unknown_key_is_rejected() {
+    assert_eq!(
+        build("keep_recent = 3").unwrap_err(),
+        "context-collapse: unknown config key `keep_recent` (known: commit_at, block_at, \
+         keep_recent_turns, turns_per_span, summary_max_tokens)"
+    );
+}
+
+#[test]
+fn invalid_values_are_rejected() {
+    let err = |toml: &str| build(toml).unwrap_err();
+    assert_eq!(
+        err("commit_at = 0.0"),
+        "commit_at must be a fraction of the effective window in (0, 1], got 0"
+    );
+    assert_eq!(
+        err("commit_at = 0.9\nblock_at = 1.5"),
+        "block_at must be a fraction of the effective window in (0, 1], got 1.5"
+    );
+    assert_eq!(
+        err("commit_at = nan"),
+        "commit_at must be a fraction of the effective window in (0, 1], got NaN"
+    );
+    assert_eq!(
+        err("commit_at = 0.96"),
+        "commit_at (0.96) must not be above block_at (0.95)"
+    );
+    assert_eq!(
+        err("keep_recent_turns = 0"),
+        "keep_recent_turns must be >= 1, got 0"
+    );
+    assert_eq!(
+        err("turns_per_span = 0"),
+        "turns_per_span must be >= 1, got 0"
+    );
+    assert_eq!(
+        err("summary_max_tokens = 0"),
+        "summary_max_tokens must be >= 1, got 0"
+    );
+    assert!(err("keep_recent_turns = -1").starts_with("context-collapse: "));
+    assert!(build("commit_at = 0.8\nblock_at = 0.8\nkeep_recent_turns = 1").is_ok());
+}
+
+#[test]
+fn every_key_is_documented() {
+    let meta = metadata_of::<ContextCollapse>("0.1.0");
+    insta::assert_json_snapshot!("metadata", meta);
+    assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));
+}

@@ -1,0 +1,207 @@
+//! A hand-made session covering each case, and the stage's output on it, snapshotted.
+//!
+//! Ten API turns after a leading system message: tool calls and their results, an event line,
+//! a user message that answers a call and adds text (it does not open a turn), a system message
+//! in the middle of a turn, and a last user message still unanswered.
+
+use crate::support::{
+    assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, state_summary, text,
+    tokens, tool_result, tool_use, Host,
+};
+use condense_model::{Block, Conversation, Message, RawJson, Role};
+use context_collapse::ACTIVE_FLAG;
+use serde_json::json;
+
+/// `n` lines of filler of about 50 chars each.
+pub fn filler(label: &str, n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("{label} line {i:03}: lorem ipsum dolor sit amet, consectetur"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Turn `i`: the user asks, the assistant reads a file and answers.
+pub fn plain_turn(i: usize) -> Vec<Message> {
+    vec![
+        text(
+            &format!("u{i}"),
+            Role::User,
+            &format!("Step {i}: look at module {i}"),
+        ),
+        Message::new(
+            format!("a{i}"),
+            Role::Assistant,
+            vec![
+                Block::text(format!("Reading module {i}.")),
+                tool_use(
+                    &format!("t{i}"),
+                    "Read",
+                    json!({"file_path": format!("src/m{i}.rs")}),
+                ),
+            ],
+        ),
+        Message::new(
+            format!("r{i}"),
+            Role::User,
+            vec![tool_result(
+                &format!("t{i}"),
+                &filler(&format!("m{i}.rs"), 30),
+            )],
+        ),
+        text(
+            &format!("b{i}"),
+            Role::Assistant,
+            &format!("Module {i} looks fine."),
+        ),
+    ]
+}
+
+pub fn conversation() -> Conversation {
+    let mut messages = vec![text("s0", Role::System, "You are a careful coding agent.")];
+    messages.extend(plain_turn(1));
+    // Turn 2: a shell call, an event line among the turn's messages.
+    messages.extend(plain_turn(2));
+    messages.insert(
+        messages.len() - 1,
+        Message {
+            envelope: RawJson::from_string_unchecked(r#"{"type":"summary","summary":"x"}"#.into()),
+            ..Message::new("e2", Role::Event, vec![])
+        },
+    );
+    // Turn 3: the user answers the call and adds text in the same message: one turn.
+    messages.push(text("u3", Role::User, "Step 3: run the tests"));
+    messages.push(Message::new(
+        "a3",
+        Role::Assistant,
+        vec![tool_use("t3", "Bash", json!({"command": "cargo test"}))],
+    ));
+    messages.push(Message::new(
+        "r3",
+        Role::User,
+        vec![
+            tool_result("t3", &filler("test", 30)),
+            Block::text("and check the lints too"),
+        ],
+    ));
+    messages.push(text("b3", Role::Assistant, "Tests pass; lints are clean."));
+    for i in 4..=9 {
+        messages.extend(plain_turn(i));
+    }
+    // A system message in the middle of turn 5 (after its call's result).
+    let at = messages.iter().position(|m| m.id == "b5").unwrap();
+    messages.insert(
+        at,
+        text("s5", Role::System, "Reminder: keep answers short."),
+    );
+    // Turn 10: the last user message, not answered yet.
+    messages.push(text("u10", Role::User, "Now summarize what changed."));
+    Conversation {
+        messages,
+        ..Conversation::default()
+    }
+}
+
+/// A host whose effective window puts the fixture (4,170 tokens) over `commit_at`: effective
+/// 2,600 tokens (window 22,600 - min(max output 20,000, 20,000)), commit at 2,340, block at 2,470.
+/// Collapsing turns 1-4 is not enough; merging turns 5-6 into their summary is.
+pub fn host() -> Host {
+    Host::default().with_window(22_600, 20_000)
+}
+
+#[test]
+fn fixture_is_over_commit_at() {
+    let h = host();
+    let n = tokens(&h, &conversation());
+    assert_eq!(n, 4_170);
+    assert_eq!(
+        condense_turns::group(&conversation().messages).turns.len(),
+        10
+    );
+}
+
+#[test]
+fn fixture_output_report_and_state() {
+    let mut h = host();
+    let input = conversation();
+    let out = run(&stage(""), &input, &mut h);
+    insta::assert_snapshot!(
+        "fixture_output",
+        condense_model::render::render(&out.conversation)
+    );
+    insta::assert_json_snapshot!("fixture_report", report_json(&out.report));
+    insta::assert_json_snapshot!("fixture_state", state_summary(&h));
+    assert_eq!(out.report.flags, vec![ACTIVE_FLAG]);
+    assert_no_orphans(&out.conversation);
+    assert_unique_ids(&out.conversation);
+    assert!(tokens(&h, &out.conversation) < 2_340);
+}
+
+#[test]
+fn the_recent_turns_and_the_leading_content_are_kept_verbatim() {
+    let mut h = host();
+    let input = conversation();
+    let out = run(&stage(""), &input, &mut h);
+    // Leading system message first, then the summary, then turns 7..=10 as they were.
+    assert_eq!(out.conversation.messages[0], input.messages[0]);
+    assert_eq!(out.conversation.messages[1].id, "collapse-u1");
+    let from_u7 = input.position("u7").unwrap();
+    let tail = &input.messages[from_u7..];
+    assert_eq!(
+        &out.conversation.messages[out.conversation.messages.len() - tail.len()..],
+        tail
+    );
+    // The system message inside the collapsed turn 5 stays, right after the summary.
+    assert_eq!(ids(&out.conversation)[..3], ["s0", "collapse-u1", "s5"]);
+}
+
+#[test]
+fn the_second_span_is_merged_into_the_first_summary() {
+    let mut h = host();
+    let out = run(&stage(""), &conversation(), &mut h);
+    let requests = h.summary_requests.borrow();
+    assert_eq!(requests.len(), 2, "two spans: turns 1-4, then 5-6 merged");
+    assert_eq!(requests[0].previous_summary, None);
+    assert_eq!(requests[0].purpose, "context-collapse");
+    assert_eq!(requests[0].max_tokens, 2_000);
+    let first: Vec<&str> = requests[0].messages.iter().map(|m| m.id.as_str()).collect();
+    // Events and system messages are not given to the summarizer.
+    assert_eq!(first.first(), Some(&"u1"));
+    assert_eq!(first.last(), Some(&"b4"));
+    assert!(!first.contains(&"e2"));
+    assert_eq!(requests[0].messages.len(), 16);
+    let second: Vec<&str> = requests[1].messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(second.first(), Some(&"u5"));
+    assert_eq!(second.last(), Some(&"b6"));
+    assert!(!second.contains(&"s5"));
+    let previous = requests[1].previous_summary.as_deref().unwrap();
+    assert!(
+        previous.starts_with("summary of 16 messages: u1, a1"),
+        "{previous}"
+    );
+    // One summary message for the combined span, named after its first message.
+    let summaries: Vec<&Message> = out
+        .conversation
+        .messages
+        .iter()
+        .filter(|m| context_collapse::is_summary_message(m))
+        .collect();
+    assert_eq!(summaries.len(), 1);
+    assert!(summaries[0]
+        .content
+        .text()
+        .starts_with("[condense: summary of 25 earlier messages (ids u1…b6)]\n"));
+}
+
+#[test]
+fn below_commit_at_nothing_changes() {
+    let mut h = Host::default(); // 200k window
+    let input = conversation();
+    let out = run(&stage(""), &input, &mut h);
+    assert_eq!(out.conversation, input);
+    assert!(out.report.flags.is_empty());
+    assert!(out.report.events.is_empty());
+    assert_eq!(out.report.tokens_freed, None);
+    assert_eq!(h.state_puts.get(), 0, "no state written");
+    assert!(h.summary_requests.borrow().is_empty());
+    assert_eq!(out.report.notes[1], "below commit_at: no new collapse");
+}

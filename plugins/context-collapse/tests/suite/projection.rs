@@ -1,0 +1,321 @@
+//! The projection across runs: re-applied identically, on the same input, with turns appended,
+//! on its own output (with and without state); dropped when its messages are gone; forced;
+//! blocking; summarizer failures; never larger.
+
+use crate::fixture::{conversation, host, plain_turn};
+use crate::support::{
+    assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, text, tokens, Host,
+};
+use condense_abi::Stage;
+use condense_model::{Conversation, Role};
+use context_collapse::{ACTIVE_FLAG, FORCE_FLAG};
+
+#[test]
+fn the_same_input_gives_the_same_output_and_leaves_the_state_alone() {
+    let mut h = host();
+    let stage = stage("");
+    let first = run(&stage, &conversation(), &mut h);
+    let (state, puts, requests) = (
+        h.state.borrow().clone(),
+        h.state_puts.get(),
+        h.summary_requests.borrow().len(),
+    );
+    let second = run(&stage, &conversation(), &mut h);
+    assert_eq!(second.conversation, first.conversation);
+    assert_eq!(*h.state.borrow(), state);
+    assert_eq!(h.state_puts.get(), puts, "state not rewritten");
+    assert_eq!(
+        h.summary_requests.borrow().len(),
+        requests,
+        "no new summary"
+    );
+    assert_eq!(second.report.tokens_freed, first.report.tokens_freed);
+    assert_eq!(second.report.flags, vec![ACTIVE_FLAG]);
+    insta::assert_json_snapshot!("rerun_report", report_json(&second.report));
+}
+
+#[test]
+fn appended_turns_keep_the_committed_view() {
+    let mut h = host();
+    let stage = stage("");
+    let first = run(&stage, &conversation(), &mut h);
+    let mut longer = conversation();
+    longer
+        .messages
+        .push(text("b10", Role::Assistant, "Changed modules 1 to 9."));
+    longer.messages.push(text("u11", Role::User, "Thanks."));
+    let second = run(&stage, &longer, &mut h);
+    // The projection up to the end of the first output is unchanged (a stable prompt prefix).
+    let n = first.conversation.messages.len();
+    assert_eq!(
+        second.conversation.messages[..n],
+        first.conversation.messages[..]
+    );
+    assert_eq!(ids(&second.conversation)[n..], ["b10", "u11"]);
+}
+
+#[test]
+fn growing_past_commit_at_again_merges_the_next_span_into_the_running_summary() {
+    let mut h = host();
+    let stage = stage("");
+    run(&stage, &conversation(), &mut h);
+    let mut longer = conversation();
+    longer.messages.push(text("b10", Role::Assistant, "Done."));
+    for i in 11..=14 {
+        longer.messages.extend(plain_turn(i));
+    }
+    let before = h.summary_requests.borrow().len();
+    let out = run(&stage, &longer, &mut h);
+    let requests = h.summary_requests.borrow();
+    assert!(requests.len() > before);
+    let merge = &requests[before];
+    assert!(merge
+        .previous_summary
+        .as_deref()
+        .unwrap()
+        .starts_with("summary of 16 messages: u1"));
+    assert_eq!(merge.messages[0].id, "u7");
+    let summaries = out
+        .conversation
+        .messages
+        .iter()
+        .filter(|m| context_collapse::is_summary_message(m))
+        .count();
+    assert_eq!(summaries, 1, "one running summary");
+    assert_eq!(out.report.events[0].kind, "reapplied");
+    assert_eq!(out.report.events[1].kind, "collapsed");
+    assert_no_orphans(&out.conversation);
+    // The 4 most recent turns (11..=14) are whole.
+    let from = longer.position("u11").unwrap();
+    let tail = &longer.messages[from..];
+    let out_tail = &out.conversation.messages[out.conversation.messages.len() - tail.len()..];
+    assert_eq!(out_tail, tail);
+}
+
+#[test]
+fn its_own_output_is_left_as_it_is_with_or_without_state() {
+    let mut h = host();
+    let stage = stage("");
+    let first = run(&stage, &conversation(), &mut h);
+    let requests = h.summary_requests.borrow().len();
+    let puts = h.state_puts.get();
+    // With the state: the summary message is recognised as the committed collapse.
+    let again = run(&stage, &first.conversation, &mut h);
+    assert_eq!(again.conversation, first.conversation);
+    assert_eq!(again.report.blocks_changed, 0);
+    assert_eq!(again.report.tokens_freed, None);
+    assert_eq!(h.summary_requests.borrow().len(), requests);
+    assert_eq!(h.state_puts.get(), puts);
+    assert_eq!(again.report.flags, vec![ACTIVE_FLAG]);
+    assert!(again.report.events[0]
+        .detail
+        .ends_with("(its summary message was already in the input)"));
+    // Without it (state lost): the summary message is adopted, not summarized again.
+    let mut fresh = host();
+    let adopted = run(&stage, &first.conversation, &mut fresh);
+    assert_eq!(adopted.conversation, first.conversation);
+    assert!(fresh.summary_requests.borrow().is_empty());
+    assert!(adopted.report.events[0].detail.ends_with("adopted)"));
+    let state = fresh.state_json();
+    assert_eq!(state["collapses"][0]["first"], "u1");
+    assert_eq!(state["collapses"][0]["last"], "b6");
+    assert_eq!(state["collapses"][0]["count"], 25);
+    assert_eq!(state["collapses"][0]["ids"][0], "collapse-u1");
+}
+
+#[test]
+fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
+    // The host's recovery chain runs a forced pass over the output of the normal pass.
+    let mut h = host();
+    let stage = stage("");
+    let first = run(&stage, &conversation(), &mut h);
+    let mut forced = host().with_flag(FORCE_FLAG);
+    *forced.state.borrow_mut() = h.state.borrow().clone();
+    let out = run(&stage, &first.conversation, &mut forced);
+    // Turns 7..=10 are the 4 most recent: nothing more may be collapsed.
+    assert_eq!(out.conversation, first.conversation);
+    assert!(forced.summary_requests.borrow().is_empty());
+    // With keep_recent_turns = 1, turns 7..=9 are merged into the summary found in the input.
+    let one = crate::support::stage("keep_recent_turns = 1");
+    let mut forced = host().with_flag(FORCE_FLAG);
+    *forced.state.borrow_mut() = h.state.borrow().clone();
+    let out = run(&one, &first.conversation, &mut forced);
+    assert_eq!(ids(&out.conversation), ["s0", "collapse-u1", "s5", "u10"]);
+    let req = &forced.summary_requests.borrow()[0];
+    assert!(req
+        .previous_summary
+        .as_deref()
+        .unwrap()
+        .starts_with("summary of 16"));
+    assert!(out.conversation.messages[1]
+        .content
+        .text()
+        .starts_with("[condense: summary of 37 earlier messages (ids u1…b9)]"));
+    assert_no_orphans(&out.conversation);
+}
+
+#[test]
+fn collapses_whose_messages_are_gone_are_dropped() {
+    let mut h = host();
+    let stage = stage("");
+    run(&stage, &conversation(), &mut h);
+    // The session was rewound: turn 1 is gone (another tool rewrote history).
+    let mut other = conversation();
+    let from = other.position("u2").unwrap();
+    other.messages.drain(1..from);
+    let out = run(&stage, &other, &mut h);
+    assert!(out.report.notes.iter().any(|n| n
+        == "dropped 1 collapse whose messages are no longer in the conversation (first ids: u1)"));
+    assert_ne!(h.state_json()["collapses"][0]["first"], "u1");
+    assert_no_orphans(&out.conversation);
+    assert_unique_ids(&out.conversation);
+}
+
+#[test]
+fn the_force_flag_commits_below_commit_at_until_keep_recent_turns_remain() {
+    let mut h = Host::default().with_flag(FORCE_FLAG); // 200k window: far below commit_at
+    let out = run(&stage(""), &conversation(), &mut h);
+    assert_eq!(
+        ids(&out.conversation)[..3],
+        ["s0", "collapse-u1", "s5"],
+        "turns 1..=6 collapsed"
+    );
+    assert_eq!(out.conversation.messages[3].id, "u7");
+    assert!(out.report.notes[1].starts_with("force:context-collapse: committing"));
+    assert_eq!(h.summary_requests.borrow().len(), 2);
+}
+
+#[test]
+fn still_above_block_at_is_reported_not_failed() {
+    // Effective 1,000: even everything but the 4 kept turns does not get below 950.
+    let mut h = Host::default().with_window(21_000, 20_000);
+    let input = conversation();
+    let out = run(&stage(""), &input, &mut h);
+    let blocking = out
+        .report
+        .notes
+        .iter()
+        .find(|n| n.starts_with("BLOCKING"))
+        .unwrap();
+    assert!(
+        blocking.contains("at or above block_at (950 = 95% of the effective window)"),
+        "{blocking}"
+    );
+    assert!(blocking.ends_with("(the 4 most recent turns are kept); the request may not fit"));
+    assert!(out
+        .report
+        .notes
+        .iter()
+        .any(|n| n == "nothing more to collapse: 4 uncollapsed turns left, keep_recent_turns = 4"));
+    assert!(tokens(&h, &out.conversation) < tokens(&h, &input));
+}
+
+#[test]
+fn a_failing_summarizer_commits_nothing_new_but_keeps_the_committed_view() {
+    let mut h = host();
+    let stage = stage("");
+    let first = run(&stage, &conversation(), &mut h);
+    // Later, the summarizer is down and two more turns push the count up again.
+    let mut failing = host().with_summarizer(|_| Err("backend unavailable".into()));
+    *failing.state.borrow_mut() = h.state.borrow().clone();
+    let mut longer = conversation();
+    longer.messages.push(text("b10", Role::Assistant, "Done."));
+    for i in 11..=14 {
+        longer.messages.extend(plain_turn(i));
+    }
+    let out = stage.apply(longer.clone(), &{
+        failing.conversation_tokens = tokens(&failing, &longer);
+        failing
+    });
+    let out = out.unwrap();
+    let n = first.conversation.messages.len() - 1; // up to u10
+    assert_eq!(
+        out.conversation.messages[..n],
+        first.conversation.messages[..n]
+    );
+    assert!(out.report.notes.iter().any(|n| n
+        .starts_with("summarizer failed, not collapsing 4 turns (14 messages, ids u7…b10")
+        && n.ends_with("backend unavailable; nothing more committed in this run")));
+    assert_eq!(out.report.flags, vec![ACTIVE_FLAG]);
+    let blocking = out.report.notes.last().unwrap();
+    assert!(
+        blocking.ends_with("(the summarizer failed); the request may not fit"),
+        "{blocking}"
+    );
+}
+
+#[test]
+fn a_summary_that_would_not_be_smaller_is_not_committed() {
+    let big = "x".repeat(40_000);
+    let mut h = host().with_summarizer(move |_| Ok(big.clone()));
+    let input = conversation();
+    let out = run(&stage("summary_max_tokens = 20000"), &input, &mut h);
+    assert_eq!(out.conversation, input);
+    assert!(out.report.flags.is_empty());
+    assert!(
+        out.report
+            .notes
+            .iter()
+            .any(|n| n.contains("would not be smaller")),
+        "{:?}",
+        out.report.notes
+    );
+    assert_eq!(h.state_puts.get(), 0);
+}
+
+#[test]
+fn a_long_summary_is_cut_to_summary_max_tokens() {
+    let long = "word ".repeat(2_000);
+    let mut h = host().with_summarizer(move |_| Ok(long.clone()));
+    let out = run(&stage("summary_max_tokens = 100"), &conversation(), &mut h);
+    let summary = &out.conversation.messages[1];
+    let body = summary.content.text();
+    let body = body.split_once('\n').unwrap().1;
+    assert!(body.len() <= 400, "{}", body.len());
+    assert!(out
+        .report
+        .notes
+        .iter()
+        .any(|n| n.starts_with("summary of ids u1…b4 cut from 2,500 to summary_max_tokens = 100")));
+}
+
+#[test]
+fn a_corrupt_state_is_an_error() {
+    let h = host();
+    *h.state.borrow_mut() = Some("{nope".into());
+    let err = stage("").apply(conversation(), &h).unwrap_err();
+    assert!(
+        err.starts_with("context-collapse: stored state is not valid"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tool_calls_and_results_are_never_separated() {
+    // Every turn size and span size: no output orphans a result, whatever gets collapsed.
+    for keep in 1..=5 {
+        for per_span in 1..=4 {
+            let st = stage(&format!(
+                "keep_recent_turns = {keep}\nturns_per_span = {per_span}"
+            ));
+            let mut h = Host::default().with_flag(FORCE_FLAG);
+            let out = run(&st, &conversation(), &mut h);
+            assert_no_orphans(&out.conversation);
+            assert_unique_ids(&out.conversation);
+            let kept = condense_turns::group(&out.conversation.messages)
+                .turns
+                .iter()
+                .filter(|t| {
+                    !context_collapse::is_summary_message(&out.conversation.messages[t.start])
+                })
+                .count();
+            assert_eq!(kept, keep, "keep {keep} per_span {per_span}");
+        }
+    }
+    // The mixed message (a result plus text) stays with its call.
+    let conv: Conversation = conversation();
+    let turns = condense_turns::group(&conv.messages);
+    let r3 = conv.position("r3").unwrap();
+    let a3 = conv.position("a3").unwrap();
+    assert_eq!(turns.turn_of(r3), turns.turn_of(a3));
+}

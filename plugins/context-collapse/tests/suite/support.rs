@@ -1,0 +1,89 @@
+//! The in-memory host, a runner, conversation builders and checks shared by the tests.
+
+use condense_abi::testing::MemoryHost;
+use condense_abi::{parse_config, Stage, StageOutput, StageReport};
+use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
+use context_collapse::ContextCollapse;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+
+pub use condense_abi::testing::MemoryHost as Host;
+
+/// A stage from TOML config text.
+pub fn stage(config_toml: &str) -> ContextCollapse {
+    ContextCollapse::new(parse_config::<ContextCollapse>(config_toml).unwrap()).unwrap()
+}
+
+/// Tokens of a conversation as the stage estimates them (bytes / 4 with the default host).
+pub fn tokens(host: &MemoryHost, conv: &Conversation) -> usize {
+    condense_turns::measure::messages_tokens(host, &conv.messages)
+}
+
+/// Runs the stage with the host's conversation count set to the input's size.
+pub fn run(stage: &ContextCollapse, conv: &Conversation, host: &mut MemoryHost) -> StageOutput {
+    host.conversation_tokens = tokens(host, conv);
+    stage.apply(conv.clone(), &*host).unwrap()
+}
+
+pub fn text(id: &str, role: Role, text: &str) -> Message {
+    Message::new(id, role, vec![Block::text(text)])
+}
+
+pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
+    Block::ToolUse(ToolUse {
+        id: id.into(),
+        name: name.into(),
+        input: RawJson::from_string_unchecked(input.to_string()),
+        extra: RawJson::default(),
+    })
+}
+
+pub fn tool_result(id: &str, text: &str) -> Block {
+    Block::ToolResult(ToolResult {
+        tool_use_id: id.into(),
+        content: Content::string(text),
+        is_error: None,
+        extra: RawJson::default(),
+    })
+}
+
+/// Every tool_result of `conv` has its tool_use in an earlier message.
+pub fn assert_no_orphans(conv: &Conversation) {
+    let orphans = condense_turns::orphaned_tool_results(&conv.messages);
+    assert!(orphans.is_empty(), "orphaned tool results: {orphans:?}");
+}
+
+/// Ids are unique.
+pub fn assert_unique_ids(conv: &Conversation) {
+    let mut seen = HashSet::new();
+    for m in &conv.messages {
+        assert!(seen.insert(m.id.as_str()), "duplicate id {}", m.id);
+    }
+}
+
+/// The report as JSON, for snapshots.
+pub fn report_json(report: &StageReport) -> Value {
+    serde_json::to_value(report).unwrap()
+}
+
+/// The state with each summary shown by its length and the id lists by their ends and count.
+pub fn state_summary(host: &MemoryHost) -> Value {
+    let mut v = host.state_json();
+    if let Some(list) = v.get_mut("collapses").and_then(Value::as_array_mut) {
+        for c in list {
+            let ids = c["ids"].as_array().unwrap().clone();
+            c["ids"] = json!(format!(
+                "{} ids: {} … {}",
+                ids.len(),
+                ids.first().and_then(Value::as_str).unwrap_or(""),
+                ids.last().and_then(Value::as_str).unwrap_or("")
+            ));
+        }
+    }
+    v
+}
+
+/// The ids of a conversation's messages.
+pub fn ids(conv: &Conversation) -> Vec<&str> {
+    conv.messages.iter().map(|m| m.id.as_str()).collect()
+}
