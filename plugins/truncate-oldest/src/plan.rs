@@ -1,0 +1,184 @@
+//! Token estimates and the choice of the cut.
+//!
+//! The kept conversation is: the top-level system prompt and tool definitions, the pinned
+//! messages (every [`Role::System`] message and, with `keep_first_user`, the first
+//! [`Role::User`] one) and every other message from the **cut** on. A cut is the index of a
+//! chat message that is not pinned; the non-pinned chat messages before it are dropped.
+//!
+//! A cut is *valid* when no kept message holds a tool_result whose tool_use would be dropped:
+//! the kept tail never starts on an orphaned result (an OpenAI `tool` message after its
+//! assistant call was dropped, say), and a call is never separated from its results. The plan
+//! takes the first valid cut whose kept total fits the budget; when none fits, the last valid
+//! cut (the most that can be dropped: the last turn always stays).
+
+use condense_abi::Host;
+use condense_model::{Block, Content, Conversation, Message, Role};
+use std::collections::HashMap;
+
+/// Tokens a message costs beyond its blocks (`condense_tokens::MESSAGE_OVERHEAD_TOKENS`).
+pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
+/// What an image is assumed to cost: the most one costs after the API scales it down (the
+/// host's estimate from the image's dimensions is this or less, so the window errs on the side
+/// of dropping a little more).
+pub const IMAGE_TOKENS: usize = 1_600;
+
+/// Tokens of one block, counted with the host's tokenizer the way the host counts them.
+pub fn block_tokens(host: &dyn Host, block: &Block) -> usize {
+    match block {
+        Block::Text(t) => host.count_tokens(&t.text),
+        Block::Thinking(t) => host.count_tokens(&t.thinking),
+        Block::ToolUse(t) => host.count_tokens(&t.name) + host.count_tokens(t.input.as_str()),
+        Block::ToolResult(r) => content_tokens(host, &r.content),
+        Block::Image(_) => IMAGE_TOKENS,
+        Block::Opaque(o) => host.count_tokens(o.json.as_str()),
+    }
+}
+
+pub fn content_tokens(host: &dyn Host, content: &Content) -> usize {
+    content.blocks.iter().map(|b| block_tokens(host, b)).sum()
+}
+
+/// Tokens of a message: its blocks plus the overhead; an event line costs nothing.
+pub fn message_tokens(host: &dyn Host, message: &Message) -> usize {
+    if message.is_chat() {
+        MESSAGE_OVERHEAD_TOKENS + content_tokens(host, &message.content)
+    } else {
+        0
+    }
+}
+
+/// Tokens of what is always kept outside the messages: system prompt and tool definitions.
+pub fn fixed_tokens(host: &dyn Host, conv: &Conversation) -> usize {
+    let system = match &conv.system {
+        Some(c) if !c.blocks.is_empty() => MESSAGE_OVERHEAD_TOKENS + content_tokens(host, c),
+        _ => 0,
+    };
+    system
+        + conv
+            .tools
+            .iter()
+            .map(|t| host.count_tokens(t.raw.as_str()))
+            .sum::<usize>()
+}
+
+/// What to drop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Per message, whether it is dropped.
+    pub dropped: Vec<bool>,
+    /// Tokens of the conversation before and after.
+    pub total_before: usize,
+    pub total_after: usize,
+    /// Whether the kept conversation fits the budget.
+    pub fits: bool,
+    /// Chat messages dropped beyond the first cut that fitted, to keep calls and results
+    /// together (0 when that cut was valid, or nothing was dropped).
+    pub extra_for_pairs: usize,
+}
+
+/// Plans the cut for `conv` with per-message `costs` (see [`message_tokens`]) and `fixed`
+/// tokens outside the messages.
+pub fn plan(
+    conv: &Conversation,
+    costs: &[usize],
+    fixed: usize,
+    budget: usize,
+    keep_first_user: bool,
+) -> Plan {
+    let msgs = &conv.messages;
+    let n = msgs.len();
+    let total_before = fixed + costs.iter().sum::<usize>();
+    let nothing = |fits| Plan {
+        dropped: vec![false; n],
+        total_before,
+        total_after: total_before,
+        fits,
+        extra_for_pairs: 0,
+    };
+    if total_before <= budget {
+        return nothing(true);
+    }
+    let first_user = msgs.iter().position(|m| m.role == Role::User);
+    let pinned: Vec<bool> = (0..n)
+        .map(|i| msgs[i].role == Role::System || (keep_first_user && first_user == Some(i)))
+        .collect();
+    let candidate = |i: usize| msgs[i].is_chat() && !pinned[i];
+
+    // Cost if cut at c: everything minus the non-pinned chat messages before c.
+    let mut dropped_before = vec![0usize; n + 1];
+    for i in 0..n {
+        dropped_before[i + 1] = dropped_before[i] + if candidate(i) { costs[i] } else { 0 };
+    }
+    let invalid = invalid_cuts(msgs, &pinned);
+    let cuts: Vec<usize> = (0..n).filter(|&i| candidate(i)).collect();
+    let fits_at = |c: usize| total_before - dropped_before[c] <= budget;
+
+    let first_fitting = cuts.iter().copied().find(|&c| fits_at(c));
+    let chosen = cuts.iter().copied().find(|&c| !invalid[c] && fits_at(c));
+    let (cut, fits) = match chosen {
+        Some(c) => (c, true),
+        None => match cuts.iter().copied().rev().find(|&c| !invalid[c]) {
+            Some(c) => (c, false),
+            None => return nothing(false),
+        },
+    };
+    let extra_for_pairs = match first_fitting {
+        Some(f) if fits && f < cut => (f..cut).filter(|&i| candidate(i)).count(),
+        _ => 0,
+    };
+
+    let mut dropped: Vec<bool> = (0..n).map(|i| i < cut && candidate(i)).collect();
+    // An event line goes when the chat messages on both sides of it (those that exist) go.
+    let chat: Vec<usize> = (0..n).filter(|&i| msgs[i].is_chat()).collect();
+    for i in 0..n {
+        if msgs[i].is_chat() {
+            continue;
+        }
+        let prev = chat.iter().rev().find(|&&j| j < i);
+        let next = chat.iter().find(|&&j| j > i);
+        let neighbours: Vec<usize> = prev.into_iter().chain(next).copied().collect();
+        dropped[i] = !neighbours.is_empty() && neighbours.iter().all(|&j| dropped[j]);
+    }
+    Plan {
+        dropped,
+        total_before,
+        total_after: total_before - dropped_before[cut],
+        fits,
+        extra_for_pairs,
+    }
+}
+
+/// `invalid[c]`: cutting at `c` would keep a tool_result whose tool_use is dropped.
+fn invalid_cuts(msgs: &[Message], pinned: &[bool]) -> Vec<bool> {
+    let n = msgs.len();
+    let mut use_at: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in msgs.iter().enumerate().filter(|(_, m)| m.is_chat()) {
+        for tu in m.tool_uses() {
+            use_at.entry(tu.id.as_str()).or_insert(i);
+        }
+    }
+    // +1 at the first invalid cut, -1 one past the last (a difference array over 0..=n).
+    let mut delta = vec![0i64; n + 2];
+    for (r, m) in msgs.iter().enumerate().filter(|(_, m)| m.is_chat()) {
+        for result in m.tool_results() {
+            let Some(&u) = use_at.get(result.tool_use_id.as_str()) else {
+                continue;
+            };
+            if u >= r || pinned[u] {
+                continue;
+            }
+            // Cuts in (u, r] drop the call and keep the result; a pinned result is kept by
+            // every cut, so every cut past the call is invalid.
+            let last = if pinned[r] { n } else { r };
+            delta[u + 1] += 1;
+            delta[last + 1] -= 1;
+        }
+    }
+    let mut invalid = Vec::with_capacity(n + 1);
+    let mut running = 0i64;
+    for d in delta.iter().take(n + 1) {
+        running += d;
+        invalid.push(running > 0);
+    }
+    invalid
+}
