@@ -7,7 +7,7 @@
 use anyhow::{Context, Result};
 use condense_abi::{Host, Plugin};
 use condense_formats::{read, ReadOptions};
-use condense_host::{session_id, LoadedPipeline, Pipeline, RunOptions};
+use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions};
 use condense_model::{Block, Content, Conversation, Message, Role, ToolResult, ToolUse};
 use condense_tokens::{TokenCounter, TokenizerKind};
 use std::path::{Path, PathBuf};
@@ -80,13 +80,35 @@ fn generated_conversation(target_tokens: usize, counter: &TokenCounter) -> Conve
                 })],
             ),
         ];
-        for m in msgs {
+        for (k, mut m) in msgs.into_iter().enumerate() {
+            // One message a minute from 2025-01-01, so time-based stages have a clock to read.
+            m.timestamp = Some(rfc3339(1_735_689_600 + 60 * (3 * i + k) as i64));
             total += counter.count_message(&m);
             conv.messages.push(m);
         }
         i += 1;
     }
     conv
+}
+
+/// Unix seconds as RFC 3339 UTC (civil-from-days, Howard Hinnant's algorithm).
+fn rfc3339(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 fn concatenated_text(conv: &Conversation) -> String {
@@ -252,31 +274,97 @@ fn main() -> Result<()> {
     });
     println!("| no-op plugin stage on the 1M-token conversation (boundary both ways) | {boundary:.2} ms | {:.2}% of a cold count (target < 1%) |", boundary / cold * 100.0);
 
-    // 5. Level 1 through the whole host on tau-bench (store in a temp dir).
-    let dir = tempfile::tempdir()?;
-    let pipeline = Pipeline::parse(
-        "[[stage]]\nplugin = \"tool-result-budget\"\n[stage.config]\nmax_result_size_chars = 2000\n",
-        "bench",
-        None,
-    )?;
-    let loaded = LoadedPipeline::load(pipeline).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let store = condense_store::Store::open(dir.path())?;
-    let convs: Vec<Conversation> = doc.conversations().to_vec();
-    let level1 = median_ms(runs.min(5), || {
-        for c in &convs {
-            let _ = loaded.run(
-                c.clone(),
-                &store,
-                &session_id(c),
-                &RunOptions {
-                    now_ms: Some(0),
-                    format: "openai".into(),
-                    record_outputs: false,
-                    ..Default::default()
-                },
-            );
+    // 5. Pipelines through the whole host (plugins loaded, store on disk, archive, guards),
+    //    compared with one cold token count of the same input.
+    const LEVEL_1: &str = "[[stage]]\nplugin = \"tool-result-budget\"\n[stage.config]\nmax_result_size_chars = 2000\n";
+    let levels_1_3 = format!(
+        "{LEVEL_1}\n[[stage]]\nplugin = \"snip\"\n\n[[stage]]\nplugin = \"microcompact\"\n"
+    );
+    let tau_convs: Vec<Conversation> = doc.conversations().to_vec();
+    let tau_cold = median_ms(runs, || {
+        let c = TokenCounter::new(kind);
+        for cv in &tau_convs {
+            let _ = c.count_conversation(cv);
         }
     });
-    println!("| level 1 (max 2,000 chars) over tau-bench's 200 conversations, host + store | {level1:.1} ms | {:.0} MB/s |", mb / level1 * 1000.0);
+    let late = 1_893_456_000_000; // 2030-01-01: long after the generated session
+    for (what, toml, convs, cold, megabytes, now) in [
+        (
+            "level 1, tau-bench (200 conversations)",
+            LEVEL_1.to_string(),
+            &tau_convs,
+            tau_cold,
+            mb,
+            0,
+        ),
+        (
+            "levels 1-3, tau-bench (200 conversations)",
+            levels_1_3.clone(),
+            &tau_convs,
+            tau_cold,
+            mb,
+            0,
+        ),
+        (
+            "levels 1-3, 1M-token conversation (cache cold: microcompact clears)",
+            levels_1_3.clone(),
+            &vec![big.clone()],
+            cold,
+            text.len() as f64 / 1e6,
+            late,
+        ),
+    ] {
+        let pipeline = Pipeline::parse(&toml, "bench", None)?;
+        let loaded = LoadedPipeline::load(pipeline).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let opts = RunOptions {
+            now_ms: Some(now),
+            format: "anthropic".into(),
+            ..Default::default()
+        };
+        let run_all = |store: &condense_store::Store| -> usize {
+            convs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    loaded
+                        .run(
+                            c.clone(),
+                            store,
+                            &session_key(c, &format!("/{i}"), None),
+                            &opts,
+                        )
+                        .ok()
+                })
+                .map(|r| r.tokens_before - r.tokens_after)
+                .sum()
+        };
+        // First runs on a fresh store pay for creating a file per stored blob; reruns of the
+        // same session find their blobs and state in place.
+        let mut saved = 0;
+        let fresh = median_ms(runs.min(3), || {
+            let Ok(dir) = tempfile::tempdir() else { return };
+            let Ok(store) = condense_store::Store::open(dir.path()) else {
+                return;
+            };
+            saved = run_all(&store);
+        });
+        let dir = tempfile::tempdir()?;
+        let store = condense_store::Store::open(dir.path())?;
+        let _ = run_all(&store);
+        let warm = median_ms(runs.min(5), || {
+            let _ = run_all(&store);
+        });
+        println!(
+            "| {what}: {saved} tokens saved, first run on a fresh store | {fresh:.1} ms | {:.0} MB/s; {:.1}x one cold count |",
+            megabytes / fresh * 1000.0,
+            fresh / cold,
+        );
+        println!(
+            "| {what}: rerun, same store | {warm:.1} ms | {:.0} MB/s; {:.1}x one cold count ({:.1} ms beyond it) |",
+            megabytes / warm * 1000.0,
+            warm / cold,
+            warm - cold
+        );
+    }
     Ok(())
 }

@@ -12,27 +12,40 @@
 //! - `insert_before` / `insert_after`: a run of originals was removed next to `m`;
 //! - `remove`: `m` is new and stands for nothing (expand drops it).
 //!
-//! Expansion applies entries round by round (a message changed by two stages unwinds in two
-//! rounds) and uses each entry at most once, so it always terminates.
+//! One stage run writes ONE segment record (entries plus the original messages inline), named
+//! by its content hash: a single atomic write however much changed, and an identical rerun
+//! writes nothing new. Expansion loads the session's segments, applies entries round by round
+//! (a message changed by two stages unwinds in two rounds) and uses each entry at most once,
+//! so it always terminates.
 
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use xxhash_rust::xxh3::xxh3_128;
 
 const NAMESPACE_PREFIX: &str = "expand-";
 const HEADER_KEY: &str = "header";
 
+/// Originals are referred to by their index in the segment's `messages`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Entry {
-    Replace { original: String },
-    ReplaceNew { originals: Vec<String> },
-    InsertBefore { originals: Vec<String> },
-    InsertAfter { originals: Vec<String> },
+    Replace { original: usize },
+    ReplaceNew { originals: Vec<usize> },
+    InsertBefore { originals: Vec<usize> },
+    InsertAfter { originals: Vec<usize> },
     Remove,
-    Header { original: String },
+    Header,
+}
+
+/// What one stage run archived.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Segment {
+    /// Output hash -> entries for that output message.
+    entries: BTreeMap<String, Vec<Entry>>,
+    messages: Vec<Message>,
+    header: Option<Header>,
 }
 
 /// The parts of a conversation outside its messages.
@@ -67,36 +80,39 @@ fn message_hash(m: &Message) -> String {
 
 fn header_hash(h: &Header) -> String {
     format!(
-        "{:032x}",
+        "{HEADER_KEY}-{:032x}",
         xxh3_128(&serde_json::to_vec(h).unwrap_or_default())
     )
 }
 
-/// Archives what a stage changed between `before` and `after` for `session`.
+impl Segment {
+    fn keep(&mut self, m: &Message) -> usize {
+        self.messages.push(m.clone());
+        self.messages.len() - 1
+    }
+
+    fn add(&mut self, key: String, entry: Entry) {
+        self.entries.entry(key).or_default().push(entry);
+    }
+}
+
+/// Archives what a stage changed between `before` and `after` for `session`. Returns the
+/// number of entries written (0: nothing changed, nothing written).
 pub fn archive_stage(
     store: &Store,
     session: &str,
     before: &Conversation,
     after: &Conversation,
 ) -> Result<usize, StoreError> {
-    let ns = format!("{NAMESPACE_PREFIX}{session}");
-    let mut pending: Vec<(String, Entry)> = Vec::new();
-    let put_msg = |m: &Message| -> Result<String, StoreError> {
-        store.put(&serde_json::to_vec(m).unwrap_or_default())
-    };
-
+    let mut seg = Segment::default();
     let (hb, ha) = (header_of(before), header_of(after));
     if hb != ha {
-        let original = store.put(&serde_json::to_vec(&hb).unwrap_or_default())?;
-        pending.push((
-            format!("{HEADER_KEY}-{}", header_hash(&ha)),
-            Entry::Header { original },
-        ));
+        seg.add(header_hash(&ha), Entry::Header);
+        seg.header = Some(hb);
     }
 
     let before_by_id: HashMap<&str, &Message> =
         before.messages.iter().map(|m| (m.id.as_str(), m)).collect();
-    let after_ids: HashSet<&str> = after.messages.iter().map(|m| m.id.as_str()).collect();
     let after_pos: HashMap<&str, usize> = after
         .messages
         .iter()
@@ -108,24 +124,20 @@ pub fn archive_stage(
     for m in &after.messages {
         if let Some(orig) = before_by_id.get(m.id.as_str()) {
             if *orig != m {
-                pending.push((
-                    message_hash(m),
-                    Entry::Replace {
-                        original: put_msg(orig)?,
-                    },
-                ));
+                let original = seg.keep(orig);
+                seg.add(message_hash(m), Entry::Replace { original });
             }
         }
     }
 
     // Runs of removed messages, each anchored to the output message that follows it.
     let mut anchored_new: HashSet<usize> = HashSet::new();
-    let mut run: Vec<String> = Vec::new();
+    let mut run: Vec<usize> = Vec::new();
     let mut last_kept: Option<usize> = None;
-    let flush = |run: &mut Vec<String>,
+    let flush = |seg: &mut Segment,
+                 run: &mut Vec<usize>,
                  last_kept: Option<usize>,
-                 pending: &mut Vec<(String, Entry)>,
-                 anchored_new: &mut HashSet<usize>| {
+                 anchored: &mut HashSet<usize>| {
         if run.is_empty() {
             return;
         }
@@ -133,42 +145,41 @@ pub fn archive_stage(
         let next = last_kept.map_or(0, |i| i + 1);
         if let Some(anchor) = after.messages.get(next) {
             if before_by_id.contains_key(anchor.id.as_str()) {
-                pending.push((message_hash(anchor), Entry::InsertBefore { originals }));
+                seg.add(message_hash(anchor), Entry::InsertBefore { originals });
             } else {
-                anchored_new.insert(next);
-                pending.push((message_hash(anchor), Entry::ReplaceNew { originals }));
+                anchored.insert(next);
+                seg.add(message_hash(anchor), Entry::ReplaceNew { originals });
             }
         } else if let Some(last) = after.messages.last() {
-            pending.push((message_hash(last), Entry::InsertAfter { originals }));
+            seg.add(message_hash(last), Entry::InsertAfter { originals });
         }
     };
     for m in &before.messages {
-        if after_ids.contains(m.id.as_str()) {
-            flush(&mut run, last_kept, &mut pending, &mut anchored_new);
-            last_kept = after_pos.get(m.id.as_str()).copied();
-        } else {
-            run.push(put_msg(m)?);
+        match after_pos.get(m.id.as_str()) {
+            Some(&pos) => {
+                flush(&mut seg, &mut run, last_kept, &mut anchored_new);
+                last_kept = Some(pos);
+            }
+            None => {
+                let i = seg.keep(m);
+                run.push(i);
+            }
         }
     }
-    flush(&mut run, last_kept, &mut pending, &mut anchored_new);
+    flush(&mut seg, &mut run, last_kept, &mut anchored_new);
 
     // New messages that stand for nothing.
     for (i, m) in after.messages.iter().enumerate() {
         if !before_by_id.contains_key(m.id.as_str()) && !anchored_new.contains(&i) {
-            pending.push((message_hash(m), Entry::Remove));
+            seg.add(message_hash(m), Entry::Remove);
         }
     }
 
-    let count = pending.len();
-    for (key, entry) in pending {
-        let mut entries: Vec<Entry> = store
-            .record_get(&ns, &key)?
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        if !entries.contains(&entry) {
-            entries.push(entry);
-            store.record_put(&ns, &key, &serde_json::to_vec(&entries).unwrap_or_default())?;
-        }
+    let count = seg.entries.values().map(Vec::len).sum();
+    if count > 0 {
+        let bytes = serde_json::to_vec(&seg).unwrap_or_default();
+        let name = format!("{:032x}", xxh3_128(&bytes));
+        store.record_put(&format!("{NAMESPACE_PREFIX}{session}"), &name, &bytes)?;
     }
     Ok(count)
 }
@@ -178,42 +189,66 @@ pub fn archive_stage(
 pub enum ExpandError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("store blob {0} is missing or damaged; the store does not match this conversation")]
-    Blob(String),
+    #[error("store record {0} is damaged; the store does not match this condense")]
+    Damaged(String),
+}
+
+/// One entry, with the segment it came from (to resolve originals).
+struct Loaded<'a> {
+    entry: &'a Entry,
+    segment: &'a Segment,
 }
 
 /// Rebuilds the original of `conv` from the archive of `session`. Returns the number of entries
 /// applied (0: nothing in the store matched).
 pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<usize, ExpandError> {
-    let ns = format!("{NAMESPACE_PREFIX}{session}");
-    let mut used: HashSet<(String, usize)> = HashSet::new();
-    let mut applied = 0;
-    let load_msg = |key: &str| -> Result<Message, ExpandError> {
-        let bytes = store
-            .get(key)?
-            .ok_or_else(|| ExpandError::Blob(key.to_string()))?;
-        serde_json::from_slice(&bytes).map_err(|_| ExpandError::Blob(key.to_string()))
-    };
-    let load_msgs = |keys: &[String]| -> Result<Vec<Message>, ExpandError> {
-        keys.iter().map(|k| load_msg(k)).collect()
+    let segments: Vec<Segment> = store
+        .records(&format!("{NAMESPACE_PREFIX}{session}"))?
+        .into_iter()
+        .map(|(name, bytes)| serde_json::from_slice(&bytes).map_err(|_| ExpandError::Damaged(name)))
+        .collect::<Result<_, _>>()?;
+    // Output hash -> every entry for it, across segments; identical entries once.
+    let mut index: HashMap<&str, Vec<Loaded<'_>>> = HashMap::new();
+    let mut seen: HashSet<(&str, u128)> = HashSet::new();
+    for segment in &segments {
+        for (key, entries) in &segment.entries {
+            for entry in entries {
+                // Identical entries from reruns (same kind, same originals) count once.
+                let originals: Vec<&Message> = originals_of(entry)
+                    .iter()
+                    .filter_map(|&i| segment.messages.get(i))
+                    .collect();
+                let kind = format!("{:?}", std::mem::discriminant(entry));
+                let fingerprint =
+                    xxh3_128(&serde_json::to_vec(&(kind, originals)).unwrap_or_default());
+                if seen.insert((key.as_str(), fingerprint)) {
+                    index
+                        .entry(key.as_str())
+                        .or_default()
+                        .push(Loaded { entry, segment });
+                }
+            }
+        }
+    }
+    let resolve = |l: &Loaded<'_>| -> Vec<Message> {
+        originals_of(l.entry)
+            .iter()
+            .filter_map(|&i| l.segment.messages.get(i).cloned())
+            .collect()
     };
 
+    let mut used: HashSet<(String, usize)> = HashSet::new();
+    let mut applied = 0;
     loop {
         let mut changed = false;
-        // Header.
-        let hkey = format!("{HEADER_KEY}-{}", header_hash(&header_of(conv)));
-        if let Some(entries) = read_entries(store, &ns, &hkey)? {
-            for (i, e) in entries.iter().enumerate() {
-                if let Entry::Header { original } = e {
+        let hkey = header_hash(&header_of(conv));
+        if let Some(entries) = index.get(hkey.as_str()) {
+            for (i, l) in entries.iter().enumerate() {
+                if let (Entry::Header, Some(h)) = (l.entry, &l.segment.header) {
                     if used.insert((hkey.clone(), i)) {
-                        let bytes = store
-                            .get(original)?
-                            .ok_or_else(|| ExpandError::Blob(original.clone()))?;
-                        let h: Header = serde_json::from_slice(&bytes)
-                            .map_err(|_| ExpandError::Blob(original.clone()))?;
-                        conv.system = h.system;
-                        conv.tools = h.tools;
-                        conv.extra = h.extra;
+                        conv.system = h.system.clone();
+                        conv.tools = h.tools.clone();
+                        conv.extra = h.extra.clone();
                         changed = true;
                         applied += 1;
                         break;
@@ -221,35 +256,32 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
                 }
             }
         }
-        // Messages.
         let mut out: Vec<Message> = Vec::with_capacity(conv.messages.len());
         for m in std::mem::take(&mut conv.messages) {
             let key = message_hash(&m);
-            let Some(entries) = read_entries(store, &ns, &key)? else {
+            let Some(entries) = index.get(key.as_str()) else {
                 out.push(m);
                 continue;
             };
-            let mut before: Vec<Message> = Vec::new();
-            let mut after: Vec<Message> = Vec::new();
-            let mut replacement: Option<Vec<Message>> = None;
-            for (i, e) in entries.iter().enumerate() {
-                let is_replacing = matches!(
-                    e,
+            let (mut before, mut after, mut replacement) = (Vec::new(), Vec::new(), None);
+            for (i, l) in entries.iter().enumerate() {
+                let replacing = matches!(
+                    l.entry,
                     Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove
                 );
-                if is_replacing && replacement.is_some() {
+                if (replacing && replacement.is_some()) || matches!(l.entry, Entry::Header) {
                     continue;
                 }
-                if matches!(e, Entry::Header { .. }) || !used.insert((key.clone(), i)) {
+                if !used.insert((key.clone(), i)) {
                     continue;
                 }
-                match e {
-                    Entry::Replace { original } => replacement = Some(vec![load_msg(original)?]),
-                    Entry::ReplaceNew { originals } => replacement = Some(load_msgs(originals)?),
-                    Entry::Remove => replacement = Some(Vec::new()),
-                    Entry::InsertBefore { originals } => before.extend(load_msgs(originals)?),
-                    Entry::InsertAfter { originals } => after.extend(load_msgs(originals)?),
-                    Entry::Header { .. } => {}
+                match l.entry {
+                    Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove => {
+                        replacement = Some(resolve(l));
+                    }
+                    Entry::InsertBefore { .. } => before.extend(resolve(l)),
+                    Entry::InsertAfter { .. } => after.extend(resolve(l)),
+                    Entry::Header => {}
                 }
                 applied += 1;
                 changed = true;
@@ -268,8 +300,12 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
     }
 }
 
-fn read_entries(store: &Store, ns: &str, key: &str) -> Result<Option<Vec<Entry>>, StoreError> {
-    Ok(store
-        .record_get(ns, key)?
-        .and_then(|b| serde_json::from_slice(&b).ok()))
+fn originals_of(entry: &Entry) -> &[usize] {
+    match entry {
+        Entry::Replace { original } => std::slice::from_ref(original),
+        Entry::ReplaceNew { originals }
+        | Entry::InsertBefore { originals }
+        | Entry::InsertAfter { originals } => originals,
+        Entry::Remove | Entry::Header => &[],
+    }
 }

@@ -30,6 +30,18 @@ pub use run::{HostError, LoadedPipeline, RunOptions, RunResult, StageRun};
 use condense_model::Conversation;
 use xxhash_rust::xxh3::xxh3_64;
 
+/// The session key under which a conversation's stage state and archive are kept: `explicit`
+/// (`--session`) or [`session_id`], plus the conversation's label in a file holding several
+/// (tau-bench's 200 conversations share one system prompt, but not their state).
+pub fn session_key(conv: &Conversation, label: &str, explicit: Option<&str>) -> String {
+    let base = explicit.map_or_else(|| session_id(conv), str::to_string);
+    if label.is_empty() {
+        base
+    } else {
+        format!("{base}{label}")
+    }
+}
+
 /// The session a conversation belongs to, stable across runs and appended turns: the source's
 /// own session id (Claude Code `sessionId`) when it has one, otherwise a hash of what stays
 /// fixed in a session (system prompt and tool definitions, else its first message).

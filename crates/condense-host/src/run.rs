@@ -411,7 +411,7 @@ struct Services<'a> {
 
 impl Host for Services<'_> {
     fn count_tokens(&self, text: &str) -> usize {
-        self.counter.count_text(text)
+        self.counter.count_text_cached(text)
     }
     fn now_ms(&self) -> i64 {
         self.now_ms

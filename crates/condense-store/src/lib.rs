@@ -113,9 +113,9 @@ impl Store {
             .transpose()
     }
 
-    /// Replaces a stage's state for a session.
+    /// Replaces a stage's state for a session (no write when it is unchanged).
     pub fn state_put(&self, session: &str, stage: &str, state: &str) -> Result<(), StoreError> {
-        write_atomic(&self.state_path(session, stage), state.as_bytes())
+        write_if_changed(&self.state_path(session, stage), state.as_bytes())
     }
 
     fn record_path(&self, namespace: &str, name: &str) -> PathBuf {
@@ -125,14 +125,40 @@ impl Store {
             .join(sanitize_component(name))
     }
 
-    /// Writes a named record (replacing any previous one).
+    /// Writes a named record (replacing any previous one; no write when it is unchanged).
     pub fn record_put(&self, namespace: &str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        write_atomic(&self.record_path(namespace, name), bytes)
+        write_if_changed(&self.record_path(namespace, name), bytes)
     }
 
     /// Reads a named record.
     pub fn record_get(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         read_optional(&self.record_path(namespace, name))
+    }
+
+    /// Every record of a namespace, as (name, bytes), sorted by name.
+    pub fn records(&self, namespace: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let dir = self
+            .root
+            .join("records")
+            .join(sanitize_component(namespace));
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&dir)(e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err(&dir))?;
+            let name = entry.file_name().to_string_lossy().to_string();
+            // Temp files of writes in progress start with a dot.
+            if name.starts_with('.') {
+                continue;
+            }
+            let bytes = fs::read(entry.path()).map_err(io_err(&entry.path()))?;
+            out.push((name, bytes));
+        }
+        out.sort();
+        Ok(out)
     }
 }
 
@@ -141,6 +167,20 @@ fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// [`write_atomic`], skipped when the file already holds exactly `bytes`: stages rewrite the
+/// same state on every run, and a read is much cheaper than a durable write.
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    match fs::metadata(path) {
+        Ok(meta) if meta.len() == bytes.len() as u64 => {
+            if read_optional(path)?.as_deref() == Some(bytes) {
+                return Ok(());
+            }
+            write_atomic(path, bytes)
+        }
+        _ => write_atomic(path, bytes),
     }
 }
 
@@ -216,6 +256,37 @@ mod tests {
             .collect();
         assert_eq!(siblings, vec![std::ffi::OsString::from("store")]);
         assert!(!dir.path().join("etc").exists());
+    }
+
+    #[test]
+    fn unchanged_state_is_not_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.state_put("s", "st", "same").unwrap();
+        let path = dir.path().join("state/s/st");
+        let before = fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        store.state_put("s", "st", "same").unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), before);
+        store.state_put("s", "st", "diff").unwrap();
+        assert_eq!(store.state_get("s", "st").unwrap().as_deref(), Some("diff"));
+    }
+
+    #[test]
+    fn records_are_listed_by_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.record_put("ns", "b", b"2").unwrap();
+        store.record_put("ns", "a", b"1").unwrap();
+        store.record_put("other", "c", b"3").unwrap();
+        let names: Vec<String> = store
+            .records("ns")
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(store.records("empty").unwrap().is_empty());
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub const DEFAULT_CACHE_CAPACITY: usize = 1 << 20;
 
 /// Seed of the hash that keys tool definitions, so they never collide with block hashes.
 const TOOL_DEF_SEED: u64 = 0x746f_6f6c_5f64_6566; // "tool_def"
+const TEXT_SEED: u64 = 0x7261_775f_7465_7874; // "raw_text"
 
 /// Token counts of a conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -143,6 +144,17 @@ impl TokenCounter {
         self.tokenizer.count(text)
     }
 
+    /// Tokens of a text, cached by its hash like blocks are. What stages get through the host:
+    /// they count the same tool results run after run.
+    pub fn count_text_cached(&self, text: &str) -> usize {
+        // Hashing and a lookup cost more than tokenizing a few words.
+        if text.len() < 64 {
+            return self.tokenizer.count(text);
+        }
+        let key = xxhash_rust::xxh3::xxh3_64_with_seed(text.as_bytes(), TEXT_SEED);
+        self.cached(key, || self.tokenizer.count(text))
+    }
+
     /// Tokens of a block, cached: text and thinking count their text; a tool use its name and
     /// its input JSON text; a tool result the blocks it holds; an image an estimate from its
     /// dimensions (see [`crate::image`]); an opaque block its JSON text.
@@ -183,21 +195,69 @@ impl TokenCounter {
     }
 
     /// Tokens of a whole conversation: system prompt, tool definitions and each message.
+    ///
+    /// The message blocks are looked up in one batch (one read lock for all of them, one write
+    /// lock for what was missing), so a warm count costs little more than hashing the text.
     pub fn count_conversation(&self, conversation: &Conversation) -> ConversationCount {
         let system = self.count_system(conversation);
         let tools = conversation.tools.iter().map(|t| self.count_tool(t)).sum();
+
+        let chat = |m: &&Message| m.role != Role::Event;
+        let keys: Vec<u64> = conversation
+            .messages
+            .iter()
+            .filter(chat)
+            .flat_map(|m| m.content.blocks.iter().map(Block::content_hash))
+            .collect();
+        let found: Vec<Option<u32>> =
+            self.read_cache(|cache| keys.iter().map(|k| cache.get(k).copied()).collect());
+        let misses = found.iter().filter(|f| f.is_none()).count();
+        self.hits
+            .fetch_add((keys.len() - misses) as u64, Ordering::Relaxed);
+        self.misses.fetch_add(misses as u64, Ordering::Relaxed);
+
+        let mut fresh: Vec<(u64, usize)> = Vec::with_capacity(misses);
+        let mut next = keys.iter().zip(found);
         let mut system_messages = 0;
         let messages: Vec<usize> = conversation
             .messages
             .iter()
             .map(|m| {
-                let n = self.count_message(m);
+                if m.role == Role::Event {
+                    return 0;
+                }
+                let mut n = MESSAGE_OVERHEAD_TOKENS;
+                for block in &m.content.blocks {
+                    // `keys` holds one key per chat block, in this order.
+                    let Some((key, hit)) = next.next() else { break };
+                    n += match hit {
+                        Some(count) => count as usize,
+                        None => {
+                            let count = self.block_cost(block);
+                            fresh.push((*key, count));
+                            count
+                        }
+                    };
+                }
                 if m.role == Role::System {
                     system_messages += n;
                 }
                 n
             })
             .collect();
+        if !fresh.is_empty() {
+            let capacity = self.capacity;
+            self.write_cache(|cache| {
+                for (key, count) in fresh {
+                    if let Ok(stored) = u32::try_from(count) {
+                        if cache.len() >= capacity {
+                            cache.clear();
+                        }
+                        cache.insert(key, stored);
+                    }
+                }
+            });
+        }
         let total = system + tools + messages.iter().sum::<usize>();
         ConversationCount {
             system,

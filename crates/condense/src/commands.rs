@@ -6,7 +6,7 @@ use crate::cli::{
 use crate::input::{read_input, write_output};
 use crate::stats::{self, num};
 use crate::Failure;
-use condense_host::{session_id, LoadedPipeline, Pipeline, RunOptions, RunResult};
+use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions, RunResult};
 use condense_store::Store;
 use condense_tokens::{BudgetConfig, TokenCounter, TokenizerKind};
 use serde::Serialize;
@@ -164,7 +164,11 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let mut unfit: Vec<String> = Vec::new();
     let labels = input.doc.labels();
     for (i, conv) in input.doc.conversations_mut().iter_mut().enumerate() {
-        let session = args.session.clone().unwrap_or_else(|| session_id(conv));
+        let session = session_key(
+            conv,
+            labels.get(i).map_or("", String::as_str),
+            args.session.as_deref(),
+        );
         let result = if args.fit || args.prompt_too_long {
             let fit = loaded.fit(
                 std::mem::take(conv),
@@ -343,8 +347,13 @@ fn expand(args: ExpandArgs) -> Result<(), Failure> {
     }
     let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
     let mut applied = 0;
-    for conv in input.doc.conversations_mut() {
-        let session = args.session.clone().unwrap_or_else(|| session_id(conv));
+    let labels = input.doc.labels();
+    for (i, conv) in input.doc.conversations_mut().iter_mut().enumerate() {
+        let session = session_key(
+            conv,
+            labels.get(i).map_or("", String::as_str),
+            args.session.as_deref(),
+        );
         applied += condense_host::expand(&store, &session, conv)
             .map_err(|e| Failure::run(e.to_string()))?;
     }

@@ -74,7 +74,13 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
             pipelines: Vec::new(),
         };
         for (name, pipeline) in &pipelines {
-            let rec = run_recorded(pipeline, doc.conversations(), doc.format().as_str(), now)?;
+            let rec = run_recorded(
+                pipeline,
+                doc.conversations(),
+                &doc.labels(),
+                doc.format().as_str(),
+                now,
+            )?;
             cmp.tokens_before = rec.runs.iter().map(|r| r.tokens_before).sum();
             cmp.context_window = pipeline.pipeline.budget.context_window;
             let stage_count = rec.runs.first().map_or(0, |r| r.stages.len());

@@ -10,7 +10,7 @@ use crate::input::read_input;
 use crate::stats::num;
 use crate::Failure;
 use condense_formats::{read, ReadOptions};
-use condense_host::{session_id, LoadedPipeline, Pipeline, RunOptions, RunResult};
+use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions, RunResult};
 use condense_model::render::render;
 use condense_model::Conversation;
 use condense_store::Store;
@@ -31,6 +31,7 @@ pub(crate) struct Recorded {
 pub(crate) fn run_recorded(
     pipeline: &LoadedPipeline,
     convs: &[Conversation],
+    labels: &[String],
     format: &str,
     now_ms: i64,
 ) -> Result<Recorded, Failure> {
@@ -44,8 +45,9 @@ pub(crate) fn run_recorded(
         ..Default::default()
     };
     let mut runs = Vec::new();
-    for conv in convs {
-        runs.push(pipeline.run(conv.clone(), &store, &session_id(conv), &opts)?);
+    for (i, conv) in convs.iter().enumerate() {
+        let session = session_key(conv, labels.get(i).map_or("", String::as_str), None);
+        runs.push(pipeline.run(conv.clone(), &store, &session, &opts)?);
     }
     Ok(Recorded {
         before: convs.to_vec(),
@@ -159,6 +161,7 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
     let rec = run_recorded(
         &pipeline,
         input.doc.conversations(),
+        &labels,
         input.doc.format().as_str(),
         now,
     )?;
@@ -347,7 +350,13 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
         let doc = read(&bytes, &file.display().to_string(), &ReadOptions::default())
             .map_err(|e| Failure::run(e.to_string()))?;
         let labels = doc.labels();
-        let rec = run_recorded(&pipeline, doc.conversations(), doc.format().as_str(), now)?;
+        let rec = run_recorded(
+            &pipeline,
+            doc.conversations(),
+            &labels,
+            doc.format().as_str(),
+            now,
+        )?;
         let dir = args.snapshots.join(stem(file));
         std::fs::create_dir_all(&dir)
             .map_err(|e| Failure::run(format!("{}: {e}", dir.display())))?;
