@@ -25,6 +25,17 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
+/// The no-op-capable test plugin `cargo xtask plugins` builds.
+fn test_plugin_path() -> PathBuf {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
+    target.join("test-plugins").join(format!(
+        "{}test_faulty{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -180,6 +191,35 @@ fn main() -> Result<()> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(7);
+    // `condense-bench profile-warm`: only the warm count, in a loop, for a profiler.
+    if std::env::args().nth(1).as_deref() == Some("profile-warm") {
+        let counter = TokenCounter::new(TokenizerKind::O200k);
+        let big = generated_conversation(1_000_000, &counter);
+        let _ = counter.count_conversation(&big);
+        let t = median_ms(2000, || {
+            let _ = counter.count_conversation(&big);
+        });
+        println!("warm count: {t:.3} ms");
+        return Ok(());
+    }
+    // `condense-bench profile-boundary`: only the no-op plugin stage, in a loop.
+    if std::env::args().nth(1).as_deref() == Some("profile-boundary") {
+        let counter = TokenCounter::new(TokenizerKind::O200k);
+        let big = generated_conversation(1_000_000, &counter);
+        let plugin = Plugin::load(&test_plugin_path()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let noop = plugin
+            .instantiate("mode = \"noop\"")
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let host = NullHost(&counter);
+        let mut conv = big;
+        let t = median_ms(300, || {
+            if let Ok(out) = noop.apply(std::mem::take(&mut conv), &host) {
+                conv = out.conversation;
+            }
+        });
+        println!("no-op stage: {t:.3} ms");
+        return Ok(());
+    }
     let kind = TokenizerKind::O200k;
     println!("condense benchmarks: medians of {runs} runs, release build, tokenizer {kind}\n");
     println!("| benchmark | median | throughput / ratio |\n|---|---|---|");
@@ -229,7 +269,8 @@ fn main() -> Result<()> {
     });
     let warm_counter = TokenCounter::new(kind);
     let _ = warm_counter.count_conversation(&big);
-    let warm = median_ms(runs, || {
+    // Warm counts are cheap: take many, so the median is not one disturbed run.
+    let warm = median_ms(runs.max(201), || {
         let _ = warm_counter.count_conversation(&big);
     });
     println!("| 1M-token conversation ({tokens} tokens, {} messages): count, cold | {cold:.1} ms | {:.2} M tokens/s |", big.messages.len(), tokens as f64 / cold / 1000.0);
@@ -256,12 +297,7 @@ fn main() -> Result<()> {
     }
 
     // 4. The plugin boundary: a no-op stage loaded from its shared library.
-    let noop_path = repo().join("target/test-plugins").join(format!(
-        "{}test_faulty{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    let plugin = Plugin::load(&noop_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plugin = Plugin::load(&test_plugin_path()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let noop = plugin
         .instantiate("mode = \"noop\"")
         .map_err(|e| anyhow::anyhow!(e))?;

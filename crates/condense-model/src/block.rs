@@ -6,6 +6,8 @@ use xxhash_rust::xxh3::{xxh3_64_with_seed, Xxh3};
 
 const SEED_TEXT: u64 = 0x7465_7874; // "text"
 const SEED_RESULT: u64 = 0x7265_7375_6c74; // "result"
+const SEED_TOOL_USE: u64 = 0x746f_6f6c_5f75_7365; // "tool_use"
+const SEED_TOOL_NAME: u64 = 0x6e61_6d65; // "name"
 
 /// One piece of message content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +130,11 @@ impl Block {
         // small fields. The streaming hasher costs more than the hashing itself on short blocks.
         match self {
             Block::Text(t) if t.extra.is_empty() => xxh3_64_with_seed(t.text.as_bytes(), SEED_TEXT),
+            Block::ToolUse(t) if t.extra.is_empty() => {
+                let seed = xxh3_64_with_seed(t.id.as_bytes(), SEED_TOOL_USE)
+                    ^ xxh3_64_with_seed(t.name.as_bytes(), SEED_TOOL_NAME).rotate_left(17);
+                xxh3_64_with_seed(t.input.as_str().as_bytes(), seed)
+            }
             Block::ToolResult(t) if t.extra.is_empty() => match t.content.blocks.as_slice() {
                 [Block::Text(inner)] if inner.extra.is_empty() => {
                     let seed = xxh3_64_with_seed(t.tool_use_id.as_bytes(), SEED_RESULT)
