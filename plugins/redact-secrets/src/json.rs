@@ -1,5 +1,5 @@
-//! Redacting inside the string literals of JSON text (tool inputs) without touching anything
-//! else: every other byte stays as it was, so key order, spacing and number spellings survive,
+//! Redacting inside the string literals of JSON text (tool inputs, `extra` fields, envelopes)
+//! without touching anything else: every other byte stays as it was, so key order, spacing and number spellings survive,
 //! and the result is valid JSON whenever the input was.
 //!
 //! Each string literal is decoded, redacted, and when it changed, encoded again (minimal
@@ -29,11 +29,10 @@ pub fn redact_literals(
             i += 1;
             continue;
         }
-        let end = literal_end(bytes, i)
-            .ok_or_else(|| "tool input has an unterminated JSON string".to_string())?;
+        let end = literal_end(bytes, i).ok_or_else(|| "unterminated JSON string".to_string())?;
         let literal = &raw[i..=end];
-        let text: String = serde_json::from_str(literal)
-            .map_err(|e| format!("tool input has an invalid JSON string: {e}"))?;
+        let text: String =
+            serde_json::from_str(literal).map_err(|e| format!("invalid JSON string: {e}"))?;
         let is_key = next_non_space(bytes, end + 1) == Some(b':');
         let key = if is_key {
             None
@@ -59,7 +58,7 @@ pub fn redact_literals(
     }
     out.push_str(&raw[copied..]);
     if !is_json(&out) {
-        return Err("redacting a tool input broke its JSON (a bug: please report)".to_string());
+        return Err("redacting broke the JSON (a bug: please report)".to_string());
     }
     Ok(Some(out))
 }

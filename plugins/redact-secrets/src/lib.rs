@@ -14,6 +14,7 @@
 //! patterns = [{ name = "internal-token", regex = "itk_[a-z0-9]{32}" }]
 //! disable = ["jwt"]      # built-in patterns to turn off
 //! thinking = true        # also redact thinking blocks
+//! envelopes = true       # also redact the raw JSON kept verbatim (envelopes, extra fields)
 //! ```
 //!
 //! # Not reversible, on purpose
@@ -34,10 +35,20 @@
 //! secret (`"aws_secret_access_key": "..."`) is recognised by its key. An input that is not
 //! valid JSON (OpenAI arguments can be anything) is redacted as plain text.
 //!
-//! It does **not** look at images, opaque blocks, tool definitions, or the raw `extra` and
-//! `envelope` fields the formats keep verbatim. In particular, Claude Code JSONL keeps a second
-//! copy of each tool result in the line's `toolUseResult` envelope field, which is written back
-//! unchanged.
+//! The raw JSON the formats keep verbatim is redacted the same way, string literal by string
+//! literal (unless `envelopes = false`): each message's `envelope` (the wrapper line of a JSONL
+//! format, so the second copy of every tool result that Claude Code keeps in the line's
+//! `toolUseResult`; the whole line or event of a [`Role::Event`](condense_model::Role::Event)
+//! message, so OpenHands observations that are not mapped to messages), the `extra` of the
+//! conversation (unknown top-level keys), of every message and of every text, tool use, tool
+//! result and image block, and of thinking blocks when `thinking` is on. As in tool inputs, a
+//! value under a key that names the secret is recognised by its key, and a secret used as an
+//! object key is replaced too. The host does not count these fields as context (most never
+//! reach the model), so their events say where (`github-token: 1 (envelope)`, `... (extra)`;
+//! the conversation's own fields under `(conversation)`), count no tokens, and add nothing to
+//! `tokens_freed`. A file written back after this stage holds none of the secrets found.
+//!
+//! It does **not** look at images' data, opaque blocks or tool definitions.
 //!
 //! # Placeholders never make a text longer
 //!
@@ -74,6 +85,9 @@ pub struct Config {
     pub disable: Vec<String>,
     /// Whether thinking blocks are redacted too.
     pub thinking: bool,
+    /// Whether the raw JSON the formats keep verbatim (message envelopes, `extra` fields of the
+    /// conversation, the messages and the blocks) is redacted too.
+    pub envelopes: bool,
 }
 
 impl Default for Config {
@@ -82,6 +96,7 @@ impl Default for Config {
             patterns: Vec::new(),
             disable: Vec::new(),
             thinking: true,
+            envelopes: true,
         }
     }
 }
@@ -99,10 +114,14 @@ pub struct UserPattern {
 pub struct RedactSecrets {
     redactor: Redactor,
     thinking: bool,
+    envelopes: bool,
 }
 
 /// The message id events use for the top-level system prompt.
 pub const SYSTEM_PROMPT_ID: &str = "(system prompt)";
+
+/// The message id events use for the conversation's own `extra` (unknown top-level keys).
+pub const CONVERSATION_ID: &str = "(conversation)";
 
 impl RedactSecrets {
     /// The placeholder types in the order they are applied (built-ins left on, then the user's).
@@ -115,21 +134,69 @@ impl RedactSecrets {
     }
 }
 
+/// Which part of a message a secret was found in; events name the raw JSON parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// What the model sees: texts, thinking, tool inputs and results.
+    Content,
+    /// An `extra` field: of the message, of one of its blocks, or of the conversation.
+    Extra,
+    /// The message's envelope (the wrapper line of JSONL formats; the whole line of an event).
+    Envelope,
+}
+
+impl Field {
+    /// What an event's detail says after the count.
+    fn suffix(self) -> &'static str {
+        match self {
+            Field::Content => "",
+            Field::Extra => " (extra)",
+            Field::Envelope => " (envelope)",
+        }
+    }
+}
+
+/// The hits in one message, by field.
+#[derive(Default)]
+struct Hits {
+    content: Vec<Hit>,
+    extra: Vec<Hit>,
+    envelope: Vec<Hit>,
+}
+
 /// What one run found, for the report.
 #[derive(Default)]
 struct Tally {
     /// Text fields looked at.
     scanned: usize,
     blocks_changed: usize,
-    /// Per message id (in order), the hits in it.
-    by_message: Vec<(String, Vec<Hit>)>,
+    /// Raw JSON fields (envelopes, `extra`) that changed.
+    raw_changed: usize,
+    /// Per message id (in order) and field, the hits in it.
+    by_message: Vec<(String, Field, Vec<Hit>)>,
+}
+
+impl Tally {
+    fn push(&mut self, id: &str, hits: Hits) {
+        for (field, hits) in [
+            (Field::Content, hits.content),
+            (Field::Extra, hits.extra),
+            (Field::Envelope, hits.envelope),
+        ] {
+            if !hits.is_empty() {
+                self.by_message.push((id.to_string(), field, hits));
+            }
+        }
+    }
 }
 
 struct Walker<'a> {
     redactor: &'a Redactor,
     thinking: bool,
+    envelopes: bool,
     count: &'a dyn Fn(&str) -> usize,
     scanned: usize,
+    raw_changed: usize,
 }
 
 impl Walker<'_> {
@@ -140,41 +207,67 @@ impl Walker<'_> {
         }
     }
 
-    fn input(&mut self, input: &mut RawJson, hits: &mut Vec<Hit>) -> Result<(), String> {
-        if input.is_empty() {
-            return Ok(());
+    /// Redacts JSON text in place, string literal by string literal (see [`json`]); text that
+    /// is not valid JSON is redacted as plain text. Returns whether it changed.
+    fn json(&mut self, raw: &mut RawJson, hits: &mut Vec<Hit>, what: &str) -> Result<bool, String> {
+        if raw.is_empty() {
+            return Ok(false);
         }
         self.scanned += 1;
-        let raw = input.as_str();
-        let new = if json::is_json(raw) {
+        let text = raw.as_str();
+        let new = if json::is_json(text) {
             let (redactor, count) = (self.redactor, self.count);
-            json::redact_literals(raw, &mut |value, key| {
+            json::redact_literals(text, &mut |value, key| {
                 redactor.redact_value(value, key, count, hits)
-            })?
+            })
+            .map_err(|e| format!("{what}: {e}"))?
         } else {
-            self.redactor.redact(raw, self.count, hits)
+            self.redactor.redact(text, self.count, hits)
         };
-        if let Some(new) = new {
-            *input = RawJson::from_string_unchecked(new);
+        match new {
+            Some(new) => {
+                *raw = RawJson::from_string_unchecked(new);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// An `extra` or `envelope` field, unless `envelopes = false`.
+    fn raw(&mut self, raw: &mut RawJson, hits: &mut Vec<Hit>, what: &str) -> Result<(), String> {
+        if self.envelopes && self.json(raw, hits, what)? {
+            self.raw_changed += 1;
         }
         Ok(())
     }
 
-    /// Redacts the blocks of `content`; returns how many of them changed.
-    fn content(&mut self, content: &mut Content, hits: &mut Vec<Hit>) -> Result<usize, String> {
+    /// Redacts the blocks of `content` (and their `extra`); returns how many blocks had a
+    /// secret in what the model sees.
+    fn content(&mut self, content: &mut Content, hits: &mut Hits) -> Result<usize, String> {
         let mut changed = 0;
         for block in &mut content.blocks {
-            let before = hits.len();
+            let before = hits.content.len();
             match block {
-                Block::Text(t) => self.text(&mut t.text, hits),
-                Block::Thinking(t) if self.thinking => self.text(&mut t.thinking, hits),
-                Block::ToolUse(t) => self.input(&mut t.input, hits)?,
+                Block::Text(t) => {
+                    self.text(&mut t.text, &mut hits.content);
+                    self.raw(&mut t.extra, &mut hits.extra, "text block extra")?;
+                }
+                Block::Thinking(t) if self.thinking => {
+                    self.text(&mut t.thinking, &mut hits.content);
+                    self.raw(&mut t.extra, &mut hits.extra, "thinking block extra")?;
+                }
+                Block::ToolUse(t) => {
+                    self.json(&mut t.input, &mut hits.content, "tool input")?;
+                    self.raw(&mut t.extra, &mut hits.extra, "tool_use extra")?;
+                }
                 Block::ToolResult(r) => {
                     self.content(&mut r.content, hits)?;
+                    self.raw(&mut r.extra, &mut hits.extra, "tool_result extra")?;
                 }
-                Block::Thinking(_) | Block::Image(_) | Block::Opaque(_) => {}
+                Block::Image(i) => self.raw(&mut i.extra, &mut hits.extra, "image extra")?,
+                Block::Thinking(_) | Block::Opaque(_) => {}
             }
-            if hits.len() > before {
+            if hits.content.len() > before {
                 changed += 1;
             }
         }
@@ -205,6 +298,14 @@ impl Stage for RedactSecrets {
             "thinking",
             "Whether thinking blocks are redacted too (a modified thinking block no longer \
              matches its signature, which Anthropic checks for the current tool-use turn).",
+        ),
+        (
+            "envelopes",
+            "Whether the raw JSON the formats keep verbatim is redacted too: message envelopes \
+             (e.g. the second copy of each tool result in Claude Code's toolUseResult, whole \
+             OpenHands events) and the extra fields of the conversation, messages and blocks. \
+             Only string values change, in place; the JSON stays valid. false leaves them as \
+             they were, secrets included.",
         ),
     ];
 
@@ -241,6 +342,7 @@ impl Stage for RedactSecrets {
         Ok(RedactSecrets {
             redactor: Redactor::new(patterns)?,
             thinking: config.thinking,
+            envelopes: config.envelopes,
         })
     }
 
@@ -253,23 +355,36 @@ impl Stage for RedactSecrets {
         let mut walker = Walker {
             redactor: &self.redactor,
             thinking: self.thinking,
+            envelopes: self.envelopes,
             count: &count,
             scanned: 0,
+            raw_changed: 0,
         };
         let mut tally = Tally::default();
+        let mut hits = Hits::default();
+        walker.raw(
+            &mut conversation.extra,
+            &mut hits.extra,
+            "conversation extra",
+        )?;
+        tally.push(CONVERSATION_ID, hits);
         if let Some(system) = &mut conversation.system {
-            let mut hits = Vec::new();
+            let mut hits = Hits::default();
             tally.blocks_changed += walker.content(system, &mut hits)?;
-            tally.by_message.push((SYSTEM_PROMPT_ID.to_string(), hits));
+            tally.push(SYSTEM_PROMPT_ID, hits);
         }
         for message in &mut conversation.messages {
-            let mut hits = Vec::new();
-            tally.blocks_changed += walker.content(&mut message.content, &mut hits)?;
-            if !hits.is_empty() {
-                tally.by_message.push((message.id.clone(), hits));
-            }
+            let mut hits = Hits::default();
+            let at = |what: &str| format!("message {}: {what}", message.id);
+            tally.blocks_changed += walker
+                .content(&mut message.content, &mut hits)
+                .map_err(|e| format!("{}{e}", at("")))?;
+            walker.raw(&mut message.extra, &mut hits.extra, &at("extra"))?;
+            walker.raw(&mut message.envelope, &mut hits.envelope, &at("envelope"))?;
+            tally.push(&message.id, hits);
         }
         tally.scanned = walker.scanned;
+        tally.raw_changed = walker.raw_changed;
         Ok(StageOutput {
             conversation,
             report: self.report(&tally),
@@ -285,22 +400,28 @@ impl RedactSecrets {
             blocks_changed: tally.blocks_changed,
             ..StageReport::default()
         };
-        // Pattern index -> (count, tokens), over the whole conversation.
+        // Pattern index -> (count, tokens), over the whole conversation. Envelopes and `extra`
+        // fields are not counted as context by the host: their hits free no tokens.
         let mut totals: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
-        for (message_id, hits) in &tally.by_message {
+        for (message_id, field, hits) in &tally.by_message {
             let mut per: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
             for hit in hits {
+                let tokens = if *field == Field::Content {
+                    hit.tokens
+                } else {
+                    0
+                };
                 for map in [&mut per, &mut totals] {
                     let entry = map.entry(hit.pattern).or_default();
                     entry.0 += 1;
-                    entry.1 += hit.tokens;
+                    entry.1 += tokens;
                 }
             }
             for (pattern, (n, tokens)) in per {
                 report.events.push(StageEvent {
                     kind: "redacted".to_string(),
                     message_id: message_id.clone(),
-                    detail: format!("{}: {n}", names[pattern]),
+                    detail: format!("{}: {n}{}", names[pattern], field.suffix()),
                     tokens,
                 });
             }
@@ -315,11 +436,16 @@ impl RedactSecrets {
             .iter()
             .map(|(p, (n, _))| format!("{} {n}", names[*p]))
             .collect();
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let raw = match tally.raw_changed {
+            0 => String::new(),
+            n => format!(" and {n} envelope or extra field{}", plural(n)),
+        };
         report.note(format!(
-            "redacted {found} secret{} in {} block{} ({} texts scanned): {}",
-            if found == 1 { "" } else { "s" },
+            "redacted {found} secret{} in {} block{}{raw} ({} texts scanned): {}",
+            plural(found),
             tally.blocks_changed,
-            if tally.blocks_changed == 1 { "" } else { "s" },
+            plural(tally.blocks_changed),
             tally.scanned,
             kinds.join(", ")
         ));

@@ -12,6 +12,7 @@ fn defaults() {
     let config = parse_config::<RedactSecrets>("").unwrap();
     assert_eq!(config, Config::default());
     assert!(config.thinking);
+    assert!(config.envelopes);
     let stage = build("").unwrap();
     assert_eq!(
         stage.pattern_names(),
@@ -23,7 +24,7 @@ fn defaults() {
 fn unknown_key_is_rejected() {
     assert_eq!(
         build("pattern = []").unwrap_err(),
-        "redact-secrets: unknown config key `pattern` (known: patterns, disable, thinking)"
+        "redact-secrets: unknown config key `pattern` (known: patterns, disable, thinking, envelopes)"
     );
     let err = build("patterns = [{ name = \"x\", regexp = \"y\" }]").unwrap_err();
     assert!(

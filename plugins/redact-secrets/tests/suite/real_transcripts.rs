@@ -1,5 +1,6 @@
-//! The stage on every real transcript in tests/fixtures/transcripts: what it finds there (a
-//! false positive would show up in the snapshot), and that reruns change nothing.
+//! The stage on every real transcript in tests/fixtures/transcripts, envelopes and `extra`
+//! fields included: what it finds there (a false positive would show up in the snapshot), and
+//! that reruns change nothing.
 
 use crate::support::{run, stage, text_tokens};
 use condense_formats::ReadOptions;
@@ -27,20 +28,40 @@ fn conversations(file: &str) -> Vec<Conversation> {
     doc.conversations().to_vec()
 }
 
+/// The `N` of a report's `(N texts scanned)` note.
+fn scanned(report: &condense_abi::StageReport) -> usize {
+    let note = &report.notes[0];
+    let (_, rest) = note.split_once('(').unwrap();
+    rest.split_once(" texts scanned")
+        .unwrap()
+        .0
+        .parse()
+        .unwrap()
+}
+
 #[test]
 fn real_transcripts_findings() {
     let stage = stage("");
+    let without_envelopes = crate::support::stage("envelopes = false");
     let mut summary = Map::new();
     for file in FILES {
         let convs = conversations(file);
         let mut found: BTreeMap<String, usize> = BTreeMap::new();
         let mut blocks = 0;
+        // Envelopes and `extra` fields scanned (and found clean): the no-false-positive check
+        // covers them too.
+        let mut raw_fields = 0;
         for conv in &convs {
             let once = run(&stage, conv);
+            raw_fields += scanned(&once.report) - scanned(&run(&without_envelopes, conv).report);
             blocks += once.report.blocks_changed;
             for e in &once.report.events {
-                let (kind, n) = e.detail.rsplit_once(": ").unwrap();
-                *found.entry(kind.to_string()).or_default() += n.parse::<usize>().unwrap();
+                // `github-token: 2`, or `github-token: 1 (envelope)` for raw JSON fields.
+                let (kind, rest) = e.detail.rsplit_once(": ").unwrap();
+                let (n, field) = rest.split_once(' ').unwrap_or((rest, ""));
+                let key = format!("{kind} {field}");
+                *found.entry(key.trim_end().to_string()).or_default() +=
+                    n.parse::<usize>().unwrap();
             }
             assert!(
                 text_tokens(&once.conversation) <= text_tokens(conv),
@@ -52,7 +73,12 @@ fn real_transcripts_findings() {
         }
         summary.insert(
             file.to_string(),
-            json!({ "conversations": convs.len(), "blocks_changed": blocks, "redacted": found }),
+            json!({
+                "conversations": convs.len(),
+                "raw_fields_scanned": raw_fields,
+                "blocks_changed": blocks,
+                "redacted": found
+            }),
         );
     }
     insta::assert_json_snapshot!("real_transcripts_findings", Value::Object(summary));
