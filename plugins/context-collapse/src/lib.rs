@@ -64,7 +64,9 @@
 //! ```
 //!
 //! `23` counts every message the summary replaces (event lines included: they travel with their
-//! turn). Event lines are not given to the summarizer (the model never saw them). System messages
+//! turn). It takes the timestamp of the first message it replaces and, in a Claude Code session,
+//! that message's wrapper line without its line-specific fields (`sessionId`, `cwd`, ... stay), so
+//! the host still finds the session and the message reads back exactly as written. Event lines are not given to the summarizer (the model never saw them). System messages
 //! inside a span's range stay, right after its summary. The stage recognises its own summary
 //! messages in its input (its output read back), so a rerun on its own output changes nothing.
 //!
@@ -234,20 +236,29 @@ pub fn is_summary_message(message: &Message) -> bool {
         && matches!(message.content.blocks.as_slice(), [Block::Text(t)] if t.text.starts_with(SUMMARY_MARKER))
 }
 
-/// The summary message of a collapse.
-pub fn summary_message(collapse: &Collapse, timestamp: Option<String>) -> Message {
+/// The summary message of a collapse, with the timestamp and, for Claude Code, the wrapper line
+/// of `first`, the first message it replaces (see [`condense_turns::envelope_template`]).
+pub fn summary_message(
+    collapse: &Collapse,
+    first: Option<&Message>,
+    source_format: &str,
+) -> Message {
     let text = format!(
         "{SUMMARY_MARKER}{} earlier messages (ids {}…{})]\n{}",
         collapse.count, collapse.first, collapse.last, collapse.summary
     );
-    Message {
+    let mut message = Message {
         id: format!("{ID_PREFIX}{}", collapse.first),
         role: Role::User,
-        timestamp,
+        timestamp: first.and_then(|m| m.timestamp.clone()),
         content: Content::string(text),
         extra: Default::default(),
         envelope: Default::default(),
+    };
+    if let Some(first) = first {
+        message.envelope = condense_turns::envelope_template(source_format, first, &message);
     }
+    message
 }
 
 /// One part of the conversation after the leading content.
@@ -469,7 +480,7 @@ impl<'a> Run<'a> {
     }
 
     fn summary_tokens(&self, c: &Collapse) -> usize {
-        message_tokens(self.host, &summary_message(c, None))
+        message_tokens(self.host, &summary_message(c, None, ""))
     }
 
     /// How many unit positions hold turns left as they are.
@@ -702,7 +713,9 @@ impl<'a> Run<'a> {
                 Unit::Collapsed(c) => {
                     let applied = &self.collapses[*c];
                     let first = &messages[applied.range.start];
-                    out.push(summary_message(&applied.collapse, first.timestamp.clone()));
+                    let summary_msg =
+                        summary_message(&applied.collapse, Some(first), &self.host.source_format());
+                    out.push(summary_msg.clone());
                     out.extend(
                         messages[applied.range.clone()]
                             .iter()
@@ -717,8 +730,7 @@ impl<'a> Run<'a> {
                         .collect();
                     let unchanged = applied.found != Found::Span
                         && replaced.len() == 1
-                        && *replaced[0]
-                            == summary_message(&applied.collapse, first.timestamp.clone());
+                        && *replaced[0] == summary_msg;
                     if !unchanged {
                         blocks_changed += replaced
                             .iter()

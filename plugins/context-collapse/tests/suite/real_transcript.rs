@@ -10,6 +10,7 @@
 use crate::support::{assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, Host};
 use condense_formats::ReadOptions;
 use condense_model::Conversation;
+use condense_summarize::SummarizerConfig;
 use condense_tokens::TokenCounter;
 use std::sync::Arc;
 
@@ -26,12 +27,25 @@ pub fn transcript() -> Conversation {
     doc.conversations()[0].clone()
 }
 
-/// A host counting with o200k, in a 32,000-token window.
+/// A host counting with o200k and summarizing with the host's default (extractive) summarizer, in a 32,000-token window.
 pub fn host() -> Host {
     let counter = Arc::new(TokenCounter::new(Default::default()));
+    let summarizer =
+        condense_summarize::build(&SummarizerConfig::default(), Arc::clone(&counter)).unwrap();
     Host::default()
+        .with_summarizer(move |r| {
+            summarizer
+                .summarize(&condense_summarize::SummaryRequest {
+                    messages: &r.messages,
+                    previous_summary: r.previous_summary.as_deref(),
+                    max_tokens: r.max_tokens,
+                    purpose: &r.purpose,
+                })
+                .map_err(|e| e.to_string())
+        })
         .with_window(32_000, 8_000)
         .with_counter(move |t| counter.count_text(t))
+        .with_format("claude-code")
 }
 
 #[test]
@@ -63,6 +77,13 @@ fn with_keep_recent_turns_1_the_long_turn_is_collapsed() {
     assert!(ids(&out.conversation)[1].starts_with("collapse-"));
     let tail = &input.messages[input.messages.len() - 5..];
     assert_eq!(&out.conversation.messages[2..], tail);
+    // The summary line carries the session's fields (the host finds the session by them).
+    let envelope = out.conversation.messages[1].envelope.to_map().unwrap();
+    assert_eq!(
+        envelope["sessionId"],
+        "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
+    );
+    assert_eq!(envelope["type"], "user");
     let request = &h.summary_requests.borrow()[0];
     assert_eq!(request.messages.len(), 432);
     assert_eq!(request.max_tokens, 2_000);
@@ -81,4 +102,23 @@ fn reruns_are_stable() {
     let third = run(&stage, &first.conversation, &mut h);
     assert_eq!(third.conversation, first.conversation);
     assert_eq!(h.summary_requests.borrow().len(), 1);
+}
+
+#[test]
+fn the_output_reads_back_as_written() {
+    // Written as a Claude Code session and read back, every message is the same (the host finds
+    // what to expand by the messages' content, wrapper line included), and a rerun on it changes
+    // nothing.
+    let bytes = std::fs::read(TRANSCRIPT).unwrap();
+    let mut doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+    let stage = stage("keep_recent_turns = 1");
+    let mut h = host();
+    let out = run(&stage, &doc.conversations()[0], &mut h);
+    doc.conversations_mut()[0] = out.conversation.clone();
+    let written = doc.write().unwrap();
+    let reread = condense_formats::read(&written, "out.jsonl", &ReadOptions::default()).unwrap();
+    assert_eq!(reread.conversations()[0], out.conversation);
+    let again = run(&stage, &reread.conversations()[0], &mut h);
+    assert_eq!(again.conversation, out.conversation);
+    assert_eq!(again.report.blocks_changed, 0);
 }

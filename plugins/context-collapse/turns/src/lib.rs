@@ -20,7 +20,7 @@
 //!   back) does not open one, so the call and its result stay in the same turn.
 //!
 //! ```
-//! use condense_model::{Block, Message, Role};
+//! use condense_model::{Block, Message, RawJson, Role};
 //! let msgs = vec![
 //!     Message::new("s", Role::System, vec![Block::text("be brief")]),
 //!     Message::new("u1", Role::User, vec![Block::text("hi")]),
@@ -35,7 +35,7 @@
 
 pub mod measure;
 
-use condense_model::{Block, Message, Role};
+use condense_model::{Block, Message, RawJson, Role};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
@@ -156,6 +156,62 @@ pub fn orphaned_tool_results(messages: &[Message]) -> Vec<(String, String)> {
     orphans
 }
 
+/// Line fields that describe one Claude Code line rather than the session.
+const LINE_ONLY_KEYS: &[&str] = &[
+    "toolUseResult",
+    "isMeta",
+    "isCompactSummary",
+    "isVisibleInTranscriptOnly",
+    "isApiErrorMessage",
+    "requestId",
+];
+
+/// For a Claude Code session (`source_format` `claude-code`), the wrapper line of `message` as
+/// the template of a user message a stage writes in its place: the session's fields
+/// (`sessionId`, `cwd`, `version`, `gitBranch`, ...) without those describing that one line
+/// (`toolUseResult`, `isMeta`, ...), and `type` `user`. The host finds a session by the
+/// `sessionId` of its first lines, so a summary written without it would lose the session's
+/// state and archive. Empty for other formats and for messages without a wrapper line.
+///
+/// `new` is the message being written: its id and timestamp go where the line has them, as the
+/// writer will put them, so the message reads back exactly as the stage wrote it (the host's
+/// expansion archive finds messages by their content, envelope included).
+pub fn envelope_template(source_format: &str, message: &Message, new: &Message) -> RawJson {
+    if source_format != "claude-code" || !message.is_chat() {
+        return RawJson::default();
+    }
+    let Ok(mut map) = message.envelope.to_map() else {
+        return RawJson::default();
+    };
+    if map.is_empty() {
+        return RawJson::default();
+    }
+    for key in LINE_ONLY_KEYS {
+        map.shift_remove(*key);
+    }
+    if map.contains_key("type") {
+        map.insert("type".into(), "user".into());
+    }
+    if let Some(serde_json::Value::String(uuid)) = map.get_mut("uuid") {
+        uuid.clone_from(&new.id);
+    }
+    match &new.timestamp {
+        Some(ts) => {
+            if let Some(serde_json::Value::String(t)) = map.get_mut("timestamp") {
+                t.clone_from(ts);
+            } else if !map.contains_key("timestamp") {
+                map.insert("timestamp".into(), ts.clone().into());
+            }
+        }
+        None => {
+            if matches!(map.get("timestamp"), Some(serde_json::Value::String(_))) {
+                map.shift_remove("timestamp");
+            }
+        }
+    }
+    RawJson::from_map(map)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +309,23 @@ mod tests {
         let t = group(&msgs);
         assert_eq!(t.turn_of(0), None);
         assert_eq!(group(&[]).leading_end, 0);
+    }
+
+    #[test]
+    fn claude_code_templates_keep_the_session_fields() {
+        let mut m = text("x", Role::User);
+        m.envelope = RawJson::from_string_unchecked(
+            r#"{"parentUuid":"p","sessionId":"s1","type":"user","message":null,"uuid":"x","isMeta":true,"toolUseResult":{"a":1}}"#.into(),
+        );
+        let new = Message {
+            timestamp: Some("2025-01-01T00:00:00Z".into()),
+            ..text("summary-1", Role::User)
+        };
+        assert_eq!(
+            envelope_template("claude-code", &m, &new).as_str(),
+            r#"{"parentUuid":"p","sessionId":"s1","type":"user","message":null,"uuid":"summary-1","timestamp":"2025-01-01T00:00:00Z"}"#
+        );
+        assert!(envelope_template("openai", &m, &new).is_empty());
     }
 
     #[test]
