@@ -1,0 +1,102 @@
+//! The stage state for one session, as JSON.
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "config_hash": "5d41402abc4b2a76",
+//!   "compactions": 2,
+//!   "consecutive_failures": 0,
+//!   "last_failure": null,
+//!   "last": {
+//!     "summary_id": "autocompact-2",
+//!     "turns_total": 41,
+//!     "at_ms": 1750000000000,
+//!     "tokens_before": 171230,
+//!     "tokens_after": 23410
+//!   }
+//! }
+//! ```
+//!
+//! - `config_hash`: xxh3 of the stage config; a different config resets the circuit breaker.
+//! - `compactions`: how many times the stage compacted this session (numbers the summary ids).
+//! - `consecutive_failures`, `last_failure`: the circuit breaker. A failed attempt (the summarizer
+//!   failed, or the result would not have been smaller) adds one; a compaction resets it to 0.
+//!   From `max_consecutive_failures` on, the stage stops trying for the session.
+//! - `last`: the last compaction: the id of its summary message, how many API turns its input
+//!   had (to count the turns since when the agent did not adopt the output), when, and the token
+//!   estimates of the messages before and after.
+
+use condense_abi::Host;
+use serde::{Deserialize, Serialize};
+
+/// Current state format.
+pub const STATE_VERSION: u32 = 1;
+
+/// See the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub version: u32,
+    pub config_hash: String,
+    pub compactions: usize,
+    pub consecutive_failures: usize,
+    pub last_failure: Option<String>,
+    pub last: Option<LastCompaction>,
+}
+
+/// The last compaction of the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LastCompaction {
+    pub summary_id: String,
+    pub turns_total: usize,
+    pub at_ms: i64,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            version: STATE_VERSION,
+            config_hash: String::new(),
+            compactions: 0,
+            consecutive_failures: 0,
+            last_failure: None,
+            last: None,
+        }
+    }
+}
+
+impl State {
+    /// The stored state (the default when there is none), and its raw text.
+    pub fn load(host: &dyn Host) -> Result<(State, Option<String>), String> {
+        let raw = host
+            .state_get()
+            .map_err(|e| format!("autocompact: cannot read the stage state: {e}"))?;
+        let Some(text) = raw.clone() else {
+            return Ok((State::default(), None));
+        };
+        let state: State = serde_json::from_str(&text).map_err(|e| {
+            format!("autocompact: stored state is not valid (delete it to start over): {e}")
+        })?;
+        if state.version != STATE_VERSION {
+            return Err(format!(
+                "autocompact: stored state has version {}, this stage reads version {STATE_VERSION}",
+                state.version
+            ));
+        }
+        Ok((state, raw))
+    }
+
+    /// Writes the state when it differs from what was loaded.
+    pub fn save(&self, host: &dyn Host, loaded: Option<&str>) -> Result<(), String> {
+        let text = serde_json::to_string(self)
+            .map_err(|e| format!("autocompact: cannot encode the stage state: {e}"))?;
+        if loaded == Some(text.as_str()) {
+            return Ok(());
+        }
+        host.state_put(&text)
+            .map_err(|e| format!("autocompact: cannot write the stage state: {e}"))
+    }
+}

@@ -1,0 +1,115 @@
+//! The stage on a real Claude Code session (the in-repo copy of the shared transcripts),
+//! counted with the o200k tokenizer; the session is 78,727 tokens, 437 messages, 167 tool calls.
+
+use crate::support::{assert_no_orphans, assert_unique_ids, report_json, run, stage, tokens, Host};
+use autocompact::FIRED_FLAG;
+use condense_formats::ReadOptions;
+use condense_model::Conversation;
+use condense_summarize::SummarizerConfig;
+use condense_tokens::TokenCounter;
+use std::sync::Arc;
+
+const TRANSCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/fixtures/transcripts/d-kimuson__claude-code-viewer/",
+    "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+);
+
+const CONFIG: &str = r#"pin = [{ tool = "TodoWrite" }]"#;
+
+pub fn transcript() -> Conversation {
+    let bytes = std::fs::read(TRANSCRIPT).unwrap();
+    let doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+    assert_eq!(doc.conversations().len(), 1);
+    doc.conversations()[0].clone()
+}
+
+/// A host counting with o200k and summarizing with the host's default (extractive) summarizer, in a window of `window` tokens with 8,000 output tokens.
+pub fn host(window: usize) -> Host {
+    let counter = Arc::new(TokenCounter::new(Default::default()));
+    let summarizer =
+        condense_summarize::build(&SummarizerConfig::default(), Arc::clone(&counter)).unwrap();
+    Host::default()
+        .with_summarizer(move |r| {
+            summarizer
+                .summarize(&condense_summarize::SummaryRequest {
+                    messages: &r.messages,
+                    previous_summary: r.previous_summary.as_deref(),
+                    max_tokens: r.max_tokens,
+                    purpose: &r.purpose,
+                })
+                .map_err(|e| e.to_string())
+        })
+        .with_window(window, 8_000)
+        .with_counter(move |t| counter.count_text(t))
+        .with_format("claude-code")
+}
+
+#[test]
+fn a_64k_window_compacts_and_restores_files_and_the_todo_list() {
+    // Effective 56,000, threshold 43,000, summary at most 14,000 tokens.
+    let input = transcript();
+    let mut h = host(64_000);
+    let out = run(&stage(CONFIG), &input, &mut h);
+    assert_eq!(h.conversation_tokens, 78_727);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    insta::assert_snapshot!(
+        "real_transcript_64k_output",
+        condense_model::render::render(&out.conversation)
+    );
+    insta::assert_json_snapshot!("real_transcript_64k_report", report_json(&out.report));
+    assert_no_orphans(&out.conversation);
+    assert_unique_ids(&out.conversation);
+    assert!(
+        tokens(&h, &out.conversation) < 43_000,
+        "lands below the threshold"
+    );
+    // Every new line carries the session's fields (the host finds the session by them).
+    for m in &out.conversation.messages {
+        let envelope = m.envelope.to_map().unwrap();
+        assert_eq!(
+            envelope["sessionId"],
+            "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
+        );
+        assert!(!envelope.contains_key("toolUseResult"));
+    }
+    assert_eq!(h.summary_requests.borrow()[0].max_tokens, 14_000);
+}
+
+#[test]
+fn a_32k_window_compacts_with_a_smaller_summary() {
+    // Effective 24,000, threshold 11,000, summary at most 6,000 tokens.
+    let input = transcript();
+    let mut h = host(32_000);
+    let out = run(&stage(CONFIG), &input, &mut h);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    insta::assert_json_snapshot!("real_transcript_32k_report", report_json(&out.report));
+    assert_eq!(h.summary_requests.borrow()[0].max_tokens, 6_000);
+    assert_no_orphans(&out.conversation);
+    assert!(tokens(&h, &out.conversation) < 11_000);
+}
+
+#[test]
+fn the_next_run_on_the_adopted_output_does_not_compact_again() {
+    let mut h = host(64_000);
+    let stage = stage(CONFIG);
+    let first = run(&stage, &transcript(), &mut h);
+    let again = run(&stage, &first.conversation, &mut h);
+    assert!(again.report.flags.is_empty());
+    assert_eq!(again.conversation, first.conversation);
+    assert_eq!(h.summary_requests.borrow().len(), 1);
+}
+
+#[test]
+fn the_output_reads_back_as_written() {
+    // Written as a Claude Code session and read back, every message is the same: the host finds
+    // what to expand by the messages' content, wrapper line included.
+    let bytes = std::fs::read(TRANSCRIPT).unwrap();
+    let mut doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+    let mut h = host(64_000);
+    let out = run(&stage(CONFIG), &doc.conversations()[0], &mut h);
+    doc.conversations_mut()[0] = out.conversation.clone();
+    let written = doc.write().unwrap();
+    let reread = condense_formats::read(&written, "out.jsonl", &ReadOptions::default()).unwrap();
+    assert_eq!(reread.conversations()[0], out.conversation);
+}

@@ -1,0 +1,98 @@
+//! The in-memory host, a runner, conversation builders and checks shared by the tests.
+
+use autocompact::Autocompact;
+use condense_abi::testing::MemoryHost;
+use condense_abi::{parse_config, Stage, StageOutput, StageReport};
+use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
+use serde_json::Value;
+use std::collections::HashSet;
+
+pub use condense_abi::testing::MemoryHost as Host;
+
+/// A stage from TOML config text.
+pub fn stage(config_toml: &str) -> Autocompact {
+    Autocompact::new(parse_config::<Autocompact>(config_toml).unwrap()).unwrap()
+}
+
+/// Tokens of a conversation's messages as the stage estimates them.
+pub fn tokens(host: &MemoryHost, conv: &Conversation) -> usize {
+    condense_turns::measure::messages_tokens(host, &conv.messages)
+}
+
+/// Runs the stage with the host's conversation count set to the input's size.
+pub fn run(stage: &Autocompact, conv: &Conversation, host: &mut MemoryHost) -> StageOutput {
+    host.conversation_tokens = tokens(host, conv);
+    stage.apply(conv.clone(), &*host).unwrap()
+}
+
+/// Runs the stage with the host's conversation count as it is.
+pub fn run_as_is(stage: &Autocompact, conv: &Conversation, host: &MemoryHost) -> StageOutput {
+    stage.apply(conv.clone(), host).unwrap()
+}
+
+pub fn text(id: &str, role: Role, text: &str) -> Message {
+    Message::new(id, role, vec![Block::text(text)])
+}
+
+pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
+    Block::ToolUse(ToolUse {
+        id: id.into(),
+        name: name.into(),
+        input: RawJson::from_string_unchecked(input.to_string()),
+        extra: RawJson::default(),
+    })
+}
+
+pub fn tool_result(id: &str, text: &str) -> Block {
+    Block::ToolResult(ToolResult {
+        tool_use_id: id.into(),
+        content: Content::string(text),
+        is_error: None,
+        extra: RawJson::default(),
+    })
+}
+
+/// An assistant call and the user message with its result.
+pub fn call(n: &str, tool: &str, input: Value, result: &str) -> Vec<Message> {
+    vec![
+        Message::new(
+            format!("a{n}"),
+            Role::Assistant,
+            vec![tool_use(&format!("t{n}"), tool, input)],
+        ),
+        Message::new(
+            format!("r{n}"),
+            Role::User,
+            vec![tool_result(&format!("t{n}"), result)],
+        ),
+    ]
+}
+
+/// Every tool_result of `conv` has its tool_use in an earlier message.
+pub fn assert_no_orphans(conv: &Conversation) {
+    let orphans = condense_turns::orphaned_tool_results(&conv.messages);
+    assert!(orphans.is_empty(), "orphaned tool results: {orphans:?}");
+}
+
+/// Ids are unique.
+pub fn assert_unique_ids(conv: &Conversation) {
+    let mut seen = HashSet::new();
+    for m in &conv.messages {
+        assert!(seen.insert(m.id.as_str()), "duplicate id {}", m.id);
+    }
+}
+
+/// The report as JSON, for snapshots.
+pub fn report_json(report: &StageReport) -> Value {
+    serde_json::to_value(report).unwrap()
+}
+
+/// The ids of a conversation's messages.
+pub fn ids(conv: &Conversation) -> Vec<&str> {
+    conv.messages.iter().map(|m| m.id.as_str()).collect()
+}
+
+/// Whether some note contains `part`.
+pub fn has_note(report: &StageReport, part: &str) -> bool {
+    report.notes.iter().any(|n| n.contains(part))
+}

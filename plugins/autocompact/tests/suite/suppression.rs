@@ -1,0 +1,177 @@
+//! When the stage stands down: collapse active, disabled, too soon after the last compaction;
+//! and what force:autocompact overrides.
+
+use crate::fixture::{config, conversation, host};
+use crate::support::{has_note, ids, run, stage, text, Host};
+use autocompact::{COLLAPSE_ACTIVE_FLAG, DISABLE_FLAG, FIRED_FLAG, FORCE_FLAG};
+use condense_model::{Conversation, Role};
+
+fn with(flags: &[&str]) -> Host {
+    flags.iter().fold(host(), |h, f| h.with_flag(f))
+}
+
+#[test]
+fn an_active_collapse_suppresses_it_unless_forced() {
+    let input = conversation();
+    let mut h = with(&[COLLAPSE_ACTIVE_FLAG]);
+    let out = run(&stage(&config()), &input, &mut h);
+    assert_eq!(out.conversation, input);
+    assert!(out.report.flags.is_empty());
+    assert!(h.summary_requests.borrow().is_empty());
+    assert_eq!(
+        out.report.notes[1],
+        "suppressed: context-collapse is active (flag context-collapse:active); compacting now \
+         would race it and throw away the granular context its collapses keep \
+         (force:autocompact overrides)"
+    );
+    assert_eq!(h.state_puts.get(), 0, "nothing worth recording");
+
+    let mut h = with(&[COLLAPSE_ACTIVE_FLAG, FORCE_FLAG]);
+    let out = run(&stage(&config()), &input, &mut h);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(
+        out.report.notes[1],
+        "force:autocompact: compacting despite context-collapse active"
+    );
+}
+
+#[test]
+fn force_fires_below_the_threshold() {
+    let mut h = Host::default().with_flag(FORCE_FLAG); // 200k window
+    let out = run(&stage(&config()), &conversation(), &mut h);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert!(has_note(
+        &out.report,
+        "force:autocompact: compacting despite below the threshold"
+    ));
+}
+
+#[test]
+fn disabled_by_config_or_by_the_host_even_when_forced() {
+    let input = conversation();
+    let mut h = with(&[FORCE_FLAG]);
+    let out = run(
+        &stage(&format!("{}\nenabled = false", config())),
+        &input,
+        &mut h,
+    );
+    assert_eq!(out.conversation, input);
+    assert_eq!(out.report.notes[1], "disabled by config (enabled = false)");
+
+    let mut h = with(&[DISABLE_FLAG, FORCE_FLAG]);
+    let out = run(&stage(&config()), &input, &mut h);
+    assert_eq!(out.conversation, input);
+    assert_eq!(
+        out.report.notes[1],
+        "disabled by the host (flag disable:autocompact, from CONDENSE_DISABLE_AUTOCOMPACT=1)"
+    );
+    assert!(h.summary_requests.borrow().is_empty());
+}
+
+/// The output of one compaction, adopted by the agent, with `turns` more turns after it.
+fn adopted_with_turns(output: &Conversation, turns: usize) -> Conversation {
+    let mut conv = output.clone();
+    // The kept last user message (u3) gets its answer.
+    conv.messages
+        .push(text("b3", Role::Assistant, "Changelog written."));
+    for i in 1..turns {
+        conv.messages
+            .push(text(&format!("x{i}"), Role::User, &format!("More {i}")));
+        conv.messages.push(text(
+            &format!("y{i}"),
+            Role::Assistant,
+            &"answer ".repeat(900),
+        ));
+    }
+    conv
+}
+
+#[test]
+fn min_turns_between_two_compactions() {
+    let stage = stage(&config());
+    let mut h = host();
+    let first = run(&stage, &conversation(), &mut h);
+    assert_eq!(first.report.flags, vec![FIRED_FLAG]);
+
+    // One turn (the kept u3 answered) since: too soon, even over the threshold.
+    let one = adopted_with_turns(&first.conversation, 1);
+    h.conversation_tokens = 5_000;
+    let out = crate::support::run_as_is(&stage, &one, &h);
+    assert!(out.report.flags.is_empty());
+    assert_eq!(
+        out.report.notes[1],
+        "compacted 1 turn ago (autocompact-1); min_turns_between = 2: not compacting again yet"
+    );
+
+    // Two turns since: compacts again, merging into the first summary.
+    let two = adopted_with_turns(&first.conversation, 2);
+    let out = run(&stage, &two, &mut h);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    let request = h.summary_requests.borrow().last().cloned().unwrap();
+    let first_summary = first.conversation.messages[1].content.text();
+    assert_eq!(
+        request.previous_summary.as_deref(),
+        Some(first_summary.split_once('\n').unwrap().1)
+    );
+    assert!(request
+        .messages
+        .iter()
+        .all(|m| !m.id.starts_with("autocompact-1")));
+    assert_eq!(ids(&out.conversation)[1], "autocompact-2");
+    assert!(out.conversation.messages[1]
+        .content
+        .text()
+        .starts_with("[condense: conversation compacted — summary of 28 messages]\n"));
+    // Restored files and pins of the first compaction survive the second.
+    let text: Vec<String> = out
+        .conversation
+        .messages
+        .iter()
+        .map(|m| m.content.text())
+        .collect();
+    assert!(text.iter().any(|t| t.starts_with(
+        "[condense: file restored after compaction — src/parser.rs]\n(restored in message autocompact-1-file-"
+    )));
+    assert!(text.iter().any(|t| t.starts_with(
+        "[condense: pinned — regex IMPORTANT:.* — IMPORTANT: never touch src/generated.rs]\n(from message u1)"
+    )));
+    assert_eq!(h.state_json()["compactions"], 2);
+
+    // Forced, the minimum does not hold (no user turn since: the assistant only answered).
+    let mut forced = host().with_flag(FORCE_FLAG);
+    *forced.state.borrow_mut() = h.state.borrow().clone();
+    let again = adopted_with_turns(&out.conversation, 1);
+    let out = run(&stage, &again, &mut forced);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert!(
+        has_note(&out.report, "min_turns_between (0 since the last)"),
+        "{:?}",
+        out.report.notes
+    );
+}
+
+#[test]
+fn an_agent_that_keeps_its_full_history_waits_for_new_turns_too() {
+    let stage = stage(&config());
+    let mut h = host();
+    run(&stage, &conversation(), &mut h);
+    // The same full history again: no new turn since.
+    let out = run(&stage, &conversation(), &mut h);
+    assert!(out.report.flags.is_empty());
+    assert!(has_note(
+        &out.report,
+        "compacted 0 turns ago (autocompact-1)"
+    ));
+    // Two more turns in the full history: it compacts again.
+    let mut longer = conversation();
+    for i in 0..2 {
+        longer
+            .messages
+            .push(text(&format!("z{i}"), Role::Assistant, "ok"));
+        longer
+            .messages
+            .push(text(&format!("w{i}"), Role::User, "next"));
+    }
+    let out = run(&stage, &longer, &mut h);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+}

@@ -1,0 +1,110 @@
+//! The threshold arithmetic: the seeds' numbers, threshold_pct both ways, the snip correction.
+
+use crate::fixture::conversation;
+use crate::support::{has_note, run_as_is, stage, Host};
+use autocompact::{Trigger, FIRED_FLAG};
+
+fn trigger(config: &str, host: &Host) -> Trigger {
+    Trigger::compute(stage(config).config(), host)
+}
+
+fn fires(config: &str, host: &Host) -> bool {
+    let out = run_as_is(&stage(config), &conversation(), host);
+    out.report.flags == vec![FIRED_FLAG]
+}
+
+#[test]
+fn a_200k_window_gives_167000_or_179000() {
+    // max output >= 20k: 200,000 - 20,000 = 180,000 effective, - 13,000 = 167,000.
+    let h = Host::default()
+        .with_window(200_000, 32_000)
+        .with_conversation_tokens(171_230);
+    let t = trigger("", &h);
+    assert_eq!((t.effective, t.threshold), (180_000, 167_000));
+    assert_eq!(
+        t.note(),
+        "167,000 threshold = 180,000 effective - 13,000 buffer; 171,230 tokens (effective = \
+         200,000 window - 20,000 reserved for output; 171,230 = 171,230 before this pipeline - 0 \
+         freed by earlier stages)"
+    );
+    // max output 8k (slot cap): 192,000 effective, 179,000.
+    let h = Host::default().with_window(200_000, 8_000);
+    let t = trigger("", &h);
+    assert_eq!((t.effective, t.threshold), (192_000, 179_000));
+    // Exactly at the threshold fires, one below does not.
+    let at = Host::default()
+        .with_window(200_000, 8_000)
+        .with_conversation_tokens(179_000);
+    assert!(fires("", &at));
+    let below = Host::default()
+        .with_window(200_000, 8_000)
+        .with_conversation_tokens(178_999);
+    let out = run_as_is(&stage(""), &conversation(), &below);
+    assert!(out.report.flags.is_empty());
+    assert!(has_note(
+        &out.report,
+        "below the threshold by 1 tokens: not compacting"
+    ));
+    assert!(below.summary_requests.borrow().is_empty());
+}
+
+#[test]
+fn threshold_pct_moves_the_trigger_down_or_up() {
+    let h = Host::default()
+        .with_window(200_000, 32_000)
+        .with_conversation_tokens(160_000);
+    // Down: 0.85 × 180,000 = 153,000 < 160,000: fires where the default (167,000) would not.
+    let t = trigger("threshold_pct = 0.85", &h);
+    assert_eq!(t.threshold, 153_000);
+    assert!(t
+        .note()
+        .starts_with("153,000 threshold = 85% (threshold_pct) of 180,000 effective;"));
+    assert!(fires("threshold_pct = 0.85", &h));
+    assert!(!fires("", &h));
+    // Up: 0.98 × 180,000 = 176,400 > 171,230: does not fire where the default would.
+    let h = Host::default()
+        .with_window(200_000, 32_000)
+        .with_conversation_tokens(171_230);
+    assert_eq!(trigger("threshold_pct = 0.98", &h).threshold, 176_400);
+    assert!(!fires("threshold_pct = 0.98", &h));
+    assert!(fires("", &h));
+}
+
+#[test]
+fn tokens_freed_by_earlier_stages_are_counted_once() {
+    // The agent reported 171,000 before the pipeline; snip and microcompact freed 5,000, so the
+    // stage is handed 166,000. The seed's `tokenCount - snipTokensFreed` is 171,000 - 5,000 =
+    // 166,000 < 167,000: no compaction.
+    let h = Host::default()
+        .with_conversation_tokens(166_000)
+        .with_tokens_freed_before(5_000);
+    let t = trigger("", &h);
+    assert_eq!(t.tokens, 166_000);
+    assert!(!t.reached());
+    assert!(t.note().ends_with(
+        "166,000 tokens (effective = 200,000 window - 20,000 reserved for output; 166,000 = \
+         171,000 before this pipeline - 5,000 freed by earlier stages)"
+    ));
+    assert!(!fires("", &h));
+    // 172,500 before the pipeline, 5,000 freed: 167,500 >= 167,000 fires.
+    let h = Host::default()
+        .with_conversation_tokens(167_500)
+        .with_tokens_freed_before(5_000);
+    assert!(fires("", &h));
+}
+
+#[test]
+fn a_window_without_room_for_the_buffer_never_fires_on_its_own() {
+    // 30,000 - 20,000 = 10,000 effective, not larger than the 13,000 buffer.
+    let h = Host::default()
+        .with_window(30_000, 32_000)
+        .with_conversation_tokens(9_000);
+    let out = run_as_is(&stage(""), &conversation(), &h);
+    assert!(out.report.flags.is_empty());
+    assert!(has_note(
+        &out.report,
+        "no threshold: the effective window (10,000) is not larger than buffer_tokens (13,000)"
+    ));
+    // With threshold_pct it has one: 0.5 × 10,000 = 5,000.
+    assert_eq!(trigger("threshold_pct = 0.5", &h).threshold, 5_000);
+}
