@@ -175,13 +175,7 @@ pub fn archive_stage(
         }
     }
 
-    let count = seg.entries.values().map(Vec::len).sum();
-    if count > 0 {
-        let bytes = serde_json::to_vec(&seg).unwrap_or_default();
-        let name = format!("{:032x}", xxh3_128(&bytes));
-        store.record_put(&format!("{NAMESPACE_PREFIX}{session}"), &name, &bytes)?;
-    }
-    Ok(count)
+    write_segment(store, session, &seg)
 }
 
 /// Why expansion failed.
@@ -199,18 +193,77 @@ struct Loaded<'a> {
     segment: &'a Segment,
 }
 
-/// Rebuilds the original of `conv` from the archive of `session`. Returns the number of entries
-/// applied (0: nothing in the store matched).
-pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<usize, ExpandError> {
-    let segments: Vec<Segment> = store
-        .records(&format!("{NAMESPACE_PREFIX}{session}"))?
+/// Archives how the written output reads back: a stage-made message (a summary) may come back
+/// from the file with another id or a filled-in wrapper line. Keyed by the re-read form, each
+/// such message expands to the one the pipeline produced, so `expand` works from the file.
+pub fn archive_written(
+    store: &Store,
+    session: &str,
+    produced: &Conversation,
+    reread: &Conversation,
+) -> Result<usize, StoreError> {
+    if produced.messages.len() != reread.messages.len() {
+        return archive_stage(store, session, produced, reread);
+    }
+    let mut seg = Segment::default();
+    let (hp, hr) = (header_of(produced), header_of(reread));
+    if hp != hr {
+        seg.add(header_hash(&hr), Entry::Header);
+        seg.header = Some(hp);
+    }
+    // Positional: synthetic `#n` ids renumber when a stage removed messages, but the hash
+    // leaves them out, so only messages that really read back differently get an entry.
+    for (p, r) in produced.messages.iter().zip(&reread.messages) {
+        let key = message_hash(r);
+        if message_hash(p) != key {
+            let original = seg.keep(p);
+            seg.add(key, Entry::Replace { original });
+        }
+    }
+    write_segment(store, session, &seg)
+}
+
+/// Writes a segment (nothing when it is empty); returns its number of entries.
+fn write_segment(store: &Store, session: &str, seg: &Segment) -> Result<usize, StoreError> {
+    let count = seg.entries.values().map(Vec::len).sum();
+    if count > 0 {
+        let bytes = serde_json::to_vec(seg).unwrap_or_default();
+        let name = format!("{:032x}", xxh3_128(&bytes));
+        store.record_put(&format!("{NAMESPACE_PREFIX}{session}"), &name, &bytes)?;
+    }
+    Ok(count)
+}
+
+fn load_segments(store: &Store, namespace: &str) -> Result<Vec<Segment>, ExpandError> {
+    store
+        .records(namespace)?
         .into_iter()
         .map(|(name, bytes)| serde_json::from_slice(&bytes).map_err(|_| ExpandError::Damaged(name)))
-        .collect::<Result<_, _>>()?;
+        .collect()
+}
+
+/// Rebuilds the original of `conv` from the archive of `session`. When nothing of that session
+/// matches (a stage replaced what the session id is derived from), every session's archive is
+/// searched: entries are keyed by the output messages themselves. Returns the number of entries
+/// applied (0: nothing in the store matched).
+pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<usize, ExpandError> {
+    let own = load_segments(store, &format!("{NAMESPACE_PREFIX}{session}"))?;
+    let applied = expand_with(&own, conv);
+    if applied > 0 {
+        return Ok(applied);
+    }
+    let mut all = Vec::new();
+    for ns in store.namespaces(NAMESPACE_PREFIX)? {
+        all.extend(load_segments(store, &ns)?);
+    }
+    Ok(expand_with(&all, conv))
+}
+
+fn expand_with(segments: &[Segment], conv: &mut Conversation) -> usize {
     // Output hash -> every entry for it, across segments; identical entries once.
     let mut index: HashMap<&str, Vec<Loaded<'_>>> = HashMap::new();
     let mut seen: HashSet<(&str, u128)> = HashSet::new();
-    for segment in &segments {
+    for segment in segments {
         for (key, entries) in &segment.entries {
             for entry in entries {
                 // Identical entries from reruns (same kind, same originals) count once.
@@ -295,7 +348,7 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
         }
         conv.messages = out;
         if !changed {
-            return Ok(applied);
+            return applied;
         }
     }
 }

@@ -332,7 +332,16 @@ mod tests {
     fn embedded_default_parses() {
         let p = parse(DEFAULT_PIPELINE).unwrap();
         let plugins: Vec<&str> = p.stages.iter().map(|s| s.plugin.as_str()).collect();
-        assert_eq!(plugins, ["tool-result-budget", "snip", "microcompact"]);
+        assert_eq!(
+            plugins,
+            [
+                "tool-result-budget",
+                "snip",
+                "microcompact",
+                "context-collapse",
+                "autocompact"
+            ]
+        );
         assert_eq!(p.budget.context_window, 200_000);
     }
 

@@ -287,18 +287,22 @@ impl LoadedPipeline {
         let outcome = stage
             .apply(state.current.clone(), &services)
             .map_err(|e| match e {
-                StageCallError::Failed(m) => m,
-                other => other.to_string(),
+                StageCallError::Failed(m) => (m, None),
+                other => (other.to_string(), None),
             })
             .and_then(|out| {
+                // A refused output keeps its report, so the user sees what the stage tried.
                 let broken = guard::introduced(&state.violations, guard::violations(&out.conversation));
                 if !broken.is_empty() {
-                    return Err(guard::describe(&broken));
+                    return Err((guard::describe(&broken), Some(out.report)));
                 }
                 let after = self.counter.count_conversation(&out.conversation).total;
                 if after > current_tokens {
-                    Err(format!(
-                        "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
+                    Err((
+                        format!(
+                            "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
+                        ),
+                        Some(out.report),
                     ))
                 } else {
                     Ok((out, after))
@@ -326,12 +330,15 @@ impl LoadedPipeline {
                 state.violations = guard::violations(&state.current);
                 Ok(run)
             }
-            Err(message) => match spec.on_error {
+            Err((message, report)) => match spec.on_error {
                 OnError::Fail => Err(HostError::StageFailed {
                     stage: spec.name.clone(),
                     message,
                 }),
-                OnError::Skip => Ok(base("skipped", Some(message), millis, &state.current)),
+                OnError::Skip => Ok(StageRun {
+                    report: report.unwrap_or_default(),
+                    ..base("skipped", Some(message), millis, &state.current)
+                }),
             },
         }
     }

@@ -135,6 +135,23 @@ impl Store {
         read_optional(&self.record_path(namespace, name))
     }
 
+    /// The record namespaces whose (sanitized) names start with `prefix`, sorted.
+    pub fn namespaces(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let dir = self.root.join("records");
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&dir)(e)),
+        };
+        let mut out: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with(prefix))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     /// Every record of a namespace, as (name, bytes), sorted by name.
     pub fn records(&self, namespace: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         let dir = self

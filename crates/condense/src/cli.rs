@@ -69,6 +69,18 @@ pub struct InputArgs {
     pub select: Option<String>,
 }
 
+/// Overrides of the pipeline's `[model]` table.
+#[derive(Debug, Default, Args)]
+pub struct ModelArgs {
+    /// The model's context window, in tokens (overrides the pipeline's [model]).
+    #[arg(long)]
+    pub context_window: Option<usize>,
+    /// The model's maximum output tokens (overrides the pipeline's [model]); small windows need
+    /// a smaller value than the default 32,000.
+    #[arg(long)]
+    pub max_output_tokens: Option<usize>,
+}
+
 fn parse_format(s: &str) -> Result<condense_formats::Format, String> {
     s.parse::<condense_formats::Format>()
         .map_err(|e| e.to_string())
@@ -114,9 +126,8 @@ pub struct CompressArgs {
     /// The store directory (default: the pipeline's [store], else .condense/ beside the input).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
-    /// Override the pipeline's context window, in tokens.
-    #[arg(long)]
-    pub context_window: Option<usize>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// The per-stage report on standard error: a table, or JSON.
     #[arg(long, value_enum, default_value = "text")]
     pub report: ReportFormat,
@@ -177,9 +188,8 @@ pub struct DiffArgs {
     /// reproducible; time-based behaviour needs an explicit --now.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
-    /// Override the pipeline's context window, in tokens.
-    #[arg(long)]
-    pub context_window: Option<usize>,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 #[derive(Debug, Args)]
@@ -212,9 +222,8 @@ pub struct CompareArgs {
     /// A pipeline file; give two or more.
     #[arg(long = "pipeline", short, value_name = "FILE", required = true)]
     pub pipelines: Vec<PathBuf>,
-    /// Override every pipeline's context window, in tokens.
-    #[arg(long)]
-    pub context_window: Option<usize>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// The time stages see (RFC 3339 or Unix ms); default 1970-01-01.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,

@@ -3,9 +3,10 @@
 use crate::cli::{
     Cli, Command, CompressArgs, ExpandArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
 };
-use crate::input::{read_input, write_output};
+use crate::input::{read_input, write_output, Input};
 use crate::stats::{self, num};
 use crate::Failure;
+use condense_formats::ReadOptions;
 use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions, RunResult};
 use condense_store::Store;
 use condense_tokens::{BudgetConfig, TokenCounter, TokenizerKind};
@@ -31,7 +32,26 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn load_pipeline(path: Option<&Path>) -> Result<Pipeline, Failure> {
+/// Applies `--context-window` / `--max-output-tokens` to a pipeline and re-validates its budget.
+pub fn apply_model_args(
+    pipeline: &mut Pipeline,
+    model: &crate::cli::ModelArgs,
+) -> Result<(), Failure> {
+    if let Some(w) = model.context_window {
+        pipeline.budget.context_window = w;
+    }
+    if let Some(m) = model.max_output_tokens {
+        pipeline.budget.max_output_tokens = m;
+    }
+    if model.context_window.is_some() || model.max_output_tokens.is_some() {
+        pipeline.budget.validate().map_err(|e| {
+            Failure::usage(format!("--context-window/--max-output-tokens: {e} (a small window needs a smaller --max-output-tokens)"))
+        })?;
+    }
+    Ok(())
+}
+
+pub fn load_pipeline(path: Option<&Path>) -> Result<Pipeline, Failure> {
     match path {
         Some(p) => Pipeline::from_file(p).map_err(|e| Failure::usage(e.to_string())),
         None => Ok(Pipeline::default_pipeline()),
@@ -137,13 +157,7 @@ struct StageTotal {
 
 fn compress(args: CompressArgs) -> Result<(), Failure> {
     let mut pipeline = load_pipeline(args.pipeline.as_deref())?;
-    if let Some(w) = args.context_window {
-        pipeline.budget.context_window = w;
-        pipeline
-            .budget
-            .validate()
-            .map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
-    }
+    apply_model_args(&mut pipeline, &args.model)?;
     let now_ms = args.now.as_deref().map(parse_now).transpose()?;
     let mut input = read_input(&args.input)?;
     let store_dir = args
@@ -198,6 +212,7 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         runs.push(result);
     }
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
+    archive_as_written(&input, &out, &runs, &store)?;
     write_output(args.out.as_deref(), &out)?;
 
     let source = input
@@ -225,6 +240,34 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         ))),
         None => Ok(()),
     }
+}
+
+/// Reads the output back as `condense expand` will and archives any message that reads back
+/// differently from what the pipeline produced (a summary a stage created gets the id and
+/// wrapper line the format gives it), so expansion starts from the file itself.
+fn archive_as_written(
+    input: &Input,
+    out: &[u8],
+    runs: &[RunResult],
+    store: &Store,
+) -> Result<(), Failure> {
+    let opts = ReadOptions {
+        format: Some(input.doc.format()),
+        select: input.select.clone(),
+    };
+    let reread = condense_formats::read(out, "<output>", &opts)
+        .map_err(|e| Failure::run(format!("the output does not read back: {e}")))?;
+    for ((produced, back), run) in input
+        .doc
+        .conversations()
+        .iter()
+        .zip(reread.conversations())
+        .zip(runs)
+    {
+        condense_host::archive::archive_written(store, &run.session, produced, back)
+            .map_err(|e| Failure::run(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Flags the environment sets for every stage: `CONDENSE_DISABLE_AUTOCOMPACT=1` →

@@ -56,7 +56,7 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
     let pipelines = args
         .pipelines
         .iter()
-        .map(|p| Ok((p.display().to_string(), load(Some(p), args.context_window)?)))
+        .map(|p| Ok((p.display().to_string(), load(Some(p), &args.model)?)))
         .collect::<Result<Vec<_>, Failure>>()?;
     let files = collect_inputs(&args.inputs)?;
     let mut all = Vec::new();

@@ -11,6 +11,8 @@ pub struct Input {
     pub doc: Document,
     /// The file, or None for stdin.
     pub path: Option<PathBuf>,
+    /// The `--select` pointer it was read with.
+    pub select: Option<String>,
 }
 
 impl Input {
@@ -50,6 +52,7 @@ pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
     Ok(Input {
         doc,
         path: (!stdin).then(|| args.file.clone()),
+        select: args.select.clone(),
     })
 }
 

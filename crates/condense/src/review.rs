@@ -4,13 +4,14 @@
 //! conversation only) and run the pipeline against a throwaway store, so a review never changes
 //! the state later real runs see, and the same inputs always give the same output.
 
+use crate::cli::ModelArgs;
 use crate::cli::{ColorChoice, DiffArgs, SnapshotArgs};
-use crate::commands::parse_now;
+use crate::commands::{apply_model_args, load_pipeline, parse_now};
 use crate::input::read_input;
 use crate::stats::num;
 use crate::Failure;
 use condense_formats::{read, ReadOptions};
-use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions, RunResult};
+use condense_host::{session_key, LoadedPipeline, RunOptions, RunResult};
 use condense_model::render::render;
 use condense_model::Conversation;
 use condense_store::Store;
@@ -55,20 +56,9 @@ pub(crate) fn run_recorded(
     })
 }
 
-pub(crate) fn load(
-    pipeline: Option<&Path>,
-    context_window: Option<usize>,
-) -> Result<LoadedPipeline, Failure> {
-    let mut p = match pipeline {
-        Some(p) => Pipeline::from_file(p).map_err(|e| Failure::usage(e.to_string()))?,
-        None => Pipeline::default_pipeline(),
-    };
-    if let Some(w) = context_window {
-        p.budget.context_window = w;
-        p.budget
-            .validate()
-            .map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
-    }
+pub(crate) fn load(pipeline: Option<&Path>, model: &ModelArgs) -> Result<LoadedPipeline, Failure> {
+    let mut p = load_pipeline(pipeline)?;
+    apply_model_args(&mut p, model)?;
     Ok(LoadedPipeline::load(p)?)
 }
 
@@ -142,7 +132,7 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
         .map(parse_now)
         .transpose()?
         .unwrap_or(REVIEW_EPOCH_MS);
-    let pipeline = load(args.pipeline.as_deref(), args.context_window)?;
+    let pipeline = load(args.pipeline.as_deref(), &args.model)?;
     if let Some(only) = &args.stage {
         if !pipeline.stages.iter().any(|s| &s.spec.name == only) {
             let names: Vec<&str> = pipeline
@@ -337,7 +327,7 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
         .map(parse_now)
         .transpose()?
         .unwrap_or(REVIEW_EPOCH_MS);
-    let pipeline = load(args.pipeline.as_deref(), None)?;
+    let pipeline = load(args.pipeline.as_deref(), &ModelArgs::default())?;
     let files = collect_inputs(&args.inputs)?;
     if files.is_empty() {
         return Err(Failure::usage("no transcripts to snapshot"));

@@ -250,7 +250,10 @@ fn deduplicate(
     tally: &mut Tally,
 ) -> Result<Option<(String, Change)>, String> {
     let marker = duplicate_marker(config.keep, kept_id);
-    if marker.len() >= entry.text.len() {
+    // Shorter in bytes is not enough: 300 newlines are a handful of tokens, the marker ~20.
+    if marker.len() >= entry.text.len()
+        || host.count_tokens(&marker) >= host.count_tokens(&entry.text)
+    {
         tally.not_shorter += 1;
         return Ok(None);
     }
@@ -279,6 +282,7 @@ fn truncate(
             key,
         )
         .filter(|t| t.len() < entry.text.len())
+        .filter(|t| host.count_tokens(t) < host.count_tokens(&entry.text))
     };
     // A lower bound first (empty key), so a result that stays whole costs no store write.
     if cut("").is_none() {

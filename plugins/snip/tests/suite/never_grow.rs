@@ -124,3 +124,37 @@ fn the_fixture_never_grows_under_any_config() {
         crate::support::assert_never_grows(&input, &out.conversation);
     }
 }
+
+#[test]
+fn a_duplicate_that_costs_fewer_tokens_than_the_marker_stays_whole() {
+    // 300 newlines: longer than the marker in bytes, but only a few tokens (with a
+    // tokenizer-like counter where runs of whitespace are cheap).
+    let blank = "\n".repeat(300);
+    let mut conv = condense_model::Conversation::default();
+    for id in ["a", "b"] {
+        conv.messages.push(condense_model::Message::new(
+            format!("call-{id}"),
+            condense_model::Role::Assistant,
+            vec![crate::support::tool_use(
+                id,
+                "Read",
+                serde_json::json!({"file_path": "blank.txt"}),
+            )],
+        ));
+        conv.messages.push(condense_model::Message::new(
+            format!("result-{id}"),
+            condense_model::Role::User,
+            vec![crate::support::tool_result(
+                id,
+                condense_model::Content::string(blank.clone()),
+            )],
+        ));
+    }
+    let host = condense_abi::testing::MemoryHost::default()
+        .with_counter(|t: &str| t.split_whitespace().count() + 1);
+    let out = crate::support::run(&crate::support::stage(""), &conv, &host);
+    assert_eq!(
+        out.conversation, conv,
+        "the marker would cost more tokens than the blank result"
+    );
+}
