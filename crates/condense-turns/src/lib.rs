@@ -6,31 +6,79 @@
 //!
 //! # API turns
 //!
-//! A turn starts at a **user message that is not only tool results** (a [`Role::User`] message
-//! holding at least one block that is not a `tool_result`) and holds every message up to the
-//! next such message: the assistant messages, the tool-result messages (user messages holding
-//! only tool results, [`Role::Tool`] messages) and the [`Role::Event`] lines that sit among them.
+//! An API turn is one **API round**: one model call and what answers it. That is the unit
+//! Claude Code groups by (its `truncateHeadForPTLRetry` drops whole API turns from the head), and
+//! the unit that matters in agent sessions, which are dominated by long autonomous stretches: a
+//! user types one prompt and the agent works through it with dozens or hundreds of model calls.
+//! A turn is:
 //!
-//! - [`Role::System`] messages are never part of a turn, wherever they sit (they stay in the
-//!   turn's index range but [`Turn::members`] skips them), and the content before the first turn
-//!   (the *leading* part: system messages, anything before the first user message) belongs to
-//!   no turn.
-//! - A turn never separates a `tool_use` from its `tool_result`: a user message that would open a
-//!   turn but answers a call made in an earlier message (a user typing while tool results come
-//!   back) does not open one, so the call and its result stay in the same turn.
+//! - an **assistant response**: one or more *consecutive* [`Role::Assistant`] messages (Claude
+//!   Code writes one response as several lines, one per content block: they are one response);
+//! - with the **tool-result messages** that answer it: user messages holding only
+//!   `tool_result` blocks, [`Role::Tool`] messages;
+//! - opened, when there is one, by the **user prompt** it answers: a [`Role::User`] message that
+//!   is not only tool results ([`is_user_prompt`]; typed text, an image, a slash command).
+//!
+//! So a new turn starts at every user prompt, and at every assistant message that follows a
+//! tool-result message (the next call of an autonomous stretch). Precisely, looking only at chat
+//! messages that are not [`Role::System`] (event lines and system messages never decide a
+//! boundary), a message `k` opens a turn when
+//!
+//! 1. it comes at or after the first user prompt (everything before it, system messages, event
+//!    lines, an assistant greeting, is the *leading* part, which belongs to no turn), and
+//! 2. it is a user prompt, or an assistant message whose previous chat message is neither an
+//!    assistant message nor a user prompt (so a tool-result message), or any chat message right
+//!    after a [condense message](is_condense_message), and
+//! 3. no `tool_use` made before `k` is answered by a `tool_result` at or after `k`: **a turn
+//!    never separates a call from its result**. A result that answers a call of an earlier turn
+//!    (a user prompt arriving while tool results come back, a `Task` call whose subagent's own
+//!    lines are written before its result) merges every turn from the call's to the result's
+//!    into one.
+//!
+//! A turn holds every message from its start up to the next turn's start:
+//!
+//! - [`Role::Event`] lines travel with the turn they sit in (an event line between two turns
+//!   ends the earlier one);
+//! - [`Role::System`] messages are never part of a turn, wherever they sit: they stay in the
+//!   turn's index range but [`Turn::members`] skips them.
+//!
+//! A **condense message** (a user message of one text block starting with `[condense: `, written
+//! by `context-collapse` or `autocompact` in place of earlier messages) is a turn of its own: it
+//! stands for turns already gone, the model never answered it as a prompt. This keeps a stage's
+//! output grouped the way its input was: a collapse summary followed by the next model call of
+//! an autonomous stretch is two turns, not one.
 //!
 //! ```
-//! use condense_model::{Block, Message, RawJson, Role};
+//! use condense_model::{Block, Message, RawJson, Role, ToolResult, ToolUse};
+//! let call = |id: &str| ToolUse {
+//!     id: id.into(),
+//!     name: "Read".into(),
+//!     input: RawJson::default(),
+//!     extra: RawJson::default(),
+//! };
+//! let result = |id: &str| ToolResult {
+//!     tool_use_id: id.into(),
+//!     content: condense_model::Content::string("ok"),
+//!     is_error: None,
+//!     extra: RawJson::default(),
+//! };
 //! let msgs = vec![
 //!     Message::new("s", Role::System, vec![Block::text("be brief")]),
-//!     Message::new("u1", Role::User, vec![Block::text("hi")]),
-//!     Message::new("a1", Role::Assistant, vec![Block::text("hello")]),
-//!     Message::new("u2", Role::User, vec![Block::text("bye")]),
+//!     Message::new("u1", Role::User, vec![Block::text("fix the bug")]),
+//!     Message::new("a1", Role::Assistant, vec![Block::text("Reading the code.")]),
+//!     Message::new("a2", Role::Assistant, vec![Block::ToolUse(call("c1"))]),
+//!     Message::new("r1", Role::User, vec![Block::ToolResult(result("c1"))]),
+//!     Message::new("a3", Role::Assistant, vec![Block::ToolUse(call("c2"))]),
+//!     Message::new("r2", Role::User, vec![Block::ToolResult(result("c2"))]),
+//!     Message::new("a4", Role::Assistant, vec![Block::text("Fixed.")]),
+//!     Message::new("u2", Role::User, vec![Block::text("thanks")]),
 //! ];
 //! let turns = condense_turns::group(&msgs);
 //! assert_eq!(turns.leading_end, 1);
-//! assert_eq!(turns.turns.len(), 2);
-//! assert_eq!(turns.turns[0].range(), 1..3);
+//! let ranges: Vec<_> = turns.turns.iter().map(|t| t.range()).collect();
+//! // The prompt and the first response (two lines) with its result; the next call and its
+//! // result; the last response; the next prompt.
+//! assert_eq!(ranges, vec![1..5, 5..7, 7..8, 8..9]);
 //! ```
 
 pub mod measure;
@@ -39,10 +87,12 @@ use condense_model::{Block, Message, RawJson, Role};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-/// One API turn: an index range of the message list (see the [crate docs](crate)).
+/// One API turn (one API round): an index range of the message list (see the [crate
+/// docs](crate)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Turn {
-    /// Index of the user message that opens the turn.
+    /// Index of the message that opens the turn: a user prompt, an assistant message (the next
+    /// model call of an autonomous stretch) or a condense message.
     pub start: usize,
     /// One past the turn's last message (the next turn's `start`, or the message count).
     pub end: usize,
@@ -82,8 +132,13 @@ impl Turns {
     }
 }
 
-/// Whether `message` could open a turn: a user message with a block that is not a tool result.
-pub fn opens_turn(message: &Message) -> bool {
+/// The start of every condense message's text.
+pub const CONDENSE_MARKER: &str = "[condense: ";
+
+/// Whether `message` is a user prompt: a [`Role::User`] message with a block that is not a tool
+/// result (typed text, an image, a slash command, a condense message). A user prompt always
+/// opens a turn unless that would separate a call from its result.
+pub fn is_user_prompt(message: &Message) -> bool {
     message.role == Role::User
         && message
             .content
@@ -92,7 +147,38 @@ pub fn opens_turn(message: &Message) -> bool {
             .any(|b| !matches!(b, Block::ToolResult(_)))
 }
 
-/// Groups `messages` into API turns.
+/// Whether `message` is one a condense stage wrote in place of earlier messages (a collapse
+/// summary, a compaction summary, a restored file, a pinned item): a [`Role::User`] message of
+/// one text block starting with [`CONDENSE_MARKER`]. It is a turn of its own.
+pub fn is_condense_message(message: &Message) -> bool {
+    message.role == Role::User
+        && matches!(message.content.blocks.as_slice(), [Block::Text(t)] if t.text.starts_with(CONDENSE_MARKER))
+}
+
+/// What a chat message is, for the turn boundaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Prompt,
+    Condense,
+    Assistant,
+    /// Tool results (a user message of only tool results, a [`Role::Tool`] message), or a user
+    /// message without blocks.
+    Results,
+}
+
+fn kind(message: &Message) -> Kind {
+    if is_condense_message(message) {
+        Kind::Condense
+    } else if is_user_prompt(message) {
+        Kind::Prompt
+    } else if message.role == Role::Assistant {
+        Kind::Assistant
+    } else {
+        Kind::Results
+    }
+}
+
+/// Groups `messages` into API turns (API rounds, see the [crate docs](crate)).
 pub fn group(messages: &[Message]) -> Turns {
     let n = messages.len();
     // Where each call is made (first occurrence, chat messages only).
@@ -117,9 +203,28 @@ pub fn group(messages: &[Message]) -> Turns {
     }
     let mut open_pairs = 0i64;
     let mut starts = Vec::new();
+    // The kind of the previous chat message that is not a system message; `None` in the
+    // leading part (before the first user prompt).
+    let mut previous: Option<Kind> = None;
     for (k, m) in messages.iter().enumerate() {
         open_pairs += diff[k];
-        if open_pairs == 0 && opens_turn(m) {
+        if !m.is_chat() || m.role == Role::System {
+            continue;
+        }
+        let this = kind(m);
+        let opens = match (previous, this) {
+            // The leading part ends at the first user prompt.
+            (None, Kind::Prompt | Kind::Condense) => true,
+            (None, _) => false,
+            (Some(_), Kind::Prompt | Kind::Condense) => true,
+            (Some(Kind::Condense), _) => true,
+            (Some(Kind::Results), Kind::Assistant) => true,
+            (Some(_), _) => false,
+        };
+        if previous.is_some() || opens {
+            previous = Some(this);
+        }
+        if opens && open_pairs == 0 {
             starts.push(k);
         }
     }
@@ -215,22 +320,21 @@ pub fn envelope_template(source_format: &str, message: &Message, new: &Message) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{Content, RawJson, ToolResult, ToolUse};
+    use condense_model::{Content, RawJson, ThinkingBlock, ToolResult, ToolUse};
 
     fn text(id: &str, role: Role) -> Message {
         Message::new(id, role, vec![Block::text(id)])
     }
+    fn use_block(call: &str) -> Block {
+        Block::ToolUse(ToolUse {
+            id: call.into(),
+            name: "Bash".into(),
+            input: RawJson::default(),
+            extra: RawJson::default(),
+        })
+    }
     fn call(id: &str, call: &str) -> Message {
-        Message::new(
-            id,
-            Role::Assistant,
-            vec![Block::ToolUse(ToolUse {
-                id: call.into(),
-                name: "Bash".into(),
-                input: RawJson::default(),
-                extra: RawJson::default(),
-            })],
-        )
+        Message::new(id, Role::Assistant, vec![use_block(call)])
     }
     fn result(call: &str) -> Block {
         Block::ToolResult(ToolResult {
@@ -239,6 +343,9 @@ mod tests {
             is_error: None,
             extra: RawJson::default(),
         })
+    }
+    fn results(id: &str, call: &str) -> Message {
+        Message::new(id, Role::User, vec![result(call)])
     }
     fn ranges(msgs: &[Message]) -> (usize, Vec<Range<usize>>) {
         let t = group(msgs);
@@ -251,14 +358,88 @@ mod tests {
             text("sys", Role::System),
             text("u1", Role::User),
             call("a1", "c1"),
-            Message::new("r1", Role::User, vec![result("c1")]),
+            results("r1", "c1"),
             text("ev", Role::Event),
             text("a2", Role::Assistant),
             text("u2", Role::User),
             call("a3", "c2"),
             Message::new("r2", Role::Tool, vec![result("c2")]),
+            text("ev2", Role::Event),
         ];
-        assert_eq!(ranges(&msgs), (1, vec![1..6, 6..9]));
+        // u1 with its call and result (and the event line after it); the next response; u2 with
+        // its call, the Role::Tool result and the trailing event line.
+        assert_eq!(ranges(&msgs), (1, vec![1..5, 5..6, 6..10]));
+    }
+
+    #[test]
+    fn an_autonomous_stretch_is_one_turn_per_model_call() {
+        let msgs = vec![
+            text("u1", Role::User),
+            call("a1", "c1"),
+            results("r1", "c1"),
+            call("a2", "c2"),
+            results("r2", "c2"),
+            call("a3", "c3"),
+            results("r3", "c3"),
+            text("a4", Role::Assistant),
+        ];
+        assert_eq!(ranges(&msgs), (0, vec![0..3, 3..5, 5..7, 7..8]));
+    }
+
+    #[test]
+    fn claude_code_split_assistant_lines_form_one_turn() {
+        // One response written as three lines (text, then two tool_use blocks), with an event
+        // line among them, then the results.
+        let msgs = vec![
+            text("u1", Role::User),
+            text("a1-text", Role::Assistant),
+            text("ev", Role::Event),
+            call("a1-use1", "c1"),
+            call("a1-use2", "c2"),
+            results("r1", "c1"),
+            results("r2", "c2"),
+            Message::new(
+                "a2-thinking",
+                Role::Assistant,
+                vec![Block::Thinking(ThinkingBlock {
+                    thinking: "hmm".into(),
+                    extra: RawJson::default(),
+                })],
+            ),
+            text("a2-text", Role::Assistant),
+        ];
+        assert_eq!(ranges(&msgs), (0, vec![0..7, 7..9]));
+    }
+
+    #[test]
+    fn parallel_calls_with_results_in_separate_messages_stay_in_one_turn() {
+        let msgs = vec![
+            text("u1", Role::User),
+            Message::new(
+                "a1",
+                Role::Assistant,
+                vec![use_block("c1"), use_block("c2")],
+            ),
+            results("r1", "c1"),
+            Message::new("r2", Role::Tool, vec![result("c2")]),
+            text("a2", Role::Assistant),
+        ];
+        assert_eq!(ranges(&msgs), (0, vec![0..4, 4..5]));
+    }
+
+    #[test]
+    fn a_user_prompt_mid_stretch_opens_a_turn() {
+        let msgs = vec![
+            text("u1", Role::User),
+            call("a1", "c1"),
+            results("r1", "c1"),
+            text("u2", Role::User),
+            call("a2", "c2"),
+            results("r2", "c2"),
+            call("a3", "c3"),
+            results("r3", "c3"),
+        ];
+        assert_eq!(ranges(&msgs), (0, vec![0..3, 3..6, 6..8]));
     }
 
     #[test]
@@ -278,16 +459,51 @@ mod tests {
     }
 
     #[test]
-    fn a_call_answered_much_later_keeps_everything_between_in_one_turn() {
+    fn interleaved_results_merge_the_turns_between_call_and_result() {
+        // c1's result comes back after a later prompt and a later call: the turns from c1's to
+        // its result's are one.
         let msgs = vec![
             text("u1", Role::User),
             call("a1", "c1"),
             text("u2", Role::User),
-            text("a2", Role::Assistant),
-            Message::new("r1", Role::User, vec![result("c1")]),
+            call("a2", "c2"),
+            results("r2", "c2"),
+            text("a3", Role::Assistant),
+            results("r1", "c1"),
+            call("a4", "c4"),
+            results("r4", "c4"),
             text("u3", Role::User),
         ];
-        assert_eq!(ranges(&msgs), (0, vec![0..5, 5..6]));
+        assert_eq!(ranges(&msgs), (0, vec![0..7, 7..9, 9..10]));
+        let orphans =
+            |msgs: &[Message], turn: Range<usize>| orphaned_tool_results(&msgs[turn]).len();
+        for t in group(&msgs).turns {
+            assert_eq!(orphans(&msgs, t.range()), 0, "{:?}", t.range());
+        }
+    }
+
+    #[test]
+    fn a_condense_message_is_a_turn_of_its_own() {
+        let summary = Message::new(
+            "collapse-u1",
+            Role::User,
+            vec![Block::text(
+                "[condense: summary of 9 earlier messages (ids u1…r3)]\nx",
+            )],
+        );
+        let msgs = vec![
+            text("s", Role::System),
+            summary,
+            text("s2", Role::System),
+            call("a4", "c4"),
+            results("r4", "c4"),
+            call("a5", "c5"),
+            results("r5", "c5"),
+        ];
+        assert_eq!(ranges(&msgs), (1, vec![1..3, 3..5, 5..7]));
+        assert!(is_condense_message(&msgs[1]));
+        assert!(is_user_prompt(&msgs[1]));
+        assert!(!is_condense_message(&text("u", Role::User)));
     }
 
     #[test]
@@ -298,17 +514,30 @@ mod tests {
             text("a1", Role::Assistant),
         ];
         let t = group(&msgs);
+        assert_eq!(t.turns.len(), 1);
         assert_eq!(t.turns[0].members(&msgs).collect::<Vec<_>>(), vec![0, 2]);
         assert_eq!(t.turn_of(1), Some(0));
     }
 
     #[test]
     fn leading_content_and_no_turns() {
-        let msgs = vec![text("s", Role::System), text("a", Role::Assistant)];
-        assert_eq!(ranges(&msgs), (2, vec![]));
+        let msgs = vec![
+            text("s", Role::System),
+            call("a", "c0"),
+            results("r", "c0"),
+            text("a2", Role::Assistant),
+        ];
+        assert_eq!(ranges(&msgs), (4, vec![]));
         let t = group(&msgs);
         assert_eq!(t.turn_of(0), None);
         assert_eq!(group(&[]).leading_end, 0);
+        // The first user prompt ends the leading part.
+        let mut msgs = msgs;
+        msgs.push(text("u1", Role::User));
+        msgs.push(text("a3", Role::Assistant));
+        let t = group(&msgs);
+        assert_eq!(t.leading_end, 4);
+        assert_eq!(t.turns, vec![Turn { start: 4, end: 6 }]);
     }
 
     #[test]

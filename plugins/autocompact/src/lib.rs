@@ -16,7 +16,7 @@
 //! enabled = true
 //! buffer_tokens = 13000              # threshold = effective window - buffer_tokens ...
 //! threshold_pct = 0.85               # ... or this fraction of the effective window (0.5..=0.98)
-//! min_turns_between = 2              # API turns between two compactions
+//! min_turns_between = 2              # API turns (model calls) between two compactions
 //! max_consecutive_failures = 3       # circuit breaker
 //! summary_max_tokens = 20000         # never more than 1/4 of the effective window
 //! restore_files = 5                  # most recently read files given back
@@ -67,6 +67,18 @@
 //! - the circuit breaker is open (see below), even when forced;
 //! - fewer than `min_turns_between` API turns since the last compaction (turns after its summary
 //!   message when the agent adopted the output, otherwise the growth in turns since).
+//!
+//! An API turn is one API round (see `condense_turns`): one assistant response (consecutive
+//! assistant messages) with the tool-result messages that answer its calls, opened by the user
+//! prompt it answers when there is one; turns of the condense messages themselves (summaries,
+//! restored files, pinned items) do not count. In an autonomous stretch every model call is a
+//! turn. The default `min_turns_between = 2` stays in that light. What the guard is for is not
+//! compacting again on (nearly) the same content: a rerun on the same input, an agent that keeps
+//! its full history, a result that lands just under the threshold. Two new model calls with
+//! their results are new content to merge into the anchored summary, and a compaction's result
+//! is below the threshold by construction (restored items are dropped until it is), so reaching
+//! it again within two calls means very large tool results, where waiting longer would only
+//! risk a request that does not fit.
 //!
 //! The host flag `force:autocompact` (its recovery chain after a prompt-too-long error) fires
 //! below the threshold, while collapse is active and before `min_turns_between`.
@@ -235,7 +247,10 @@ impl Stage for Autocompact {
         ),
         (
             "min_turns_between",
-            "API turns that must pass between two compactions (force:autocompact overrides).",
+            "API turns that must pass between two compactions (force:autocompact overrides). \
+             An API turn is one API round: an assistant response with the tool results that \
+             answer it, opened by the user prompt it answers when there is one (every model \
+             call of an autonomous stretch is one); condense messages do not count.",
         ),
         (
             "max_consecutive_failures",
@@ -470,11 +485,9 @@ impl Trigger {
 }
 
 /// Whether `message` is one a condense stage wrote (a summary, a restored file, a pinned item,
-/// a collapse summary): a user message of one text starting with `[condense: `.
-pub fn is_condense_message(message: &Message) -> bool {
-    message.role == Role::User
-        && matches!(message.content.blocks.as_slice(), [Block::Text(t)] if t.text.starts_with("[condense: "))
-}
+/// a collapse summary): a user message of one text starting with `[condense: `. Each is an API
+/// turn of its own.
+pub use condense_turns::is_condense_message;
 
 /// Whether `message` is one this stage wrote (summary, restored file, pinned item).
 pub fn is_own_message(message: &Message) -> bool {
@@ -505,7 +518,7 @@ pub fn parse_summary(message: &Message) -> Option<(usize, usize, String)> {
     Some((n, count, body.to_string()))
 }
 
-/// API turns that are real turns (not opened by a condense message).
+/// API turns (API rounds) that are real turns, not a condense message's.
 fn real_turns(messages: &[Message]) -> Vec<condense_turns::Turn> {
     condense_turns::group(messages)
         .turns
@@ -624,7 +637,7 @@ impl Autocompact {
         // The last user message, when nothing answered it.
         let kept = messages
             .iter()
-            .rposition(|m| condense_turns::opens_turn(m) && !is_condense_message(m))
+            .rposition(|m| condense_turns::is_user_prompt(m) && !is_condense_message(m))
             .filter(|&i| !messages[i + 1..].iter().any(|m| m.role == Role::Assistant));
         let to_summarize: Vec<Message> = messages
             .iter()
@@ -670,7 +683,7 @@ impl Autocompact {
         let template = to_summarize
             .iter()
             .rev()
-            .find(|m| condense_turns::opens_turn(m))
+            .find(|m| condense_turns::is_user_prompt(m))
             .or(to_summarize.last());
         let new_message = |id: &str, text: String| {
             let mut m = Message {

@@ -22,9 +22,9 @@
 //! - `consecutive_failures`, `last_failure`: the circuit breaker. A failed attempt (the summarizer
 //!   failed, or the result would not have been smaller) adds one; a compaction resets it to 0.
 //!   From `max_consecutive_failures` on, the stage stops trying for the session.
-//! - `last`: the last compaction: the id of its summary message, how many API turns its input
-//!   had (to count the turns since when the agent did not adopt the output), when, and the token
-//!   estimates of the messages before and after.
+//! - `last`: the last compaction: the id of its summary message, how many API turns (API rounds,
+//!   see `condense_turns`) its input had (to count the turns since when the agent did not adopt
+//!   the output), when, and the token estimates of the messages before and after.
 
 use condense_abi::Host;
 use serde::{Deserialize, Serialize};

@@ -16,10 +16,32 @@
 //! [stage.config]
 //! commit_at = 0.90           # commit new collapses from 90% of the effective window
 //! block_at = 0.95            # from 95%, collapsing is mandatory (reported when not enough)
-//! keep_recent_turns = 4      # the most recent API turns are never collapsed (>= 1)
+//! keep_recent_turns = 4      # the most recent API turns (model calls) are never collapsed (>= 1)
 //! turns_per_span = 4         # API turns per committed span (>= 1)
 //! summary_max_tokens = 2000  # the most a span's summary may take
 //! ```
+//!
+//! # API turns
+//!
+//! The unit is the **API turn**, one API round (see `condense_turns`): one assistant response
+//! (consecutive assistant messages, as Claude Code writes one response line by line) with the
+//! tool-result messages that answer its calls, opened by the user prompt it answers when there
+//! is one. An autonomous stretch of 150 sequential tool calls after one user prompt is about 150
+//! turns, not one (parallel calls made in one response are one turn), so collapse can fold the
+//! old part of a long stretch and keep its recent calls, which is what agent sessions need: they
+//! are dominated by such stretches. A call whose result comes back much later (a `Task` subagent
+//! whose own lines are written in between) is one turn with everything in between, since a turn
+//! never separates a call from its result.
+//!
+//! The defaults count these turns. `keep_recent_turns = 4` keeps the last four model calls and
+//! everything they got back verbatim: the agent's working set (the file just read, the command
+//! just run, the edit just made and its check) plus the prompt, when it is that recent. Fewer
+//! would summarize the result the agent is acting on; more would, in a tight window, hold back
+//! exactly the tool output that fills it. `turns_per_span = 4` makes a span a small step of work
+//! (a few calls and their results): commits free about what is needed to get back under
+//! `commit_at` rather than much more, and each merge into the running summary (below) brings it
+//! a coherent step. The cost is one summarizer call per span when a conversation jumps far past
+//! `commit_at` at once; a session that grows a few turns per run commits a span now and then.
 //!
 //! # When it commits
 //!
@@ -44,8 +66,9 @@
 //!
 //! Spans are whole API turns (see [`turns`]): a span never separates a `tool_use` from its
 //! `tool_result`, never holds a system message, and never touches the leading content before the
-//! first user message. A span is `turns_per_span` consecutive turns, or fewer at the end of what
-//! may be collapsed.
+//! first user prompt. A span is `turns_per_span` consecutive turns, or fewer at the end of what
+//! may be collapsed. A span may end in the middle of an autonomous stretch: the summary then
+//! stands for the calls made so far, and the turn after it is the next model call.
 //!
 //! A span that starts right after an existing summary is **merged** into it: the summarizer gets
 //! the older summary as `previous_summary` and the new span's messages (anchored iterative
@@ -112,9 +135,10 @@ pub struct Config {
     pub commit_at: f64,
     /// Fraction of the effective window from which collapsing is mandatory.
     pub block_at: f64,
-    /// The most recent API turns, never collapsed.
+    /// The most recent API turns (API rounds: model calls with their results), never
+    /// collapsed.
     pub keep_recent_turns: usize,
-    /// API turns per committed span.
+    /// API turns (API rounds) per committed span.
     pub turns_per_span: usize,
     /// The most a span's summary may take, in tokens.
     pub summary_max_tokens: usize,
@@ -163,9 +187,17 @@ impl Stage for ContextCollapse {
         ),
         (
             "keep_recent_turns",
-            "The most recent API turns, never collapsed (>= 1).",
+            "The most recent API turns, never collapsed (>= 1). An API turn is one API round: \
+             an assistant response (consecutive assistant messages) with the tool results that \
+             answer it, opened by the user prompt it answers when there is one; an autonomous \
+             stretch of tool calls is one turn per call. 4 keeps the agent's last few calls and \
+             their results verbatim.",
         ),
-        ("turns_per_span", "API turns per committed span (>= 1)."),
+        (
+            "turns_per_span",
+            "API turns (API rounds, see keep_recent_turns) per committed span (>= 1); 4: a \
+             small step of work per span, so commits free about what is needed.",
+        ),
         (
             "summary_max_tokens",
             "The most a span's summary may take, in tokens (>= 1).",

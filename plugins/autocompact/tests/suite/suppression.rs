@@ -2,9 +2,10 @@
 //! and what force:autocompact overrides.
 
 use crate::fixture::{config, conversation, host};
-use crate::support::{has_note, ids, run, stage, text, Host};
+use crate::support::{call, has_note, ids, run, run_as_is, stage, text, Host};
 use autocompact::{COLLAPSE_ACTIVE_FLAG, DISABLE_FLAG, FIRED_FLAG, FORCE_FLAG};
 use condense_model::{Conversation, Role};
+use serde_json::json;
 
 fn with(flags: &[&str]) -> Host {
     flags.iter().fold(host(), |h, f| h.with_flag(f))
@@ -137,17 +138,53 @@ fn min_turns_between_two_compactions() {
     )));
     assert_eq!(h.state_json()["compactions"], 2);
 
-    // Forced, the minimum does not hold (no user turn since: the assistant only answered).
+    // Forced, the minimum does not hold (one turn since: the assistant's answer after the
+    // restored items, no user prompt).
     let mut forced = host().with_flag(FORCE_FLAG);
     *forced.state.borrow_mut() = h.state.borrow().clone();
     let again = adopted_with_turns(&out.conversation, 1);
     let out = run(&stage, &again, &mut forced);
     assert_eq!(out.report.flags, vec![FIRED_FLAG]);
     assert!(
-        has_note(&out.report, "min_turns_between (0 since the last)"),
+        has_note(&out.report, "min_turns_between (1 since the last)"),
         "{:?}",
         out.report.notes
     );
+}
+
+#[test]
+fn the_model_calls_of_an_autonomous_stretch_count_as_turns() {
+    let stage = stage(&config());
+    let mut h = host();
+    let first = run(&stage, &conversation(), &mut h);
+    assert_eq!(first.report.flags, vec![FIRED_FLAG]);
+    // The agent answers the kept u3 with a call: one turn (u3, the call, its result), and no
+    // user prompt after it.
+    let mut conv = first.conversation.clone();
+    let output = "test result: ok\n".repeat(300);
+    conv.messages.extend(call(
+        "90",
+        "Bash",
+        json!({"command": "cargo test"}),
+        &output,
+    ));
+    h.conversation_tokens = 5_000;
+    let out = run_as_is(&stage, &conv, &h);
+    assert!(out.report.flags.is_empty());
+    assert!(
+        has_note(&out.report, "compacted 1 turn ago (autocompact-1)"),
+        "{:?}",
+        out.report.notes
+    );
+    // The next call of the same stretch is the second turn since: it compacts again.
+    conv.messages.extend(call(
+        "91",
+        "Bash",
+        json!({"command": "cargo clippy"}),
+        &output,
+    ));
+    let out = run_as_is(&stage, &conv, &h);
+    assert_eq!(out.report.flags, vec![FIRED_FLAG], "{:?}", out.report.notes);
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! A hand-made session covering each case, and the stage's output on it, snapshotted.
 //!
-//! Ten API turns after a leading system message: tool calls and their results, an event line,
-//! a user message that answers a call and adds text (it does not open a turn), a system message
-//! in the middle of a turn, and a last user message still unanswered.
+//! Ten user prompts after a leading system message, 18 API turns (API rounds): each step is the
+//! prompt with the call it makes and its result, then the answer (a second model call, so a
+//! second turn); tool calls and their results, an event line, a user message that answers a call
+//! and adds text (it does not open a turn, so step 3 is one turn), a system message in the middle
+//! of a turn, and a last user message still unanswered.
 
 use crate::support::{
     assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, state_summary, text,
@@ -20,7 +22,8 @@ pub fn filler(label: &str, n: usize) -> String {
         .join("\n")
 }
 
-/// Turn `i`: the user asks, the assistant reads a file and answers.
+/// Step `i`, two API turns: the user asks and the assistant reads a file (`u`, `a`, `r`), then
+/// the assistant answers (`b`).
 pub fn plain_turn(i: usize) -> Vec<Message> {
     vec![
         text(
@@ -59,7 +62,7 @@ pub fn plain_turn(i: usize) -> Vec<Message> {
 pub fn conversation() -> Conversation {
     let mut messages = vec![text("s0", Role::System, "You are a careful coding agent.")];
     messages.extend(plain_turn(1));
-    // Turn 2: a shell call, an event line among the turn's messages.
+    // Step 2: an event line among the first turn's messages.
     messages.extend(plain_turn(2));
     messages.insert(
         messages.len() - 1,
@@ -68,7 +71,7 @@ pub fn conversation() -> Conversation {
             ..Message::new("e2", Role::Event, vec![])
         },
     );
-    // Turn 3: the user answers the call and adds text in the same message: one turn.
+    // Step 3: the user answers the call and adds text in the same message: one turn.
     messages.push(text("u3", Role::User, "Step 3: run the tests"));
     messages.push(Message::new(
         "a3",
@@ -87,13 +90,13 @@ pub fn conversation() -> Conversation {
     for i in 4..=9 {
         messages.extend(plain_turn(i));
     }
-    // A system message in the middle of turn 5 (after its call's result).
+    // A system message at the end of step 5's first turn (after its call's result).
     let at = messages.iter().position(|m| m.id == "b5").unwrap();
     messages.insert(
         at,
         text("s5", Role::System, "Reminder: keep answers short."),
     );
-    // Turn 10: the last user message, not answered yet.
+    // Step 10: the last user message, not answered yet.
     messages.push(text("u10", Role::User, "Now summarize what changed."));
     Conversation {
         messages,
@@ -103,7 +106,7 @@ pub fn conversation() -> Conversation {
 
 /// A host whose effective window puts the fixture (4,170 tokens) over `commit_at`: effective
 /// 2,600 tokens (window 22,600 - min(max output 20,000, 20,000)), commit at 2,340, block at 2,470.
-/// Collapsing turns 1-4 is not enough; merging turns 5-6 into their summary is.
+/// Collapsing turns 1-4 (u1…b2) is not enough; merging turns 5-8 (u3…r5) into their summary is.
 pub fn host() -> Host {
     Host::default().with_window(22_600, 20_000)
 }
@@ -113,9 +116,20 @@ fn fixture_is_over_commit_at() {
     let h = host();
     let n = tokens(&h, &conversation());
     assert_eq!(n, 4_170);
+    let conv = conversation();
+    let turns = condense_turns::group(&conv.messages);
+    assert_eq!(turns.turns.len(), 18);
+    let starts: Vec<&str> = turns
+        .turns
+        .iter()
+        .map(|t| conv.messages[t.start].id.as_str())
+        .collect();
     assert_eq!(
-        condense_turns::group(&conversation().messages).turns.len(),
-        10
+        starts,
+        [
+            "u1", "b1", "u2", "b2", "u3", "u4", "b4", "u5", "b5", "u6", "b6", "u7", "b7", "u8",
+            "b8", "u9", "b9", "u10"
+        ]
     );
 }
 
@@ -141,17 +155,22 @@ fn the_recent_turns_and_the_leading_content_are_kept_verbatim() {
     let mut h = host();
     let input = conversation();
     let out = run(&stage(""), &input, &mut h);
-    // Leading system message first, then the summary, then turns 7..=10 as they were.
+    // Leading system message first, then the summary, then turns 9..=18 (from b5) as they
+    // were: the 4 most recent (b8, u9, b9, u10) and those not needed to get under commit_at.
     assert_eq!(out.conversation.messages[0], input.messages[0]);
     assert_eq!(out.conversation.messages[1].id, "collapse-u1");
-    let from_u7 = input.position("u7").unwrap();
-    let tail = &input.messages[from_u7..];
+    let from_b5 = input.position("b5").unwrap();
+    let tail = &input.messages[from_b5..];
     assert_eq!(
         &out.conversation.messages[out.conversation.messages.len() - tail.len()..],
         tail
     );
-    // The system message inside the collapsed turn 5 stays, right after the summary.
-    assert_eq!(ids(&out.conversation)[..3], ["s0", "collapse-u1", "s5"]);
+    // The system message inside the collapsed turn 8 stays, right after the summary; the next
+    // turn starts with the assistant's answer.
+    assert_eq!(
+        ids(&out.conversation)[..4],
+        ["s0", "collapse-u1", "s5", "b5"]
+    );
 }
 
 #[test]
@@ -159,23 +178,23 @@ fn the_second_span_is_merged_into_the_first_summary() {
     let mut h = host();
     let out = run(&stage(""), &conversation(), &mut h);
     let requests = h.summary_requests.borrow();
-    assert_eq!(requests.len(), 2, "two spans: turns 1-4, then 5-6 merged");
+    assert_eq!(requests.len(), 2, "two spans: turns 1-4, then 5-8 merged");
     assert_eq!(requests[0].previous_summary, None);
     assert_eq!(requests[0].purpose, "context-collapse");
     assert_eq!(requests[0].max_tokens, 2_000);
     let first: Vec<&str> = requests[0].messages.iter().map(|m| m.id.as_str()).collect();
     // Events and system messages are not given to the summarizer.
     assert_eq!(first.first(), Some(&"u1"));
-    assert_eq!(first.last(), Some(&"b4"));
+    assert_eq!(first.last(), Some(&"b2"));
     assert!(!first.contains(&"e2"));
-    assert_eq!(requests[0].messages.len(), 16);
+    assert_eq!(requests[0].messages.len(), 8);
     let second: Vec<&str> = requests[1].messages.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(second.first(), Some(&"u5"));
-    assert_eq!(second.last(), Some(&"b6"));
+    assert_eq!(second.first(), Some(&"u3"));
+    assert_eq!(second.last(), Some(&"r5"));
     assert!(!second.contains(&"s5"));
     let previous = requests[1].previous_summary.as_deref().unwrap();
     assert!(
-        previous.starts_with("summary of 16 messages: u1, a1"),
+        previous.starts_with("summary of 8 messages: u1, a1"),
         "{previous}"
     );
     // One summary message for the combined span, named after its first message.
@@ -189,7 +208,7 @@ fn the_second_span_is_merged_into_the_first_summary() {
     assert!(summaries[0]
         .content
         .text()
-        .starts_with("[condense: summary of 25 earlier messages (ids u1…b6)]\n"));
+        .starts_with("[condense: summary of 20 earlier messages (ids u1…r5)]\n"));
 }
 
 #[test]

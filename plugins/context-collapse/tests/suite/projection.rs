@@ -73,8 +73,9 @@ fn growing_past_commit_at_again_merges_the_next_span_into_the_running_summary() 
         .previous_summary
         .as_deref()
         .unwrap()
-        .starts_with("summary of 16 messages: u1"));
-    assert_eq!(merge.messages[0].id, "u7");
+        .starts_with("summary of 8 messages: u1"));
+    // The next span starts where the first run's ended: the answer of step 5.
+    assert_eq!(merge.messages[0].id, "b5");
     let summaries = out
         .conversation
         .messages
@@ -85,8 +86,8 @@ fn growing_past_commit_at_again_merges_the_next_span_into_the_running_summary() 
     assert_eq!(out.report.events[0].kind, "reapplied");
     assert_eq!(out.report.events[1].kind, "collapsed");
     assert_no_orphans(&out.conversation);
-    // The 4 most recent turns (11..=14) are whole.
-    let from = longer.position("u11").unwrap();
+    // The 4 most recent turns (steps 13 and 14) are whole.
+    let from = longer.position("u13").unwrap();
     let tail = &longer.messages[from..];
     let out_tail = &out.conversation.messages[out.conversation.messages.len() - tail.len()..];
     assert_eq!(out_tail, tail);
@@ -118,8 +119,8 @@ fn its_own_output_is_left_as_it_is_with_or_without_state() {
     assert!(adopted.report.events[0].detail.ends_with("adopted)"));
     let state = fresh.state_json();
     assert_eq!(state["collapses"][0]["first"], "u1");
-    assert_eq!(state["collapses"][0]["last"], "b6");
-    assert_eq!(state["collapses"][0]["count"], 25);
+    assert_eq!(state["collapses"][0]["last"], "r5");
+    assert_eq!(state["collapses"][0]["count"], 20);
     assert_eq!(state["collapses"][0]["ids"][0], "collapse-u1");
 }
 
@@ -132,10 +133,37 @@ fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
     let mut forced = host().with_flag(FORCE_FLAG);
     *forced.state.borrow_mut() = h.state.borrow().clone();
     let out = run(&stage, &first.conversation, &mut forced);
-    // Turns 7..=10 are the 4 most recent: nothing more may be collapsed.
-    assert_eq!(out.conversation, first.conversation);
-    assert!(forced.summary_requests.borrow().is_empty());
-    // With keep_recent_turns = 1, turns 7..=9 are merged into the summary found in the input.
+    // Everything but the 4 most recent turns (b8, u9…r9, b9, u10) is merged into the summary.
+    assert_eq!(
+        ids(&out.conversation),
+        [
+            "s0",
+            "collapse-u1",
+            "s5",
+            "b8",
+            "u9",
+            "a9",
+            "r9",
+            "b9",
+            "u10"
+        ]
+    );
+    assert!(forced.summary_requests.borrow()[0]
+        .previous_summary
+        .as_deref()
+        .unwrap()
+        .starts_with("summary of 8"));
+    assert!(out.conversation.messages[1]
+        .content
+        .text()
+        .starts_with("[condense: summary of 32 earlier messages (ids u1…r8)]"));
+    assert_no_orphans(&out.conversation);
+    // Forced again on that: only the 4 most recent turns are left, nothing more may be collapsed.
+    let requests = forced.summary_requests.borrow().len();
+    let again = run(&stage, &out.conversation, &mut forced);
+    assert_eq!(again.conversation, out.conversation);
+    assert_eq!(forced.summary_requests.borrow().len(), requests);
+    // With keep_recent_turns = 1, turns up to b9 are merged into the summary found in the input.
     let one = crate::support::stage("keep_recent_turns = 1");
     let mut forced = host().with_flag(FORCE_FLAG);
     *forced.state.borrow_mut() = h.state.borrow().clone();
@@ -146,7 +174,7 @@ fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
         .previous_summary
         .as_deref()
         .unwrap()
-        .starts_with("summary of 16"));
+        .starts_with("summary of 8"));
     assert!(out.conversation.messages[1]
         .content
         .text()
@@ -176,19 +204,29 @@ fn the_force_flag_commits_below_commit_at_until_keep_recent_turns_remain() {
     let mut h = Host::default().with_flag(FORCE_FLAG); // 200k window: far below commit_at
     let out = run(&stage(""), &conversation(), &mut h);
     assert_eq!(
-        ids(&out.conversation)[..3],
-        ["s0", "collapse-u1", "s5"],
-        "turns 1..=6 collapsed"
+        ids(&out.conversation),
+        [
+            "s0",
+            "collapse-u1",
+            "s5",
+            "b8",
+            "u9",
+            "a9",
+            "r9",
+            "b9",
+            "u10"
+        ],
+        "turns 1..=14 collapsed, the 4 most recent kept"
     );
-    assert_eq!(out.conversation.messages[3].id, "u7");
     assert!(out.report.notes[1].starts_with("force:context-collapse: committing"));
-    assert_eq!(h.summary_requests.borrow().len(), 2);
+    // Spans of 4, 4, 4 and 2 turns, merged into one running summary.
+    assert_eq!(h.summary_requests.borrow().len(), 4);
 }
 
 #[test]
 fn still_above_block_at_is_reported_not_failed() {
-    // Effective 1,000: even everything but the 4 kept turns does not get below 950.
-    let mut h = Host::default().with_window(21_000, 20_000);
+    // Effective 500: even everything but the 4 kept turns does not get below 475.
+    let mut h = Host::default().with_window(20_500, 20_000);
     let input = conversation();
     let out = run(&stage(""), &input, &mut h);
     let blocking = out
@@ -198,7 +236,7 @@ fn still_above_block_at_is_reported_not_failed() {
         .find(|n| n.starts_with("BLOCKING"))
         .unwrap();
     assert!(
-        blocking.contains("at or above block_at (950 = 95% of the effective window)"),
+        blocking.contains("at or above block_at (475 = 95% of the effective window)"),
         "{blocking}"
     );
     assert!(blocking.ends_with("(the 4 most recent turns are kept); the request may not fit"));
@@ -234,7 +272,7 @@ fn a_failing_summarizer_commits_nothing_new_but_keeps_the_committed_view() {
         first.conversation.messages[..n]
     );
     assert!(out.report.notes.iter().any(|n| n
-        .starts_with("summarizer failed, not collapsing 4 turns (14 messages, ids u7…b10")
+        .starts_with("summarizer failed, not collapsing 4 turns (8 messages, ids b5…r7")
         && n.ends_with("backend unavailable; nothing more committed in this run")));
     assert_eq!(out.report.flags, vec![ACTIVE_FLAG]);
     let blocking = out.report.notes.last().unwrap();
@@ -276,7 +314,7 @@ fn a_long_summary_is_cut_to_summary_max_tokens() {
         .report
         .notes
         .iter()
-        .any(|n| n.starts_with("summary of ids u1…b4 cut from 2,500 to summary_max_tokens = 100")));
+        .any(|n| n.starts_with("summary of ids u1…b2 cut from 2,500 to summary_max_tokens = 100")));
 }
 
 #[test]

@@ -2,16 +2,22 @@
 //! counted with the o200k tokenizer in a 32,000-token window with 8,000 output tokens:
 //! effective window 24,000, commit at 21,600, block at 22,800; the session is 78,727 tokens.
 //!
-//! The session has only three API turns: a slash-command line, one long autonomous turn of 431
-//! messages (77,747 tokens: the agent works through the task with 167 tool calls and no user
-//! message in between), and a short last turn. With the default `keep_recent_turns = 4`
-//! nothing may be collapsed; with `keep_recent_turns = 1` the first two turns are.
+//! The session is an orchestrator run: after a slash command, the agent starts subagents with
+//! parallel `Task` calls (one response written as several lines, one per call), twice, and the
+//! subagents' own conversations (405 of the 438 lines, `isSidechain` lines, with their own
+//! prompts and 160 tool calls) sit between those calls and their results. Grouped by user
+//! prompts this was three turns, one of 431 messages, and `keep_recent_turns = 4` could
+//! collapse nothing. Grouped by API rounds it is ten API turns: each `Task` batch is one turn
+//! (one model call whose results come back after the subagents finish, so everything in between
+//! stays in it: a turn never separates a call from its result), and the default config collapses
+//! the six oldest turns, both batches included, and keeps the four most recent.
 
-use crate::support::{assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, Host};
+use crate::support::{assert_no_orphans, assert_unique_ids, report_json, run, stage, tokens, Host};
 use condense_formats::ReadOptions;
 use condense_model::Conversation;
 use condense_summarize::SummarizerConfig;
 use condense_tokens::TokenCounter;
+use context_collapse::ACTIVE_FLAG;
 use std::sync::Arc;
 
 const TRANSCRIPT: &str = concat!(
@@ -49,34 +55,69 @@ pub fn host() -> Host {
 }
 
 #[test]
-fn three_turns_and_keep_recent_turns_4_leave_nothing_to_collapse() {
+fn the_session_is_ten_api_turns() {
+    let input = transcript();
+    let messages = &input.messages;
+    let turns = condense_turns::group(messages);
+    assert_eq!(turns.leading_end, 1, "the leading summary event line");
+    let ranges: Vec<_> = turns.turns.iter().map(|t| t.range()).collect();
+    assert_eq!(
+        ranges,
+        [
+            1..2,     // the slash command
+            2..8,     // its expanded prompt, the first response (text, TodoWrite) and result
+            8..11,    // TodoWrite again
+            11..223,  // three parallel Task calls (three lines), the subagents, the results
+            223..225, // TodoWrite
+            225..430, // two parallel Task calls, the subagents, the results
+            430..432, // TodoWrite
+            432..433, // the report to the user
+            433..437, // "Thanks! Please update CLAUDE.md": Write and its result
+            437..438, // the last answer
+        ]
+    );
+    // No turn separates a call from its result: every result's call is in its turn.
+    for t in &turns.turns {
+        let orphans = condense_turns::orphaned_tool_results(&messages[t.range()]);
+        assert!(orphans.is_empty(), "{:?}: {orphans:?}", t.range());
+    }
+}
+
+#[test]
+fn the_default_config_collapses_the_old_turns() {
     let input = transcript();
     let mut h = host();
     let out = run(&stage(""), &input, &mut h);
     assert_eq!(h.conversation_tokens, 78_727);
-    assert_eq!(out.conversation, input);
-    assert!(out.report.flags.is_empty(), "autocompact is not suppressed");
-    assert!(h.summary_requests.borrow().is_empty());
-    insta::assert_json_snapshot!("real_transcript_defaults_report", report_json(&out.report));
-}
-
-#[test]
-fn with_keep_recent_turns_1_the_long_turn_is_collapsed() {
-    let input = transcript();
-    let mut h = host();
-    let out = run(&stage("keep_recent_turns = 1"), &input, &mut h);
     insta::assert_snapshot!(
-        "real_transcript_keep_1_output",
+        "real_transcript_defaults_output",
         condense_model::render::render(&out.conversation)
     );
-    insta::assert_json_snapshot!("real_transcript_keep_1_report", report_json(&out.report));
+    insta::assert_json_snapshot!("real_transcript_defaults_report", report_json(&out.report));
+    assert_eq!(
+        out.report.flags,
+        vec![ACTIVE_FLAG],
+        "autocompact stands down"
+    );
+    // Two spans, the second merged into the first's summary: turns 1-4, then turns 5-6.
+    let requests = h.summary_requests.borrow();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].messages[0].id, input.messages[223].id);
+    assert!(requests[1].previous_summary.is_some());
+    assert_eq!(requests[0].max_tokens, 2_000);
+    // From 78,727 tokens to 3,102, below commit_at (21,600).
+    assert_eq!(tokens(&h, &out.conversation), 3_102);
+    assert!(out.report.notes[0].starts_with("78,727 tokens, 3,102 projected with the collapses"));
+    // Never a call separated from its result.
     assert_no_orphans(&out.conversation);
     assert_unique_ids(&out.conversation);
-    // Leading event line, the summary, the last turn (5 messages) as it was.
-    assert_eq!(out.conversation.messages.len(), 7);
-    assert!(ids(&out.conversation)[1].starts_with("collapse-"));
-    let tail = &input.messages[input.messages.len() - 5..];
-    assert_eq!(&out.conversation.messages[2..], tail);
+    // The leading event line, the summary, and the 4 most recent turns (8 messages) as they were.
+    assert_eq!(out.conversation.messages.len(), 10);
+    assert_eq!(out.conversation.messages[0], input.messages[0]);
+    assert!(context_collapse::is_summary_message(
+        &out.conversation.messages[1]
+    ));
+    assert_eq!(&out.conversation.messages[2..], &input.messages[430..]);
     // The summary line carries the session's fields (the host finds the session by them).
     let envelope = out.conversation.messages[1].envelope.to_map().unwrap();
     assert_eq!(
@@ -84,15 +125,12 @@ fn with_keep_recent_turns_1_the_long_turn_is_collapsed() {
         "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
     );
     assert_eq!(envelope["type"], "user");
-    let request = &h.summary_requests.borrow()[0];
-    assert_eq!(request.messages.len(), 432);
-    assert_eq!(request.max_tokens, 2_000);
 }
 
 #[test]
 fn reruns_are_stable() {
     let input = transcript();
-    let stage = stage("keep_recent_turns = 1");
+    let stage = stage("");
     let mut h = host();
     let first = run(&stage, &input, &mut h);
     let puts = h.state_puts.get();
@@ -101,7 +139,7 @@ fn reruns_are_stable() {
     assert_eq!(h.state_puts.get(), puts);
     let third = run(&stage, &first.conversation, &mut h);
     assert_eq!(third.conversation, first.conversation);
-    assert_eq!(h.summary_requests.borrow().len(), 1);
+    assert_eq!(h.summary_requests.borrow().len(), 2);
 }
 
 #[test]
@@ -111,7 +149,7 @@ fn the_output_reads_back_as_written() {
     // nothing.
     let bytes = std::fs::read(TRANSCRIPT).unwrap();
     let mut doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
-    let stage = stage("keep_recent_turns = 1");
+    let stage = stage("");
     let mut h = host();
     let out = run(&stage, &doc.conversations()[0], &mut h);
     doc.conversations_mut()[0] = out.conversation.clone();
