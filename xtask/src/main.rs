@@ -224,54 +224,75 @@ fn demo() -> Result<()> {
     let transcript = root().join("examples/claude-code-session.jsonl");
     let pipeline = root().join("examples/demo-pipeline.toml");
     let out_dir = target_dir().join("demo");
+    let _ = std::fs::remove_dir_all(&out_dir);
     std::fs::create_dir_all(&out_dir)?;
-    let out = out_dir.join("compressed.jsonl");
-    let store = out_dir.join("store");
-    let _ = std::fs::remove_dir_all(&store);
-
-    eprintln!("\n$ condense stats {}", transcript.display());
-    run({
+    let condense = |args: &[&std::ffi::OsStr]| -> Result<()> {
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        eprintln!("\n$ condense {}", shown.join(" "));
         let mut c = Command::new(&bin);
-        c.arg("stats").arg(&transcript);
-        c
-    })?;
-    eprintln!(
-        "\n$ condense compress {} --pipeline {} --out {}",
-        transcript.display(),
-        pipeline.display(),
-        out.display()
+        c.args(args);
+        run(c)
+    };
+    let path = |p: &Path| p.as_os_str().to_owned();
+    let (default_out, default_store) =
+        (out_dir.join("default.jsonl"), out_dir.join("store-default"));
+    let (small_out, small_store) = (
+        out_dir.join("small-window.jsonl"),
+        out_dir.join("store-small"),
     );
-    run({
-        let mut c = Command::new(&bin);
-        c.arg("compress")
-            .arg(&transcript)
-            .arg("--pipeline")
-            .arg(&pipeline)
-            .arg("--out")
-            .arg(&out)
-            .arg("--store")
-            .arg(&store);
-        c
-    })?;
     let restored = out_dir.join("restored.jsonl");
-    eprintln!(
-        "\n$ condense expand {} --store {} --out {}",
-        out.display(),
-        store.display(),
-        restored.display()
-    );
-    run({
-        let mut c = Command::new(&bin);
-        c.arg("expand")
-            .arg(&out)
-            .arg("--store")
-            .arg(&store)
-            .arg("--out")
-            .arg(&restored);
-        c
-    })?;
+
+    // 1. Where the tokens go.
+    condense(&["stats".as_ref(), &path(&transcript)])?;
+    // 2. The embedded default pipeline (200k window): levels 1-3 act, 4-5 have nothing to do.
+    condense(&[
+        "compress".as_ref(),
+        &path(&transcript),
+        "--out".as_ref(),
+        &path(&default_out),
+        "--store".as_ref(),
+        &path(&default_store),
+    ])?;
+    // 3. All five levels in a 32k window (examples/demo-pipeline.toml).
+    condense(&[
+        "compress".as_ref(),
+        &path(&transcript),
+        "--pipeline".as_ref(),
+        &path(&pipeline),
+        "--out".as_ref(),
+        &path(&small_out),
+        "--store".as_ref(),
+        &path(&small_store),
+    ])?;
+    // 4. The model says prompt_too_long: the recovery chain forces the levels in turn.
+    condense(&[
+        "compress".as_ref(),
+        &path(&transcript),
+        "--pipeline".as_ref(),
+        &path(&pipeline),
+        "--prompt-too-long".as_ref(),
+        "--out".as_ref(),
+        &path(&out_dir.join("forced.jsonl")),
+        "--store".as_ref(),
+        &path(&out_dir.join("store-forced")),
+    ])?;
+    // 5. Nothing was lost.
+    condense(&[
+        "expand".as_ref(),
+        &path(&small_out),
+        "--store".as_ref(),
+        &path(&small_store),
+        "--out".as_ref(),
+        &path(&restored),
+    ])?;
     let same = std::fs::read(&transcript)? == std::fs::read(&restored)?;
     eprintln!("\nrestored file is byte-identical to the original: {same}");
+    if !same {
+        bail!("expand did not restore the original");
+    }
     Ok(())
 }
 

@@ -310,6 +310,15 @@ fn main() -> Result<()> {
     });
     println!("| no-op plugin stage on the 1M-token conversation (boundary both ways) | {boundary:.2} ms | {:.2}% of a cold count (target < 1%) |", boundary / cold * 100.0);
 
+    // The host's output guard (run after every stage): one linear pass, no tokenizing.
+    let guard = median_ms(runs, || {
+        let _ = condense_host::guard::violations(&big);
+    });
+    println!(
+        "| output guard (invariant check) on the 1M-token conversation | {guard:.2} ms | {:.2}% of a cold count |",
+        guard / cold * 100.0
+    );
+
     // 5. Pipelines through the whole host (plugins loaded, store on disk, archive, guards),
     //    compared with one cold token count of the same input.
     const LEVEL_1: &str = "[[stage]]\nplugin = \"tool-result-budget\"\n[stage.config]\nmax_result_size_chars = 2000\n";
@@ -349,6 +358,23 @@ fn main() -> Result<()> {
             text.len() as f64 / 1e6,
             late,
         ),
+        (
+            "levels 4-5 (extractive summarizer), 1M-token conversation, 200k window",
+            "[[stage]]\nplugin = \"context-collapse\"\n\n[[stage]]\nplugin = \"autocompact\"\n"
+                .to_string(),
+            &vec![big.clone()],
+            cold,
+            text.len() as f64 / 1e6,
+            late,
+        ),
+        (
+            "level 5 alone (extractive summarizer), 1M-token conversation, 200k window",
+            "[[stage]]\nplugin = \"autocompact\"\n".to_string(),
+            &vec![big.clone()],
+            cold,
+            text.len() as f64 / 1e6,
+            late,
+        ),
     ] {
         let pipeline = Pipeline::parse(&toml, "bench", None)?;
         let loaded = LoadedPipeline::load(pipeline).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -369,6 +395,7 @@ fn main() -> Result<()> {
                             &session_key(c, &format!("/{i}"), None),
                             &opts,
                         )
+                        .map_err(|e| eprintln!("bench: {what}: {e}"))
                         .ok()
                 })
                 .map(|r| r.tokens_before - r.tokens_after)

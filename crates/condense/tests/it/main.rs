@@ -11,4 +11,5 @@ mod plugins;
 mod review;
 mod roundtrip;
 mod scaffold;
+mod summarizer;
 mod support;

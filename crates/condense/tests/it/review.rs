@@ -149,3 +149,63 @@ fn compare_shows_that_reordering_changes_the_outcome() {
         "one pipeline is a usage error"
     );
 }
+
+#[test]
+fn compare_the_default_pipeline_with_a_reordered_default() {
+    // Everything in one folder with relative names, so the table is the same in every checkout.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture(
+            "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        ),
+        dir.path().join("session.jsonl"),
+    )
+    .unwrap();
+    let show = condense(&["pipeline", "show"]);
+    assert_eq!(show.code, 0);
+    std::fs::write(dir.path().join("default.toml"), &show.stdout).unwrap();
+    // Microcompact before snip: cleared results are too short to deduplicate afterwards.
+    let stages: Vec<&str> = show.stdout.split("\n[[stage]]").collect();
+    let pos = |name: &str| {
+        stages
+            .iter()
+            .position(|s| s.contains(&format!("name = \"{name}\"")))
+            .unwrap()
+    };
+    let mut reordered = stages.clone();
+    reordered.swap(pos("snip"), pos("microcompact"));
+    std::fs::write(
+        dir.path().join("reordered.toml"),
+        reordered.join("\n[[stage]]"),
+    )
+    .unwrap();
+    let args = [
+        "compare",
+        "session.jsonl",
+        "-p",
+        "default.toml",
+        "-p",
+        "reordered.toml",
+        "--now",
+        "2025-09-03T06:00:00Z",
+    ];
+    let run = condense_in(&args, Some(dir.path()));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::with_settings!({filters => vec![(r" +\d+\.\d +(tool|snip)", " [ms] $1")]}, {
+        insta::assert_snapshot!("compare_default_vs_reordered", run.stdout);
+    });
+    let mut json = args.to_vec();
+    json.push("--json");
+    let v: serde_json::Value =
+        serde_json::from_str(&condense_in(&json, Some(dir.path())).stdout).unwrap();
+    let after: Vec<u64> = v[0]["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tokens_after"].as_u64().unwrap())
+        .collect();
+    assert_ne!(
+        after[0], after[1],
+        "reordering snip and microcompact changes the outcome"
+    );
+}
