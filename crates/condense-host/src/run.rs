@@ -294,7 +294,7 @@ impl LoadedPipeline {
                 // A refused output keeps its report, so the user sees what the stage tried.
                 let broken = guard::introduced(&state.violations, guard::violations(&out.conversation));
                 if !broken.is_empty() {
-                    return Err((guard::describe(&broken), Some(out.report)));
+                    return Err((guard::describe(&broken), Some(Box::new(out.report))));
                 }
                 let after = self.counter.count_conversation(&out.conversation).total;
                 if after > current_tokens {
@@ -302,7 +302,7 @@ impl LoadedPipeline {
                         format!(
                             "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
                         ),
-                        Some(out.report),
+                        Some(Box::new(out.report)),
                     ))
                 } else {
                     Ok((out, after))
@@ -336,7 +336,7 @@ impl LoadedPipeline {
                     message,
                 }),
                 OnError::Skip => Ok(StageRun {
-                    report: report.unwrap_or_default(),
+                    report: report.map(|r| *r).unwrap_or_default(),
                     ..base("skipped", Some(message), millis, &state.current)
                 }),
             },
