@@ -223,9 +223,65 @@ impl Content {
         self.blocks.iter().map(Block::text_len).sum()
     }
 
+    /// This content with its text (text blocks and nested tool results) replaced by one text
+    /// block holding `text`, placed first; other blocks (images, opaque ones, and text blocks
+    /// `keep` says to keep) follow it. The new block takes the `extra` of the last text block it
+    /// replaces. String-shaped content stays a string when nothing else remains.
+    ///
+    /// What stages use to swap a tool result's payload for a marker or a reference.
+    pub fn with_text_replaced(&self, text: String, keep: impl Fn(&TextBlock) -> bool) -> Content {
+        let mut extra = RawJson::default();
+        let mut others = Vec::new();
+        for block in &self.blocks {
+            match block {
+                Block::Text(t) if !keep(t) => extra = t.extra.clone(),
+                Block::ToolResult(_) => {}
+                other => others.push(other.clone()),
+            }
+        }
+        if self.shape == ContentShape::String && others.is_empty() && extra.is_empty() {
+            return Content::string(text);
+        }
+        let mut blocks = vec![Block::Text(TextBlock { text, extra })];
+        blocks.extend(others);
+        Content::blocks(blocks)
+    }
+
     /// Whether a writer can emit this content as a plain string without losing anything.
     pub fn is_plain_text(&self) -> bool {
         matches!(self.blocks.as_slice(), [Block::Text(t)] if t.extra.is_empty())
             || self.blocks.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replacing_text_keeps_shape_images_and_kept_blocks() {
+        let s = Content::string("long output");
+        assert_eq!(
+            s.with_text_replaced("ref".into(), |_| false),
+            Content::string("ref")
+        );
+
+        let image = Block::Image(Image {
+            source: ImageSource::Reference {
+                json: RawJson::default(),
+            },
+            extra: RawJson::default(),
+        });
+        let c = Content::blocks(vec![
+            Block::text("a"),
+            image.clone(),
+            Block::text("[keep me]"),
+        ]);
+        let out = c.with_text_replaced("ref".into(), |t| t.text.starts_with('['));
+        assert_eq!(
+            out.blocks,
+            vec![Block::text("ref"), image, Block::text("[keep me]")]
+        );
+        assert_eq!(out.shape, ContentShape::Array);
     }
 }

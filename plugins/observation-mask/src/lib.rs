@@ -49,7 +49,7 @@
 //! the window (the earlier ones stay masked, so a prompt cache prefix stays valid).
 
 use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Content, ContentShape, Conversation, RawJson, TextBlock};
+use condense_model::{Block, Content, Conversation};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -344,27 +344,9 @@ impl ObservationMask {
     }
 }
 
-/// `content` with its text replaced by one text block holding `text` (keeping the last text
-/// block's `extra`), the non-text blocks after it. String-shaped content stays a string.
+/// `content` with its text replaced by `text` (see `Content::with_text_replaced`).
 fn masked_content(content: &Content, text: String) -> Content {
-    let mut extra = RawJson::default();
-    let mut others = Vec::new();
-    for block in &content.blocks {
-        match block {
-            Block::Text(t) => extra = t.extra.clone(),
-            Block::ToolResult(_) => {}
-            other => others.push(other.clone()),
-        }
-    }
-    if content.shape == ContentShape::String && others.is_empty() && extra.is_empty() {
-        return Content::string(text);
-    }
-    let mut blocks = vec![Block::Text(TextBlock { text, extra })];
-    blocks.extend(others);
-    Content {
-        shape: ContentShape::Array,
-        blocks,
-    }
+    content.with_text_replaced(text, |_| false)
 }
 
 condense_abi::export_stage!(ObservationMask);

@@ -1,7 +1,7 @@
 //! Finding the tool results, the protected recent turns, and the text snip measures.
 
 use crate::markers::is_image_marker;
-use condense_model::{Block, Content, ContentShape, Conversation, RawJson, Role, TextBlock};
+use condense_model::{Block, Content, Conversation, Role};
 use std::collections::HashSet;
 
 /// Where a top-level tool_result block sits: message index, block index.
@@ -91,34 +91,15 @@ pub fn payload_text(content: &Content) -> String {
     out
 }
 
-/// `content` with its payload text replaced by `text` as one text block (keeping the `extra` of
-/// the last text block it replaces), followed by the blocks that are not payload (images, image
-/// markers). String-shaped content stays a string when nothing else remains.
+/// `content` with its text replaced by `text` (see `Content::with_text_replaced`).
 pub fn replace_payload(content: &Content, text: String) -> Content {
-    let mut extra = RawJson::default();
-    let mut others = Vec::new();
-    for block in &content.blocks {
-        match block {
-            Block::Text(t) if !is_image_marker(&t.text) => extra = t.extra.clone(),
-            Block::ToolResult(_) => {}
-            other => others.push(other.clone()),
-        }
-    }
-    if content.shape == ContentShape::String && others.is_empty() && extra.is_empty() {
-        return Content::string(text);
-    }
-    let mut blocks = vec![Block::Text(TextBlock { text, extra })];
-    blocks.extend(others);
-    Content {
-        shape: ContentShape::Array,
-        blocks,
-    }
+    content.with_text_replaced(text, |t| is_image_marker(&t.text))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{Message, ToolUse};
+    use condense_model::{Message, RawJson, ToolUse};
 
     fn call(id: &str) -> Block {
         Block::ToolUse(ToolUse {

@@ -54,7 +54,7 @@ pub mod reference;
 pub mod state;
 
 use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Content, ContentShape, Conversation, RawJson, TextBlock, ToolResult};
+use condense_model::{Block, Content, Conversation, ToolResult};
 use reference::{is_reference, reference_text, thousands};
 use serde::{Deserialize, Serialize};
 use state::{fingerprint, Replaced, State};
@@ -231,30 +231,9 @@ fn freed(host: &dyn Host, original: &str, reference: &str) -> usize {
         .saturating_sub(host.count_tokens(reference))
 }
 
-/// `content` with its text (text blocks, nested results) replaced by one text block holding
-/// `reference`, the other blocks kept after it. String-shaped content stays a string.
+/// `content` with its text replaced by `reference` (see `Content::with_text_replaced`).
 fn replaced_content(content: &Content, reference: String) -> Content {
-    let mut extra = RawJson::default();
-    let mut others = Vec::new();
-    for block in &content.blocks {
-        match block {
-            Block::Text(t) => extra = t.extra.clone(),
-            Block::ToolResult(_) => {}
-            other => others.push(other.clone()),
-        }
-    }
-    if content.shape == ContentShape::String && others.is_empty() && extra.is_empty() {
-        return Content::string(reference);
-    }
-    let mut blocks = vec![Block::Text(TextBlock {
-        text: reference,
-        extra,
-    })];
-    blocks.extend(others);
-    Content {
-        shape: ContentShape::Array,
-        blocks,
-    }
+    content.with_text_replaced(reference, |_| false)
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
