@@ -149,3 +149,32 @@ fn fixture_output_and_report() {
         .iter()
         .all(|m| m.role != Role::System && m.id != "u3"));
 }
+
+#[test]
+fn fixture_with_the_extractive_summarizer() {
+    // The host's default summarizer instead of the id-listing fake: what users get offline.
+    let mut h = host().with_summarizer(crate::support::extractive());
+    let input = conversation();
+    let out = run(&stage(&config()), &input, &mut h);
+    assert_no_orphans(&out.conversation);
+    assert!(
+        out.report
+            .flags
+            .iter()
+            .any(|f| f == autocompact::FIRED_FLAG),
+        "{:?}",
+        out.report.notes
+    );
+    insta::assert_snapshot!(
+        "fixture_extractive_output",
+        condense_model::render::render(&out.conversation)
+    );
+    // The rendering elides long texts; the summary itself is what to review.
+    let summary = out
+        .conversation
+        .messages
+        .iter()
+        .find(|m| m.id.starts_with("autocompact-"))
+        .expect("a summary message");
+    insta::assert_snapshot!("fixture_extractive_summary", summary.content.text());
+}

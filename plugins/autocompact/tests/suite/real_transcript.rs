@@ -5,7 +5,6 @@ use crate::support::{assert_no_orphans, assert_unique_ids, report_json, run, sta
 use autocompact::FIRED_FLAG;
 use condense_formats::ReadOptions;
 use condense_model::Conversation;
-use condense_summarize::SummarizerConfig;
 use condense_tokens::TokenCounter;
 use std::sync::Arc;
 
@@ -27,19 +26,8 @@ pub fn transcript() -> Conversation {
 /// A host counting with o200k and summarizing with the host's default (extractive) summarizer, in a window of `window` tokens with 8,000 output tokens.
 pub fn host(window: usize) -> Host {
     let counter = Arc::new(TokenCounter::new(Default::default()));
-    let summarizer =
-        condense_summarize::build(&SummarizerConfig::default(), Arc::clone(&counter)).unwrap();
     Host::default()
-        .with_summarizer(move |r| {
-            summarizer
-                .summarize(&condense_summarize::SummaryRequest {
-                    messages: &r.messages,
-                    previous_summary: r.previous_summary.as_deref(),
-                    max_tokens: r.max_tokens,
-                    purpose: &r.purpose,
-                })
-                .map_err(|e| e.to_string())
-        })
+        .with_summarizer(crate::support::extractive())
         .with_window(window, 8_000)
         .with_counter(move |t| counter.count_text(t))
         .with_format("claude-code")

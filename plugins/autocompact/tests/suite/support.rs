@@ -96,3 +96,22 @@ pub fn ids(conv: &Conversation) -> Vec<&str> {
 pub fn has_note(report: &StageReport, part: &str) -> bool {
     report.notes.iter().any(|n| n.contains(part))
 }
+
+/// The host's default summarizer (offline, extractive) as a [`MemoryHost`] summarizer, counting
+/// tokens with o200k like the host does.
+pub fn extractive() -> impl Fn(&condense_abi::SummaryRequest) -> Result<String, String> {
+    let counter = std::sync::Arc::new(condense_tokens::TokenCounter::new(Default::default()));
+    let summarizer =
+        condense_summarize::build(&condense_summarize::SummarizerConfig::default(), counter)
+            .unwrap();
+    move |r| {
+        summarizer
+            .summarize(&condense_summarize::SummaryRequest {
+                messages: &r.messages,
+                previous_summary: r.previous_summary.as_deref(),
+                max_tokens: r.max_tokens,
+                purpose: &r.purpose,
+            })
+            .map_err(|e| e.to_string())
+    }
+}

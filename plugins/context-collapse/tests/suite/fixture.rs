@@ -224,3 +224,25 @@ fn below_commit_at_nothing_changes() {
     assert!(h.summary_requests.borrow().is_empty());
     assert_eq!(out.report.notes[1], "below commit_at: no new collapse");
 }
+
+#[test]
+fn fixture_with_the_extractive_summarizer() {
+    // The host's default summarizer instead of the id-listing fake: what users get offline.
+    let mut h = host().with_summarizer(crate::support::extractive());
+    let input = conversation();
+    let out = run(&stage(""), &input, &mut h);
+    assert_no_orphans(&out.conversation);
+    assert!(tokens(&h, &out.conversation) < tokens(&h, &input));
+    insta::assert_snapshot!(
+        "fixture_extractive_output",
+        condense_model::render::render(&out.conversation)
+    );
+    // The rendering elides long texts; the summary itself is what to review.
+    let summary = out
+        .conversation
+        .messages
+        .iter()
+        .find(|m| m.id.starts_with("collapse-"))
+        .expect("a summary message");
+    insta::assert_snapshot!("fixture_extractive_summary", summary.content.text());
+}

@@ -15,7 +15,6 @@
 use crate::support::{assert_no_orphans, assert_unique_ids, report_json, run, stage, tokens, Host};
 use condense_formats::ReadOptions;
 use condense_model::Conversation;
-use condense_summarize::SummarizerConfig;
 use condense_tokens::TokenCounter;
 use context_collapse::ACTIVE_FLAG;
 use std::sync::Arc;
@@ -36,19 +35,8 @@ pub fn transcript() -> Conversation {
 /// A host counting with o200k and summarizing with the host's default (extractive) summarizer, in a 32,000-token window.
 pub fn host() -> Host {
     let counter = Arc::new(TokenCounter::new(Default::default()));
-    let summarizer =
-        condense_summarize::build(&SummarizerConfig::default(), Arc::clone(&counter)).unwrap();
     Host::default()
-        .with_summarizer(move |r| {
-            summarizer
-                .summarize(&condense_summarize::SummaryRequest {
-                    messages: &r.messages,
-                    previous_summary: r.previous_summary.as_deref(),
-                    max_tokens: r.max_tokens,
-                    purpose: &r.purpose,
-                })
-                .map_err(|e| e.to_string())
-        })
+        .with_summarizer(crate::support::extractive())
         .with_window(32_000, 8_000)
         .with_counter(move |t| counter.count_text(t))
         .with_format("claude-code")
