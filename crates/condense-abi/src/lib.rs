@@ -30,8 +30,8 @@ pub mod testing;
 
 pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{
-    metadata_of, parse_config, ConfigKey, Host, Stage, StageEvent, StageMetadata, StageOutput,
-    StageReport, SummaryRequest,
+    metadata_of, parse_config, parse_state, state_json, ConfigKey, Host, Stage, StageEvent,
+    StageMetadata, StageOutput, StageReport, StageState, SummaryRequest,
 };
 
 /// The ABI version host and plugins must agree on (this crate's version).

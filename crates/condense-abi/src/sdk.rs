@@ -2,7 +2,8 @@
 //!
 //! A stage author implements [`Stage`] and writes one [`export_stage!`](crate::export_stage)
 //! line; this module does the rest (conversion, config parsing with unknown keys rejected,
-//! metadata, and `catch_unwind` around every entry point).
+//! metadata, and `catch_unwind` around every entry point). A stage that remembers its decisions
+//! across runs keeps them as versioned JSON with [`StageState`].
 
 use condense_model::Conversation;
 use serde::de::DeserializeOwned;
@@ -259,4 +260,136 @@ pub fn parse_config<S: Stage>(toml_text: &str) -> Result<S::Config, String> {
     }
     S::Config::deserialize(toml::Value::Table(table))
         .map_err(|e| format!("{}: {}", S::NAME, e.message().trim_end()))
+}
+
+/// A stage's persistent state, kept as versioned JSON through [`Host::state_get`] and
+/// [`Host::state_put`]: read it with [`parse_state`], write it with [`state_json`].
+///
+/// ```
+/// use condense_abi::{parse_state, state_json, StageState};
+///
+/// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+/// struct State { version: u32, seen: usize }
+/// impl Default for State {
+///     fn default() -> Self { State { version: Self::VERSION, seen: 0 } }
+/// }
+/// impl StageState for State {
+///     const VERSION: u32 = 1;
+///     fn version(&self) -> u32 { self.version }
+/// }
+///
+/// let state: State = parse_state("my-stage", None)?;
+/// assert_eq!(state_json("my-stage", &state)?, r#"{"version":1,"seen":0}"#);
+/// # Ok::<(), String>(())
+/// ```
+pub trait StageState: Serialize + DeserializeOwned + Default {
+    /// The format version this stage reads and writes.
+    const VERSION: u32;
+    /// The version the parsed value carries.
+    fn version(&self) -> u32;
+}
+
+/// Parses a stage's stored state text: none yet (or blank) gives `S::default()`; otherwise
+/// the text must be valid JSON for `S` and carry version `S::VERSION`. `stage` names the stage
+/// in the errors.
+pub fn parse_state<S: StageState>(stage: &str, text: Option<&str>) -> Result<S, String> {
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok(S::default());
+    };
+    let state: S = serde_json::from_str(text)
+        .map_err(|e| format!("{stage}: stored state is not valid: {e}"))?;
+    if state.version() != S::VERSION {
+        return Err(format!(
+            "{stage}: stored state has version {}, this stage reads version {}",
+            state.version(),
+            S::VERSION
+        ));
+    }
+    Ok(state)
+}
+
+/// The JSON text [`parse_state`] reads back (compact, fields in declaration order). `stage`
+/// names the stage in the error.
+pub fn state_json<S: Serialize>(stage: &str, state: &S) -> Result<String, String> {
+    serde_json::to_string(state).map_err(|e| format!("{stage}: cannot serialize state: {e}"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct State {
+        version: u32,
+        #[serde(default)]
+        seen: BTreeMap<String, usize>,
+    }
+
+    impl Default for State {
+        fn default() -> Self {
+            State {
+                version: Self::VERSION,
+                seen: BTreeMap::new(),
+            }
+        }
+    }
+
+    impl StageState for State {
+        const VERSION: u32 = 3;
+        fn version(&self) -> u32 {
+            self.version
+        }
+    }
+
+    #[test]
+    fn no_state_or_blank_state_is_the_default() {
+        for text in [None, Some(""), Some(" \n\t")] {
+            assert_eq!(parse_state::<State>("s", text), Ok(State::default()));
+        }
+    }
+
+    #[test]
+    fn invalid_json_names_the_stage_and_the_parse_error() {
+        assert_eq!(
+            parse_state::<State>("my-stage", Some("{")).unwrap_err(),
+            "my-stage: stored state is not valid: EOF while parsing an object at line 1 column 1"
+        );
+        let err = parse_state::<State>("my-stage", Some(r#"{"version":3,"x":1}"#)).unwrap_err();
+        assert!(
+            err.starts_with("my-stage: stored state is not valid: unknown field `x`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn another_version_is_refused() {
+        assert_eq!(
+            parse_state::<State>("my-stage", Some(r#"{"version":7}"#)).unwrap_err(),
+            "my-stage: stored state has version 7, this stage reads version 3"
+        );
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut state = State::default();
+        state.seen.insert("b".into(), 2);
+        state.seen.insert("a".into(), 1);
+        let json = state_json("s", &state).unwrap();
+        assert_eq!(json, r#"{"version":3,"seen":{"a":1,"b":2}}"#);
+        assert_eq!(parse_state::<State>("s", Some(&json)), Ok(state));
+    }
+
+    #[test]
+    fn a_serialize_failure_names_the_stage() {
+        // serde_json refuses maps whose keys are not strings.
+        let state = BTreeMap::from([((1, 2), 0)]);
+        let err = state_json("my-stage", &state).unwrap_err();
+        assert_eq!(
+            err,
+            "my-stage: cannot serialize state: key must be a string"
+        );
+    }
 }

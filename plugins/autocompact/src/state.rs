@@ -26,11 +26,9 @@
 //!   see `condense_turns`) its input had (to count the turns since when the agent did not adopt
 //!   the output), when, and the token estimates of the messages before and after.
 
-use condense_abi::Host;
+use crate::Autocompact;
+use condense_abi::{parse_state, state_json, Host, Stage, StageState};
 use serde::{Deserialize, Serialize};
-
-/// Current state format.
-pub const STATE_VERSION: u32 = 1;
 
 /// See the [module docs](self).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,7 +56,7 @@ pub struct LastCompaction {
 impl Default for State {
     fn default() -> Self {
         State {
-            version: STATE_VERSION,
+            version: Self::VERSION,
             config_hash: String::new(),
             compactions: 0,
             consecutive_failures: 0,
@@ -68,31 +66,27 @@ impl Default for State {
     }
 }
 
+impl StageState for State {
+    /// Current state format.
+    const VERSION: u32 = 1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
 impl State {
     /// The stored state (the default when there is none), and its raw text.
     pub fn load(host: &dyn Host) -> Result<(State, Option<String>), String> {
         let raw = host
             .state_get()
             .map_err(|e| format!("autocompact: cannot read the stage state: {e}"))?;
-        let Some(text) = raw.clone() else {
-            return Ok((State::default(), None));
-        };
-        let state: State = serde_json::from_str(&text).map_err(|e| {
-            format!("autocompact: stored state is not valid (delete it to start over): {e}")
-        })?;
-        if state.version != STATE_VERSION {
-            return Err(format!(
-                "autocompact: stored state has version {}, this stage reads version {STATE_VERSION}",
-                state.version
-            ));
-        }
+        let state = parse_state(Autocompact::NAME, raw.as_deref())?;
         Ok((state, raw))
     }
 
     /// Writes the state when it differs from what was loaded.
     pub fn save(&self, host: &dyn Host, loaded: Option<&str>) -> Result<(), String> {
-        let text = serde_json::to_string(self)
-            .map_err(|e| format!("autocompact: cannot encode the stage state: {e}"))?;
+        let text = state_json(Autocompact::NAME, self)?;
         if loaded == Some(text.as_str()) {
             return Ok(());
         }

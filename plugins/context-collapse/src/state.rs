@@ -30,11 +30,9 @@
 //!
 //! [`Role::System`]: condense_model::Role::System
 
-use condense_abi::Host;
+use crate::ContextCollapse;
+use condense_abi::{parse_state, state_json, Host, Stage, StageState};
 use serde::{Deserialize, Serialize};
-
-/// Current state format.
-pub const STATE_VERSION: u32 = 1;
 
 /// See the [module docs](self).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,7 +45,7 @@ pub struct State {
 impl Default for State {
     fn default() -> Self {
         State {
-            version: STATE_VERSION,
+            version: Self::VERSION,
             collapses: Vec::new(),
         }
     }
@@ -67,6 +65,14 @@ pub struct Collapse {
     pub committed_ms: i64,
 }
 
+impl StageState for State {
+    /// Current state format.
+    const VERSION: u32 = 1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
 impl State {
     /// The stored state (the default when there is none). The raw text comes back too, so the
     /// stage writes the state only when it changed.
@@ -74,26 +80,14 @@ impl State {
         let raw = host
             .state_get()
             .map_err(|e| format!("context-collapse: cannot read the stage state: {e}"))?;
-        let Some(text) = raw.clone() else {
-            return Ok((State::default(), None));
-        };
-        let state: State = serde_json::from_str(&text).map_err(|e| {
-            format!("context-collapse: stored state is not valid (delete it to start over): {e}")
-        })?;
-        if state.version != STATE_VERSION {
-            return Err(format!(
-                "context-collapse: stored state has version {}, this stage reads version {STATE_VERSION}",
-                state.version
-            ));
-        }
+        let state = parse_state(ContextCollapse::NAME, raw.as_deref())?;
         Ok((state, raw))
     }
 
     /// Writes the state when it differs from what was loaded (an empty state is not written
     /// when there was none).
     pub fn save(&self, host: &dyn Host, loaded: Option<&str>) -> Result<(), String> {
-        let text = serde_json::to_string(self)
-            .map_err(|e| format!("context-collapse: cannot encode the stage state: {e}"))?;
+        let text = state_json(ContextCollapse::NAME, self)?;
         let unchanged = match loaded {
             Some(old) => old == text,
             None => self.collapses.is_empty(),

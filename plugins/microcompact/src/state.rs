@@ -17,9 +17,9 @@
 //! later run while the cache stays hot, and dropped once the time-based path clears the
 //! results for real (or the results leave the conversation).
 
+use crate::Microcompact;
+use condense_abi::{parse_state, state_json, Stage, StageState};
 use serde::{Deserialize, Serialize};
-
-const VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,7 +39,7 @@ pub struct State {
 impl Default for State {
     fn default() -> Self {
         State {
-            version: VERSION,
+            version: Self::VERSION,
             last_seen_ms: None,
             messages_seen: 0,
             pinned: Vec::new(),
@@ -57,26 +57,21 @@ pub struct Pinned {
     pub tokens: usize,
 }
 
+impl StageState for State {
+    const VERSION: u32 = 1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
 impl State {
     /// Parses the state text (none yet: an empty state).
     pub fn parse(text: Option<&str>) -> Result<State, String> {
-        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-            return Ok(State::default());
-        };
-        let state: State = serde_json::from_str(text)
-            .map_err(|e| format!("microcompact: stored state is not valid: {e}"))?;
-        if state.version != VERSION {
-            return Err(format!(
-                "microcompact: stored state has version {}, this stage reads version {VERSION}",
-                state.version
-            ));
-        }
-        Ok(state)
+        parse_state(Microcompact::NAME, text)
     }
 
     pub fn to_json(&self) -> Result<String, String> {
-        serde_json::to_string(self)
-            .map_err(|e| format!("microcompact: cannot serialize state: {e}"))
+        state_json(Microcompact::NAME, self)
     }
 
     /// Whether `tool_use_id` has a cache edit pinned.

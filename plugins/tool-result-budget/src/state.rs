@@ -21,11 +21,11 @@
 //! were judged and left whole, so a later, lower limit does not replace them either (that would
 //! change a prefix the model has already cached). Both maps are sorted, so the JSON is stable.
 
+use crate::ToolResultBudget;
+use condense_abi::{parse_state, state_json, Stage, StageState};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use xxhash_rust::xxh3::xxh3_64;
-
-const VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,7 +40,7 @@ pub struct State {
 impl Default for State {
     fn default() -> Self {
         State {
-            version: VERSION,
+            version: Self::VERSION,
             replaced: BTreeMap::new(),
             kept: BTreeSet::new(),
         }
@@ -68,26 +68,21 @@ pub fn fingerprint(text: &str) -> String {
     format!("{:016x}", xxh3_64(text.as_bytes()))
 }
 
+impl StageState for State {
+    const VERSION: u32 = 1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
 impl State {
     /// Parses the state text (none yet: an empty state).
     pub fn parse(text: Option<&str>) -> Result<State, String> {
-        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-            return Ok(State::default());
-        };
-        let state: State = serde_json::from_str(text)
-            .map_err(|e| format!("tool-result-budget: stored state is not valid: {e}"))?;
-        if state.version != VERSION {
-            return Err(format!(
-                "tool-result-budget: stored state has version {}, this stage reads version {VERSION}",
-                state.version
-            ));
-        }
-        Ok(state)
+        parse_state(ToolResultBudget::NAME, text)
     }
 
     pub fn to_json(&self) -> Result<String, String> {
-        serde_json::to_string(self)
-            .map_err(|e| format!("tool-result-budget: cannot serialize state: {e}"))
+        state_json(ToolResultBudget::NAME, self)
     }
 }
 
