@@ -27,6 +27,7 @@ mod ffi;
 mod loader;
 mod sdk;
 pub mod testing;
+pub mod text;
 
 pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{

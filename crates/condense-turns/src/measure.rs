@@ -6,6 +6,7 @@
 //! The stages use these to estimate what replacing messages saves: the host counts the whole
 //! conversation (`Host::conversation_tokens`), the stages count the parts they replace.
 
+pub use condense_abi::text::thousands;
 use condense_abi::Host;
 use condense_model::{Block, Content, Message, Role};
 pub use condense_tokens::MESSAGE_OVERHEAD_TOKENS;
@@ -119,19 +120,6 @@ pub fn percent(fraction: f64) -> String {
     } else {
         format!("{p}%")
     }
-}
-
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

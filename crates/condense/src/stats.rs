@@ -160,17 +160,7 @@ fn pct(part: usize, whole: usize) -> String {
 }
 
 /// Thousands separators: 1234567 -> "1,234,567".
-pub fn num(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use condense_abi::text::thousands as num;
 
 /// The human-readable table.
 pub fn render(s: &Stats) -> String {

@@ -79,6 +79,7 @@ pub mod scan;
 pub mod state;
 pub mod time;
 
+pub use condense_abi::text::{plural, thousands};
 use condense_abi::{Host, Stage, StageOutput, StageReport};
 use condense_model::Conversation;
 use scan::{Gap, Scan};
@@ -173,23 +174,6 @@ impl Microcompact {
     fn gap_ms(&self) -> i64 {
         i64::try_from(self.config.gap_minutes).map_or(i64::MAX, |m| m.saturating_mul(60_000))
     }
-}
-
-/// `12,345`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
 impl Stage for Microcompact {

@@ -48,6 +48,7 @@
 //! own output changes nothing, and appending turns only masks the results that newly fell out of
 //! the window (the earlier ones stay masked, so a prompt cache prefix stays valid).
 
+pub use condense_abi::text::{plural, thousands};
 use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
 use condense_model::{Block, Content, Conversation};
 use serde::{Deserialize, Serialize};
@@ -95,23 +96,6 @@ pub fn placeholder(tool: &str, chars: usize) -> String {
 /// Whether `text` is a placeholder this stage wrote.
 pub fn is_placeholder(text: &str) -> bool {
     text.starts_with(PREFIX) && text.ends_with(SUFFIX) && !text.contains('\n')
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// `12345` as `12,345`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The stage.

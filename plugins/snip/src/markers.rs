@@ -5,6 +5,7 @@
 //! duplicate marker, a truncated text and an image marker are never processed again.
 
 use crate::Keep;
+pub use condense_abi::text::{plural, thousands};
 
 /// Every duplicate marker starts with this.
 pub const DUPLICATE_PREFIX: &str = "[Duplicate file content, see ";
@@ -164,24 +165,6 @@ pub fn base64_decoded_len(data: &str) -> usize {
         .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
         .count();
     chars * 3 / 4
-}
-
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `1 image` / `3 images`.
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@
 pub mod reference;
 pub mod state;
 
+use condense_abi::text::plural;
 use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
 use condense_model::{Block, Content, Conversation, ToolResult};
 use reference::{is_reference, reference_text, thousands};
@@ -234,10 +235,6 @@ fn freed(host: &dyn Host, original: &str, reference: &str) -> usize {
 /// `content` with its text replaced by `reference` (see `Content::with_text_replaced`).
 fn replaced_content(content: &Content, reference: String) -> Content {
     content.with_text_replaced(reference, |_| false)
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 impl Stage for ToolResultBudget {

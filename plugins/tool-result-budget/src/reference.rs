@@ -1,5 +1,7 @@
 //! The reference text that replaces a persisted tool result, and its small helpers.
 
+pub use condense_abi::text::thousands;
+
 /// Every reference starts with this; a result whose text starts with it is never persisted.
 pub const MARKER: &str = "[condense: tool result persisted — ";
 
@@ -19,19 +21,6 @@ pub fn utf8_prefix(text: &str, max_bytes: usize) -> &str {
         end -= 1;
     }
     &text[..end]
-}
-
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The text that stands in for a persisted result:

@@ -40,6 +40,7 @@
 
 pub mod plan;
 
+pub use condense_abi::text::{plural, thousands};
 use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
@@ -96,23 +97,6 @@ impl TruncateOldest {
             ),
         ))
     }
-}
-
-/// `12345` as `12,345`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 impl Stage for TruncateOldest {
