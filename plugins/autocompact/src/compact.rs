@@ -1,0 +1,334 @@
+//! The compaction itself: the summary, the restored files and pinned items, the kept last user
+//! message, and the events and notes that describe them.
+
+use crate::messages::{parse_summary, real_turns};
+use crate::restore::{self, FileSeen, PinnedItem};
+use crate::state::{LastCompaction, State};
+use crate::{
+    is_condense_message, is_own_message, plural, Autocompact, Trigger, FILE_MARKER, ID_PREFIX,
+    PIN_MARKER, PURPOSE, SUMMARY_MARKER,
+};
+use condense_abi::{Host, StageEvent, StageReport, SummaryRequest};
+use condense_model::{Block, Content, Conversation, Message, Role};
+use condense_turns::measure::{cut_to_tokens, messages_tokens, thousands};
+
+impl Autocompact {
+    /// Builds the compacted conversation: `Ok(None)` when there is nothing to summarize,
+    /// `Err(failure)` on a failed attempt.
+    pub(crate) fn compact(
+        &self,
+        conversation: &Conversation,
+        state: &State,
+        host: &dyn Host,
+        t: &Trigger,
+        report: &mut StageReport,
+    ) -> Result<Option<(Vec<Message>, LastCompaction)>, String> {
+        let messages = &conversation.messages;
+        let system: Vec<Message> = messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .cloned()
+            .collect();
+        // The summary of an earlier compaction, when the conversation starts with one.
+        let first_chat = messages
+            .iter()
+            .position(|m| m.is_chat() && m.role != Role::System);
+        let previous = first_chat.and_then(|i| parse_summary(&messages[i]).map(|p| (i, p)));
+        // The last user message, when nothing answered it.
+        let kept = messages
+            .iter()
+            .rposition(|m| condense_turns::is_user_prompt(m) && !is_condense_message(m))
+            .filter(|&i| !messages[i + 1..].iter().any(|m| m.role == Role::Assistant));
+        let to_summarize: Vec<Message> = messages
+            .iter()
+            .enumerate()
+            .filter(|(i, m)| {
+                m.is_chat() && m.role != Role::System && Some(*i) != kept && !is_own_message(m)
+            })
+            .map(|(_, m)| m.clone())
+            .collect();
+        if to_summarize.is_empty() {
+            report.note("nothing to summarize: not compacting");
+            return Ok(None);
+        }
+        let max_tokens = self.config.summary_max_tokens.min(t.effective / 4).max(1);
+        let request = SummaryRequest {
+            messages: to_summarize.clone(),
+            previous_summary: previous.as_ref().map(|(_, (_, _, body))| body.clone()),
+            max_tokens,
+            purpose: PURPOSE.to_string(),
+        };
+        let summary = host
+            .summarize(request)
+            .map_err(|e| format!("the summarizer failed: {e}"))?;
+        if summary.trim().is_empty() {
+            return Err("the summarizer returned an empty summary".into());
+        }
+        let cut = cut_to_tokens(host, summary.trim(), max_tokens);
+        if cut.cut {
+            report.note(format!(
+                "summary cut from {} to {} tokens (min(summary_max_tokens, effective / 4))",
+                thousands(cut.original_tokens),
+                thousands(max_tokens)
+            ));
+        }
+        let n = state
+            .compactions
+            .max(previous.as_ref().map_or(0, |(_, (n, _, _))| *n))
+            + 1;
+        let timestamp = to_summarize.last().and_then(|m| m.timestamp.clone());
+        let count = previous.as_ref().map_or(0, |(_, (_, c, _))| *c) + to_summarize.len();
+        // For Claude Code, the session's line fields, from the latest user message summarized.
+        let format = host.source_format();
+        let template = to_summarize
+            .iter()
+            .rev()
+            .find(|m| condense_turns::is_user_prompt(m))
+            .or(to_summarize.last());
+        let new_message = |id: &str, text: String| {
+            let mut m = Message {
+                id: id.to_string(),
+                role: Role::User,
+                timestamp: timestamp.clone(),
+                content: Content::string(text),
+                extra: Default::default(),
+                envelope: Default::default(),
+            };
+            if let Some(t) = template {
+                m.envelope = condense_turns::envelope_template(&format, t, &m);
+            }
+            m
+        };
+        let summary_id = format!("{ID_PREFIX}{n}");
+        let summary_msg = new_message(
+            &summary_id,
+            format!("{SUMMARY_MARKER}{count} messages]\n{}", cut.text),
+        );
+
+        // Restoration, from everything but the kept message.
+        let source = || {
+            messages
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| Some(*i) != kept)
+        };
+        let mut seen = restore::files_seen(source(), &self.config.read_tools);
+        seen.truncate(self.config.restore_files);
+        seen.reverse(); // oldest first, the most recent last
+        let mut files: Vec<(Message, String)> = seen
+            .iter()
+            .enumerate()
+            .map(|(k, f)| self.file_message(host, f, n, k + 1, &new_message))
+            .collect();
+        let mut pins =
+            self.pin_messages(host, restore::pinned(source(), &self.pins), n, &new_message);
+
+        let kept_msg = kept.map(|i| without_tool_results(&messages[i]));
+        let tokens_in = messages_tokens(host, messages);
+        let build = |files: &[(Message, String)], pins: &[(Message, String)]| {
+            let mut out = system.clone();
+            out.push(summary_msg.clone());
+            out.extend(files.iter().map(|(m, _)| m.clone()));
+            out.extend(pins.iter().map(|(m, _)| m.clone()));
+            out.extend(kept_msg.clone());
+            out
+        };
+        let mut out = build(&files, &pins);
+        let mut tokens_out = messages_tokens(host, &out);
+        // Land below the threshold, or the next run compacts again: drop restored items.
+        let mut dropped = Vec::new();
+        while !t.no_room()
+            && t.tokens.saturating_sub(tokens_in) + tokens_out >= t.threshold
+            && !(files.is_empty() && pins.is_empty())
+        {
+            let (m, _) = if files.is_empty() {
+                pins.remove(0)
+            } else {
+                files.remove(0)
+            };
+            dropped.push(m.id);
+            out = build(&files, &pins);
+            tokens_out = messages_tokens(host, &out);
+        }
+        if tokens_out >= tokens_in {
+            return Err(format!(
+                "the result ({} tokens) would not be smaller than the input ({} tokens)",
+                thousands(tokens_out),
+                thousands(tokens_in)
+            ));
+        }
+        if !dropped.is_empty() {
+            report.note(format!(
+                "dropped {} restored item{} so the result lands below the threshold: {}",
+                dropped.len(),
+                plural(dropped.len()),
+                dropped.join(", ")
+            ));
+        }
+
+        let removed: Vec<&Message> = messages
+            .iter()
+            .enumerate()
+            .filter(|(i, m)| m.role != Role::System && Some(*i) != kept)
+            .map(|(_, m)| m)
+            .collect();
+        report.blocks_changed = removed.iter().map(|m| m.content.blocks.len()).sum();
+        let removed_tokens = messages_tokens(host, removed.iter().copied());
+        let summary_tokens = messages_tokens(host, [&summary_msg]);
+        report.events.push(StageEvent {
+            kind: "compacted".into(),
+            message_id: summary_id.clone(),
+            detail: format!(
+                "{} messages ({} tokens){} → summary of {} tokens",
+                removed.len(),
+                thousands(removed_tokens),
+                if previous.is_some() {
+                    ", merged into the previous summary"
+                } else {
+                    ""
+                },
+                thousands(summary_tokens)
+            ),
+            tokens: removed_tokens.saturating_sub(summary_tokens),
+        });
+        for (kind, items) in [("restored-file", &files), ("pinned", &pins)] {
+            for (m, detail) in items {
+                report.events.push(StageEvent {
+                    kind: kind.into(),
+                    message_id: m.id.clone(),
+                    detail: detail.clone(),
+                    tokens: 0,
+                });
+            }
+        }
+        if let Some(k) = &kept_msg {
+            report.events.push(StageEvent {
+                kind: "kept".into(),
+                message_id: k.id.clone(),
+                detail: "the last user message, unanswered: kept with its id".into(),
+                tokens: 0,
+            });
+        }
+        report.tokens_freed = Some(tokens_in - tokens_out);
+        report.note(format!(
+            "compacted {} messages into {summary_id} ({} → {} tokens of messages; {} file{} and \
+             {} pinned item{} restored{})",
+            removed.len(),
+            thousands(tokens_in),
+            thousands(tokens_out),
+            files.len(),
+            plural(files.len()),
+            pins.len(),
+            plural(pins.len()),
+            if kept_msg.is_some() {
+                ", the unanswered last user message kept"
+            } else {
+                ""
+            }
+        ));
+        let last = LastCompaction {
+            summary_id,
+            turns_total: real_turns(messages).len(),
+            at_ms: host.now_ms(),
+            tokens_before: tokens_in,
+            tokens_after: tokens_out,
+        };
+        Ok(Some((out, last)))
+    }
+
+    /// A restored file's message and its event detail.
+    fn file_message(
+        &self,
+        host: &dyn Host,
+        f: &FileSeen,
+        n: usize,
+        k: usize,
+        new_message: &dyn Fn(&str, String) -> Message,
+    ) -> (Message, String) {
+        let cut = cut_to_tokens(host, &f.content, self.config.restore_file_max_tokens);
+        let mut provenance = format!("{} in message {}", f.how, f.message_id);
+        if let Some(e) = &f.edited_in {
+            provenance.push_str(&format!("; edited later in message {e}: may be stale"));
+        }
+        if cut.cut {
+            provenance.push_str(&format!(
+                "; cut to {} of {} tokens",
+                thousands(self.config.restore_file_max_tokens),
+                thousands(cut.original_tokens)
+            ));
+        }
+        let text = format!("{FILE_MARKER}{}]\n({provenance})\n{}", f.path, cut.text);
+        let id = format!("{ID_PREFIX}{n}-file-{k}");
+        let detail = format!(
+            "{} ({provenance}), {} tokens",
+            f.path,
+            thousands(host.count_tokens(&cut.text))
+        );
+        (new_message(&id, text), detail)
+    }
+
+    /// The pinned items' messages within the budgets, oldest first, with their event details.
+    fn pin_messages(
+        &self,
+        host: &dyn Host,
+        items: Vec<PinnedItem>,
+        n: usize,
+        new_message: &dyn Fn(&str, String) -> Message,
+    ) -> Vec<(Message, String)> {
+        let mut left = self.config.pin_budget_tokens;
+        let mut out = Vec::new();
+        for item in items {
+            // Each item cut to pin_max_tokens, then taken whole if it fits what is left of the
+            // budget (newest first; an older, smaller item may still fit after a skipped one).
+            let cut = cut_to_tokens(host, &item.content, self.config.pin_max_tokens);
+            let used = host.count_tokens(&cut.text);
+            if cut.text.trim().is_empty() || used > left {
+                continue;
+            }
+            left -= used;
+            let mut provenance = format!("from message {}", item.message_id);
+            if cut.cut {
+                provenance.push_str(&format!(
+                    "; cut to {} of {} tokens",
+                    thousands(self.config.pin_max_tokens),
+                    thousands(cut.original_tokens)
+                ));
+            }
+            let text = format!("{PIN_MARKER}{}]\n({provenance})\n{}", item.key, cut.text);
+            let detail = format!("{} ({provenance}), {} tokens", item.key, thousands(used));
+            out.push((text, detail));
+        }
+        out.reverse();
+        out.into_iter()
+            .enumerate()
+            .map(|(k, (text, detail))| {
+                (
+                    new_message(&format!("{ID_PREFIX}{n}-pin-{}", k + 1), text),
+                    detail,
+                )
+            })
+            .collect()
+    }
+}
+
+/// The message with its tool_result blocks turned into text (their calls are summarized away).
+fn without_tool_results(message: &Message) -> Message {
+    if message.tool_results().next().is_none() {
+        return message.clone();
+    }
+    let mut m = message.clone();
+    m.content.blocks = m
+        .content
+        .blocks
+        .into_iter()
+        .map(|b| match b {
+            Block::ToolResult(r) => Block::text(format!(
+                "[tool result for {}]\n{}",
+                r.tool_use_id,
+                r.content.text()
+            )),
+            other => other,
+        })
+        .collect();
+    m
+}

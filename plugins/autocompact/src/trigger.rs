@@ -1,0 +1,177 @@
+//! When the stage fires: the threshold arithmetic of one run and the guards in front of it.
+
+use crate::messages::real_turns;
+use crate::state::State;
+use crate::{plural, Autocompact, Config, COLLAPSE_ACTIVE_FLAG, DISABLE_FLAG, FORCE_FLAG};
+use condense_abi::Host;
+use condense_model::Conversation;
+use condense_tokens::BudgetConfig;
+use condense_turns::measure::{fraction_of, percent, thousands};
+
+/// The threshold arithmetic of one run.
+#[derive(Debug, Clone)]
+pub struct Trigger {
+    pub window: usize,
+    pub reserved: usize,
+    pub effective: usize,
+    pub buffer: usize,
+    pub pct: Option<f64>,
+    pub threshold: usize,
+    /// `Host::conversation_tokens()`: what the check compares.
+    pub tokens: usize,
+    /// `Host::tokens_freed_before()`.
+    pub freed_before: usize,
+}
+
+impl Trigger {
+    /// The threshold for the host's window and the stage's config.
+    pub fn compute(config: &Config, host: &dyn Host) -> Trigger {
+        let budget = BudgetConfig {
+            context_window: host.context_window(),
+            max_output_tokens: host.max_output_tokens(),
+            autocompact_buffer: config.buffer_tokens,
+            ..BudgetConfig::default()
+        };
+        let effective = budget.effective_window();
+        let threshold = match config.threshold_pct {
+            Some(pct) => fraction_of(pct, effective),
+            None => budget.autocompact_threshold(),
+        };
+        Trigger {
+            window: budget.context_window,
+            reserved: budget.reserved_for_summary(),
+            effective,
+            buffer: config.buffer_tokens,
+            pct: config.threshold_pct,
+            threshold,
+            tokens: host.conversation_tokens(),
+            freed_before: host.tokens_freed_before(),
+        }
+    }
+
+    /// Whether the default threshold has no room (the effective window is not larger than the
+    /// buffer): it would be 0 and fire on anything.
+    pub fn no_room(&self) -> bool {
+        self.pct.is_none() && self.effective <= self.buffer
+    }
+
+    /// Whether the conversation reached the threshold.
+    pub fn reached(&self) -> bool {
+        self.tokens >= self.threshold
+    }
+
+    /// "167,000 threshold = 180,000 effective - 13,000 buffer; 171,230 tokens (...)".
+    pub fn note(&self) -> String {
+        let threshold = match self.pct {
+            Some(pct) => format!(
+                "{} threshold = {} (threshold_pct) of {} effective",
+                thousands(self.threshold),
+                percent(pct),
+                thousands(self.effective)
+            ),
+            None => format!(
+                "{} threshold = {} effective - {} buffer",
+                thousands(self.threshold),
+                thousands(self.effective),
+                thousands(self.buffer)
+            ),
+        };
+        format!(
+            "{threshold}; {} tokens (effective = {} window - {} reserved for output; {} = {} \
+             before this pipeline - {} freed by earlier stages)",
+            thousands(self.tokens),
+            thousands(self.window),
+            thousands(self.reserved),
+            thousands(self.tokens),
+            thousands(self.tokens + self.freed_before),
+            thousands(self.freed_before)
+        )
+    }
+}
+
+impl Autocompact {
+    /// `Ok(note when forced past a guard)` to compact, `Err(why not)` otherwise.
+    pub(crate) fn decide(
+        &self,
+        t: &Trigger,
+        state: &State,
+        conversation: &Conversation,
+        host: &dyn Host,
+    ) -> Result<Option<String>, String> {
+        if !self.config.enabled {
+            return Err("disabled by config (enabled = false)".into());
+        }
+        if host.has_flag(DISABLE_FLAG) {
+            return Err(format!(
+                "disabled by the host (flag {DISABLE_FLAG}, from CONDENSE_DISABLE_AUTOCOMPACT=1)"
+            ));
+        }
+        let forced = host.has_flag(FORCE_FLAG);
+        let mut overridden = Vec::new();
+        if t.no_room() {
+            if !forced {
+                return Err(format!(
+                    "no threshold: the effective window ({}) is not larger than buffer_tokens \
+                     ({}); set threshold_pct or a larger window",
+                    thousands(t.effective),
+                    thousands(t.buffer)
+                ));
+            }
+            overridden.push("no threshold".to_string());
+        } else if !t.reached() {
+            if !forced {
+                return Err(format!(
+                    "below the threshold by {} tokens: not compacting",
+                    thousands(t.threshold - t.tokens)
+                ));
+            }
+            overridden.push("below the threshold".to_string());
+        }
+        if host.has_flag(COLLAPSE_ACTIVE_FLAG) {
+            if !forced {
+                return Err(format!(
+                    "suppressed: context-collapse is active (flag {COLLAPSE_ACTIVE_FLAG}); \
+                     compacting now would race it and throw away the granular context its \
+                     collapses keep ({FORCE_FLAG} overrides)"
+                ));
+            }
+            overridden.push("context-collapse active".to_string());
+        }
+        let max = self.config.max_consecutive_failures;
+        if state.consecutive_failures >= max {
+            return Err(format!(
+                "circuit breaker open: {} consecutive failures (max_consecutive_failures = {max}; \
+                 last: {}); not trying again in this session (a config change resets it){}",
+                state.consecutive_failures,
+                state.last_failure.as_deref().unwrap_or("unknown"),
+                if forced {
+                    " (force:autocompact does not override it)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if let Some(last) = &state.last {
+            let messages = &conversation.messages;
+            let turns = real_turns(messages);
+            let since = match messages.iter().position(|m| m.id == last.summary_id) {
+                Some(p) => Some(turns.iter().filter(|t| t.start > p).count()),
+                None => turns.len().checked_sub(last.turns_total),
+            };
+            if let Some(since) = since.filter(|&s| s < self.config.min_turns_between) {
+                if !forced {
+                    return Err(format!(
+                        "compacted {since} turn{} ago ({}); min_turns_between = {}: not compacting \
+                         again yet",
+                        plural(since),
+                        last.summary_id,
+                        self.config.min_turns_between
+                    ));
+                }
+                overridden.push(format!("min_turns_between ({since} since the last)"));
+            }
+        }
+        Ok((!overridden.is_empty())
+            .then(|| format!("{FORCE_FLAG}: compacting despite {}", overridden.join(", "))))
+    }
+}

@@ -1,0 +1,128 @@
+//! The end of a run: the projected messages, the `reapplied` events, the orphan check, the
+//! saved state and the report.
+
+use super::{Found, Run, Unit};
+use crate::state::State;
+use crate::summary::summary_message;
+use crate::ACTIVE_FLAG;
+use condense_abi::{StageEvent, StageReport};
+use condense_model::{Message, Role};
+use condense_turns::measure::thousands;
+use std::collections::HashSet;
+
+impl Run<'_> {
+    pub(crate) fn finish(
+        mut self,
+        loaded: Option<&str>,
+    ) -> Result<(Vec<Message>, StageReport), String> {
+        let messages = self.messages;
+        let mut out: Vec<Message> = messages[..self.turns.leading_end].to_vec();
+        let mut freed = 0usize;
+        let mut blocks_changed = 0usize;
+        let mut reapplied = 0usize;
+        for unit in &self.units {
+            match unit {
+                Unit::Turn(t) => out.extend_from_slice(&messages[self.turns.turns[*t].range()]),
+                Unit::Collapsed(c) => {
+                    let applied = &self.collapses[*c];
+                    let first = &messages[applied.range.start];
+                    let summary_msg =
+                        summary_message(&applied.collapse, Some(first), &self.host.source_format());
+                    out.push(summary_msg.clone());
+                    out.extend(
+                        messages[applied.range.clone()]
+                            .iter()
+                            .filter(|m| m.role == Role::System)
+                            .cloned(),
+                    );
+                    let summary = self.summary_tokens(&applied.collapse);
+                    freed += applied.input_tokens.saturating_sub(summary);
+                    let replaced: Vec<&Message> = messages[applied.range.clone()]
+                        .iter()
+                        .filter(|m| m.role != Role::System)
+                        .collect();
+                    let unchanged = applied.found != Found::Span
+                        && replaced.len() == 1
+                        && *replaced[0] == summary_msg;
+                    if !unchanged {
+                        blocks_changed += replaced
+                            .iter()
+                            .map(|m| m.content.blocks.len())
+                            .sum::<usize>();
+                    }
+                    if let Some((prior, prior_tokens)) = &applied.prior {
+                        reapplied += 1;
+                        let prior_summary = self.summary_tokens(prior);
+                        let how = match applied.found {
+                            Found::Span => "",
+                            Found::SummaryMessage => {
+                                " (its summary message was already in the input)"
+                            }
+                            Found::Adopted => {
+                                " (a summary message found without a record, adopted)"
+                            }
+                        };
+                        self.report.events.push(StageEvent {
+                            kind: "reapplied".into(),
+                            message_id: prior.first.clone(),
+                            detail: format!(
+                                "{} messages (ids {}…{}, {} turns, {} tokens) → summary message of {} tokens{how}",
+                                prior.count,
+                                prior.first,
+                                prior.last,
+                                prior.turns,
+                                thousands(*prior_tokens),
+                                thousands(prior_summary)
+                            ),
+                            tokens: prior_tokens.saturating_sub(prior_summary),
+                        });
+                    }
+                }
+            }
+        }
+        // Events in conversation order: re-applied first within a span, then the commits.
+        self.report.events.sort_by_key(|e| {
+            let pos = self
+                .collapses
+                .iter()
+                .position(|c| c.collapse.first == e.message_id)
+                .unwrap_or(usize::MAX);
+            (pos, e.kind != "reapplied")
+        });
+
+        let input_orphans: HashSet<(String, String)> =
+            condense_turns::orphaned_tool_results(messages)
+                .into_iter()
+                .collect();
+        let introduced: Vec<String> = condense_turns::orphaned_tool_results(&out)
+            .into_iter()
+            .filter(|o| !input_orphans.contains(o))
+            .map(|(m, t)| format!("{t} in {m}"))
+            .collect();
+        if !introduced.is_empty() {
+            return Err(format!(
+                "context-collapse: internal error, the projection would orphan tool results ({}); input left unchanged",
+                introduced.join(", ")
+            ));
+        }
+
+        let committed = self.collapses.iter().filter(|c| c.fresh).count();
+        debug_assert_eq!(
+            self.report.events.iter().map(|e| e.tokens).sum::<usize>(),
+            freed,
+            "events add up to tokens_freed"
+        );
+        self.summary_notes(reapplied, committed);
+        let state = State {
+            collapses: self.collapses.iter().map(|c| c.collapse.clone()).collect(),
+            ..State::default()
+        };
+        state.save(self.host, loaded)?;
+        if !self.collapses.is_empty() {
+            self.report.flags.push(ACTIVE_FLAG.to_string());
+        }
+        self.report.blocks_changed = blocks_changed;
+        self.report.tokens_freed = (freed > 0).then_some(freed);
+        Ok((out, self.report))
+    }
+}

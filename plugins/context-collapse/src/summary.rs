@@ -1,0 +1,67 @@
+//! The summary message: writing it, recognising it in the input, and adopting one found
+//! without a record.
+
+use crate::state::Collapse;
+use crate::{ID_PREFIX, SUMMARY_MARKER};
+use condense_model::{Block, Content, Message, Role};
+
+/// A summary message's header line, parsed: `(count, first, last)`.
+pub fn parse_header(text: &str) -> Option<(usize, &str, &str)> {
+    let rest = text.strip_prefix(SUMMARY_MARKER)?;
+    let (count, rest) = rest.split_once(" earlier messages (ids ")?;
+    let (ids, _) = rest.split_once(")]")?;
+    let (first, last) = ids.split_once('…')?;
+    Some((count.parse().ok()?, first, last))
+}
+
+/// Whether `message` is a summary message of this stage.
+pub fn is_summary_message(message: &Message) -> bool {
+    message.role == Role::User
+        && message.id.starts_with(ID_PREFIX)
+        && matches!(message.content.blocks.as_slice(), [Block::Text(t)] if t.text.starts_with(SUMMARY_MARKER))
+}
+
+/// The summary message of a collapse, with the timestamp and, for Claude Code, the wrapper line
+/// of `first`, the first message it replaces (see [`condense_turns::envelope_template`]).
+pub fn summary_message(
+    collapse: &Collapse,
+    first: Option<&Message>,
+    source_format: &str,
+) -> Message {
+    let text = format!(
+        "{SUMMARY_MARKER}{} earlier messages (ids {}…{})]\n{}",
+        collapse.count, collapse.first, collapse.last, collapse.summary
+    );
+    let mut message = Message {
+        id: format!("{ID_PREFIX}{}", collapse.first),
+        role: Role::User,
+        timestamp: first.and_then(|m| m.timestamp.clone()),
+        content: Content::string(text),
+        extra: Default::default(),
+        envelope: Default::default(),
+    };
+    if let Some(first) = first {
+        message.envelope = condense_turns::envelope_template(source_format, first, &message);
+    }
+    message
+}
+
+/// A collapse record for a summary message found in the input without one.
+pub(crate) fn adopt(message: &Message, now_ms: i64) -> Collapse {
+    let text = message.content.text();
+    let (header, body) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+    let fallback = message.id.trim_start_matches(ID_PREFIX).to_string();
+    let (count, first, last) = parse_header(header)
+        .map(|(n, a, b)| (n, a.to_string(), b.to_string()))
+        .unwrap_or((1, fallback.clone(), fallback));
+    Collapse {
+        first,
+        last,
+        count,
+        turns: 1,
+        ids: vec![message.id.clone()],
+        summary: body.to_string(),
+        merges: 0,
+        committed_ms: now_ms,
+    }
+}
