@@ -88,6 +88,8 @@ fn plugin_packages() -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The library file of a plugin package. Mirrors `condense_host::discover::library_file_name`:
+/// xtask stays free of the workspace crates so it builds in seconds before anything else.
 fn lib_file(package: &str) -> String {
     format!(
         "{}{}{}",

@@ -28,19 +28,26 @@ fn install_quiet_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            let payload = info.payload();
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic payload".to_string());
-            let at = info
-                .location()
-                .map(|l| format!(" at {}:{}", l.file(), l.line()))
-                .unwrap_or_default();
+            let (msg, location) = describe_panic(info);
+            let at = location.map(|l| format!(" at {l}")).unwrap_or_default();
             LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{at}")));
         }));
     });
+}
+
+/// A panic's message (`&str` or `String` payloads) and its `file:line`, for one-line reports.
+pub fn describe_panic(info: &std::panic::PanicHookInfo<'_>) -> (String, Option<String>) {
+    let payload = info.payload();
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".to_string());
+    (
+        msg,
+        info.location()
+            .map(|l| format!("{}:{}", l.file(), l.line())),
+    )
 }
 
 /// Runs `f`, turning a panic into `Err("panicked: <message> at <file>:<line>")`.

@@ -29,6 +29,7 @@ mod sdk;
 pub mod testing;
 pub mod text;
 
+pub use export::describe_panic;
 pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{
     metadata_of, parse_config, parse_state, state_json, ConfigKey, Host, Stage, StageEvent,

@@ -29,11 +29,9 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
 fn test_plugin_path() -> PathBuf {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
-    target.join("test-plugins").join(format!(
-        "{}test_faulty{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ))
+    target
+        .join("test-plugins")
+        .join(condense_host::discover::library_file_name("test-faulty"))
 }
 
 fn repo() -> PathBuf {

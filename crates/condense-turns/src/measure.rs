@@ -163,13 +163,4 @@ mod tests {
         assert_eq!(percent(0.9), "90%");
         assert_eq!(percent(0.925), "92.5%");
     }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
-        assert_eq!(thousands(167_000), "167,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 }

@@ -63,16 +63,8 @@ impl From<condense_host::HostError> for Failure {
 fn main() -> ExitCode {
     // Whatever happens, the user sees one line, never a panic trace.
     std::panic::set_hook(Box::new(|info| {
-        let payload = info.payload();
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown error".to_string());
-        let at = info
-            .location()
-            .map(|l| format!(" ({}:{})", l.file(), l.line()))
-            .unwrap_or_default();
+        let (msg, location) = condense_abi::describe_panic(info);
+        let at = location.map(|l| format!(" ({l})")).unwrap_or_default();
         eprintln!("condense: internal error: {msg}{at}; please report this");
     }));
 

@@ -55,11 +55,7 @@ pub fn plugin_new(args: PluginNewArgs) -> Result<(), Failure> {
         return Err(Failure::usage(format!("{} already exists", dir.display())));
     }
     let crate_name = name.replace('-', "_");
-    let lib_file = format!(
-        "{}{crate_name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
+    let lib_file = condense_host::discover::library_file_name(name);
     let fill = |t: &str| {
         t.replace("{{name}}", name)
             .replace("{{crate_name}}", &crate_name)

@@ -5,7 +5,7 @@
 //! duplicate marker, a truncated text and an image marker are never processed again.
 
 use crate::Keep;
-pub use condense_abi::text::{plural, thousands};
+pub use condense_abi::text::{plural, thousands, utf8_prefix, utf8_suffix};
 
 /// Every duplicate marker starts with this.
 pub const DUPLICATE_PREFIX: &str = "[Duplicate file content, see ";
@@ -128,31 +128,6 @@ pub fn is_snip_output(text: &str) -> bool {
     is_duplicate_marker(text) || is_image_marker(text) || is_truncated(text)
 }
 
-/// The longest prefix of `text` of at most `max_bytes` bytes that ends on a character boundary.
-pub fn utf8_prefix(text: &str, max_bytes: usize) -> &str {
-    if max_bytes >= text.len() {
-        return text;
-    }
-    let mut end = max_bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
-/// The longest suffix of `text` of at most `max_bytes` bytes that starts on a character
-/// boundary.
-pub fn utf8_suffix(text: &str, max_bytes: usize) -> &str {
-    if max_bytes >= text.len() {
-        return text;
-    }
-    let mut start = text.len() - max_bytes;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
-}
-
 /// Bytes that base64 text decodes to, from its length: whitespace and `=` padding are not
 /// counted, a `data:...;base64,` prefix is skipped.
 pub fn base64_decoded_len(data: &str) -> usize {
@@ -190,16 +165,6 @@ mod tests {
         assert!(!is_truncated("\n... [truncated, lots]"));
         assert!(!is_truncated("plain text"));
         assert_eq!(truncated_text(&text, 60, 40, "k"), None);
-    }
-
-    #[test]
-    fn cuts_respect_character_boundaries() {
-        let s = "aé日"; // 1 + 2 + 3 bytes
-        assert_eq!(utf8_prefix(s, 2), "a");
-        assert_eq!(utf8_prefix(s, 3), "aé");
-        assert_eq!(utf8_suffix(s, 2), "");
-        assert_eq!(utf8_suffix(s, 4), "日");
-        assert_eq!(utf8_suffix(s, 5), "é日");
     }
 
     #[test]

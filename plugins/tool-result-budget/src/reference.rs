@@ -1,6 +1,6 @@
 //! The reference text that replaces a persisted tool result, and its small helpers.
 
-pub use condense_abi::text::thousands;
+pub use condense_abi::text::{thousands, utf8_prefix};
 
 /// Every reference starts with this; a result whose text starts with it is never persisted.
 pub const MARKER: &str = "[condense: tool result persisted — ";
@@ -8,19 +8,6 @@ pub const MARKER: &str = "[condense: tool result persisted — ";
 /// Whether `text` is (starts like) a reference this stage wrote.
 pub fn is_reference(text: &str) -> bool {
     text.starts_with(MARKER)
-}
-
-/// The longest prefix of `text` that is at most `max_bytes` bytes long and ends on a UTF-8
-/// character boundary (a character is never split).
-pub fn utf8_prefix(text: &str, max_bytes: usize) -> &str {
-    if max_bytes >= text.len() {
-        return text;
-    }
-    let mut end = max_bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// The text that stands in for a persisted result:
@@ -64,40 +51,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefix_never_splits_a_character() {
-        // "日" is 3 bytes: a 4-byte budget holds one of them, a 6-byte budget two.
-        let text = "日本語";
-        assert_eq!(utf8_prefix(text, 0), "");
-        assert_eq!(utf8_prefix(text, 2), "");
-        assert_eq!(utf8_prefix(text, 3), "日");
-        assert_eq!(utf8_prefix(text, 4), "日");
-        assert_eq!(utf8_prefix(text, 5), "日");
-        assert_eq!(utf8_prefix(text, 6), "日本");
-        assert_eq!(utf8_prefix(text, 9), "日本語");
-        assert_eq!(utf8_prefix(text, 100), "日本語");
-        // "é" is 2 bytes, after one ASCII byte: boundaries at 1, 3, 4.
-        assert_eq!(utf8_prefix("aéb", 2), "a");
-        assert_eq!(utf8_prefix("aéb", 3), "aé");
-        // A 4-byte emoji right at the boundary.
-        assert_eq!(utf8_prefix("ab😀", 5), "ab");
-        assert_eq!(utf8_prefix("ab😀", 6), "ab😀");
-    }
-
-    #[test]
     fn prefix_at_2000_bytes_of_three_byte_text_stops_at_1998() {
         let text = "日本".repeat(1_000);
         let p = utf8_prefix(&text, 2_000);
         assert_eq!(p.len(), 1_998);
         assert_eq!(p.chars().count(), 666);
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
-        assert_eq!(thousands(81_234), "81,234");
-        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 
     #[test]

@@ -52,11 +52,7 @@ fn scaffolded_plugin_builds_loads_and_runs() {
     assert!(status.success(), "the scaffold builds");
 
     // Load it by path from its pipeline file (pointed at the shared target directory).
-    let lib_file = format!(
-        "{}cut_long_lines{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
+    let lib_file = condense_host::discover::library_file_name("cut-long-lines");
     let pipeline = std::fs::read_to_string(crate_dir.join("pipeline.toml"))
         .unwrap()
         .replace(

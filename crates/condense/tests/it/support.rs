@@ -22,12 +22,7 @@ pub fn test_plugin(name: &str) -> PathBuf {
         .and_then(Path::parent)
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let file = format!(
-        "{}{}{}",
-        std::env::consts::DLL_PREFIX,
-        name.replace('-', "_"),
-        std::env::consts::DLL_SUFFIX
-    );
+    let file = condense_host::discover::library_file_name(name);
     let path = target.join("test-plugins").join(file);
     assert!(
         path.is_file(),
