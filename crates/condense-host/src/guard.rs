@@ -112,9 +112,13 @@ pub fn violations(conv: &Conversation) -> Vec<Violation> {
 
 /// Violations in `after` that `before` did not have (compared by kind and detail, and by
 /// message id where ids survive).
-pub fn introduced(before: &[Violation], after: Vec<Violation>) -> Vec<Violation> {
+pub fn introduced(before: &[Violation], after: &[Violation]) -> Vec<Violation> {
     let known: HashSet<&Violation> = before.iter().collect();
-    after.into_iter().filter(|v| !known.contains(v)).collect()
+    after
+        .iter()
+        .filter(|v| !known.contains(v))
+        .cloned()
+        .collect()
 }
 
 /// One line describing what a stage broke.
@@ -190,7 +194,7 @@ mod tests {
         let before = violations(&c);
         c.messages
             .push(Message::new("2", Role::User, vec![result("new-orphan")]));
-        let new = introduced(&before, violations(&c));
+        let new = introduced(&before, &violations(&c));
         assert_eq!(new.len(), 1);
         assert!(describe(&new).contains("new-orphan"), "{}", describe(&new));
     }

@@ -284,6 +284,8 @@ impl LoadedPipeline {
             conversation_tokens: current_tokens,
         };
         let started = Instant::now();
+        // The stage takes the conversation by value; the host keeps its own copy, which it needs
+        // to archive what changed and to carry on unchanged when the stage fails or is refused.
         let outcome = stage
             .apply(state.current.clone(), &services)
             .map_err(|e| match e {
@@ -292,7 +294,8 @@ impl LoadedPipeline {
             })
             .and_then(|out| {
                 // A refused output keeps its report, so the user sees what the stage tried.
-                let broken = guard::introduced(&state.violations, guard::violations(&out.conversation));
+                let violations = guard::violations(&out.conversation);
+                let broken = guard::introduced(&state.violations, &violations);
                 if !broken.is_empty() {
                     return Err((guard::describe(&broken), Some(Box::new(out.report))));
                 }
@@ -305,12 +308,12 @@ impl LoadedPipeline {
                         Some(Box::new(out.report)),
                     ))
                 } else {
-                    Ok((out, after))
+                    Ok((out, after, violations))
                 }
             });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         match outcome {
-            Ok((out, after)) => {
+            Ok((out, after, violations)) => {
                 if out.report.archive_removed {
                     archive_stage(store, session, &state.current, &out.conversation)?;
                 }
@@ -327,7 +330,7 @@ impl LoadedPipeline {
                 };
                 state.current = out.conversation;
                 state.current_tokens = after;
-                state.violations = guard::violations(&state.current);
+                state.violations = violations;
                 Ok(run)
             }
             Err((message, report)) => match spec.on_error {

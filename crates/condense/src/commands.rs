@@ -183,7 +183,7 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
             labels.get(i).map_or("", String::as_str),
             args.session.as_deref(),
         );
-        let result = if args.fit || args.prompt_too_long {
+        let mut result = if args.fit || args.prompt_too_long {
             let fit = loaded.fit(
                 std::mem::take(conv),
                 &store,
@@ -208,7 +208,8 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         } else {
             loaded.run(std::mem::take(conv), &store, &session, &opts)?
         };
-        *conv = result.conversation.clone();
+        // The report does not serialize the conversation: move it back into the document.
+        *conv = std::mem::take(&mut result.conversation);
         runs.push(result);
     }
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;

@@ -80,6 +80,7 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
                 &doc.labels(),
                 doc.format().as_str(),
                 now,
+                false,
             )?;
             cmp.tokens_before = rec.runs.iter().map(|r| r.tokens_before).sum();
             cmp.context_window = pipeline.pipeline.budget.context_window;

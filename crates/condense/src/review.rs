@@ -35,6 +35,7 @@ pub(crate) fn run_recorded(
     labels: &[String],
     format: &str,
     now_ms: i64,
+    record_outputs: bool,
 ) -> Result<Recorded, Failure> {
     let dir = tempfile::tempdir()
         .map_err(|e| Failure::run(format!("cannot create a temporary store: {e}")))?;
@@ -42,7 +43,7 @@ pub(crate) fn run_recorded(
     let opts = RunOptions {
         now_ms: Some(now_ms),
         format: format.to_string(),
-        record_outputs: true,
+        record_outputs,
         ..Default::default()
     };
     let mut runs = Vec::new();
@@ -154,6 +155,7 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
         &labels,
         input.doc.format().as_str(),
         now,
+        true,
     )?;
     let color = use_color(args.color);
     let mut out = String::new();
@@ -346,6 +348,7 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
             &labels,
             doc.format().as_str(),
             now,
+            true,
         )?;
         let dir = args.snapshots.join(stem(file));
         std::fs::create_dir_all(&dir)
