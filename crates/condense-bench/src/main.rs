@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use condense_abi::{Host, Plugin};
 use condense_formats::{read, ReadOptions};
 use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions};
-use condense_model::{Block, Content, Conversation, Message, Role, ToolResult, ToolUse};
+use condense_model::{Block, Content, Conversation, Message, Role};
 use condense_tokens::{TokenCounter, TokenizerKind};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -68,25 +68,19 @@ fn generated_conversation(target_tokens: usize, counter: &TokenCounter) -> Conve
                 Role::Assistant,
                 vec![
                     Block::text(format!("Reading module {i}.")),
-                    Block::ToolUse(ToolUse {
-                        id: id.clone(),
-                        name: ["Read", "Bash", "Grep"][i % 3].to_string(),
-                        input: condense_model::RawJson::from_value(
+                    Block::tool_use(
+                        id.clone(),
+                        ["Read", "Bash", "Grep"][i % 3],
+                        condense_model::RawJson::from_value(
                             &serde_json::json!({"file_path": format!("src/module_{i}.rs")}),
                         ),
-                        extra: Default::default(),
-                    }),
+                    ),
                 ],
             ),
             Message::new(
                 format!("#{}", 3 * i + 2),
                 Role::User,
-                vec![Block::ToolResult(ToolResult {
-                    tool_use_id: id,
-                    content: Content::string(text),
-                    is_error: None,
-                    extra: Default::default(),
-                })],
+                vec![Block::tool_result(id, Content::string(text))],
             ),
         ];
         for (k, mut m) in msgs.into_iter().enumerate() {

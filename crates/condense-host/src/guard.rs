@@ -136,23 +136,13 @@ pub fn describe(introduced: &[Violation]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{Content, Message, RawJson, ToolResult, ToolUse};
+    use condense_model::{Content, Message, RawJson};
 
     fn call(id: &str) -> Block {
-        Block::ToolUse(ToolUse {
-            id: id.into(),
-            name: "Read".into(),
-            input: RawJson::default(),
-            extra: RawJson::default(),
-        })
+        Block::tool_use(id, "Read", RawJson::default())
     }
     fn result(id: &str) -> Block {
-        Block::ToolResult(ToolResult {
-            tool_use_id: id.into(),
-            content: Content::string("ok"),
-            is_error: None,
-            extra: RawJson::default(),
-        })
+        Block::tool_result(id, Content::string("ok"))
     }
 
     #[test]

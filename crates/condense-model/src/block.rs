@@ -46,6 +46,18 @@ pub struct ToolUse {
     pub extra: RawJson,
 }
 
+impl ToolResult {
+    /// A result answering the call `tool_use_id`, `is_error` not stated, nothing extra.
+    pub fn new(tool_use_id: impl Into<String>, content: Content) -> Self {
+        ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content,
+            is_error: None,
+            extra: RawJson::default(),
+        }
+    }
+}
+
 impl ToolUse {
     /// The input parsed as a JSON object, when it is one.
     pub fn input_object(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
@@ -94,6 +106,21 @@ impl Block {
             text: text.into(),
             extra: RawJson::default(),
         })
+    }
+
+    /// A tool call; `input` is the arguments' JSON text.
+    pub fn tool_use(id: impl Into<String>, name: impl Into<String>, input: RawJson) -> Self {
+        Block::ToolUse(ToolUse {
+            id: id.into(),
+            name: name.into(),
+            input,
+            extra: RawJson::default(),
+        })
+    }
+
+    /// A tool result answering the call `tool_use_id` (`is_error` not stated).
+    pub fn tool_result(tool_use_id: impl Into<String>, content: Content) -> Self {
+        Block::ToolResult(ToolResult::new(tool_use_id, content))
     }
 
     /// The block's type name as the Anthropic API spells it (`text`, `tool_use`, ...).

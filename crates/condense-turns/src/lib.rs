@@ -320,29 +320,19 @@ pub fn envelope_template(source_format: &str, message: &Message, new: &Message) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{Content, RawJson, ThinkingBlock, ToolResult, ToolUse};
+    use condense_model::{Content, RawJson, ThinkingBlock};
 
     fn text(id: &str, role: Role) -> Message {
         Message::new(id, role, vec![Block::text(id)])
     }
     fn use_block(call: &str) -> Block {
-        Block::ToolUse(ToolUse {
-            id: call.into(),
-            name: "Bash".into(),
-            input: RawJson::default(),
-            extra: RawJson::default(),
-        })
+        Block::tool_use(call, "Bash", RawJson::default())
     }
     fn call(id: &str, call: &str) -> Message {
         Message::new(id, Role::Assistant, vec![use_block(call)])
     }
     fn result(call: &str) -> Block {
-        Block::ToolResult(ToolResult {
-            tool_use_id: call.into(),
-            content: Content::string("ok"),
-            is_error: None,
-            extra: RawJson::default(),
-        })
+        Block::tool_result(call, Content::string("ok"))
     }
     fn results(id: &str, call: &str) -> Message {
         Message::new(id, Role::User, vec![result(call)])

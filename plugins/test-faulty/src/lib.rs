@@ -13,7 +13,7 @@
 //! `forged-abi-version` feature it claims ABI 99.0.0, which the host must refuse.
 
 use condense_abi::{Host, Stage, StageOutput, StageReport};
-use condense_model::{Block, Conversation, Message, Role, ToolResult};
+use condense_model::{Block, Conversation, Message, Role};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -66,12 +66,10 @@ impl Stage for Faulty {
             "orphan-tool-result" => conversation.messages.push(Message::new(
                 "orphan",
                 Role::User,
-                vec![Block::ToolResult(ToolResult {
-                    tool_use_id: "no-such-call".to_string(),
-                    content: condense_model::Content::string("dangling"),
-                    is_error: None,
-                    extra: Default::default(),
-                })],
+                vec![Block::tool_result(
+                    "no-such-call",
+                    condense_model::Content::string("dangling"),
+                )],
             )),
             "grow" => conversation.messages.push(Message::new(
                 "grown",

@@ -3,7 +3,7 @@
 use autocompact::Autocompact;
 use condense_abi::testing::MemoryHost;
 use condense_abi::{parse_config, Stage, StageOutput, StageReport};
-use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
+use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -35,21 +35,11 @@ pub fn text(id: &str, role: Role, text: &str) -> Message {
 }
 
 pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
-    Block::ToolUse(ToolUse {
-        id: id.into(),
-        name: name.into(),
-        input: RawJson::from_string_unchecked(input.to_string()),
-        extra: RawJson::default(),
-    })
+    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
 }
 
 pub fn tool_result(id: &str, text: &str) -> Block {
-    Block::ToolResult(ToolResult {
-        tool_use_id: id.into(),
-        content: Content::string(text),
-        is_error: None,
-        extra: RawJson::default(),
-    })
+    Block::tool_result(id, Content::string(text))
 }
 
 /// An assistant call and the user message with its result.

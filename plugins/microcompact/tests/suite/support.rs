@@ -37,20 +37,13 @@ pub fn report_json(report: &StageReport) -> Value {
 }
 
 pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
-    Block::ToolUse(ToolUse {
-        id: id.into(),
-        name: name.into(),
-        input: RawJson::from_string_unchecked(input.to_string()),
-        extra: RawJson::default(),
-    })
+    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
 }
 
 pub fn tool_result(id: &str, content: Content, is_error: Option<bool>) -> Block {
     Block::ToolResult(ToolResult {
-        tool_use_id: id.into(),
-        content,
         is_error,
-        extra: RawJson::default(),
+        ..ToolResult::new(id, content)
     })
 }
 

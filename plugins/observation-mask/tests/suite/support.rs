@@ -1,9 +1,7 @@
 //! The shared in-memory host, a runner, block builders, a token total.
 
 use condense_abi::{parse_config, Stage, StageOutput};
-use condense_model::{
-    Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult, ToolUse,
-};
+use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
 use observation_mask::ObservationMask;
 
 pub type FakeHost = condense_abi::testing::MemoryHost;
@@ -24,20 +22,13 @@ pub fn lines(label: &str, n: usize) -> String {
 }
 
 pub fn tool_use(id: &str, name: &str, input: &str) -> Block {
-    Block::ToolUse(ToolUse {
-        id: id.into(),
-        name: name.into(),
-        input: RawJson::from_string_unchecked(input.to_string()),
-        extra: RawJson::default(),
-    })
+    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
 }
 
 pub fn tool_result(id: &str, content: Content, is_error: Option<bool>) -> Block {
     Block::ToolResult(ToolResult {
-        tool_use_id: id.into(),
-        content,
         is_error,
-        extra: RawJson::default(),
+        ..ToolResult::new(id, content)
     })
 }
 

@@ -1,7 +1,7 @@
 //! The shared in-memory host, a runner, fake-but-realistic secret generators, block builders.
 
 use condense_abi::{parse_config, Stage, StageOutput};
-use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
+use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use redact_secrets::RedactSecrets;
 
 pub type FakeHost = condense_abi::testing::MemoryHost;
@@ -50,21 +50,11 @@ pub fn redact_text(stage: &RedactSecrets, text: &str) -> (String, StageOutput) {
 }
 
 pub fn tool_use(id: &str, name: &str, input: &str) -> Block {
-    Block::ToolUse(ToolUse {
-        id: id.into(),
-        name: name.into(),
-        input: RawJson::from_string_unchecked(input.to_string()),
-        extra: RawJson::default(),
-    })
+    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
 }
 
 pub fn tool_result(id: &str, content: Content) -> Block {
-    Block::ToolResult(ToolResult {
-        tool_use_id: id.into(),
-        content,
-        is_error: None,
-        extra: RawJson::default(),
-    })
+    Block::tool_result(id, content)
 }
 
 /// Total tokens of every text the stage can touch, with the test host's counter.

@@ -4,9 +4,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use condense_abi::testing::MemoryHost;
 use condense_abi::{parse_config, Stage, StageOutput};
-use condense_model::{
-    Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult, ToolUse,
-};
+use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
 use serde_json::{json, Value};
 use snip::Snip;
 
@@ -20,21 +18,11 @@ pub fn run(stage: &Snip, conv: &Conversation, host: &MemoryHost) -> StageOutput 
 }
 
 pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
-    Block::ToolUse(ToolUse {
-        id: id.into(),
-        name: name.into(),
-        input: RawJson::from_string_unchecked(input.to_string()),
-        extra: RawJson::default(),
-    })
+    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
 }
 
 pub fn tool_result(id: &str, content: Content) -> Block {
-    Block::ToolResult(ToolResult {
-        tool_use_id: id.into(),
-        content,
-        is_error: None,
-        extra: RawJson::default(),
-    })
+    Block::tool_result(id, content)
 }
 
 fn crc32(bytes: &[u8]) -> u32 {

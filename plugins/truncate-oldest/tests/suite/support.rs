@@ -1,7 +1,7 @@
 //! The shared in-memory host, a runner, block builders, invariant checks.
 
 use condense_abi::{parse_config, Stage, StageOutput};
-use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
+use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use std::collections::{HashMap, HashSet};
 use truncate_oldest::TruncateOldest;
 
@@ -25,21 +25,15 @@ pub fn text(id: &str, role: Role, text: &str) -> Message {
 }
 
 pub fn tool_use(id: &str, name: &str) -> Block {
-    Block::ToolUse(ToolUse {
-        id: id.into(),
-        name: name.into(),
-        input: RawJson::from_string_unchecked(r#"{"command":"make test"}"#.into()),
-        extra: RawJson::default(),
-    })
+    Block::tool_use(
+        id,
+        name,
+        RawJson::from_string_unchecked(r#"{"command":"make test"}"#.into()),
+    )
 }
 
 pub fn tool_result(id: &str, text: &str) -> Block {
-    Block::ToolResult(ToolResult {
-        tool_use_id: id.into(),
-        content: Content::string(text),
-        is_error: None,
-        extra: RawJson::default(),
-    })
+    Block::tool_result(id, Content::string(text))
 }
 
 /// `n` bytes of filler text.
