@@ -11,11 +11,12 @@ use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
 use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trait, StableAbi};
 
-/// What a stage hands back: the conversation and its report.
+/// What a stage hands back: the new conversation (none when it changed nothing, so nothing
+/// crosses back) and its report.
 #[repr(C)]
 #[derive(StableAbi, Debug)]
 pub struct FfiStageOutput {
-    pub conversation: FfiConversation,
+    pub conversation: ROption<FfiConversation>,
     pub report: FfiReport,
 }
 
@@ -86,13 +87,21 @@ pub trait FfiHost {
     ) -> RResult<RString, RString>;
 }
 
+/// The conversation a stage is handed, held by the host. The plugin asks for an owned copy only
+/// if the stage reads it, so a stage that decides from host services alone costs nothing here.
+#[sabi_trait]
+pub trait FfiInput {
+    #[sabi(last_prefix_field)]
+    fn materialize(&self) -> RResult<FfiConversation, RString>;
+}
+
 /// A configured stage living in a plugin.
 #[sabi_trait]
 pub trait FfiStage: Send + Sync {
     #[sabi(last_prefix_field)]
     fn apply(
         &self,
-        conversation: FfiConversation,
+        input: FfiInput_TO<'_, RRef<'_, ()>>,
         host: FfiHost_TO<'_, RRef<'_, ()>>,
     ) -> RResult<FfiStageOutput, RString>;
 }

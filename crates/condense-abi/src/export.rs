@@ -5,15 +5,16 @@
 //! into an error here, inside the plugin, with the panic message and location.
 
 use crate::boundary::{
-    FfiConfigKey, FfiEvent, FfiHost_TO, FfiMetadata, FfiReport, FfiStage, FfiStageBox,
+    FfiConfigKey, FfiEvent, FfiHost_TO, FfiInput_TO, FfiMetadata, FfiReport, FfiStage, FfiStageBox,
     FfiStageOutput, FfiStage_TO, PluginMod,
 };
 use crate::ffi::{FfiConversation, FfiMessage};
-use crate::sdk::{metadata_of, parse_config, Host, Stage, StageReport, SummaryRequest};
+use crate::sdk::{metadata_of, parse_config, Host, Input, Stage, StageReport, SummaryRequest};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
 use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
+use condense_model::Conversation;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
@@ -164,14 +165,22 @@ struct Adapter<S>(S);
 impl<S: Stage> FfiStage for Adapter<S> {
     fn apply(
         &self,
-        conversation: FfiConversation,
+        input: FfiInput_TO<'_, RRef<'_, ()>>,
         host: FfiHost_TO<'_, RRef<'_, ()>>,
     ) -> RResult<FfiStageOutput, RString> {
         guarded(|| {
-            let conversation = conversation.try_into()?;
-            let out = self.0.apply(conversation, &PluginHost(&host))?;
+            let materialize = || -> Result<Conversation, String> {
+                input
+                    .materialize()
+                    .into_result()
+                    .map_err(RString::into_string)?
+                    .try_into()
+            };
+            let out = self
+                .0
+                .apply(Input::lazy(&materialize), &PluginHost(&host))?;
             Ok(FfiStageOutput {
-                conversation: out.conversation.into(),
+                conversation: out.conversation.map(FfiConversation::from).into(),
                 report: report_to_ffi(out.report),
             })
         })
@@ -219,4 +228,102 @@ pub fn metadata_ffi<S: Stage>(version: &'static str) -> RResult<FfiMetadata, RSt
                 .collect(),
         })
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! The plugin side of the boundary, driven in-process with FFI objects built here: what
+    //! crosses (and how often) when a stage reads, changes or ignores the conversation.
+
+    use super::*;
+    use crate::boundary::{FfiInput, FfiStage};
+    use crate::testing::MemoryHost;
+    use crate::StageOutput;
+    use condense_model::{Block, Message, Role};
+    use std::cell::Cell;
+
+    struct CountingInput {
+        conversation: Conversation,
+        materialized: Cell<usize>,
+    }
+
+    impl FfiInput for CountingInput {
+        fn materialize(&self) -> RResult<FfiConversation, RString> {
+            self.materialized.set(self.materialized.get() + 1);
+            RResult::ROk(self.conversation.clone().into())
+        }
+    }
+
+    /// Reads the conversation only when `read`; appends a message only when `change`.
+    struct Probe {
+        read: bool,
+        change: bool,
+    }
+
+    impl Stage for Probe {
+        type Config = ();
+        const NAME: &'static str = "probe";
+        const DESCRIPTION: &'static str = "Test stage.";
+        fn new(_: ()) -> Result<Self, String> {
+            Ok(Probe {
+                read: false,
+                change: false,
+            })
+        }
+        fn apply(&self, input: Input<'_>, _host: &dyn Host) -> Result<StageOutput, String> {
+            if !self.read {
+                return Ok(StageOutput::unchanged(StageReport::default()));
+            }
+            let mut conversation = input.into_conversation()?;
+            if !self.change {
+                return Ok(StageOutput::unchanged(StageReport::default()));
+            }
+            conversation
+                .messages
+                .push(Message::new("m2", Role::User, vec![Block::text("added")]));
+            Ok(StageOutput::changed(conversation, StageReport::default()))
+        }
+    }
+
+    fn run(read: bool, change: bool) -> (usize, Option<Conversation>) {
+        let mut conversation = Conversation::default();
+        conversation
+            .messages
+            .push(Message::new("m1", Role::User, vec![Block::text("hello")]));
+        let input = CountingInput {
+            conversation,
+            materialized: Cell::new(0),
+        };
+        let memory = MemoryHost::default();
+        let host = crate::loader::HostAdapter(&memory);
+        let host_to = FfiHost_TO::from_ptr(RRef::new(&host), TD_Opaque);
+        let input_to = FfiInput_TO::from_ptr(RRef::new(&input), TD_Opaque);
+        let out = Adapter(Probe { read, change })
+            .apply(input_to, host_to)
+            .unwrap();
+        let conversation = out
+            .conversation
+            .into_option()
+            .map(|c| Conversation::try_from(c).unwrap());
+        (input.materialized.get(), conversation)
+    }
+
+    #[test]
+    fn a_stage_that_does_not_read_costs_no_copy_either_way() {
+        assert_eq!(run(false, false), (0, None));
+    }
+
+    #[test]
+    fn reading_copies_in_once_and_an_unchanged_result_copies_nothing_back() {
+        assert_eq!(run(true, false), (1, None));
+    }
+
+    #[test]
+    fn a_changed_conversation_comes_back_whole() {
+        let (materialized, out) = run(true, true);
+        assert_eq!(materialized, 1);
+        let ids: Vec<String> = out.unwrap().messages.into_iter().map(|m| m.id).collect();
+        assert_eq!(ids, ["m1", "m2"]);
+    }
 }

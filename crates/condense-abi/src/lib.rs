@@ -12,9 +12,12 @@
 //! The host loads plugins with [`Plugin::load`], builds configured stages with
 //! [`Plugin::instantiate`] and runs them with [`LoadedStage::apply`], giving each a [`Host`].
 //!
-//! Across the boundary the conversation travels as FFI-safe owned data (`RVec`s of `#[repr(C)]`
-//! structs, moved, not copied), never as JSON. The ABI version is this crate's version; a plugin
-//! built against an incompatible one is refused with both versions named.
+//! The conversation stays with the host while a stage runs: the stage gets an [`Input`] and
+//! copies the conversation in (as FFI-safe `RVec`s of `#[repr(C)]` structs, never JSON) only if
+//! it reads it, and hands one back only if it changed it ([`StageOutput::unchanged`]). So a
+//! stage that decides from host figures costs microseconds whatever the conversation's size.
+//! The ABI version is this crate's version; a plugin built against an incompatible one is
+//! refused with both versions named.
 //!
 //! The abi_stable macros expand to `unsafe` code and code that trips a few style lints, so
 //! those are allowed crate-wide here (and only here); our own `unsafe` is two blocks in
@@ -32,7 +35,7 @@ pub mod text;
 pub use export::describe_panic;
 pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{
-    metadata_of, parse_config, parse_state, state_json, ConfigKey, Host, Stage, StageEvent,
+    metadata_of, parse_config, parse_state, state_json, ConfigKey, Host, Input, Stage, StageEvent,
     StageMetadata, StageOutput, StageReport, StageState, SummaryRequest,
 };
 

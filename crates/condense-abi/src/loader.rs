@@ -1,7 +1,9 @@
 //! The host side of the boundary: load a plugin library, build stages, call them.
 
-use crate::boundary::{FfiHost, FfiHost_TO, FfiReport, FfiStageBox, PluginModRef};
-use crate::ffi::FfiMessage;
+use crate::boundary::{
+    FfiHost, FfiHost_TO, FfiInput, FfiInput_TO, FfiReport, FfiStageBox, PluginModRef,
+};
+use crate::ffi::{FfiConversation, FfiMessage};
 use crate::sdk::{
     ConfigKey, Host, StageEvent, StageMetadata, StageOutput, StageReport, SummaryRequest,
 };
@@ -200,28 +202,41 @@ impl std::fmt::Debug for LoadedStage {
 }
 
 impl LoadedStage {
-    /// Runs the stage. The conversation moves across the boundary without being copied or
-    /// serialized; a panic inside the stage comes back as [`StageCallError::Failed`].
+    /// Runs the stage over `conversation`, which stays here: the plugin copies it in only if
+    /// the stage reads it, and hands a new one back only if the stage changed it (`None` in the
+    /// output means "unchanged"). Nothing is serialized either way; a panic inside the stage
+    /// comes back as [`StageCallError::Failed`].
     pub fn apply(
         &self,
-        conversation: Conversation,
+        conversation: &Conversation,
         host: &dyn Host,
     ) -> Result<StageOutput, StageCallError> {
         let adapter = HostAdapter(host);
         let host_to = FfiHost_TO::from_ptr(RRef::new(&adapter), TD_Opaque);
+        let input = HostInput(conversation);
+        let input_to = FfiInput_TO::from_ptr(RRef::new(&input), TD_Opaque);
         let out = self
             .inner
-            .apply(conversation.into(), host_to)
+            .apply(input_to, host_to)
             .into_result()
             .map_err(|e| StageCallError::Failed(e.into_string()))?;
-        let conversation = out
-            .conversation
-            .try_into()
-            .map_err(StageCallError::Malformed)?;
+        let conversation = match out.conversation.into_option() {
+            Some(c) => Some(c.try_into().map_err(StageCallError::Malformed)?),
+            None => None,
+        };
         Ok(StageOutput {
             conversation,
             report: report_from_ffi(out.report),
         })
+    }
+}
+
+/// The host's conversation as the FFI input object: copied out only when the stage asks.
+struct HostInput<'a>(&'a Conversation);
+
+impl FfiInput for HostInput<'_> {
+    fn materialize(&self) -> RResult<FfiConversation, RString> {
+        guard_res(|| Ok(FfiConversation::from(self.0.clone())))
     }
 }
 
@@ -247,7 +262,7 @@ fn report_from_ffi(r: FfiReport) -> StageReport {
 
 /// The host services as the FFI object. A panic in host code must not cross the boundary
 /// either, so each call is guarded and degrades to an error (or a neutral value).
-struct HostAdapter<'a>(&'a dyn Host);
+pub(crate) struct HostAdapter<'a>(pub(crate) &'a dyn Host);
 
 fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)

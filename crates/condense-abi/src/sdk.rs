@@ -106,34 +106,129 @@ pub struct StageEvent {
     pub tokens: usize,
 }
 
-/// What [`Stage::apply`] returns.
+/// The conversation a stage is handed, read lazily.
+///
+/// Inside a loaded plugin the conversation stays on the host's side of the boundary until the
+/// stage asks for it with [`Input::into_conversation`]; only then is it copied into the plugin.
+/// A stage that decides from host services alone (a token threshold, a flag) that it has
+/// nothing to do never pays for that copy: it returns [`StageOutput::unchanged`] and the host
+/// keeps its own conversation.
+///
+/// ```
+/// use condense_abi::Input;
+/// use condense_model::Conversation;
+/// let input = Input::from(Conversation::default());
+/// assert!(input.into_conversation().unwrap().messages.is_empty());
+/// ```
+pub struct Input<'a> {
+    source: InputSource<'a>,
+}
+
+enum InputSource<'a> {
+    Owned(Conversation),
+    Lazy(&'a dyn Fn() -> Result<Conversation, String>),
+}
+
+impl<'a> Input<'a> {
+    /// An input that is built only if the stage asks for it (what the plugin adapter uses).
+    pub fn lazy(materialize: &'a dyn Fn() -> Result<Conversation, String>) -> Self {
+        Input {
+            source: InputSource::Lazy(materialize),
+        }
+    }
+
+    /// The conversation, as an owned value the stage may change freely. In a plugin this is
+    /// where the copy across the boundary happens; the error names a malformed value.
+    pub fn into_conversation(self) -> Result<Conversation, String> {
+        match self.source {
+            InputSource::Owned(conversation) => Ok(conversation),
+            InputSource::Lazy(materialize) => materialize(),
+        }
+    }
+}
+
+impl From<Conversation> for Input<'static> {
+    fn from(conversation: Conversation) -> Self {
+        Input {
+            source: InputSource::Owned(conversation),
+        }
+    }
+}
+
+impl std::fmt::Debug for Input<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.source {
+            InputSource::Owned(_) => "Input(owned)",
+            InputSource::Lazy(_) => "Input(lazy)",
+        })
+    }
+}
+
+/// What [`Stage::apply`] returns: the new conversation, or `None` when the stage changed
+/// nothing (the host then keeps the conversation it already holds: nothing crosses back, and
+/// there is nothing to check or archive).
 #[derive(Debug, Clone)]
 pub struct StageOutput {
-    pub conversation: Conversation,
+    pub conversation: Option<Conversation>,
     pub report: StageReport,
+}
+
+impl StageOutput {
+    /// The stage produced `conversation`.
+    pub fn changed(conversation: Conversation, report: StageReport) -> Self {
+        StageOutput {
+            conversation: Some(conversation),
+            report,
+        }
+    }
+
+    /// The stage left the conversation as it was handed in.
+    pub fn unchanged(report: StageReport) -> Self {
+        StageOutput {
+            conversation: None,
+            report,
+        }
+    }
+
+    /// [`changed`](Self::changed) when the report counts a changed block, otherwise
+    /// [`unchanged`](Self::unchanged): for stages that count every change they make.
+    pub fn from_counted(conversation: Conversation, report: StageReport) -> Self {
+        if report.blocks_changed == 0 {
+            Self::unchanged(report)
+        } else {
+            Self::changed(conversation, report)
+        }
+    }
 }
 
 /// A compression stage.
 ///
 /// ```
-/// use condense_abi::{Host, Stage, StageOutput, StageReport};
-/// use condense_model::Conversation;
+/// use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
 ///
 /// #[derive(serde::Serialize, serde::Deserialize, Default)]
 /// #[serde(deny_unknown_fields, default)]
-/// struct Config { min_chars: usize }
+/// struct Config { min_tokens: usize }
 ///
-/// struct Noop;
-/// impl Stage for Noop {
+/// /// Drops every message once the conversation reaches `min_tokens`.
+/// struct DropAll(Config);
+/// impl Stage for DropAll {
 ///     type Config = Config;
-///     const NAME: &'static str = "noop";
-///     const DESCRIPTION: &'static str = "Changes nothing.";
-///     fn new(_config: Config) -> Result<Self, String> { Ok(Noop) }
-///     fn apply(&self, conversation: Conversation, _host: &dyn Host) -> Result<StageOutput, String> {
-///         Ok(StageOutput { conversation, report: StageReport::default() })
+///     const NAME: &'static str = "drop-all";
+///     const DESCRIPTION: &'static str = "Drops every message past a size.";
+///     fn new(config: Config) -> Result<Self, String> { Ok(DropAll(config)) }
+///     fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+///         if host.conversation_tokens() < self.0.min_tokens {
+///             // Decided without reading the conversation: nothing crosses the boundary.
+///             return Ok(StageOutput::unchanged(StageReport::default()));
+///         }
+///         let mut conversation = input.into_conversation()?;
+///         let report = StageReport { blocks_changed: conversation.messages.len(), ..StageReport::default() };
+///         conversation.messages.clear();
+///         Ok(StageOutput::changed(conversation, report))
 ///     }
 /// }
-/// // In a plugin crate: condense_abi::export_stage!(Noop);
+/// // In a plugin crate: condense_abi::export_stage!(DropAll);
 /// ```
 pub trait Stage: Sized + Send + Sync + 'static {
     /// The `[stage.config]` table. Its `Default` gives the defaults; every key it serializes is
@@ -150,8 +245,9 @@ pub trait Stage: Sized + Send + Sync + 'static {
     /// Builds the stage, validating the config ("max_result_bytes must be > 0, got 0").
     fn new(config: Self::Config) -> Result<Self, String>;
 
-    /// Runs the stage over one conversation.
-    fn apply(&self, conversation: Conversation, host: &dyn Host) -> Result<StageOutput, String>;
+    /// Runs the stage over one conversation. Read it with [`Input::into_conversation`] only
+    /// when needed, and return [`StageOutput::unchanged`] whenever nothing changed.
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String>;
 }
 
 /// One config key, as documented by a plugin's metadata.

@@ -9,10 +9,48 @@
 //! assert_eq!(host.store_get(&key).unwrap().as_deref(), Some(&b"removed text"[..]));
 //! assert!(host.has_flag("context-collapse:active"));
 //! ```
+//!
+//! [`apply`] runs a stage the way the host does (lazily handing it the conversation) and
+//! always gives back a conversation, so tests read `out.conversation` whether or not the stage
+//! changed anything.
 
-use crate::{Host, SummaryRequest};
+use crate::{Host, Input, Stage, StageReport, SummaryRequest};
+use condense_model::Conversation;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+
+/// What [`apply`] gives back.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The stage's output, or a copy of the input when the stage returned "unchanged".
+    pub conversation: Conversation,
+    pub report: StageReport,
+    /// False when the stage returned [`StageOutput::unchanged`](crate::StageOutput::unchanged).
+    pub changed: bool,
+    /// Whether the stage read the conversation at all.
+    pub read: bool,
+}
+
+/// Runs `stage` over `conversation` as the host would: the conversation is copied in only if
+/// the stage reads it.
+pub fn apply<S: Stage>(
+    stage: &S,
+    conversation: &Conversation,
+    host: &dyn Host,
+) -> Result<Applied, String> {
+    let read = Cell::new(false);
+    let materialize = || {
+        read.set(true);
+        Ok(conversation.clone())
+    };
+    let out = stage.apply(Input::lazy(&materialize), host)?;
+    Ok(Applied {
+        changed: out.conversation.is_some(),
+        conversation: out.conversation.unwrap_or_else(|| conversation.clone()),
+        report: out.report,
+        read: read.get(),
+    })
+}
 
 type SummarizeFn = dyn Fn(&SummaryRequest) -> Result<String, String>;
 

@@ -194,22 +194,23 @@ fn main() -> Result<()> {
         println!("warm count: {t:.3} ms");
         return Ok(());
     }
-    // `condense-bench profile-boundary`: only the no-op plugin stage, in a loop.
+    // `condense-bench profile-boundary [MODE]`: only one test-faulty stage (noop, read or
+    // echo), in a loop.
     if std::env::args().nth(1).as_deref() == Some("profile-boundary") {
+        let mode = std::env::args()
+            .nth(2)
+            .unwrap_or_else(|| "noop".to_string());
         let counter = TokenCounter::new(TokenizerKind::O200k);
         let big = generated_conversation(1_000_000, &counter);
         let plugin = Plugin::load(&test_plugin_path()).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let noop = plugin
-            .instantiate("mode = \"noop\"")
+        let stage = plugin
+            .instantiate(&format!("mode = \"{mode}\""))
             .map_err(|e| anyhow::anyhow!(e))?;
         let host = NullHost(&counter);
-        let mut conv = big;
         let t = median_ms(300, || {
-            if let Ok(out) = noop.apply(std::mem::take(&mut conv), &host) {
-                conv = out.conversation;
-            }
+            let _ = stage.apply(&big, &host);
         });
-        println!("no-op stage: {t:.3} ms");
+        println!("{mode} stage: {t:.3} ms");
         return Ok(());
     }
     let kind = TokenizerKind::O200k;
@@ -288,19 +289,52 @@ fn main() -> Result<()> {
         println!("| pathological: {name} ({n} tokens) | {t:.1} ms | |");
     }
 
-    // 4. The plugin boundary: a no-op stage loaded from its shared library.
+    // 4. The plugin boundary: test-faulty stages loaded from their shared library. `noop`
+    //    decides without reading (the boundary itself), `read` copies the conversation in and
+    //    changes nothing, `echo` copies it in and hands it all back (the most a stage can cost).
     let plugin = Plugin::load(&test_plugin_path()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let noop = plugin
-        .instantiate("mode = \"noop\"")
-        .map_err(|e| anyhow::anyhow!(e))?;
     let host = NullHost(&counter);
-    let mut pool: Vec<Conversation> = (0..runs).map(|_| big.clone()).collect();
-    let boundary = median_ms(runs, || {
-        if let Some(c) = pool.pop() {
-            let _ = noop.apply(c, &host);
-        }
-    });
-    println!("| no-op plugin stage on the 1M-token conversation (boundary both ways) | {boundary:.2} ms | {:.2}% of a cold count (target < 1%) |", boundary / cold * 100.0);
+    for (mode, what) in [
+        (
+            "noop",
+            "no-op plugin stage (the boundary: call, host services, report back)",
+        ),
+        (
+            "read",
+            "plugin stage that reads the conversation, changes nothing",
+        ),
+        (
+            "echo",
+            "plugin stage that reads the conversation and hands all of it back",
+        ),
+    ] {
+        let stage = plugin
+            .instantiate(&format!("mode = \"{mode}\""))
+            .map_err(|e| anyhow::anyhow!(e))?;
+        // What is timed must be what is claimed: a successful run, handing back a conversation
+        // exactly when the mode says so.
+        let out = stage
+            .apply(&big, &host)
+            .map_err(|e| anyhow::anyhow!("{mode}: {e}"))?;
+        anyhow::ensure!(
+            out.conversation.is_some() == (mode == "echo"),
+            "{mode}: unexpected output"
+        );
+        // The no-op is microseconds: more runs keep its median stable.
+        let n = if mode == "noop" { runs * 100 } else { runs };
+        let t = median_ms(n, || {
+            let _ = stage.apply(&big, &host);
+        });
+        let (shown, target) = if mode == "noop" {
+            (format!("{:.1} µs", t * 1000.0), " (target < 1%)")
+        } else {
+            (format!("{t:.2} ms"), "")
+        };
+        println!(
+            "| {what}, 1M-token conversation | {shown} | {:.3}% of a cold count{target} |",
+            t / cold * 100.0
+        );
+    }
 
     // The host's output guard (run after every stage): one linear pass, no tokenizing.
     let guard = median_ms(runs, || {

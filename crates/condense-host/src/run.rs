@@ -284,22 +284,25 @@ impl LoadedPipeline {
             conversation_tokens: current_tokens,
         };
         let started = Instant::now();
-        // The stage takes the conversation by value; the host keeps its own copy, which it needs
-        // to archive what changed and to carry on unchanged when the stage fails or is refused.
+        // The stage borrows the conversation: the host keeps it, to archive what changed and to
+        // carry on unchanged when the stage fails, is refused, or changes nothing.
         let outcome = stage
-            .apply(state.current.clone(), &services)
+            .apply(&state.current, &services)
             .map_err(|e| match e {
                 StageCallError::Failed(m) => (m, None),
                 other => (other.to_string(), None),
             })
             .and_then(|out| {
+                let Some(conversation) = out.conversation else {
+                    return Ok((None, out.report));
+                };
                 // A refused output keeps its report, so the user sees what the stage tried.
-                let violations = guard::violations(&out.conversation);
+                let violations = guard::violations(&conversation);
                 let broken = guard::introduced(&state.violations, &violations);
                 if !broken.is_empty() {
                     return Err((guard::describe(&broken), Some(Box::new(out.report))));
                 }
-                let after = self.counter.count_conversation(&out.conversation).total;
+                let after = self.counter.count_conversation(&conversation).total;
                 if after > current_tokens {
                     Err((
                         format!(
@@ -308,30 +311,32 @@ impl LoadedPipeline {
                         Some(Box::new(out.report)),
                     ))
                 } else {
-                    Ok((out, after, violations))
+                    Ok((Some((conversation, after, violations)), out.report))
                 }
             });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         match outcome {
-            Ok((out, after, violations)) => {
-                if out.report.archive_removed {
-                    archive_stage(store, session, &state.current, &out.conversation)?;
+            Ok((changed, report)) => {
+                let mut after = current_tokens;
+                if let Some((conversation, tokens, violations)) = changed {
+                    if report.archive_removed {
+                        archive_stage(store, session, &state.current, &conversation)?;
+                    }
+                    state.current = conversation;
+                    state.current_tokens = tokens;
+                    state.violations = violations;
+                    after = tokens;
                 }
                 let saved = current_tokens - after;
                 state.freed += saved;
-                state.flags.extend(out.report.flags.iter().cloned());
-                let run = StageRun {
+                state.flags.extend(report.flags.iter().cloned());
+                Ok(StageRun {
                     status: if force.is_some() { "forced" } else { "ran" },
                     tokens_after: after,
                     tokens_saved: saved,
-                    report: out.report,
-                    output: record.then(|| out.conversation.clone()),
+                    report,
                     ..base("ran", None, millis, &state.current)
-                };
-                state.current = out.conversation;
-                state.current_tokens = after;
-                state.violations = violations;
-                Ok(run)
+                })
             }
             Err((message, report)) => match spec.on_error {
                 OnError::Fail => Err(HostError::StageFailed {

@@ -13,6 +13,46 @@ use condense_model::{Block, Content, Conversation, Message, Role};
 use condense_turns::measure::{cut_to_tokens, messages_tokens, thousands};
 
 impl Autocompact {
+    /// One compaction attempt, recorded in `state` (success, or a failure counting towards the
+    /// circuit breaker) and in the report: the compacted messages, or `None`.
+    pub(crate) fn attempt(
+        &self,
+        conversation: &Conversation,
+        state: &mut State,
+        host: &dyn Host,
+        t: &Trigger,
+        report: &mut StageReport,
+    ) -> Option<Vec<Message>> {
+        match self.compact(conversation, state, host, t, report) {
+            Ok(Some((messages, last))) => {
+                state.compactions += 1;
+                state.consecutive_failures = 0;
+                state.last_failure = None;
+                state.last = Some(last);
+                Some(messages)
+            }
+            Ok(None) => None,
+            Err(failure) => {
+                state.consecutive_failures += 1;
+                let max = self.config.max_consecutive_failures;
+                report.note(format!(
+                    "compaction failed, conversation left unchanged: {failure} \
+                     ({} consecutive failure{} of max_consecutive_failures = {max})",
+                    state.consecutive_failures,
+                    plural(state.consecutive_failures)
+                ));
+                if state.consecutive_failures >= max {
+                    report.note(
+                        "circuit breaker open: no more attempts in this session (a \
+                         config change resets it)",
+                    );
+                }
+                state.last_failure = Some(failure);
+                None
+            }
+        }
+    }
+
     /// Builds the compacted conversation: `Ok(None)` when there is nothing to summarize,
     /// `Err(failure)` on a failed attempt.
     pub(crate) fn compact(

@@ -140,7 +140,7 @@ pub use config::{Config, PinRule};
 pub use messages::{is_own_message, parse_summary};
 pub use trigger::Trigger;
 
-use condense_abi::{Host, Stage, StageOutput, StageReport};
+use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
 use condense_model::Conversation;
 use regex::Regex;
 use restore::Pin;
@@ -294,7 +294,7 @@ impl Stage for Autocompact {
         })
     }
 
-    fn apply(&self, conversation: Conversation, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
         let (mut state, loaded) = State::load(host)?;
         let trigger = Trigger::compute(&self.config, host);
         let mut report = StageReport::default();
@@ -311,38 +311,22 @@ impl Stage for Autocompact {
             state.last_failure = None;
             state.config_hash = self.config_hash.clone();
         }
+        // Below the threshold (the usual case) the decision needs only host figures, so the
+        // conversation is read only when it may be compacted or the last compaction is recent.
+        let mut read = None;
         let mut output = None;
-        match self.decide(&trigger, &state, &conversation, host) {
+        match self.precheck(&trigger, &state, host) {
             Err(why) => report.note(why),
-            Ok(forced_note) => {
-                if let Some(n) = forced_note {
-                    report.note(n);
-                }
-                match self.compact(&conversation, &state, host, &trigger, &mut report) {
-                    Ok(Some((messages, last))) => {
-                        state.compactions += 1;
-                        state.consecutive_failures = 0;
-                        state.last_failure = None;
-                        state.last = Some(last);
-                        output = Some(messages);
-                    }
-                    Ok(None) => {}
-                    Err(failure) => {
-                        state.consecutive_failures += 1;
-                        let max = self.config.max_consecutive_failures;
-                        report.note(format!(
-                            "compaction failed, conversation left unchanged: {failure} \
-                             ({} consecutive failure{} of max_consecutive_failures = {max})",
-                            state.consecutive_failures,
-                            plural(state.consecutive_failures)
-                        ));
-                        if state.consecutive_failures >= max {
-                            report.note(
-                                "circuit breaker open: no more attempts in this session (a \
-                                 config change resets it)",
-                            );
+            Ok(overridden) => {
+                let conversation = read.insert(input.into_conversation()?);
+                match self.decide(overridden, &state, conversation, host) {
+                    Err(why) => report.note(why),
+                    Ok(forced_note) => {
+                        if let Some(n) = forced_note {
+                            report.note(n);
                         }
-                        state.last_failure = Some(failure);
+                        output =
+                            self.attempt(conversation, &mut state, host, &trigger, &mut report);
                     }
                 }
             }
@@ -351,19 +335,18 @@ impl Stage for Autocompact {
         if !trivial {
             state.save(host, loaded.as_deref())?;
         }
-        let conversation = match output {
-            Some(messages) => {
+        Ok(match (output, read) {
+            (Some(messages), Some(conversation)) => {
                 report.flags.push(FIRED_FLAG.to_string());
-                Conversation {
-                    messages,
-                    ..conversation
-                }
+                StageOutput::changed(
+                    Conversation {
+                        messages,
+                        ..conversation
+                    },
+                    report,
+                )
             }
-            None => conversation,
-        };
-        Ok(StageOutput {
-            conversation,
-            report,
+            _ => StageOutput::unchanged(report),
         })
     }
 }

@@ -91,13 +91,14 @@ impl Trigger {
 
 impl Autocompact {
     /// `Ok(note when forced past a guard)` to compact, `Err(why not)` otherwise.
-    pub(crate) fn decide(
+    /// The checks that need only host figures and the stored state: `Err(why not)`, or the
+    /// checks a force flag overrode so far.
+    pub(crate) fn precheck(
         &self,
         t: &Trigger,
         state: &State,
-        conversation: &Conversation,
         host: &dyn Host,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Vec<String>, String> {
         if !self.config.enabled {
             return Err("disabled by config (enabled = false)".into());
         }
@@ -151,6 +152,19 @@ impl Autocompact {
                 }
             ));
         }
+        Ok(overridden)
+    }
+
+    /// The check that reads the conversation (turns since the last compaction), then the
+    /// verdict: `Err(why not)`, or `Ok(note when a force flag overrode a check)`.
+    pub(crate) fn decide(
+        &self,
+        mut overridden: Vec<String>,
+        state: &State,
+        conversation: &Conversation,
+        host: &dyn Host,
+    ) -> Result<Option<String>, String> {
+        let forced = host.has_flag(FORCE_FLAG);
         if let Some(last) = &state.last {
             let messages = &conversation.messages;
             let turns = real_turns(messages);

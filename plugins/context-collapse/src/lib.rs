@@ -115,7 +115,7 @@ pub use condense_turns as turns;
 pub use config::Config;
 pub use summary::{is_summary_message, parse_header, summary_message};
 
-use condense_abi::{Host, Stage, StageOutput};
+use condense_abi::{Host, Input, Stage, StageOutput};
 use condense_model::Conversation;
 use run::Run;
 use state::State;
@@ -211,18 +211,24 @@ impl Stage for ContextCollapse {
         Ok(ContextCollapse { config })
     }
 
-    fn apply(&self, conversation: Conversation, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+        let conversation = input.into_conversation()?;
         let (state, loaded) = State::load(host)?;
         let mut run = Run::new(&self.config, &conversation.messages, state, host);
         run.plan();
         run.commit();
         let (messages, report) = run.finish(loaded.as_deref())?;
-        Ok(StageOutput {
-            conversation: Conversation {
-                messages,
-                ..conversation
-            },
-            report,
+        // The projection is rebuilt every run; when it is the input itself, say so.
+        Ok(if messages == conversation.messages {
+            StageOutput::unchanged(report)
+        } else {
+            StageOutput::changed(
+                Conversation {
+                    messages,
+                    ..conversation
+                },
+                report,
+            )
         })
     }
 }

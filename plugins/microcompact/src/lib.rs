@@ -80,7 +80,7 @@ pub mod state;
 pub mod time;
 
 pub use condense_abi::text::{plural, thousands};
-use condense_abi::{Host, Stage, StageOutput, StageReport};
+use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
 use condense_model::Conversation;
 use scan::{Gap, Scan};
 use serde::{Deserialize, Serialize};
@@ -250,17 +250,16 @@ impl Stage for Microcompact {
         Ok(Microcompact { config })
     }
 
-    fn apply(
-        &self,
-        mut conversation: Conversation,
-        host: &dyn Host,
-    ) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+        let mut conversation = input.into_conversation()?;
         let mut state = State::parse(host.state_get()?.as_deref())?;
         let now = host.now_ms();
         let gap = scan::gap(&conversation, &state, now);
         let scan = Scan::new(&conversation, &self.config, host);
         let mut report = StageReport::default();
         let threshold = self.config.gap_minutes;
+        // The cache-hot path changes no block, only (when it emits) the request's fields.
+        let mut emitted = false;
 
         // The host's recovery chain (`condense compress --fit`) forces the time path: the
         // request is being rebuilt anyway, so the cache is as good as cold.
@@ -312,6 +311,7 @@ impl Stage for Microcompact {
                 }
                 if self.config.emit_context_management && !state.pinned.is_empty() {
                     report.note(self.emit(&mut conversation, host));
+                    emitted = true;
                 }
             }
         }
@@ -332,9 +332,10 @@ impl Stage for Microcompact {
         state.last_seen_ms = Some(now);
         state.messages_seen = conversation.messages.len();
         host.state_put(&state.to_json()?)?;
-        Ok(StageOutput {
-            conversation,
-            report,
+        Ok(if report.blocks_changed == 0 && !emitted {
+            StageOutput::unchanged(report)
+        } else {
+            StageOutput::changed(conversation, report)
         })
     }
 }

@@ -49,8 +49,8 @@
 //! the window (the earlier ones stay masked, so a prompt cache prefix stays valid).
 
 pub use condense_abi::text::{plural, thousands};
-use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Content, Conversation};
+use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
+use condense_model::{Block, Content};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -192,11 +192,8 @@ impl Stage for ObservationMask {
         Ok(ObservationMask { config })
     }
 
-    fn apply(
-        &self,
-        mut conversation: Conversation,
-        host: &dyn Host,
-    ) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+        let mut conversation = input.into_conversation()?;
         let names: HashMap<String, String> = conversation
             .tool_names_by_id()
             .into_iter()
@@ -276,10 +273,8 @@ impl Stage for ObservationMask {
             });
         }
         self.write_notes(&mut report, &tally);
-        Ok(StageOutput {
-            conversation,
-            report,
-        })
+        // Every mask is counted.
+        Ok(StageOutput::from_counted(conversation, report))
     }
 }
 

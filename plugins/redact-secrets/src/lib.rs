@@ -68,8 +68,8 @@ pub mod engine;
 pub mod json;
 pub mod patterns;
 
-use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Content, Conversation, RawJson};
+use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
+use condense_model::{Block, Content, RawJson};
 use engine::{Hit, Redactor};
 use patterns::{builtin_names, valid_name, Pattern, BUILTINS};
 use serde::{Deserialize, Serialize};
@@ -346,11 +346,8 @@ impl Stage for RedactSecrets {
         })
     }
 
-    fn apply(
-        &self,
-        mut conversation: Conversation,
-        host: &dyn Host,
-    ) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+        let mut conversation = input.into_conversation()?;
         let count = |text: &str| host.count_tokens(text);
         let mut walker = Walker {
             redactor: &self.redactor,
@@ -385,9 +382,12 @@ impl Stage for RedactSecrets {
         }
         tally.scanned = walker.scanned;
         tally.raw_changed = walker.raw_changed;
-        Ok(StageOutput {
-            conversation,
-            report: self.report(&tally),
+        let report = self.report(&tally);
+        // Blocks and raw JSON (extra fields, envelopes) are the two places it writes.
+        Ok(if tally.blocks_changed == 0 && tally.raw_changed == 0 {
+            StageOutput::unchanged(report)
+        } else {
+            StageOutput::changed(conversation, report)
         })
     }
 }

@@ -68,8 +68,7 @@ pub mod markers;
 mod run;
 pub mod scan;
 
-use condense_abi::{Host, Stage, StageOutput};
-use condense_model::Conversation;
+use condense_abi::{Host, Input, Stage, StageOutput};
 use serde::{Deserialize, Serialize};
 
 /// Which occurrence of a duplicated tool result stays whole.
@@ -180,8 +179,8 @@ impl Stage for Snip {
         Ok(Snip { config })
     }
 
-    fn apply(&self, conversation: Conversation, host: &dyn Host) -> Result<StageOutput, String> {
-        run::apply(&self.config, conversation, host)
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+        run::apply(&self.config, input.into_conversation()?, host)
     }
 }
 

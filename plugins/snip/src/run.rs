@@ -160,9 +160,11 @@ pub fn apply(
         ..StageReport::default()
     };
     write_notes(&mut report, &tally, config);
-    Ok(StageOutput {
-        conversation: conv,
-        report,
+    // Every change lands in `changed`: an empty set means the conversation is as it came.
+    Ok(if changed.is_empty() {
+        StageOutput::unchanged(report)
+    } else {
+        StageOutput::changed(conv, report)
     })
 }
 

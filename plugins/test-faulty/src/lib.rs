@@ -6,20 +6,20 @@
 //! name = "boom"
 //! plugin = "test-faulty"
 //! [stage.config]
-//! mode = "panic"   # noop | panic | error | orphan-tool-result | grow
+//! mode = "panic"   # noop | read | echo | panic | error | orphan-tool-result | grow
 //! ```
 //!
 //! A `mode` it does not know makes its constructor reject the config. Built with the
 //! `forged-abi-version` feature it claims ABI 99.0.0, which the host must refuse.
 
-use condense_abi::{Host, Stage, StageOutput, StageReport};
-use condense_model::{Block, Conversation, Message, Role};
+use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
+use condense_model::{Block, Message, Role};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// What to do: noop, panic, error, orphan-tool-result, grow.
+    /// What to do: noop, read, echo, panic, error, orphan-tool-result, grow.
     pub mode: String,
 }
 
@@ -31,7 +31,17 @@ impl Default for Config {
     }
 }
 
-const MODES: &[&str] = &["noop", "panic", "error", "orphan-tool-result", "grow"];
+/// `noop` returns without reading the conversation; `read` reads it and changes nothing;
+/// `echo` reads it and hands it back as a new conversation (the boundary's worst case).
+const MODES: &[&str] = &[
+    "noop",
+    "read",
+    "echo",
+    "panic",
+    "error",
+    "orphan-tool-result",
+    "grow",
+];
 
 pub struct Faulty {
     mode: String,
@@ -41,8 +51,10 @@ impl Stage for Faulty {
     type Config = Config;
     const NAME: &'static str = "test-faulty";
     const DESCRIPTION: &'static str = "Misbehaves on purpose, for testing the host.";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] =
-        &[("mode", "noop | panic | error | orphan-tool-result | grow")];
+    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[(
+        "mode",
+        "noop | read | echo | panic | error | orphan-tool-result | grow",
+    )];
 
     fn new(config: Config) -> Result<Self, String> {
         if !MODES.contains(&config.mode.as_str()) {
@@ -55,14 +67,17 @@ impl Stage for Faulty {
         Ok(Faulty { mode: config.mode })
     }
 
-    fn apply(
-        &self,
-        mut conversation: Conversation,
-        _host: &dyn Host,
-    ) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, _host: &dyn Host) -> Result<StageOutput, String> {
+        let report = StageReport::default();
         match self.mode.as_str() {
+            "noop" => return Ok(StageOutput::unchanged(report)),
             "panic" => panic!("test-faulty was told to panic"),
             "error" => return Err("test-faulty was told to fail".to_string()),
+            _ => {}
+        }
+        let mut conversation = input.into_conversation()?;
+        match self.mode.as_str() {
+            "read" => return Ok(StageOutput::unchanged(report)),
             "orphan-tool-result" => conversation.messages.push(Message::new(
                 "orphan",
                 Role::User,
@@ -78,10 +93,7 @@ impl Stage for Faulty {
             )),
             _ => {}
         }
-        Ok(StageOutput {
-            conversation,
-            report: StageReport::default(),
-        })
+        Ok(StageOutput::changed(conversation, report))
     }
 }
 

@@ -54,8 +54,8 @@ pub mod reference;
 pub mod state;
 
 use condense_abi::text::plural;
-use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Content, Conversation, ToolResult};
+use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
+use condense_model::{Block, Content, ToolResult};
 use reference::{is_reference, reference_text, thousands};
 use serde::{Deserialize, Serialize};
 use state::{fingerprint, Replaced, State};
@@ -276,11 +276,8 @@ impl Stage for ToolResultBudget {
         Ok(ToolResultBudget { config })
     }
 
-    fn apply(
-        &self,
-        mut conversation: Conversation,
-        host: &dyn Host,
-    ) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+        let mut conversation = input.into_conversation()?;
         let mut state = State::parse(host.state_get()?.as_deref())?;
         let before = state.clone();
         let names: HashMap<String, String> = conversation
@@ -339,10 +336,8 @@ impl Stage for ToolResultBudget {
             host.state_put(&state.to_json()?)?;
         }
         write_notes(&mut report, &tally, self.config.max_result_size_chars);
-        Ok(StageOutput {
-            conversation,
-            report,
-        })
+        // Every replacement is counted.
+        Ok(StageOutput::from_counted(conversation, report))
     }
 }
 

@@ -41,7 +41,7 @@
 pub mod plan;
 
 pub use condense_abi::text::{plural, thousands};
-use condense_abi::{Host, Stage, StageEvent, StageOutput, StageReport};
+use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
 
@@ -121,7 +121,8 @@ impl Stage for TruncateOldest {
         Ok(TruncateOldest { config })
     }
 
-    fn apply(&self, conversation: Conversation, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+        let conversation = input.into_conversation()?;
         let (budget, source) = self.budget(host)?;
         let costs: Vec<usize> = conversation
             .messages
@@ -208,12 +209,17 @@ impl Stage for TruncateOldest {
                 ));
             }
         }
-        Ok(StageOutput {
-            conversation: Conversation {
-                messages: kept,
-                ..conversation
-            },
-            report,
+        // Messages without blocks count no block: test what was dropped instead.
+        Ok(if chat + events == 0 {
+            StageOutput::unchanged(report)
+        } else {
+            StageOutput::changed(
+                Conversation {
+                    messages: kept,
+                    ..conversation
+                },
+                report,
+            )
         })
     }
 }

@@ -1,8 +1,8 @@
 //! The in-memory host, a runner, conversation builders and checks shared by the tests.
 
 use autocompact::Autocompact;
-use condense_abi::testing::MemoryHost;
-use condense_abi::{parse_config, Stage, StageOutput, StageReport};
+use condense_abi::testing::{apply, Applied, MemoryHost};
+use condense_abi::{parse_config, Stage, StageReport};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -20,14 +20,14 @@ pub fn tokens(host: &MemoryHost, conv: &Conversation) -> usize {
 }
 
 /// Runs the stage with the host's conversation count set to the input's size.
-pub fn run(stage: &Autocompact, conv: &Conversation, host: &mut MemoryHost) -> StageOutput {
+pub fn run(stage: &Autocompact, conv: &Conversation, host: &mut MemoryHost) -> Applied {
     host.conversation_tokens = tokens(host, conv);
-    stage.apply(conv.clone(), &*host).unwrap()
+    apply(stage, conv, &*host).unwrap()
 }
 
 /// Runs the stage with the host's conversation count as it is.
-pub fn run_as_is(stage: &Autocompact, conv: &Conversation, host: &MemoryHost) -> StageOutput {
-    stage.apply(conv.clone(), host).unwrap()
+pub fn run_as_is(stage: &Autocompact, conv: &Conversation, host: &MemoryHost) -> Applied {
+    apply(stage, conv, host).unwrap()
 }
 
 pub fn text(id: &str, role: Role, text: &str) -> Message {

@@ -217,6 +217,10 @@ fn below_commit_at_nothing_changes() {
     let input = conversation();
     let out = run(&stage(""), &input, &mut h);
     assert_eq!(out.conversation, input);
+    assert!(
+        !out.changed,
+        "an identical projection is handed back as unchanged"
+    );
     assert!(out.report.flags.is_empty());
     assert!(out.report.events.is_empty());
     assert_eq!(out.report.tokens_freed, None);

@@ -6,7 +6,7 @@ use crate::fixture::{conversation, host, plain_turn};
 use crate::support::{
     assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, text, tokens, Host,
 };
-use condense_abi::Stage;
+use condense_abi::testing::apply;
 use condense_model::{Conversation, Role};
 use context_collapse::{ACTIVE_FLAG, FORCE_FLAG};
 
@@ -261,7 +261,7 @@ fn a_failing_summarizer_commits_nothing_new_but_keeps_the_committed_view() {
     for i in 11..=14 {
         longer.messages.extend(plain_turn(i));
     }
-    let out = stage.apply(longer.clone(), &{
+    let out = apply(&stage, &longer, &{
         failing.conversation_tokens = tokens(&failing, &longer);
         failing
     });
@@ -321,7 +321,7 @@ fn a_long_summary_is_cut_to_summary_max_tokens() {
 fn a_corrupt_state_is_an_error() {
     let h = host();
     *h.state.borrow_mut() = Some("{nope".into());
-    let err = stage("").apply(conversation(), &h).unwrap_err();
+    let err = apply(&stage(""), &conversation(), &h).unwrap_err();
     assert!(
         err.starts_with("context-collapse: stored state is not valid"),
         "{err}"

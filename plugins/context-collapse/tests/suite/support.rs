@@ -1,7 +1,7 @@
 //! The in-memory host, a runner, conversation builders and checks shared by the tests.
 
-use condense_abi::testing::MemoryHost;
-use condense_abi::{parse_config, Stage, StageOutput, StageReport};
+use condense_abi::testing::{apply, Applied, MemoryHost};
+use condense_abi::{parse_config, Stage, StageReport};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use context_collapse::ContextCollapse;
 use serde_json::{json, Value};
@@ -20,9 +20,9 @@ pub fn tokens(host: &MemoryHost, conv: &Conversation) -> usize {
 }
 
 /// Runs the stage with the host's conversation count set to the input's size.
-pub fn run(stage: &ContextCollapse, conv: &Conversation, host: &mut MemoryHost) -> StageOutput {
+pub fn run(stage: &ContextCollapse, conv: &Conversation, host: &mut MemoryHost) -> Applied {
     host.conversation_tokens = tokens(host, conv);
-    stage.apply(conv.clone(), &*host).unwrap()
+    apply(stage, conv, &*host).unwrap()
 }
 
 pub fn text(id: &str, role: Role, text: &str) -> Message {

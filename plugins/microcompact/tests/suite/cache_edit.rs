@@ -256,6 +256,7 @@ fn nothing_fires_when_the_cache_is_hot_and_results_are_small() {
     let host = host_after(5);
     let out = run(&stage(""), &input, &host);
     assert_eq!(out.conversation, input);
+    assert!(!out.changed);
     insta::assert_json_snapshot!("nothing_fires_report", report_json(&out.report));
     assert!(pinned_ids(&host).is_empty());
     assert_eq!(host.state_puts.get(), 1, "the time of the run is recorded");

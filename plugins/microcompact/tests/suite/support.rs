@@ -1,7 +1,7 @@
 //! A runner, a hand-made fixture conversation and block builders.
 
-use condense_abi::testing::MemoryHost;
-use condense_abi::{parse_config, Stage, StageOutput, StageReport};
+use condense_abi::testing::{apply, Applied, MemoryHost};
+use condense_abi::{parse_config, Stage, StageReport};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
 use microcompact::time::parse_rfc3339_ms;
 use microcompact::Microcompact;
@@ -27,8 +27,8 @@ pub fn stage(config_toml: &str) -> Microcompact {
     Microcompact::new(parse_config::<Microcompact>(config_toml).unwrap()).unwrap()
 }
 
-pub fn run(stage: &Microcompact, conv: &Conversation, host: &MemoryHost) -> StageOutput {
-    stage.apply(conv.clone(), host).unwrap()
+pub fn run(stage: &Microcompact, conv: &Conversation, host: &MemoryHost) -> Applied {
+    apply(stage, conv, host).unwrap()
 }
 
 /// The report as JSON, for snapshots.

@@ -1,6 +1,7 @@
 //! The shared in-memory host, a runner, block builders, a token total.
 
-use condense_abi::{parse_config, Stage, StageOutput};
+use condense_abi::testing::{apply, Applied};
+use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
 use observation_mask::ObservationMask;
 
@@ -10,8 +11,8 @@ pub fn stage(config_toml: &str) -> ObservationMask {
     ObservationMask::new(parse_config::<ObservationMask>(config_toml).unwrap()).unwrap()
 }
 
-pub fn run(stage: &ObservationMask, conv: &Conversation) -> StageOutput {
-    stage.apply(conv.clone(), &FakeHost::default()).unwrap()
+pub fn run(stage: &ObservationMask, conv: &Conversation) -> Applied {
+    apply(stage, conv, &FakeHost::default()).unwrap()
 }
 
 /// `n` numbered lines of `label`.

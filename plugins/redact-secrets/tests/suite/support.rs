@@ -1,6 +1,7 @@
 //! The shared in-memory host, a runner, fake-but-realistic secret generators, block builders.
 
-use condense_abi::{parse_config, Stage, StageOutput};
+use condense_abi::testing::{apply, Applied};
+use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use redact_secrets::RedactSecrets;
 
@@ -31,8 +32,8 @@ pub fn stage(config_toml: &str) -> RedactSecrets {
     RedactSecrets::new(parse_config::<RedactSecrets>(config_toml).unwrap()).unwrap()
 }
 
-pub fn run(stage: &RedactSecrets, conv: &Conversation) -> StageOutput {
-    stage.apply(conv.clone(), &FakeHost::default()).unwrap()
+pub fn run(stage: &RedactSecrets, conv: &Conversation) -> Applied {
+    apply(stage, conv, &FakeHost::default()).unwrap()
 }
 
 /// One user message holding `text`.
@@ -44,7 +45,7 @@ pub fn text_conv(text: &str) -> Conversation {
 }
 
 /// The stage's output for one text, with the report.
-pub fn redact_text(stage: &RedactSecrets, text: &str) -> (String, StageOutput) {
+pub fn redact_text(stage: &RedactSecrets, text: &str) -> (String, Applied) {
     let out = run(stage, &text_conv(text));
     (out.conversation.messages[0].content.text(), out)
 }

@@ -23,6 +23,7 @@ fn applying_to_its_own_output_changes_nothing() {
         let twice = run(&s, &once.conversation, &host);
         assert_eq!(twice.conversation, once.conversation, "{config}");
         assert_eq!(twice.report.blocks_changed, 0, "{config}");
+        assert!(once.changed && !twice.changed, "{config}");
         assert!(twice.report.events.is_empty());
         assert_eq!(twice.report.tokens_freed, Some(0));
         assert_eq!(host.puts.get(), puts, "nothing stored again ({config})");

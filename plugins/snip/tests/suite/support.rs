@@ -2,8 +2,8 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use condense_abi::testing::MemoryHost;
-use condense_abi::{parse_config, Stage, StageOutput};
+use condense_abi::testing::{apply, Applied, MemoryHost};
+use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
 use serde_json::{json, Value};
 use snip::Snip;
@@ -13,8 +13,8 @@ pub fn stage(config_toml: &str) -> Snip {
     Snip::new(parse_config::<Snip>(config_toml).unwrap()).unwrap()
 }
 
-pub fn run(stage: &Snip, conv: &Conversation, host: &MemoryHost) -> StageOutput {
-    stage.apply(conv.clone(), host).unwrap()
+pub fn run(stage: &Snip, conv: &Conversation, host: &MemoryHost) -> Applied {
+    apply(stage, conv, host).unwrap()
 }
 
 pub fn tool_use(id: &str, name: &str, input: Value) -> Block {

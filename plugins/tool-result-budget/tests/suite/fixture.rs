@@ -200,6 +200,7 @@ fn nothing_over_the_limit_says_so() {
         &host,
     );
     assert_eq!(out.conversation, conversation());
+    assert!(!out.changed);
     assert_eq!(out.report.blocks_changed, 0);
     assert_eq!(out.report.tokens_freed, None);
     assert!(out.report.events.is_empty());

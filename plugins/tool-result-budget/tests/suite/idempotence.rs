@@ -3,7 +3,7 @@
 
 use crate::fixture::{conversation, lines, CONFIG};
 use crate::support::{report_json, run, stage, tool_result, tool_use, FakeHost};
-use condense_abi::Stage;
+use condense_abi::testing::apply;
 use condense_model::{Content, Conversation, Message, Role};
 use serde_json::json;
 
@@ -152,7 +152,7 @@ fn a_different_text_under_a_recorded_id_is_left_whole() {
 fn a_corrupt_state_is_an_error_not_a_silent_rejudgement() {
     let host = FakeHost::default();
     *host.state.borrow_mut() = Some("{not json".into());
-    let err = stage(CONFIG).apply(conversation(), &host).unwrap_err();
+    let err = apply(&stage(CONFIG), &conversation(), &host).unwrap_err();
     assert!(
         err.starts_with("tool-result-budget: stored state is not valid"),
         "{err}"

@@ -1,6 +1,7 @@
 //! A fake [`Host`], a runner, a readable rendering of conversations, fixture block builders.
 
-use condense_abi::{parse_config, Stage, StageOutput, StageReport};
+use condense_abi::testing::{apply, Applied};
+use condense_abi::{parse_config, Stage, StageReport};
 use condense_model::{
     Block, Content, ContentShape, Conversation, Image, ImageSource, RawJson, ToolResult,
 };
@@ -37,8 +38,8 @@ pub fn stage(config_toml: &str) -> ToolResultBudget {
     ToolResultBudget::new(parse_config::<ToolResultBudget>(config_toml).unwrap()).unwrap()
 }
 
-pub fn run(stage: &ToolResultBudget, conv: &Conversation, host: &FakeHost) -> StageOutput {
-    stage.apply(conv.clone(), host).unwrap()
+pub fn run(stage: &ToolResultBudget, conv: &Conversation, host: &FakeHost) -> Applied {
+    apply(stage, conv, host).unwrap()
 }
 
 /// Text longer than this is abbreviated in renderings (references never are).

@@ -1,6 +1,7 @@
 //! The shared in-memory host, a runner, block builders, invariant checks.
 
-use condense_abi::{parse_config, Stage, StageOutput};
+use condense_abi::testing::{apply, Applied};
+use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use std::collections::{HashMap, HashSet};
 use truncate_oldest::TruncateOldest;
@@ -11,12 +12,12 @@ pub fn stage(config_toml: &str) -> TruncateOldest {
     TruncateOldest::new(parse_config::<TruncateOldest>(config_toml).unwrap()).unwrap()
 }
 
-pub fn run(stage: &TruncateOldest, conv: &Conversation) -> StageOutput {
-    stage.apply(conv.clone(), &FakeHost::default()).unwrap()
+pub fn run(stage: &TruncateOldest, conv: &Conversation) -> Applied {
+    apply(stage, conv, &FakeHost::default()).unwrap()
 }
 
 /// A stage with `max_tokens = budget`, run.
-pub fn run_with_budget(budget: usize, conv: &Conversation) -> StageOutput {
+pub fn run_with_budget(budget: usize, conv: &Conversation) -> Applied {
     run(&stage(&format!("max_tokens = {budget}")), conv)
 }
 
