@@ -1,6 +1,6 @@
 //! Lossless guarantees end to end: no-stage round trips, expand(compress(x)) == x, idempotence.
 
-use crate::support::{condense, json_values, transcripts};
+use crate::support::{condense, json_values, test_plugin, transcripts};
 use std::path::Path;
 
 /// Levels 1-3 with limits low enough to act on every real transcript.
@@ -15,10 +15,12 @@ fn write_pipeline(dir: &Path, body: &str) -> String {
     p.display().to_string()
 }
 
-#[test]
-fn empty_pipeline_round_trips_every_transcript() {
+/// Compresses every shared transcript with `pipeline`, asserting each comes out byte-identical;
+/// returns each compress report.
+fn assert_every_transcript_unchanged(pipeline: &str) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
-    let p = write_pipeline(dir.path(), "");
+    let p = write_pipeline(dir.path(), pipeline);
+    let mut reports = Vec::new();
     for t in transcripts() {
         let run = condense(&[
             "compress",
@@ -27,14 +29,49 @@ fn empty_pipeline_round_trips_every_transcript() {
             &p,
             "--store",
             dir.path().join("s").to_str().unwrap(),
+            "--report",
+            "json",
         ]);
         assert_eq!(run.code, 0, "{}: {}", t.display(), run.stderr);
-        let original = std::fs::read(&t).unwrap();
+        // Not assert_eq!: a failure would print megabytes.
         assert!(
-            json_values(run.stdout.as_bytes()) == json_values(&original),
+            run.stdout.as_bytes() == std::fs::read(&t).unwrap(),
             "{}: not lossless",
             t.display()
         );
+        reports.push(serde_json::from_str(&run.stderr).unwrap());
+    }
+    reports
+}
+
+#[test]
+fn empty_pipeline_round_trips_every_transcript() {
+    assert_every_transcript_unchanged("");
+}
+
+#[test]
+fn stages_that_skip_read_or_echo_leave_every_transcript_byte_identical() {
+    // test-faulty `noop` decides without reading (nothing crosses the boundary), `read` reads
+    // and returns "unchanged", `echo` reads and hands the whole conversation back.
+    let plugin = test_plugin("test-faulty");
+    let stages: String = ["noop", "read", "echo"]
+        .iter()
+        .map(|mode| {
+            format!(
+                "[[stage]]\nname = \"{mode}\"\nplugin = \"{}\"\n[stage.config]\nmode = \"{mode}\"\n\n",
+                plugin.display()
+            )
+        })
+        .collect();
+    for report in assert_every_transcript_unchanged(&stages) {
+        let statuses: Vec<&str> = report["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(statuses, ["ran", "ran", "ran"]);
+        assert_eq!(report["tokens_saved"], 0);
     }
 }
 
