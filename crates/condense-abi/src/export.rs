@@ -9,7 +9,7 @@ use crate::boundary::{
     FfiStageOutput, FfiStage_TO, PluginMod,
 };
 use crate::ffi::{FfiConversation, FfiMessage};
-use crate::sdk::{metadata_of, parse_config, Host, Input, Stage, StageReport, SummaryRequest};
+use crate::sdk::{build_stage, metadata_of, Host, Input, Stage, StageReport, SummaryRequest};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
@@ -189,8 +189,7 @@ impl<S: Stage> FfiStage for Adapter<S> {
 
 extern "C" fn new_stage<S: Stage>(config: RStr<'_>) -> RResult<FfiStageBox, RString> {
     guarded(|| {
-        let config = parse_config::<S>(config.as_str())?;
-        let stage = S::new(config).map_err(|e| format!("{}: {e}", S::NAME))?;
+        let stage = build_stage::<S>(config.as_str())?;
         Ok(FfiStage_TO::from_value(Adapter(stage), TD_Opaque))
     })
 }

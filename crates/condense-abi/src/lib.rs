@@ -35,8 +35,9 @@ pub mod text;
 pub use export::describe_panic;
 pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{
-    metadata_of, parse_config, parse_state, state_json, ConfigKey, Host, Input, Stage, StageEvent,
-    StageMetadata, StageOutput, StageReport, StageState, SummaryRequest,
+    build_stage, load_state, metadata_of, parse_config, parse_state, save_state, state_json,
+    ConfigKey, Host, Input, Stage, StageEvent, StageMetadata, StageOutput, StageReport, StageState,
+    SummaryRequest,
 };
 
 /// The ABI version host and plugins must agree on (this crate's version).

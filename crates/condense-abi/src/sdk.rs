@@ -323,6 +323,14 @@ fn doc_for<S: Stage>(key: &str) -> &'static str {
         .map_or("", |(_, d)| *d)
 }
 
+/// Builds stage `S` from its `[stage.config]` table given as TOML text: the config is parsed
+/// with [`parse_config`], then validated by [`Stage::new`], whose error gets the stage's name.
+/// This is what the host's constructor call runs inside the plugin.
+pub fn build_stage<S: Stage>(config_toml: &str) -> Result<S, String> {
+    let config = parse_config::<S>(config_toml)?;
+    S::new(config).map_err(|e| format!("{}: {e}", S::NAME))
+}
+
 /// Parses a `[stage.config]` table given as TOML text into `S::Config`, rejecting unknown keys.
 pub fn parse_config<S: Stage>(toml_text: &str) -> Result<S::Config, String> {
     let table: toml::Table = toml::from_str(toml_text)
@@ -410,6 +418,42 @@ pub fn state_json<S: Serialize>(stage: &str, state: &S) -> Result<String, String
     serde_json::to_string(state).map_err(|e| format!("{stage}: cannot serialize state: {e}"))
 }
 
+/// This stage's state for this session, read through the host and parsed with
+/// [`parse_state`] (the default when there is none), with the stored text, which
+/// [`save_state`] compares against.
+pub fn load_state<S: StageState>(
+    stage: &str,
+    host: &dyn Host,
+) -> Result<(S, Option<String>), String> {
+    let stored = host
+        .state_get()
+        .map_err(|e| format!("{stage}: cannot read the stage state: {e}"))?;
+    let state = parse_state(stage, stored.as_deref())?;
+    Ok((state, stored))
+}
+
+/// Writes `state` through the host unless that would change nothing: its text is `stored` (what
+/// [`load_state`] read), or nothing was stored and `state` is the default. Returns whether it
+/// wrote.
+pub fn save_state<S: StageState>(
+    stage: &str,
+    host: &dyn Host,
+    state: &S,
+    stored: Option<&str>,
+) -> Result<bool, String> {
+    let text = state_json(stage, state)?;
+    let unchanged = match stored {
+        Some(old) => old == text,
+        None => text == state_json(stage, &S::default())?,
+    };
+    if unchanged {
+        return Ok(false);
+    }
+    host.state_put(&text)
+        .map_err(|e| format!("{stage}: cannot write the stage state: {e}"))?;
+    Ok(true)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -476,6 +520,22 @@ mod tests {
         let json = state_json("s", &state).unwrap();
         assert_eq!(json, r#"{"version":3,"seen":{"a":1,"b":2}}"#);
         assert_eq!(parse_state::<State>("s", Some(&json)), Ok(state));
+    }
+
+    #[test]
+    fn save_writes_only_what_changes_and_load_reads_it_back() {
+        let host = crate::testing::MemoryHost::default();
+        let (mut state, stored) = load_state::<State>("s", &host).unwrap();
+        assert_eq!((state.clone(), stored.clone()), (State::default(), None));
+        // Nothing stored and nothing to store: no write.
+        assert!(!save_state("s", &host, &state, stored.as_deref()).unwrap());
+        state.seen.insert("a".into(), 1);
+        assert!(save_state("s", &host, &state, stored.as_deref()).unwrap());
+        let (again, stored) = load_state::<State>("s", &host).unwrap();
+        assert_eq!(again, state);
+        // The same state again: no write.
+        assert!(!save_state("s", &host, &again, stored.as_deref()).unwrap());
+        assert_eq!(host.state_puts.get(), 1);
     }
 
     #[test]

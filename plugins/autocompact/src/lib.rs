@@ -140,7 +140,7 @@ pub use config::{Config, PinRule};
 pub use messages::{is_own_message, parse_summary};
 pub use trigger::Trigger;
 
-use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
+use condense_abi::{load_state, save_state, Host, Input, Stage, StageOutput, StageReport};
 use condense_model::Conversation;
 use regex::Regex;
 use restore::Pin;
@@ -295,7 +295,7 @@ impl Stage for Autocompact {
     }
 
     fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
-        let (mut state, loaded) = State::load(host)?;
+        let (mut state, loaded) = load_state::<State>(Self::NAME, host)?;
         let trigger = Trigger::compute(&self.config, host);
         let mut report = StageReport::default();
         report.note(trigger.note());
@@ -333,7 +333,7 @@ impl Stage for Autocompact {
         }
         let trivial = loaded.is_none() && state.compactions == 0 && state.consecutive_failures == 0;
         if !trivial {
-            state.save(host, loaded.as_deref())?;
+            save_state(Self::NAME, host, &state, loaded.as_deref())?;
         }
         Ok(match (output, read) {
             (Some(messages), Some(conversation)) => {

@@ -26,8 +26,7 @@
 //!   see `condense_turns`) its input had (to count the turns since when the agent did not adopt
 //!   the output), when, and the token estimates of the messages before and after.
 
-use crate::Autocompact;
-use condense_abi::{parse_state, state_json, Host, Stage, StageState};
+use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 
 /// See the [module docs](self).
@@ -71,26 +70,5 @@ impl StageState for State {
     const VERSION: u32 = 1;
     fn version(&self) -> u32 {
         self.version
-    }
-}
-
-impl State {
-    /// The stored state (the default when there is none), and its raw text.
-    pub fn load(host: &dyn Host) -> Result<(State, Option<String>), String> {
-        let raw = host
-            .state_get()
-            .map_err(|e| format!("autocompact: cannot read the stage state: {e}"))?;
-        let state = parse_state(Autocompact::NAME, raw.as_deref())?;
-        Ok((state, raw))
-    }
-
-    /// Writes the state when it differs from what was loaded.
-    pub fn save(&self, host: &dyn Host, loaded: Option<&str>) -> Result<(), String> {
-        let text = state_json(Autocompact::NAME, self)?;
-        if loaded == Some(text.as_str()) {
-            return Ok(());
-        }
-        host.state_put(&text)
-            .map_err(|e| format!("autocompact: cannot write the stage state: {e}"))
     }
 }

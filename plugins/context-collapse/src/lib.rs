@@ -115,7 +115,7 @@ pub use condense_turns as turns;
 pub use config::Config;
 pub use summary::{is_summary_message, parse_header, summary_message};
 
-use condense_abi::{Host, Input, Stage, StageOutput};
+use condense_abi::{load_state, Host, Input, Stage, StageOutput};
 use condense_model::Conversation;
 use run::Run;
 use state::State;
@@ -213,7 +213,7 @@ impl Stage for ContextCollapse {
 
     fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
         let conversation = input.into_conversation()?;
-        let (state, loaded) = State::load(host)?;
+        let (state, loaded) = load_state::<State>(Self::NAME, host)?;
         let mut run = Run::new(&self.config, &conversation.messages, state, host);
         run.plan();
         run.commit();

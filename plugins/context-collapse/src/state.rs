@@ -30,8 +30,7 @@
 //!
 //! [`Role::System`]: condense_model::Role::System
 
-use crate::ContextCollapse;
-use condense_abi::{parse_state, state_json, Host, Stage, StageState};
+use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 
 /// See the [module docs](self).
@@ -70,32 +69,5 @@ impl StageState for State {
     const VERSION: u32 = 1;
     fn version(&self) -> u32 {
         self.version
-    }
-}
-
-impl State {
-    /// The stored state (the default when there is none). The raw text comes back too, so the
-    /// stage writes the state only when it changed.
-    pub fn load(host: &dyn Host) -> Result<(State, Option<String>), String> {
-        let raw = host
-            .state_get()
-            .map_err(|e| format!("context-collapse: cannot read the stage state: {e}"))?;
-        let state = parse_state(ContextCollapse::NAME, raw.as_deref())?;
-        Ok((state, raw))
-    }
-
-    /// Writes the state when it differs from what was loaded (an empty state is not written
-    /// when there was none).
-    pub fn save(&self, host: &dyn Host, loaded: Option<&str>) -> Result<(), String> {
-        let text = state_json(ContextCollapse::NAME, self)?;
-        let unchanged = match loaded {
-            Some(old) => old == text,
-            None => self.collapses.is_empty(),
-        };
-        if unchanged {
-            return Ok(());
-        }
-        host.state_put(&text)
-            .map_err(|e| format!("context-collapse: cannot write the stage state: {e}"))
     }
 }

@@ -80,7 +80,7 @@ pub mod state;
 pub mod time;
 
 pub use condense_abi::text::{plural, thousands};
-use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
+use condense_abi::{load_state, save_state, Host, Input, Stage, StageOutput, StageReport};
 use condense_model::Conversation;
 use scan::{Gap, Scan};
 use serde::{Deserialize, Serialize};
@@ -252,7 +252,7 @@ impl Stage for Microcompact {
 
     fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
         let mut conversation = input.into_conversation()?;
-        let mut state = State::parse(host.state_get()?.as_deref())?;
+        let (mut state, stored) = load_state::<State>(Self::NAME, host)?;
         let now = host.now_ms();
         let gap = scan::gap(&conversation, &state, now);
         let scan = Scan::new(&conversation, &self.config, host);
@@ -331,7 +331,7 @@ impl Stage for Microcompact {
 
         state.last_seen_ms = Some(now);
         state.messages_seen = conversation.messages.len();
-        host.state_put(&state.to_json()?)?;
+        save_state(Self::NAME, host, &state, stored.as_deref())?;
         Ok(if report.blocks_changed == 0 && !emitted {
             StageOutput::unchanged(report)
         } else {

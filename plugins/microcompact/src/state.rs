@@ -17,8 +17,7 @@
 //! later run while the cache stays hot, and dropped once the time-based path clears the
 //! results for real (or the results leave the conversation).
 
-use crate::Microcompact;
-use condense_abi::{parse_state, state_json, Stage, StageState};
+use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,15 +64,6 @@ impl StageState for State {
 }
 
 impl State {
-    /// Parses the state text (none yet: an empty state).
-    pub fn parse(text: Option<&str>) -> Result<State, String> {
-        parse_state(Microcompact::NAME, text)
-    }
-
-    pub fn to_json(&self) -> Result<String, String> {
-        state_json(Microcompact::NAME, self)
-    }
-
     /// Whether `tool_use_id` has a cache edit pinned.
     pub fn is_pinned(&self, tool_use_id: &str) -> bool {
         self.pinned.iter().any(|p| p.tool_use_id == tool_use_id)
@@ -84,11 +74,19 @@ impl State {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::Microcompact;
+    use condense_abi::{parse_state, state_json, Stage};
 
     #[test]
     fn roundtrip_and_empty() {
-        assert_eq!(State::parse(None), Ok(State::default()));
-        assert_eq!(State::parse(Some(" ")), Ok(State::default()));
+        assert_eq!(
+            parse_state::<State>(Microcompact::NAME, None),
+            Ok(State::default())
+        );
+        assert_eq!(
+            parse_state::<State>(Microcompact::NAME, Some(" ")),
+            Ok(State::default())
+        );
         let s = State {
             last_seen_ms: Some(5),
             messages_seen: 3,
@@ -99,14 +97,20 @@ mod tests {
             }],
             ..State::default()
         };
-        assert_eq!(State::parse(Some(&s.to_json().unwrap())), Ok(s.clone()));
+        assert_eq!(
+            parse_state::<State>(
+                Microcompact::NAME,
+                Some(&state_json(Microcompact::NAME, &s).unwrap())
+            ),
+            Ok(s.clone())
+        );
         assert!(s.is_pinned("t1") && !s.is_pinned("t2"));
     }
 
     #[test]
     fn bad_state_is_an_error() {
-        assert!(State::parse(Some("[")).is_err());
-        let err = State::parse(Some(r#"{"version":2}"#)).unwrap_err();
+        assert!(parse_state::<State>(Microcompact::NAME, Some("[")).is_err());
+        let err = parse_state::<State>(Microcompact::NAME, Some(r#"{"version":2}"#)).unwrap_err();
         assert!(err.contains("version 2"), "{err}");
     }
 }

@@ -54,7 +54,9 @@ pub mod reference;
 pub mod state;
 
 use condense_abi::text::plural;
-use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
+use condense_abi::{
+    load_state, save_state, Host, Input, Stage, StageEvent, StageOutput, StageReport,
+};
 use condense_model::{Block, Content, ToolResult};
 use reference::{is_reference, reference_text, thousands};
 use serde::{Deserialize, Serialize};
@@ -278,8 +280,7 @@ impl Stage for ToolResultBudget {
 
     fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
         let mut conversation = input.into_conversation()?;
-        let mut state = State::parse(host.state_get()?.as_deref())?;
-        let before = state.clone();
+        let (mut state, stored) = load_state::<State>(Self::NAME, host)?;
         let names: HashMap<String, String> = conversation
             .tool_names_by_id()
             .into_iter()
@@ -332,9 +333,7 @@ impl Stage for ToolResultBudget {
                 }
             }
         }
-        if state != before {
-            host.state_put(&state.to_json()?)?;
-        }
+        save_state(Self::NAME, host, &state, stored.as_deref())?;
         write_notes(&mut report, &tally, self.config.max_result_size_chars);
         // Every replacement is counted.
         Ok(StageOutput::from_counted(conversation, report))

@@ -21,8 +21,7 @@
 //! were judged and left whole, so a later, lower limit does not replace them either (that would
 //! change a prefix the model has already cached). Both maps are sorted, so the JSON is stable.
 
-use crate::ToolResultBudget;
-use condense_abi::{parse_state, state_json, Stage, StageState};
+use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use xxhash_rust::xxh3::xxh3_64;
@@ -75,26 +74,23 @@ impl StageState for State {
     }
 }
 
-impl State {
-    /// Parses the state text (none yet: an empty state).
-    pub fn parse(text: Option<&str>) -> Result<State, String> {
-        parse_state(ToolResultBudget::NAME, text)
-    }
-
-    pub fn to_json(&self) -> Result<String, String> {
-        state_json(ToolResultBudget::NAME, self)
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::ToolResultBudget;
+    use condense_abi::{parse_state, state_json, Stage};
 
     #[test]
     fn roundtrip_and_empty() {
-        assert_eq!(State::parse(None), Ok(State::default()));
-        assert_eq!(State::parse(Some("  ")), Ok(State::default()));
+        assert_eq!(
+            parse_state::<State>(ToolResultBudget::NAME, None),
+            Ok(State::default())
+        );
+        assert_eq!(
+            parse_state::<State>(ToolResultBudget::NAME, Some("  ")),
+            Ok(State::default())
+        );
         let mut s = State::default();
         s.kept.insert("a".into());
         s.replaced.insert(
@@ -107,14 +103,18 @@ mod tests {
                 reference: "r".into(),
             },
         );
-        let json = s.to_json().unwrap();
-        assert_eq!(State::parse(Some(&json)), Ok(s));
+        let json = state_json(ToolResultBudget::NAME, &s).unwrap();
+        assert_eq!(
+            parse_state::<State>(ToolResultBudget::NAME, Some(&json)),
+            Ok(s)
+        );
     }
 
     #[test]
     fn bad_state_is_an_error() {
-        assert!(State::parse(Some("{")).is_err());
-        let err = State::parse(Some(r#"{"version":7}"#)).unwrap_err();
+        assert!(parse_state::<State>(ToolResultBudget::NAME, Some("{")).is_err());
+        let err =
+            parse_state::<State>(ToolResultBudget::NAME, Some(r#"{"version":7}"#)).unwrap_err();
         assert!(err.contains("version 7"), "{err}");
     }
 }

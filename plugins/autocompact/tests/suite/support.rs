@@ -2,7 +2,7 @@
 
 use autocompact::Autocompact;
 use condense_abi::testing::{apply, Applied, MemoryHost};
-use condense_abi::{parse_config, Stage, StageReport};
+use condense_abi::{build_stage, StageReport};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -11,7 +11,7 @@ pub use condense_abi::testing::MemoryHost as Host;
 
 /// A stage from TOML config text.
 pub fn stage(config_toml: &str) -> Autocompact {
-    Autocompact::new(parse_config::<Autocompact>(config_toml).unwrap()).unwrap()
+    build_stage::<Autocompact>(config_toml).unwrap()
 }
 
 /// Tokens of a conversation's messages as the stage estimates them.

@@ -4,8 +4,9 @@
 use super::{Found, Run, Unit};
 use crate::state::State;
 use crate::summary::summary_message;
+use crate::ContextCollapse;
 use crate::ACTIVE_FLAG;
-use condense_abi::{StageEvent, StageReport};
+use condense_abi::{save_state, Stage, StageEvent, StageReport};
 use condense_model::{Message, Role};
 use condense_turns::measure::thousands;
 use std::collections::HashSet;
@@ -117,7 +118,7 @@ impl Run<'_> {
             collapses: self.collapses.iter().map(|c| c.collapse.clone()).collect(),
             ..State::default()
         };
-        state.save(self.host, loaded)?;
+        save_state(ContextCollapse::NAME, self.host, &state, loaded)?;
         if !self.collapses.is_empty() {
             self.report.flags.push(ACTIVE_FLAG.to_string());
         }

@@ -1,7 +1,7 @@
 //! The in-memory host, a runner, conversation builders and checks shared by the tests.
 
 use condense_abi::testing::{apply, Applied, MemoryHost};
-use condense_abi::{parse_config, Stage, StageReport};
+use condense_abi::{build_stage, StageReport};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use context_collapse::ContextCollapse;
 use serde_json::{json, Value};
@@ -11,7 +11,7 @@ pub use condense_abi::testing::MemoryHost as Host;
 
 /// A stage from TOML config text.
 pub fn stage(config_toml: &str) -> ContextCollapse {
-    ContextCollapse::new(parse_config::<ContextCollapse>(config_toml).unwrap()).unwrap()
+    build_stage::<ContextCollapse>(config_toml).unwrap()
 }
 
 /// Tokens of a conversation as the stage estimates them (bytes / 4 with the default host).

@@ -1,7 +1,7 @@
 //! A runner, a hand-made fixture conversation and block builders.
 
 use condense_abi::testing::{apply, Applied, MemoryHost};
-use condense_abi::{parse_config, Stage, StageReport};
+use condense_abi::{build_stage, StageReport};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
 use microcompact::time::parse_rfc3339_ms;
 use microcompact::Microcompact;
@@ -24,7 +24,7 @@ pub fn host_after(minutes: i64) -> MemoryHost {
 
 /// A stage from TOML config text.
 pub fn stage(config_toml: &str) -> Microcompact {
-    Microcompact::new(parse_config::<Microcompact>(config_toml).unwrap()).unwrap()
+    build_stage::<Microcompact>(config_toml).unwrap()
 }
 
 pub fn run(stage: &Microcompact, conv: &Conversation, host: &MemoryHost) -> Applied {

@@ -1,14 +1,14 @@
 //! The shared in-memory host, a runner, block builders, a token total.
 
+use condense_abi::build_stage;
 use condense_abi::testing::{apply, Applied};
-use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
 use observation_mask::ObservationMask;
 
 pub type FakeHost = condense_abi::testing::MemoryHost;
 
 pub fn stage(config_toml: &str) -> ObservationMask {
-    ObservationMask::new(parse_config::<ObservationMask>(config_toml).unwrap()).unwrap()
+    build_stage::<ObservationMask>(config_toml).unwrap()
 }
 
 pub fn run(stage: &ObservationMask, conv: &Conversation) -> Applied {

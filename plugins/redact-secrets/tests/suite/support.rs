@@ -1,7 +1,7 @@
 //! The shared in-memory host, a runner, fake-but-realistic secret generators, block builders.
 
+use condense_abi::build_stage;
 use condense_abi::testing::{apply, Applied};
-use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use redact_secrets::RedactSecrets;
 
@@ -29,7 +29,7 @@ pub fn rand(seed: u64, n: usize, alphabet: &str) -> String {
 }
 
 pub fn stage(config_toml: &str) -> RedactSecrets {
-    RedactSecrets::new(parse_config::<RedactSecrets>(config_toml).unwrap()).unwrap()
+    build_stage::<RedactSecrets>(config_toml).unwrap()
 }
 
 pub fn run(stage: &RedactSecrets, conv: &Conversation) -> Applied {

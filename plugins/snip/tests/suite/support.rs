@@ -2,15 +2,15 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use condense_abi::build_stage;
 use condense_abi::testing::{apply, Applied, MemoryHost};
-use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
 use serde_json::{json, Value};
 use snip::Snip;
 
 /// A stage from TOML config text.
 pub fn stage(config_toml: &str) -> Snip {
-    Snip::new(parse_config::<Snip>(config_toml).unwrap()).unwrap()
+    build_stage::<Snip>(config_toml).unwrap()
 }
 
 pub fn run(stage: &Snip, conv: &Conversation, host: &MemoryHost) -> Applied {

@@ -1,7 +1,7 @@
 //! A fake [`Host`], a runner, a readable rendering of conversations, fixture block builders.
 
 use condense_abi::testing::{apply, Applied};
-use condense_abi::{parse_config, Stage, StageReport};
+use condense_abi::{build_stage, StageReport};
 use condense_model::{
     Block, Content, ContentShape, Conversation, Image, ImageSource, RawJson, ToolResult,
 };
@@ -35,7 +35,7 @@ impl StateSummary for FakeHost {
 
 /// A stage from TOML config text.
 pub fn stage(config_toml: &str) -> ToolResultBudget {
-    ToolResultBudget::new(parse_config::<ToolResultBudget>(config_toml).unwrap()).unwrap()
+    build_stage::<ToolResultBudget>(config_toml).unwrap()
 }
 
 pub fn run(stage: &ToolResultBudget, conv: &Conversation, host: &FakeHost) -> Applied {

@@ -1,7 +1,7 @@
 //! The shared in-memory host, a runner, block builders, invariant checks.
 
+use condense_abi::build_stage;
 use condense_abi::testing::{apply, Applied};
-use condense_abi::{parse_config, Stage};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
 use std::collections::{HashMap, HashSet};
 use truncate_oldest::TruncateOldest;
@@ -9,7 +9,7 @@ use truncate_oldest::TruncateOldest;
 pub type FakeHost = condense_abi::testing::MemoryHost;
 
 pub fn stage(config_toml: &str) -> TruncateOldest {
-    TruncateOldest::new(parse_config::<TruncateOldest>(config_toml).unwrap()).unwrap()
+    build_stage::<TruncateOldest>(config_toml).unwrap()
 }
 
 pub fn run(stage: &TruncateOldest, conv: &Conversation) -> Applied {
