@@ -11,7 +11,7 @@
 //! it compares the violations of the output with those of the input. The check is one linear
 //! pass with a hash set, no tokenizing.
 
-use condense_model::{Block, Conversation, Role};
+use condense_model::{orphaned_tool_results, Block, Conversation, Role};
 use std::collections::HashSet;
 use std::fmt;
 
@@ -60,10 +60,10 @@ fn is_empty_content(blocks: &[Block]) -> bool {
 /// Every invariant `conv` breaks.
 pub fn violations(conv: &Conversation) -> Vec<Violation> {
     let mut out = Vec::new();
-    let mut tool_uses: HashSet<&str> = HashSet::new();
+    let mut orphans = orphaned_tool_results(&conv.messages).into_iter().peekable();
     let mut ids: HashSet<&str> = HashSet::new();
     let mut previous_role: Option<Role> = None;
-    for m in &conv.messages {
+    for (i, m) in conv.messages.iter().enumerate() {
         if !ids.insert(m.id.as_str()) {
             out.push(Violation {
                 kind: ViolationKind::DuplicateId,
@@ -88,22 +88,12 @@ pub fn violations(conv: &Conversation) -> Vec<Violation> {
                 detail: String::new(),
             });
         }
-        for b in &m.content.blocks {
-            match b {
-                Block::ToolResult(tr) if !tool_uses.contains(tr.tool_use_id.as_str()) => {
-                    out.push(Violation {
-                        kind: ViolationKind::OrphanedToolResult,
-                        message_id: m.id.clone(),
-                        detail: tr.tool_use_id.clone(),
-                    })
-                }
-                _ => {}
-            }
-        }
-        // Results inside this message may answer calls of earlier messages only; calls made
-        // here become answerable from the next message on.
-        for tu in m.tool_uses() {
-            tool_uses.insert(tu.id.as_str());
+        while let Some((_, tool_use_id)) = orphans.next_if(|(at, _)| *at == i) {
+            out.push(Violation {
+                kind: ViolationKind::OrphanedToolResult,
+                message_id: m.id.clone(),
+                detail: tool_use_id.to_string(),
+            });
         }
         previous_role = Some(m.role);
     }

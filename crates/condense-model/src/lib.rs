@@ -28,7 +28,7 @@ pub use block::{Block, Image, ImageSource, Opaque, TextBlock, ThinkingBlock, Too
 pub use raw_json::{kind_of, RawJson};
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A whole conversation: what one request to the model (or one agent session) holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +66,28 @@ impl Conversation {
     pub fn position(&self, id: &str) -> Option<usize> {
         self.messages.iter().position(|m| m.id == id)
     }
+}
+
+/// Every `tool_result` (in a chat message) whose `tool_use` is not in an earlier chat message,
+/// as (message index, tool_use id), in message order. The host's output guard and the stages
+/// that restructure messages check with it: a stage must not orphan a result the input did not
+/// already orphan.
+pub fn orphaned_tool_results(messages: &[Message]) -> Vec<(usize, &str)> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut orphans = Vec::new();
+    for (i, m) in messages.iter().enumerate().filter(|(_, m)| m.is_chat()) {
+        for tr in m.tool_results() {
+            if !seen.contains(tr.tool_use_id.as_str()) {
+                orphans.push((i, tr.tool_use_id.as_str()));
+            }
+        }
+        // Results inside this message answer calls of earlier messages only; calls made here
+        // become answerable from the next message on.
+        for tu in m.tool_uses() {
+            seen.insert(tu.id.as_str());
+        }
+    }
+    orphans
 }
 
 /// One tool the model may call, kept verbatim; `name` is extracted for reports.
@@ -257,6 +279,32 @@ impl Content {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orphans_are_results_without_an_earlier_call() {
+        let msgs = vec![
+            Message::new(
+                "r0",
+                Role::User,
+                vec![Block::tool_result("c0", Content::string("x"))],
+            ),
+            // A call and its result in the same message: the result is still an orphan.
+            Message::new(
+                "a1",
+                Role::Assistant,
+                vec![
+                    Block::tool_use("c1", "Read", RawJson::from_string_unchecked("{}".into())),
+                    Block::tool_result("c1", Content::string("y")),
+                ],
+            ),
+            Message::new(
+                "r1",
+                Role::User,
+                vec![Block::tool_result("c1", Content::string("z"))],
+            ),
+        ];
+        assert_eq!(orphaned_tool_results(&msgs), vec![(0, "c0"), (1, "c1")]);
+    }
 
     #[test]
     fn replacing_text_keeps_shape_images_and_kept_blocks() {

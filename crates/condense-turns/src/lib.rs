@@ -84,7 +84,7 @@
 pub mod measure;
 
 use condense_model::{Block, Message, RawJson, Role};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// One API turn (one API round): an index range of the message list (see the [crate
@@ -242,25 +242,6 @@ pub fn group(messages: &[Message]) -> Turns {
     }
 }
 
-/// Every `tool_result` (in a chat message) whose `tool_use` is not in an earlier chat message:
-/// `(message id, tool_use id)`. Both stages check their output with it: what they produce must
-/// not orphan a result the input did not already orphan.
-pub fn orphaned_tool_results(messages: &[Message]) -> Vec<(String, String)> {
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut orphans = Vec::new();
-    for m in messages.iter().filter(|m| m.is_chat()) {
-        for tr in m.tool_results() {
-            if !seen.contains(tr.tool_use_id.as_str()) {
-                orphans.push((m.id.clone(), tr.tool_use_id.clone()));
-            }
-        }
-        for tu in m.tool_uses() {
-            seen.insert(tu.id.as_str());
-        }
-    }
-    orphans
-}
-
 /// Line fields that describe one Claude Code line rather than the session.
 const LINE_ONLY_KEYS: &[&str] = &[
     "toolUseResult",
@@ -320,7 +301,7 @@ pub fn envelope_template(source_format: &str, message: &Message, new: &Message) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{Content, RawJson, ThinkingBlock};
+    use condense_model::{orphaned_tool_results, Content, RawJson, ThinkingBlock};
 
     fn text(id: &str, role: Role) -> Message {
         Message::new(id, role, vec![Block::text(id)])
@@ -545,18 +526,5 @@ mod tests {
             r#"{"parentUuid":"p","sessionId":"s1","type":"user","message":null,"uuid":"summary-1","timestamp":"2025-01-01T00:00:00Z"}"#
         );
         assert!(envelope_template("openai", &m, &new).is_empty());
-    }
-
-    #[test]
-    fn orphans_are_found() {
-        let msgs = vec![
-            Message::new("r0", Role::User, vec![result("c0")]),
-            call("a1", "c1"),
-            Message::new("r1", Role::User, vec![result("c1")]),
-        ];
-        assert_eq!(
-            orphaned_tool_results(&msgs),
-            vec![("r0".to_string(), "c0".to_string())]
-        );
     }
 }

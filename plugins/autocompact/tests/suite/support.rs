@@ -60,7 +60,7 @@ pub fn call(n: &str, tool: &str, input: Value, result: &str) -> Vec<Message> {
 
 /// Every tool_result of `conv` has its tool_use in an earlier message.
 pub fn assert_no_orphans(conv: &Conversation) {
-    let orphans = condense_turns::orphaned_tool_results(&conv.messages);
+    let orphans = condense_model::orphaned_tool_results(&conv.messages);
     assert!(orphans.is_empty(), "orphaned tool results: {orphans:?}");
 }
 

@@ -7,7 +7,7 @@ use crate::summary::summary_message;
 use crate::ContextCollapse;
 use crate::ACTIVE_FLAG;
 use condense_abi::{save_state, Stage, StageEvent, StageReport};
-use condense_model::{Message, Role};
+use condense_model::{orphaned_tool_results, Message, Role};
 use condense_turns::measure::thousands;
 use std::collections::HashSet;
 
@@ -91,12 +91,13 @@ impl Run<'_> {
             (pos, e.kind != "reapplied")
         });
 
-        let input_orphans: HashSet<(String, String)> =
-            condense_turns::orphaned_tool_results(messages)
-                .into_iter()
-                .collect();
-        let introduced: Vec<String> = condense_turns::orphaned_tool_results(&out)
+        let input_orphans: HashSet<(&str, &str)> = orphaned_tool_results(messages)
             .into_iter()
+            .map(|(i, t)| (messages[i].id.as_str(), t))
+            .collect();
+        let introduced: Vec<String> = orphaned_tool_results(&out)
+            .into_iter()
+            .map(|(i, t)| (out[i].id.as_str(), t))
             .filter(|o| !input_orphans.contains(o))
             .map(|(m, t)| format!("{t} in {m}"))
             .collect();

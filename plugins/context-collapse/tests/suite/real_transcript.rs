@@ -66,7 +66,7 @@ fn the_session_is_ten_api_turns() {
     );
     // No turn separates a call from its result: every result's call is in its turn.
     for t in &turns.turns {
-        let orphans = condense_turns::orphaned_tool_results(&messages[t.range()]);
+        let orphans = condense_model::orphaned_tool_results(&messages[t.range()]);
         assert!(orphans.is_empty(), "{:?}: {orphans:?}", t.range());
     }
 }

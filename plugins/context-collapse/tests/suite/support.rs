@@ -39,7 +39,7 @@ pub fn tool_result(id: &str, text: &str) -> Block {
 
 /// Every tool_result of `conv` has its tool_use in an earlier message.
 pub fn assert_no_orphans(conv: &Conversation) {
-    let orphans = condense_turns::orphaned_tool_results(&conv.messages);
+    let orphans = condense_model::orphaned_tool_results(&conv.messages);
     assert!(orphans.is_empty(), "orphaned tool results: {orphans:?}");
 }
 
