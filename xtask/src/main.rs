@@ -175,17 +175,20 @@ fn test(extra: &[String]) -> Result<()> {
     docs(true)
 }
 
+/// Builds every plugin and the condense binary (debug profile); returns the binary's path.
+fn build_condense() -> Result<PathBuf> {
+    build_plugins(false)?;
+    let mut c = cargo();
+    c.args(["build", "--quiet", "-p", "condense"]);
+    run(c)?;
+    Ok(target_dir()
+        .join("debug")
+        .join(format!("condense{}", std::env::consts::EXE_SUFFIX)))
+}
+
 /// docs/stages.md, generated from the shipped plugins' metadata by the condense binary.
 fn docs(check: bool) -> Result<()> {
-    build_plugins(false)?;
-    run({
-        let mut c = cargo();
-        c.args(["build", "--quiet", "-p", "condense"]);
-        c
-    })?;
-    let bin = target_dir()
-        .join("debug")
-        .join(format!("condense{}", std::env::consts::EXE_SUFFIX));
+    let bin = build_condense()?;
     let out = Command::new(&bin)
         .args(["plugins", "--details", "--markdown"])
         .env("CONDENSE_PLUGIN_PATH", target_dir().join("plugins"))
@@ -214,15 +217,7 @@ fn docs(check: bool) -> Result<()> {
 }
 
 fn demo() -> Result<()> {
-    build_plugins(false)?;
-    run({
-        let mut c = cargo();
-        c.args(["build", "--quiet", "-p", "condense"]);
-        c
-    })?;
-    let bin = target_dir()
-        .join("debug")
-        .join(format!("condense{}", std::env::consts::EXE_SUFFIX));
+    let bin = build_condense()?;
     let transcript = root().join("examples/claude-code-session.jsonl");
     let pipeline = root().join("examples/demo-pipeline.toml");
     let out_dir = target_dir().join("demo");

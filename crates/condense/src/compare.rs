@@ -4,8 +4,7 @@
 //! `review`), so the comparison is reproducible and never touches real stage state.
 
 use crate::cli::CompareArgs;
-use crate::commands::parse_now;
-use crate::review::{collect_inputs, load, run_recorded, REVIEW_EPOCH_MS};
+use crate::review::{collect_inputs, load, review_now, run_recorded};
 use crate::stats::num;
 use crate::Failure;
 use condense_formats::{read, ReadOptions};
@@ -47,12 +46,7 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
             "compare needs at least two --pipeline files",
         ));
     }
-    let now = args
-        .now
-        .as_deref()
-        .map(parse_now)
-        .transpose()?
-        .unwrap_or(REVIEW_EPOCH_MS);
+    let now = review_now(args.now.as_deref())?;
     let pipelines = args
         .pipelines
         .iter()

@@ -21,7 +21,12 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// The time reviews run at unless `--now` says otherwise: fixed, so reviews are reproducible.
-pub(crate) const REVIEW_EPOCH_MS: i64 = 0;
+const REVIEW_EPOCH_MS: i64 = 0;
+
+/// The time a review runs at: `--now` when given, else [`REVIEW_EPOCH_MS`].
+pub(crate) fn review_now(now: Option<&str>) -> Result<i64, Failure> {
+    Ok(now.map(parse_now).transpose()?.unwrap_or(REVIEW_EPOCH_MS))
+}
 
 pub(crate) struct Recorded {
     /// The input conversations.
@@ -127,12 +132,7 @@ fn render_all(convs: &[&Conversation], labels: &[String]) -> String {
 
 /// `condense diff`.
 pub fn diff(args: DiffArgs) -> Result<(), Failure> {
-    let now = args
-        .now
-        .as_deref()
-        .map(parse_now)
-        .transpose()?
-        .unwrap_or(REVIEW_EPOCH_MS);
+    let now = review_now(args.now.as_deref())?;
     let pipeline = load(args.pipeline.as_deref(), &args.model)?;
     if let Some(only) = &args.stage {
         if !pipeline.stages.iter().any(|s| &s.spec.name == only) {
@@ -323,12 +323,7 @@ fn stem(path: &Path) -> String {
 /// `condense snapshot`: exit 0 when every snapshot matches (or `--accept`), 1 when anything
 /// differs (new versions written beside the old as `.snap.new`).
 pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
-    let now = args
-        .now
-        .as_deref()
-        .map(parse_now)
-        .transpose()?
-        .unwrap_or(REVIEW_EPOCH_MS);
+    let now = review_now(args.now.as_deref())?;
     let pipeline = load(args.pipeline.as_deref(), &ModelArgs::default())?;
     let files = collect_inputs(&args.inputs)?;
     if files.is_empty() {

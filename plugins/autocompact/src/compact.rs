@@ -10,7 +10,7 @@ use crate::{
 };
 use condense_abi::{Host, StageEvent, StageReport, SummaryRequest};
 use condense_model::{Block, Content, Conversation, Message, Role};
-use condense_turns::measure::{cut_to_tokens, messages_tokens, thousands};
+use condense_turns::measure::{cut_to_tokens, messages_tokens, thousands, Cut};
 
 impl Autocompact {
     /// One compaction attempt, recorded in `state` (success, or a failure counting towards the
@@ -290,13 +290,7 @@ impl Autocompact {
         if let Some(e) = &f.edited_in {
             provenance.push_str(&format!("; edited later in message {e}: may be stale"));
         }
-        if cut.cut {
-            provenance.push_str(&format!(
-                "; cut to {} of {} tokens",
-                thousands(self.config.restore_file_max_tokens),
-                thousands(cut.original_tokens)
-            ));
-        }
+        provenance.push_str(&cut_note(&cut, self.config.restore_file_max_tokens));
         let text = format!("{FILE_MARKER}{}]\n({provenance})\n{}", f.path, cut.text);
         let id = format!("{ID_PREFIX}{n}-file-{k}");
         let detail = format!(
@@ -327,13 +321,7 @@ impl Autocompact {
             }
             left -= used;
             let mut provenance = format!("from message {}", item.message_id);
-            if cut.cut {
-                provenance.push_str(&format!(
-                    "; cut to {} of {} tokens",
-                    thousands(self.config.pin_max_tokens),
-                    thousands(cut.original_tokens)
-                ));
-            }
+            provenance.push_str(&cut_note(&cut, self.config.pin_max_tokens));
             let text = format!("{PIN_MARKER}{}]\n({provenance})\n{}", item.key, cut.text);
             let detail = format!("{} ({provenance}), {} tokens", item.key, thousands(used));
             out.push((text, detail));
@@ -371,4 +359,17 @@ fn without_tool_results(message: &Message) -> Message {
         })
         .collect();
     m
+}
+
+/// "; cut to N of M tokens" when `cut` (cut to at most `max` tokens) lost anything, else empty.
+fn cut_note(cut: &Cut, max: usize) -> String {
+    if cut.cut {
+        format!(
+            "; cut to {} of {} tokens",
+            thousands(max),
+            thousands(cut.original_tokens)
+        )
+    } else {
+        String::new()
+    }
 }

@@ -45,17 +45,20 @@ pub(crate) fn file_ops(command: &str) -> Vec<(String, FileOp)> {
     ops
 }
 
-/// For a `cd` command: `Some(Some(dir))`, or `Some(None)` when the directory is unknown
-/// (`cd`, `cd -`, `cd ~`, `cd $X`).
-fn cd_target(cmd: &[Tok]) -> Option<Option<String>> {
-    let words: Vec<&str> = cmd
-        .iter()
+/// The words of one command (its separators and operators dropped).
+fn words(cmd: &[Tok]) -> Vec<&str> {
+    cmd.iter()
         .filter_map(|t| match t {
             Tok::Word(w) => Some(w.as_str()),
             _ => None,
         })
-        .collect();
-    match words.as_slice() {
+        .collect()
+}
+
+/// For a `cd` command: `Some(Some(dir))`, or `Some(None)` when the directory is unknown
+/// (`cd`, `cd -`, `cd ~`, `cd $X`).
+fn cd_target(cmd: &[Tok]) -> Option<Option<String>> {
+    match words(cmd).as_slice() {
         ["cd" | "pushd"] => Some(None),
         ["cd" | "pushd", dir] => Some(as_path(dir).filter(|d| !d.starts_with('~'))),
         _ => None,
@@ -101,13 +104,7 @@ pub(crate) fn is_test_command(command: &str) -> bool {
         "playwright",
     ];
     tokenize(command).split(|t| *t == Tok::Sep).any(|cmd| {
-        let words: Vec<&str> = cmd
-            .iter()
-            .filter_map(|t| match t {
-                Tok::Word(w) => Some(w.as_str()),
-                _ => None,
-            })
-            .collect();
+        let words = words(cmd);
         let words = strip_wrappers(&words);
         let Some(first) = words.first() else {
             return false;
