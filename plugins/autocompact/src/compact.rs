@@ -79,21 +79,30 @@ impl Autocompact {
             .iter()
             .rposition(|m| condense_turns::is_user_prompt(m) && !is_condense_message(m))
             .filter(|&i| !messages[i + 1..].iter().any(|m| m.role == Role::Assistant));
-        let to_summarize: Vec<Message> = messages
-            .iter()
-            .enumerate()
-            .filter(|(i, m)| {
-                m.is_chat() && m.role != Role::System && Some(*i) != kept && !is_own_message(m)
+        // Indices of the messages to summarize: what the summary stands for is read from the
+        // conversation, so the request can own its copies.
+        let picked: Vec<usize> = (0..messages.len())
+            .filter(|&i| {
+                let m = &messages[i];
+                m.is_chat() && m.role != Role::System && Some(i) != kept && !is_own_message(m)
             })
-            .map(|(_, m)| m.clone())
             .collect();
-        if to_summarize.is_empty() {
+        let Some(&last) = picked.last() else {
             report.note("nothing to summarize: not compacting");
             return Ok(None);
-        }
+        };
+        let timestamp = messages[last].timestamp.clone();
+        let count = previous.as_ref().map_or(0, |(_, (_, c, _))| *c) + picked.len();
+        // For Claude Code, the session's line fields, from the latest user message summarized.
+        let template = picked
+            .iter()
+            .rev()
+            .map(|&i| &messages[i])
+            .find(|m| condense_turns::is_user_prompt(m))
+            .unwrap_or(&messages[last]);
         let max_tokens = self.config.summary_max_tokens.min(t.effective / 4).max(1);
         let request = SummaryRequest {
-            messages: to_summarize.clone(),
+            messages: picked.iter().map(|&i| messages[i].clone()).collect(),
             previous_summary: previous.as_ref().map(|(_, (_, _, body))| body.clone()),
             max_tokens,
             purpose: PURPOSE.to_string(),
@@ -116,15 +125,7 @@ impl Autocompact {
             .compactions
             .max(previous.as_ref().map_or(0, |(_, (n, _, _))| *n))
             + 1;
-        let timestamp = to_summarize.last().and_then(|m| m.timestamp.clone());
-        let count = previous.as_ref().map_or(0, |(_, (_, c, _))| *c) + to_summarize.len();
-        // For Claude Code, the session's line fields, from the latest user message summarized.
         let format = host.source_format();
-        let template = to_summarize
-            .iter()
-            .rev()
-            .find(|m| condense_turns::is_user_prompt(m))
-            .or(to_summarize.last());
         let new_message = |id: &str, text: String| {
             let mut m = Message {
                 id: id.to_string(),
@@ -134,9 +135,7 @@ impl Autocompact {
                 extra: Default::default(),
                 envelope: Default::default(),
             };
-            if let Some(t) = template {
-                m.envelope = condense_turns::envelope_template(&format, t, &m);
-            }
+            m.envelope = condense_turns::envelope_template(&format, template, &m);
             m
         };
         let summary_id = format!("{ID_PREFIX}{n}");

@@ -218,17 +218,17 @@ impl Stage for ContextCollapse {
         run.plan();
         run.commit();
         let (messages, report) = run.finish(loaded.as_deref())?;
-        // The projection is rebuilt every run; when it is the input itself, say so.
-        Ok(if messages == conversation.messages {
-            StageOutput::unchanged(report)
-        } else {
-            StageOutput::changed(
+        // A projection can still come out as the input itself (its collapses' summary
+        // messages were already in place): then it is handed back as unchanged too.
+        Ok(match messages {
+            Some(messages) if messages != conversation.messages => StageOutput::changed(
                 Conversation {
                     messages,
                     ..conversation
                 },
                 report,
-            )
+            ),
+            _ => StageOutput::unchanged(report),
         })
     }
 }

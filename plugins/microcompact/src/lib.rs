@@ -259,7 +259,7 @@ impl Stage for Microcompact {
         let mut report = StageReport::default();
         let threshold = self.config.gap_minutes;
         // The cache-hot path changes no block, only (when it emits) the request's fields.
-        let mut emitted = false;
+        let mut extra_changed = false;
 
         // The host's recovery chain (`condense compress --fit`) forces the time path: the
         // request is being rebuilt anyway, so the cache is as good as cold.
@@ -310,8 +310,9 @@ impl Stage for Microcompact {
                     ));
                 }
                 if self.config.emit_context_management && !state.pinned.is_empty() {
-                    report.note(self.emit(&mut conversation, host));
-                    emitted = true;
+                    let (note, changed) = self.emit(&mut conversation, host);
+                    report.note(note);
+                    extra_changed = changed;
                 }
             }
         }
@@ -332,7 +333,7 @@ impl Stage for Microcompact {
         state.last_seen_ms = Some(now);
         state.messages_seen = conversation.messages.len();
         save_state(Self::NAME, host, &state, stored.as_deref())?;
-        Ok(if report.blocks_changed == 0 && !emitted {
+        Ok(if report.blocks_changed == 0 && !extra_changed {
             StageOutput::unchanged(report)
         } else {
             StageOutput::changed(conversation, report)
@@ -427,7 +428,9 @@ impl Microcompact {
     }
 
     /// Writes `context_management` when the format takes it; returns the note.
-    fn emit(&self, conversation: &mut Conversation, host: &dyn Host) -> String {
+    /// Writes the cache-edit strategy into the request fields when the format allows it: the
+    /// note saying what happened, and whether the fields changed.
+    fn emit(&self, conversation: &mut Conversation, host: &dyn Host) -> (String, bool) {
         let format = host.source_format();
         if format != "anthropic" {
             let shown = if format.is_empty() {
@@ -435,25 +438,28 @@ impl Microcompact {
             } else {
                 format.as_str()
             };
-            return format!(
+            let note = format!(
                 "context_management not written: the {shown} format does not support it \
                  (Anthropic requests only)"
             );
+            return (note, false);
         }
         let edit = cache_edit::strategy_edit(conversation, &self.config);
         match cache_edit::write_context_management(&conversation.extra, edit) {
             Ok(extra) => {
+                let changed = extra != conversation.extra;
                 conversation.extra = extra;
-                format!(
+                let note = format!(
                     "wrote context_management {} edit into the request fields (trigger {}, \
                      keep {}, clear_at_least {})",
                     cache_edit::STRATEGY,
                     thousands(self.config.trigger_tokens),
                     self.config.keep_recent,
                     thousands(self.config.clear_at_least)
-                )
+                );
+                (note, changed)
             }
-            Err(why) => format!("context_management not written: {why}"),
+            Err(why) => (format!("context_management not written: {why}"), false),
         }
     }
 }

@@ -12,18 +12,28 @@ use condense_turns::measure::thousands;
 use std::collections::HashSet;
 
 impl Run<'_> {
+    /// The projected messages (`None` when there is no collapse: the projection is then the
+    /// input itself, since the turns partition it) and the report; saves the state.
     pub(crate) fn finish(
         mut self,
         loaded: Option<&str>,
-    ) -> Result<(Vec<Message>, StageReport), String> {
+    ) -> Result<(Option<Vec<Message>>, StageReport), String> {
         let messages = self.messages;
-        let mut out: Vec<Message> = messages[..self.turns.leading_end].to_vec();
+        let project = !self.collapses.is_empty();
+        let mut out: Vec<Message> = if project {
+            messages[..self.turns.leading_end].to_vec()
+        } else {
+            Vec::new()
+        };
         let mut freed = 0usize;
         let mut blocks_changed = 0usize;
         let mut reapplied = 0usize;
         for unit in &self.units {
             match unit {
-                Unit::Turn(t) => out.extend_from_slice(&messages[self.turns.turns[*t].range()]),
+                Unit::Turn(t) if project => {
+                    out.extend_from_slice(&messages[self.turns.turns[*t].range()])
+                }
+                Unit::Turn(_) => {}
                 Unit::Collapsed(c) => {
                     let applied = &self.collapses[*c];
                     let first = &messages[applied.range.start];
@@ -101,7 +111,7 @@ impl Run<'_> {
             .filter(|o| !input_orphans.contains(o))
             .map(|(m, t)| format!("{t} in {m}"))
             .collect();
-        if !introduced.is_empty() {
+        if project && !introduced.is_empty() {
             return Err(format!(
                 "context-collapse: internal error, the projection would orphan tool results ({}); input left unchanged",
                 introduced.join(", ")
@@ -125,6 +135,6 @@ impl Run<'_> {
         }
         self.report.blocks_changed = blocks_changed;
         self.report.tokens_freed = (freed > 0).then_some(freed);
-        Ok((out, self.report))
+        Ok((project.then_some(out), self.report))
     }
 }

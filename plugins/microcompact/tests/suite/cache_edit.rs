@@ -166,6 +166,7 @@ fn emit_context_management_is_not_written_for_other_formats() {
     let host = host_after(2).with_format("claude-code");
     let out = run(&stage(HOT_EMIT), &input, &host);
     assert_eq!(out.conversation, input);
+    assert!(!out.changed, "nothing written, nothing handed back");
     assert!(out.report.notes.contains(
         &"context_management not written: the claude-code format does not support it \
           (Anthropic requests only)"
