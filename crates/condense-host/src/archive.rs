@@ -56,6 +56,11 @@ struct Header {
     extra: condense_model::RawJson,
 }
 
+/// Whether the two conversations have the same header (compared in place: no copy).
+fn same_header(a: &Conversation, b: &Conversation) -> bool {
+    a.system == b.system && a.tools == b.tools && a.extra == b.extra
+}
+
 fn header_of(c: &Conversation) -> Header {
     Header {
         system: c.system.clone(),
@@ -91,6 +96,14 @@ impl Segment {
         self.messages.len() - 1
     }
 
+    /// A header entry restoring `before`'s header, keyed by `after`'s, when they differ.
+    fn add_header(&mut self, before: &Conversation, after: &Conversation) {
+        if !same_header(before, after) {
+            self.add(header_hash(&header_of(after)), Entry::Header);
+            self.header = Some(header_of(before));
+        }
+    }
+
     fn add(&mut self, key: String, entry: Entry) {
         self.entries.entry(key).or_default().push(entry);
     }
@@ -105,11 +118,7 @@ pub fn archive_stage(
     after: &Conversation,
 ) -> Result<usize, StoreError> {
     let mut seg = Segment::default();
-    let (hb, ha) = (header_of(before), header_of(after));
-    if hb != ha {
-        seg.add(header_hash(&ha), Entry::Header);
-        seg.header = Some(hb);
-    }
+    seg.add_header(before, after);
 
     let before_by_id: HashMap<&str, &Message> =
         before.messages.iter().map(|m| (m.id.as_str(), m)).collect();
@@ -206,14 +215,14 @@ pub fn archive_written(
         return archive_stage(store, session, produced, reread);
     }
     let mut seg = Segment::default();
-    let (hp, hr) = (header_of(produced), header_of(reread));
-    if hp != hr {
-        seg.add(header_hash(&hr), Entry::Header);
-        seg.header = Some(hp);
-    }
+    seg.add_header(produced, reread);
     // Positional: synthetic `#n` ids renumber when a stage removed messages, but the hash
     // leaves them out, so only messages that really read back differently get an entry.
     for (p, r) in produced.messages.iter().zip(&reread.messages) {
+        // Nearly every message reads back as produced: equal messages hash equal.
+        if p == r {
+            continue;
+        }
         let key = message_hash(r);
         if message_hash(p) != key {
             let original = seg.keep(p);

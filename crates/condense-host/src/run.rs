@@ -8,7 +8,7 @@ use condense_abi::{Host, LoadError, LoadedStage, Plugin, StageCallError, StageRe
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
-use condense_tokens::{Budget, TokenCounter};
+use condense_tokens::{Budget, ConversationCount, TokenCounter};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -180,12 +180,24 @@ impl LoadedPipeline {
         session: &str,
         opts: &RunOptions,
     ) -> Result<RunResult, HostError> {
+        let state = self.run_all(conversation, store, session, opts)?;
+        Ok(state.finish(&self.pipeline, session))
+    }
+
+    /// Every enabled stage once, in order: the state after the last.
+    fn run_all(
+        &self,
+        conversation: Conversation,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+    ) -> Result<RunState, HostError> {
         let mut state = RunState::new(&self.counter, conversation, opts);
         for loaded in &self.stages {
             let run = self.run_stage(loaded, &mut state, store, session, opts, None)?;
             state.runs.push(run);
         }
-        Ok(state.finish(&self.counter, &self.pipeline, session))
+        Ok(state)
     }
 
     /// The recovery chain: runs the pipeline, and while the result does not fit the budget
@@ -200,20 +212,15 @@ impl LoadedPipeline {
         opts: &RunOptions,
         prompt_too_long: bool,
     ) -> Result<FitResult, HostError> {
-        let mut state = RunState::new(&self.counter, conversation, opts);
-        for loaded in &self.stages {
-            let run = self.run_stage(loaded, &mut state, store, session, opts, None)?;
-            state.runs.push(run);
-        }
+        let mut state = self.run_all(conversation, store, session, opts)?;
         let fits = |state: &RunState, shrunk: bool| {
-            let budget = self.counter.budget(&state.current, &self.pipeline.budget);
-            !budget.over_window() && (!prompt_too_long || shrunk)
+            !state.count.budget(&self.pipeline.budget).over_window() && (!prompt_too_long || shrunk)
         };
-        if fits(&state, false) && !prompt_too_long {
+        if fits(&state, false) {
             return Ok(FitResult {
                 fit_by: None,
                 fits: true,
-                result: state.finish(&self.counter, &self.pipeline, session),
+                result: state.finish(&self.pipeline, session),
             });
         }
         let mut fit_by = None;
@@ -232,7 +239,7 @@ impl LoadedPipeline {
         Ok(FitResult {
             fit_by,
             fits: fits_now,
-            result: state.finish(&self.counter, &self.pipeline, session),
+            result: state.finish(&self.pipeline, session),
         })
     }
 
@@ -248,7 +255,7 @@ impl LoadedPipeline {
         force: Option<&str>,
     ) -> Result<StageRun, HostError> {
         let spec = &loaded.spec;
-        let (current_tokens, record) = (state.current_tokens, opts.record_outputs);
+        let (current_tokens, record) = (state.count.total, opts.record_outputs);
         let base = |status: &'static str,
                     error: Option<String>,
                     millis: f64,
@@ -302,7 +309,8 @@ impl LoadedPipeline {
                 if !broken.is_empty() {
                     return Err((guard::describe(&broken), Some(Box::new(out.report))));
                 }
-                let after = self.counter.count_conversation(&conversation).total;
+                let count = self.counter.count_conversation(&conversation);
+                let after = count.total;
                 if after > current_tokens {
                     Err((
                         format!(
@@ -311,21 +319,21 @@ impl LoadedPipeline {
                         Some(Box::new(out.report)),
                     ))
                 } else {
-                    Ok((Some((conversation, after, violations)), out.report))
+                    Ok((Some((conversation, count, violations)), out.report))
                 }
             });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         match outcome {
             Ok((changed, report)) => {
                 let mut after = current_tokens;
-                if let Some((conversation, tokens, violations)) = changed {
+                if let Some((conversation, count, violations)) = changed {
                     if report.archive_removed {
                         archive_stage(store, session, &state.current, &conversation)?;
                     }
+                    after = count.total;
                     state.current = conversation;
-                    state.current_tokens = tokens;
+                    state.count = count;
                     state.violations = violations;
-                    after = tokens;
                 }
                 let saved = current_tokens - after;
                 state.freed += saved;
@@ -367,7 +375,8 @@ struct RunState {
     now_ms: i64,
     tokens_before: usize,
     current: Conversation,
-    current_tokens: usize,
+    /// The token count of `current` (kept whole: the budget is computed from it).
+    count: ConversationCount,
     freed: usize,
     flags: Vec<String>,
     /// Invariants the conversation already breaks: not the next stage's fault (see `guard`).
@@ -377,11 +386,11 @@ struct RunState {
 
 impl RunState {
     fn new(counter: &TokenCounter, conversation: Conversation, opts: &RunOptions) -> RunState {
-        let tokens = counter.count_conversation(&conversation).total;
+        let count = counter.count_conversation(&conversation);
         RunState {
             now_ms: opts.now_ms.unwrap_or_else(system_now_ms),
-            tokens_before: tokens,
-            current_tokens: tokens,
+            tokens_before: count.total,
+            count,
             violations: guard::violations(&conversation),
             current: conversation,
             freed: 0,
@@ -390,13 +399,13 @@ impl RunState {
         }
     }
 
-    fn finish(self, counter: &TokenCounter, pipeline: &Pipeline, session: &str) -> RunResult {
+    fn finish(self, pipeline: &Pipeline, session: &str) -> RunResult {
         RunResult {
-            budget_after: counter.budget(&self.current, &pipeline.budget),
+            budget_after: self.count.budget(&pipeline.budget),
             conversation: self.current,
             session: session.to_string(),
             tokens_before: self.tokens_before,
-            tokens_after: self.current_tokens,
+            tokens_after: self.count.total,
             stages: self.runs,
         }
     }

@@ -201,11 +201,15 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     }
 }
 
-/// Writes `bytes` to `path` atomically: temp file in the same directory, fsync, rename, fsync
-/// of the directory.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    // Every path we build is `root/<dir>/.../<file>`, so it always has a parent.
-    let dir = path.parent().unwrap_or(Path::new("."));
+/// Writes `bytes` to `path` atomically: temp file (uniquely named) in the same directory,
+/// fsync, rename, fsync of the directory, so a reader never sees a half-written file. The
+/// directory is created when missing. The store writes everything this way; so does the
+/// binary's `--out`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
     tmp.write_all(bytes).map_err(io_err(path))?;

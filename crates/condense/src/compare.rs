@@ -4,10 +4,10 @@
 //! `review`), so the comparison is reproducible and never touches real stage state.
 
 use crate::cli::CompareArgs;
+use crate::input::read_path;
 use crate::review::{collect_inputs, load, review_now, run_recorded};
 use crate::stats::num;
 use crate::Failure;
-use condense_formats::{read, ReadOptions};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -55,10 +55,8 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
     let files = collect_inputs(&args.inputs)?;
     let mut all = Vec::new();
     for file in &files {
-        let bytes = std::fs::read(file)
-            .map_err(|e| Failure::run(format!("{}: cannot read: {e}", file.display())))?;
-        let doc = read(&bytes, &file.display().to_string(), &ReadOptions::default())
-            .map_err(|e| Failure::run(e.to_string()))?;
+        let doc = read_path(file)?;
+        let labels = doc.labels();
         let mut cmp = Comparison {
             transcript: file.display().to_string(),
             format: doc.format().as_str(),
@@ -71,7 +69,7 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
             let rec = run_recorded(
                 pipeline,
                 doc.conversations(),
-                &doc.labels(),
+                &labels,
                 doc.format().as_str(),
                 now,
                 false,

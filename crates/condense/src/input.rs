@@ -29,6 +29,24 @@ impl Input {
     }
 }
 
+/// The bytes of `path`, or one line naming it.
+fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
+    std::fs::read(path).map_err(|e| Failure::run(format!("{}: cannot read: {e}", path.display())))
+}
+
+fn parse(bytes: &[u8], name: &str, opts: &ReadOptions) -> Result<Document, Failure> {
+    condense_formats::read(bytes, name, opts).map_err(|e| Failure::run(e.to_string()))
+}
+
+/// Reads and parses the transcript at `path`, its format detected.
+pub fn read_path(path: &Path) -> Result<Document, Failure> {
+    parse(
+        &read_file(path)?,
+        &path.display().to_string(),
+        &ReadOptions::default(),
+    )
+}
+
 /// Reads and parses the input named by `args`.
 pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
     let stdin = args.file.as_os_str() == "-";
@@ -39,16 +57,13 @@ pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
             .map_err(|e| Failure::run(format!("<stdin>: cannot read: {e}")))?;
         (buf, "-".to_string())
     } else {
-        let bytes = std::fs::read(&args.file)
-            .map_err(|e| Failure::run(format!("{}: cannot read: {e}", args.file.display())))?;
-        (bytes, args.file.display().to_string())
+        (read_file(&args.file)?, args.file.display().to_string())
     };
     let opts = ReadOptions {
         format: args.format,
         select: args.select.clone(),
     };
-    let doc =
-        condense_formats::read(&bytes, &name, &opts).map_err(|e| Failure::run(e.to_string()))?;
+    let doc = parse(&bytes, &name, &opts)?;
     Ok(Input {
         doc,
         path: (!stdin).then(|| args.file.clone()),
@@ -56,8 +71,8 @@ pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
     })
 }
 
-/// Writes bytes to `out`, or to stdout when None. File writes are atomic (temp file + rename),
-/// so a failed run never leaves a half-written output.
+/// Writes bytes to `out`, or to stdout when None. File writes are atomic
+/// ([`condense_store::write_atomic`]), so a failed run never leaves a half-written output.
 pub fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), Failure> {
     match out {
         None => {
@@ -67,19 +82,12 @@ pub fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), Failure> {
                 .and_then(|()| stdout.flush())
                 .map_err(|e| Failure::run(format!("<stdout>: cannot write: {e}")))
         }
-        Some(path) => {
-            let dir = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let tmp = dir.join(format!(
-                ".{}.condense-tmp",
-                path.file_name()
-                    .map_or("out".into(), |n| n.to_string_lossy())
-            ));
-            std::fs::write(&tmp, bytes)
-                .and_then(|()| std::fs::rename(&tmp, path))
-                .map_err(|e| Failure::run(format!("{}: cannot write: {e}", path.display())))
-        }
+        Some(path) => condense_store::write_atomic(path, bytes).map_err(|e| {
+            let reason = match e {
+                condense_store::StoreError::Io { source, .. } => source.to_string(),
+                other => other.to_string(),
+            };
+            Failure::run(format!("{}: cannot write: {reason}", path.display()))
+        }),
     }
 }

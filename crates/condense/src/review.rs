@@ -7,10 +7,9 @@
 use crate::cli::ModelArgs;
 use crate::cli::{ColorChoice, DiffArgs, SnapshotArgs};
 use crate::commands::{apply_model_args, load_pipeline, parse_now};
-use crate::input::read_input;
+use crate::input::{read_input, read_path};
 use crate::stats::num;
 use crate::Failure;
-use condense_formats::{read, ReadOptions};
 use condense_host::{session_key, LoadedPipeline, RunOptions, RunResult};
 use condense_model::render::render;
 use condense_model::Conversation;
@@ -332,10 +331,7 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
     let color = use_color(args.color);
     let (mut same, mut changed, mut added, mut accepted) = (0, 0, 0, 0);
     for file in &files {
-        let bytes = std::fs::read(file)
-            .map_err(|e| Failure::run(format!("{}: cannot read: {e}", file.display())))?;
-        let doc = read(&bytes, &file.display().to_string(), &ReadOptions::default())
-            .map_err(|e| Failure::run(e.to_string()))?;
+        let doc = read_path(file)?;
         let labels = doc.labels();
         let rec = run_recorded(
             &pipeline,

@@ -145,10 +145,15 @@ fn expand_restores_every_transcript_after_levels_1_to_3() {
 fn compressing_twice_equals_compressing_once() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_pipeline(dir.path(), LOW_LIMIT_PIPELINE);
-    for t in transcripts().iter().filter(|t| {
-        t.to_string_lossy().contains("claude-code-viewer")
-            || t.to_string_lossy().contains("mini-swe")
-    }) {
+    let picked: Vec<_> = transcripts()
+        .into_iter()
+        .filter(|t| {
+            t.to_string_lossy().contains("claude-code-viewer")
+                || t.to_string_lossy().contains("mini-swe")
+        })
+        .collect();
+    assert_eq!(picked.len(), 2, "both transcripts are in tests/fixtures");
+    for t in &picked {
         let store = dir.path().join("store");
         let once = dir.path().join("once");
         let twice = dir.path().join("twice");
