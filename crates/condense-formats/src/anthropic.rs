@@ -6,8 +6,8 @@
 use crate::body::MessageCodec;
 use crate::error::Ctx;
 use crate::json::{
-    into_object, keys_of, leftover, merge_extra, raw_value, read_content, remember_order,
-    require_string, take, write_content, Map, Result,
+    into_object, into_string_or_empty, keys_of, leftover, merge_extra, raw_value, read_content,
+    remember_order, require_string, take, write_content, Map, Result,
 };
 use condense_model::{
     Block, Content, Image, ImageSource, Message, Opaque, RawJson, Role, TextBlock, ThinkingBlock,
@@ -106,20 +106,24 @@ pub(crate) fn read_block(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block
 /// `{type: base64, media_type, data}` and nothing else is inline data; any other source (URL,
 /// file id, base64 with extra keys) is kept whole as a reference.
 fn read_image_source(source: Value) -> ImageSource {
-    if let Value::Object(map) = &source {
-        if map.len() == 3 && map.get("type").and_then(Value::as_str) == Some("base64") {
-            if let (Some(Value::String(media_type)), Some(Value::String(data))) =
-                (map.get("media_type"), map.get("data"))
-            {
-                return ImageSource::Base64 {
-                    media_type: media_type.clone(),
-                    data: data.clone(),
-                };
-            }
+    let inline = match &source {
+        Value::Object(map) => {
+            map.len() == 3
+                && map.get("type").and_then(Value::as_str) == Some("base64")
+                && matches!(map.get("media_type"), Some(Value::String(_)))
+                && matches!(map.get("data"), Some(Value::String(_)))
         }
-    }
-    ImageSource::Reference {
-        json: RawJson::from_value(&source),
+        _ => false,
+    };
+    match source {
+        // Moved out, not copied: `data` is the whole image.
+        Value::Object(mut map) if inline => ImageSource::Base64 {
+            media_type: into_string_or_empty(map.remove("media_type").unwrap_or_default()),
+            data: into_string_or_empty(map.remove("data").unwrap_or_default()),
+        },
+        source => ImageSource::Reference {
+            json: RawJson::from_value(&source),
+        },
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::anthropic;
 use crate::body::{conversation_name, write_event};
 use crate::error::Ctx;
-use crate::json::{into_object, raw_map, str_at, Map, Result, Style};
+use crate::json::{hollow, into_object, raw_map, str_at, Map, Result, Style};
 use crate::FormatError;
 use condense_model::{Content, ContentShape, Conversation, Message, RawJson, Role};
 use serde_json::Value;
@@ -81,10 +81,7 @@ fn read_line(value: Value, index: usize, ctx: &Ctx<'_>) -> Result<Message> {
         });
     }
     // The placeholder keeps the key's position in the line.
-    let message = line
-        .get_mut("message")
-        .map(|slot| std::mem::replace(slot, Value::Null))
-        .unwrap_or_default();
+    let message = hollow(&mut line, "message");
     let mut message = into_object(message, ctx, "/message", "a message object")?;
     let (role, content) = anthropic::read_role_and_content(&mut message, ctx, "/message")?;
     Ok(Message {

@@ -22,6 +22,20 @@ pub(crate) fn take(map: &mut Map, key: &str) -> Option<Value> {
 }
 
 /// Removes a key when its value is a string; leaves any other value in place.
+/// Takes the value at `key`, leaving a `null` in its place (so the key keeps its position in
+/// what is written back); `null` when there is no such key.
+pub(crate) fn hollow(map: &mut Map, key: &str) -> Value {
+    map.get_mut(key).map(Value::take).unwrap_or_default()
+}
+
+/// The string itself, or an empty one for any other value.
+pub(crate) fn into_string_or_empty(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        _ => String::new(),
+    }
+}
+
 pub(crate) fn take_string(map: &mut Map, key: &str) -> Option<String> {
     match map.get(key) {
         Some(Value::String(_)) => match map.shift_remove(key) {
@@ -203,7 +217,8 @@ pub(crate) fn write_content(
     blocks: &[&Block],
     write_block: &mut dyn FnMut(&Block) -> Result<Value>,
 ) -> Result<Option<Value>> {
-    let plain = match blocks {
+    // Only a string-shaped write copies the text.
+    let plain = || match blocks {
         [] => Some(String::new()),
         [Block::Text(t)] if t.extra.is_empty() => Some(t.text.clone()),
         _ => None,
@@ -219,7 +234,7 @@ pub(crate) fn write_content(
         ContentShape::Array => Some(as_array(write_block)?),
         ContentShape::Null if blocks.is_empty() => Some(Value::Null),
         ContentShape::Absent if blocks.is_empty() => None,
-        ContentShape::String | ContentShape::Null | ContentShape::Absent => match plain {
+        ContentShape::String | ContentShape::Null | ContentShape::Absent => match plain() {
             Some(text) => Some(Value::String(text)),
             None => Some(as_array(write_block)?),
         },

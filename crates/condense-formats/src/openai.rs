@@ -324,10 +324,7 @@ fn write_tool_message(
     obj: &mut Map,
     at: &dyn Fn() -> String,
 ) -> Result<()> {
-    let first = msg.content.blocks.iter().find_map(|b| match b {
-        Block::ToolResult(tr) => Some(tr),
-        _ => None,
-    });
+    let first = msg.tool_results().next();
     if let (Some(tr), true) = (first, with_id) {
         obj.insert("tool_call_id".into(), Value::String(tr.tool_use_id.clone()));
     }

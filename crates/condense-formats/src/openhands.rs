@@ -16,7 +16,10 @@
 use crate::body::{conversation_name, write_event};
 use crate::claude_code::put_timestamp;
 use crate::error::Ctx;
-use crate::json::{into_object, raw_map, raw_value, set_hint, str_at, take_hint, Map, Result};
+use crate::json::{
+    hollow, into_object, into_string_or_empty, raw_map, raw_value, set_hint, str_at, take_hint,
+    Map, Result,
+};
 use crate::FormatError;
 use condense_model::{
     Block, Content, ContentShape, Conversation, Message, RawJson, Role, ToolResult, ToolUse,
@@ -83,13 +86,6 @@ fn classify(event: &Map) -> Kind {
     }
 }
 
-/// Replaces the value at `key` with a `null` placeholder and returns it.
-fn hollow(map: &mut Map, key: &str) -> Value {
-    map.get_mut(key)
-        .map(|slot| std::mem::replace(slot, Value::Null))
-        .unwrap_or_default()
-}
-
 fn read_event(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<Message> {
     let mut event = into_object(value, ctx, ptr, "an OpenHands event object")?;
     if str_at_map(&event, "action").is_none() && str_at_map(&event, "observation").is_none() {
@@ -114,7 +110,7 @@ fn read_event(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<Me
                 Some(Value::Object(args)) => hollow(args, "content"),
                 _ => Value::Null,
             };
-            let text = text.as_str().unwrap_or_default().to_string();
+            let text = into_string_or_empty(text);
             if event.get("message").and_then(Value::as_str) == Some(text.as_str()) {
                 hollow(&mut event, "message");
                 set_hint(&mut extra, HINT_MESSAGE_IS_TEXT, Value::Bool(true));
@@ -135,7 +131,7 @@ fn read_event(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<Me
             let text = hollow(&mut event, "content");
             let block = Block::ToolResult(ToolResult {
                 tool_use_id,
-                content: Content::string(text.as_str().unwrap_or_default()),
+                content: Content::string(into_string_or_empty(text)),
                 is_error: None,
                 extra: RawJson::default(),
             });

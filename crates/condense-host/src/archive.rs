@@ -244,8 +244,11 @@ fn write_segment(store: &Store, session: &str, seg: &Segment) -> Result<usize, S
 }
 
 fn load_segments(store: &Store, namespace: &str) -> Result<Vec<Segment>, ExpandError> {
-    store
-        .records(namespace)?
+    parse_segments(store.records(namespace)?)
+}
+
+fn parse_segments(records: condense_store::Records) -> Result<Vec<Segment>, ExpandError> {
+    records
         .into_iter()
         .map(|(name, bytes)| serde_json::from_slice(&bytes).map_err(|_| ExpandError::Damaged(name)))
         .collect()
@@ -262,8 +265,8 @@ pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<u
         return Ok(applied);
     }
     let mut all = Vec::new();
-    for ns in store.namespaces(NAMESPACE_PREFIX)? {
-        all.extend(load_segments(store, &ns)?);
+    for records in store.records_by_prefix(NAMESPACE_PREFIX)? {
+        all.extend(parse_segments(records)?);
     }
     Ok(expand_with(&all, conv))
 }

@@ -150,13 +150,20 @@ impl Block {
         }
     }
 
+    /// The [`content_hash`](Self::content_hash) of a text block holding `text` and nothing else.
+    /// A text counted on its own (what a stage measures) keys the token cache like that block,
+    /// so the two share one entry.
+    pub fn text_hash(text: &str) -> u64 {
+        xxh3_64_with_seed(text.as_bytes(), SEED_TEXT)
+    }
+
     /// A 64-bit content hash (xxh3) of everything in the block. Equal blocks hash equal; the
     /// token counter caches by it, so a block a stage did not touch is never counted twice.
     pub fn content_hash(&self) -> u64 {
         // Fast paths for the common shapes: one one-shot pass over the big text, seeded with the
         // small fields. The streaming hasher costs more than the hashing itself on short blocks.
         match self {
-            Block::Text(t) if t.extra.is_empty() => xxh3_64_with_seed(t.text.as_bytes(), SEED_TEXT),
+            Block::Text(t) if t.extra.is_empty() => Self::text_hash(&t.text),
             Block::ToolUse(t) if t.extra.is_empty() => {
                 let seed = xxh3_64_with_seed(t.id.as_bytes(), SEED_TOOL_USE)
                     ^ xxh3_64_with_seed(t.name.as_bytes(), SEED_TOOL_NAME).rotate_left(17);

@@ -268,12 +268,6 @@ impl Content {
         blocks.extend(others);
         Content::blocks(blocks)
     }
-
-    /// Whether a writer can emit this content as a plain string without losing anything.
-    pub fn is_plain_text(&self) -> bool {
-        matches!(self.blocks.as_slice(), [Block::Text(t)] if t.extra.is_empty())
-            || self.blocks.is_empty()
-    }
 }
 
 #[cfg(test)]

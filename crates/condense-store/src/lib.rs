@@ -65,11 +65,7 @@ impl Store {
         Ok(Store { root })
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    fn blob_path_checked(&self, key: &str) -> Result<PathBuf, StoreError> {
+    fn blob_path(&self, key: &str) -> Result<PathBuf, StoreError> {
         let valid = key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit());
         if !valid {
             return Err(StoreError::InvalidKey(key.chars().take(80).collect()));
@@ -78,15 +74,10 @@ impl Store {
         Ok(self.root.join("blobs").join(&key[..2]).join(&key))
     }
 
-    /// Where the blob with this key lives (whether or not it exists yet).
-    pub fn blob_path(&self, key: &str) -> Result<PathBuf, StoreError> {
-        self.blob_path_checked(key)
-    }
-
     /// Stores `bytes`, returning their key. Storing the same bytes twice writes once.
     pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
         let key = blob_key(bytes);
-        let path = self.blob_path_checked(&key)?;
+        let path = self.blob_path(&key)?;
         if !path.exists() {
             write_atomic(&path, bytes)?;
         }
@@ -95,7 +86,7 @@ impl Store {
 
     /// The bytes stored under `key`, if any.
     pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        read_optional(&self.blob_path_checked(key)?)
+        read_optional(&self.blob_path(key)?)
     }
 
     fn state_path(&self, session: &str, stage: &str) -> PathBuf {
@@ -130,53 +121,65 @@ impl Store {
         write_if_changed(&self.record_path(namespace, name), bytes)
     }
 
-    /// Reads a named record.
-    pub fn record_get(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        read_optional(&self.record_path(namespace, name))
+    /// Every record of a namespace, as (name, bytes), sorted by name.
+    pub fn records(&self, namespace: &str) -> Result<Records, StoreError> {
+        read_records(
+            &self
+                .root
+                .join("records")
+                .join(sanitize_component(namespace)),
+        )
     }
 
-    /// The record namespaces whose (sanitized) names start with `prefix`, sorted.
-    pub fn namespaces(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    /// The records of every namespace whose name on disk starts with `prefix`, namespace by
+    /// namespace (sorted). Names on disk are sanitized already and are read as they are:
+    /// sanitizing is not idempotent for long names.
+    pub fn records_by_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<Records>, StoreError> {
         let dir = self.root.join("records");
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_err(&dir)(e)),
-        };
-        let mut out: Vec<String> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.file_name().to_string_lossy().to_string())
+        let mut names: Vec<String> = list_dir(&dir)?
+            .into_iter()
             .filter(|n| n.starts_with(prefix))
             .collect();
-        out.sort();
-        Ok(out)
+        names.sort();
+        names.iter().map(|n| read_records(&dir.join(n))).collect()
     }
+}
 
-    /// Every record of a namespace, as (name, bytes), sorted by name.
-    pub fn records(&self, namespace: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let dir = self
-            .root
-            .join("records")
-            .join(sanitize_component(namespace));
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_err(&dir)(e)),
-        };
-        let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io_err(&dir))?;
-            let name = entry.file_name().to_string_lossy().to_string();
-            // Temp files of writes in progress start with a dot.
-            if name.starts_with('.') {
-                continue;
-            }
-            let bytes = fs::read(entry.path()).map_err(io_err(&entry.path()))?;
-            out.push((name, bytes));
+/// The records of one namespace: (name, bytes), sorted by name.
+pub type Records = Vec<(String, Vec<u8>)>;
+
+/// The entry names of `dir` (none when it does not exist), temp files of writes in progress
+/// (a leading dot) left out.
+fn list_dir(dir: &Path) -> Result<Vec<String>, StoreError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(dir)(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let name = entry.map_err(io_err(dir))?.file_name();
+        let name = name.to_string_lossy();
+        if !name.starts_with('.') {
+            out.push(name.into_owned());
         }
-        out.sort();
-        Ok(out)
     }
+    Ok(out)
+}
+
+/// Every file of a namespace directory, as (name, bytes), sorted by name.
+fn read_records(dir: &Path) -> Result<Records, StoreError> {
+    let mut out = Vec::new();
+    for name in list_dir(dir)? {
+        let path = dir.join(&name);
+        let bytes = fs::read(&path).map_err(io_err(&path))?;
+        out.push((name, bytes));
+    }
+    out.sort();
+    Ok(out)
 }
 
 fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
@@ -308,6 +311,26 @@ mod tests {
             .collect();
         assert_eq!(names, ["a", "b"]);
         assert!(store.records("empty").unwrap().is_empty());
+    }
+
+    #[test]
+    fn records_by_prefix_finds_long_and_unsafe_namespaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // Sanitized on write to a name that sanitizing again would change.
+        let long = format!("archive-{}", "s".repeat(120));
+        store.record_put(&long, "r", b"long").unwrap();
+        store.record_put("archive-a/b", "r", b"unsafe").unwrap();
+        store.record_put("other", "r", b"other").unwrap();
+        let mut found: Vec<Vec<u8>> = store
+            .records_by_prefix("archive-")
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .map(|(_, bytes)| bytes)
+            .collect();
+        found.sort();
+        assert_eq!(found, [b"long".to_vec(), b"unsafe".to_vec()]);
     }
 
     #[test]

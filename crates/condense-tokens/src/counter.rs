@@ -21,7 +21,9 @@ pub const DEFAULT_CACHE_CAPACITY: usize = 1 << 20;
 
 /// Seed of the hash that keys tool definitions, so they never collide with block hashes.
 const TOOL_DEF_SEED: u64 = 0x746f_6f6c_5f64_6566; // "tool_def"
-const TEXT_SEED: u64 = 0x7261_775f_7465_7874; // "raw_text"
+
+/// Block hash -> tokens. The keys are xxh3 hashes already: they are used as they are.
+type Cache = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
 
 /// Token counts of a conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -39,11 +41,6 @@ pub struct ConversationCount {
 }
 
 impl ConversationCount {
-    /// Sum of all messages.
-    pub fn messages_total(&self) -> usize {
-        self.messages.iter().sum()
-    }
-
     /// What a budget calls fixed: system prompt, tool definitions and [`Role::System`] messages.
     pub fn fixed(&self) -> usize {
         self.system + self.tools + self.system_messages
@@ -52,13 +49,6 @@ impl ConversationCount {
     /// What a budget calls messages: everything but [`Self::fixed`].
     pub fn conversation(&self) -> usize {
         self.total - self.fixed()
-    }
-
-    /// Sum of the messages in an index range (clamped to the conversation).
-    pub fn range_total(&self, range: std::ops::Range<usize>) -> usize {
-        let end = range.end.min(self.messages.len());
-        let start = range.start.min(end);
-        self.messages[start..end].iter().sum()
     }
 
     /// The budget for these counts.
@@ -88,7 +78,7 @@ pub struct CacheStats {
 pub struct TokenCounter {
     tokenizer: &'static dyn Tokenizer,
     kind: TokenizerKind,
-    cache: RwLock<HashMap<u64, u32, BuildHasherDefault<PassThrough>>>,
+    cache: RwLock<Cache>,
     capacity: usize,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -134,25 +124,20 @@ impl TokenCounter {
         self.kind
     }
 
-    /// The tokenizer.
-    pub fn tokenizer(&self) -> &'static dyn Tokenizer {
-        self.tokenizer
-    }
-
     /// Tokens of a text, not cached.
     pub fn count_text(&self, text: &str) -> usize {
         self.tokenizer.count(text)
     }
 
-    /// Tokens of a text, cached by its hash like blocks are. What stages get through the host:
-    /// they count the same tool results run after run.
+    /// Tokens of a text, cached under the key of a text block holding it
+    /// ([`Block::text_hash`]): what stages get through the host. They count the same tool
+    /// results run after run, and texts the conversation count already cached as blocks.
     pub fn count_text_cached(&self, text: &str) -> usize {
         // Hashing and a lookup cost more than tokenizing a few words.
         if text.len() < 64 {
             return self.tokenizer.count(text);
         }
-        let key = xxhash_rust::xxh3::xxh3_64_with_seed(text.as_bytes(), TEXT_SEED);
-        self.cached(key, || self.tokenizer.count(text))
+        self.cached(Block::text_hash(text), || self.tokenizer.count(text))
     }
 
     /// Tokens of a block, cached: text and thinking count their text; a tool use its name and
@@ -170,7 +155,7 @@ impl TokenCounter {
     /// Tokens of a message: its blocks plus [`MESSAGE_OVERHEAD_TOKENS`]. A [`Role::Event`]
     /// line is not sent to the model and costs 0.
     pub fn count_message(&self, message: &Message) -> usize {
-        if message.role == Role::Event {
+        if !message.is_chat() {
             return 0;
         }
         MESSAGE_OVERHEAD_TOKENS + self.count_content(&message.content)
@@ -202,11 +187,10 @@ impl TokenCounter {
         let system = self.count_system(conversation);
         let tools = conversation.tools.iter().map(|t| self.count_tool(t)).sum();
 
-        let chat = |m: &&Message| m.role != Role::Event;
         let keys: Vec<u64> = conversation
             .messages
             .iter()
-            .filter(chat)
+            .filter(|m| m.is_chat())
             .flat_map(|m| m.content.blocks.iter().map(Block::content_hash))
             .collect();
         let found: Vec<Option<u32>> =
@@ -223,7 +207,7 @@ impl TokenCounter {
             .messages
             .iter()
             .map(|m| {
-                if m.role == Role::Event {
+                if !m.is_chat() {
                     return 0;
                 }
                 let mut n = MESSAGE_OVERHEAD_TOKENS;
@@ -246,15 +230,9 @@ impl TokenCounter {
             })
             .collect();
         if !fresh.is_empty() {
-            let capacity = self.capacity;
             self.write_cache(|cache| {
                 for (key, count) in fresh {
-                    if let Ok(stored) = u32::try_from(count) {
-                        if cache.len() >= capacity {
-                            cache.clear();
-                        }
-                        cache.insert(key, stored);
-                    }
+                    self.insert_bounded(cache, key, count);
                 }
             });
         }
@@ -318,35 +296,31 @@ impl TokenCounter {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let n = count();
-        // Counts above u32::MAX (a 16 GB block) are returned but not cached.
-        if let Ok(stored) = u32::try_from(n) {
-            let capacity = self.capacity;
-            self.write_cache(|cache| {
-                if cache.len() >= capacity {
-                    cache.clear();
-                }
-                cache.insert(key, stored);
-            });
-        }
+        self.write_cache(|cache| self.insert_bounded(cache, key, n));
         n
     }
 
     // A panic while holding the lock cannot leave the map inconsistent (every critical section
     // is one std map call), so a poisoned lock is used as is.
-    fn read_cache<R>(
-        &self,
-        f: impl FnOnce(&HashMap<u64, u32, BuildHasherDefault<PassThrough>>) -> R,
-    ) -> R {
+    fn read_cache<R>(&self, f: impl FnOnce(&Cache) -> R) -> R {
         let guard = self.cache.read().unwrap_or_else(|e| e.into_inner());
         f(&guard)
     }
 
-    fn write_cache<R>(
-        &self,
-        f: impl FnOnce(&mut HashMap<u64, u32, BuildHasherDefault<PassThrough>>) -> R,
-    ) -> R {
+    fn write_cache<R>(&self, f: impl FnOnce(&mut Cache) -> R) -> R {
         let mut guard = self.cache.write().unwrap_or_else(|e| e.into_inner());
         f(&mut guard)
+    }
+
+    /// Caches `count` under `key`, emptying the cache first when it is full. Counts above
+    /// u32::MAX (a 16 GB block) are not cached.
+    fn insert_bounded(&self, cache: &mut Cache, key: u64, count: usize) {
+        if let Ok(stored) = u32::try_from(count) {
+            if cache.len() >= self.capacity {
+                cache.clear();
+            }
+            cache.insert(key, stored);
+        }
     }
 }
 
