@@ -23,6 +23,7 @@
 mod block;
 mod raw_json;
 pub mod render;
+pub mod time;
 
 pub use block::{Block, Image, ImageSource, Opaque, TextBlock, ThinkingBlock, ToolResult, ToolUse};
 pub use raw_json::{kind_of, RawJson};

@@ -134,10 +134,7 @@ impl Store {
     /// The records of every namespace whose name on disk starts with `prefix`, namespace by
     /// namespace (sorted). Names on disk are sanitized already and are read as they are:
     /// sanitizing is not idempotent for long names.
-    pub fn records_by_prefix(
-        &self,
-        prefix: &str,
-    ) -> Result<Vec<Records>, StoreError> {
+    pub fn records_by_prefix(&self, prefix: &str) -> Result<Vec<Records>, StoreError> {
         let dir = self.root.join("records");
         let mut names: Vec<String> = list_dir(&dir)?
             .into_iter()

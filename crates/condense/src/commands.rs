@@ -97,37 +97,16 @@ fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Parses `--now`: Unix milliseconds, or RFC 3339 in UTC (`2025-09-03T01:00:00Z`).
+/// Parses `--now`: Unix milliseconds, or RFC 3339 (`2025-09-03T01:00:00Z`, or with an offset).
 pub fn parse_now(s: &str) -> Result<i64, Failure> {
     if let Ok(ms) = s.parse::<i64>() {
         return Ok(ms);
     }
-    parse_rfc3339_ms(s).ok_or_else(|| {
+    condense_model::time::parse_rfc3339_ms(s).ok_or_else(|| {
         Failure::usage(format!(
             "--now: expected Unix milliseconds or RFC 3339 like 2025-09-03T01:00:00Z, got `{s}`"
         ))
     })
-}
-
-fn parse_rfc3339_ms(s: &str) -> Option<i64> {
-    let (date, time) = s.split_once(['T', ' '])?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
-    let (y, mo, da) = (d.next()??, d.next()??, d.next()??);
-    let time = time
-        .strip_suffix('Z')
-        .or_else(|| time.strip_suffix("+00:00"))?;
-    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
-    let mut t = hms.split(':').map(|p| p.parse::<i64>().ok());
-    let (h, mi, se) = (t.next()??, t.next()??, t.next()??);
-    let ms: i64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (mo + if mo > 2 { -3 } else { 9 }) + 2) / 5 + da - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 24 + h) * 60 + mi) * 60_000 + se * 1000 + ms)
 }
 
 #[derive(Serialize)]
@@ -505,19 +484,19 @@ fn plugins_markdown(found: &[(String, std::path::PathBuf)]) -> Result<String, Fa
 
 #[cfg(test)]
 mod tests {
-    use super::parse_rfc3339_ms;
+    use super::parse_now;
 
     #[test]
-    fn rfc3339_parses_to_unix_ms() {
-        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
+    fn now_is_unix_ms_or_rfc3339() {
+        assert_eq!(parse_now("1756860751217").ok(), Some(1_756_860_751_217));
         assert_eq!(
-            parse_rfc3339_ms("2025-09-03T00:52:31.217Z"),
+            parse_now("2025-09-03T00:52:31.217Z").ok(),
             Some(1_756_860_751_217)
         );
         assert_eq!(
-            parse_rfc3339_ms("2000-02-29T12:00:00+00:00"),
+            parse_now("2000-02-29T14:00:00+02:00").ok(),
             Some(951_825_600_000)
         );
-        assert_eq!(parse_rfc3339_ms("yesterday"), None);
+        assert!(parse_now("yesterday").is_err());
     }
 }

@@ -5,9 +5,10 @@ use crate::messages::{parse_summary, real_turns};
 use crate::restore::{self, FileSeen, PinnedItem};
 use crate::state::{LastCompaction, State};
 use crate::{
-    is_condense_message, is_own_message, plural, Autocompact, Trigger, FILE_MARKER, ID_PREFIX,
-    PIN_MARKER, PURPOSE, SUMMARY_MARKER,
+    is_condense_message, is_own_message, Autocompact, Trigger, FILE_MARKER, ID_PREFIX, PIN_MARKER,
+    PURPOSE, SUMMARY_MARKER,
 };
+use condense_abi::text::plural;
 use condense_abi::{Host, StageEvent, StageReport, SummaryRequest};
 use condense_model::{Block, Content, Conversation, Message, Role};
 use condense_turns::measure::{cut_to_tokens, messages_tokens, thousands, Cut};
@@ -37,9 +38,12 @@ impl Autocompact {
                 let max = self.config.max_consecutive_failures;
                 report.note(format!(
                     "compaction failed, conversation left unchanged: {failure} \
-                     ({} consecutive failure{} of max_consecutive_failures = {max})",
-                    state.consecutive_failures,
-                    plural(state.consecutive_failures)
+                     ({} of max_consecutive_failures = {max})",
+                    plural(
+                        state.consecutive_failures,
+                        "consecutive failure",
+                        "consecutive failures"
+                    )
                 ));
                 if state.consecutive_failures >= max {
                     report.note(
@@ -198,9 +202,8 @@ impl Autocompact {
         }
         if !dropped.is_empty() {
             report.note(format!(
-                "dropped {} restored item{} so the result lands below the threshold: {}",
-                dropped.len(),
-                plural(dropped.len()),
+                "dropped {} so the result lands below the threshold: {}",
+                plural(dropped.len(), "restored item", "restored items"),
                 dropped.join(", ")
             ));
         }
@@ -250,15 +253,13 @@ impl Autocompact {
         }
         report.tokens_freed = Some(tokens_in - tokens_out);
         report.note(format!(
-            "compacted {} messages into {summary_id} ({} → {} tokens of messages; {} file{} and \
-             {} pinned item{} restored{})",
+            "compacted {} messages into {summary_id} ({} → {} tokens of messages; {} and {} \
+             restored{})",
             removed.len(),
             thousands(tokens_in),
             thousands(tokens_out),
-            files.len(),
-            plural(files.len()),
-            pins.len(),
-            plural(pins.len()),
+            plural(files.len(), "file", "files"),
+            plural(pins.len(), "pinned item", "pinned items"),
             if kept_msg.is_some() {
                 ", the unanswered last user message kept"
             } else {

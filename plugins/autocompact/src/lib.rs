@@ -140,6 +140,7 @@ pub use config::{Config, PinRule};
 pub use messages::{is_own_message, parse_summary};
 pub use trigger::Trigger;
 
+use condense_abi::text::plural;
 use condense_abi::{load_state, save_state, Host, Input, Stage, StageOutput, StageReport};
 use condense_model::Conversation;
 use regex::Regex;
@@ -302,9 +303,12 @@ impl Stage for Autocompact {
         if state.config_hash != self.config_hash {
             if state.consecutive_failures > 0 {
                 report.note(format!(
-                    "the stage config changed: circuit breaker reset (was {} consecutive failure{})",
-                    state.consecutive_failures,
-                    plural(state.consecutive_failures)
+                    "the stage config changed: circuit breaker reset (was {})",
+                    plural(
+                        state.consecutive_failures,
+                        "consecutive failure",
+                        "consecutive failures"
+                    )
                 ));
             }
             state.consecutive_failures = 0;
@@ -348,14 +352,6 @@ impl Stage for Autocompact {
             }
             _ => StageOutput::unchanged(report),
         })
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 

@@ -2,7 +2,8 @@
 
 use crate::messages::real_turns;
 use crate::state::State;
-use crate::{plural, Autocompact, Config, COLLAPSE_ACTIVE_FLAG, DISABLE_FLAG, FORCE_FLAG};
+use crate::{Autocompact, Config, COLLAPSE_ACTIVE_FLAG, DISABLE_FLAG, FORCE_FLAG};
+use condense_abi::text::plural;
 use condense_abi::Host;
 use condense_model::Conversation;
 use condense_tokens::BudgetConfig;
@@ -175,9 +176,8 @@ impl Autocompact {
             if let Some(since) = since.filter(|&s| s < self.config.min_turns_between) {
                 if !forced {
                     return Err(format!(
-                        "compacted {since} turn{} ago ({}); min_turns_between = {}: not compacting \
-                         again yet",
-                        plural(since),
+                        "compacted {} ago ({}); min_turns_between = {}: not compacting again yet",
+                        plural(since, "turn", "turns"),
                         last.summary_id,
                         self.config.min_turns_between
                     ));

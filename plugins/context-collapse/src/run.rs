@@ -111,11 +111,3 @@ impl<'a> Run<'a> {
         message_tokens(self.host, &summary_message(c, None, ""))
     }
 }
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}

@@ -68,6 +68,7 @@ pub mod engine;
 pub mod json;
 pub mod patterns;
 
+use condense_abi::text::plural;
 use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
 use condense_model::{Block, Content, RawJson};
 use engine::{Hit, Redactor};
@@ -436,16 +437,17 @@ impl RedactSecrets {
             .iter()
             .map(|(p, (n, _))| format!("{} {n}", names[*p]))
             .collect();
-        let plural = |n: usize| if n == 1 { "" } else { "s" };
         let raw = match tally.raw_changed {
             0 => String::new(),
-            n => format!(" and {n} envelope or extra field{}", plural(n)),
+            n => format!(
+                " and {}",
+                plural(n, "envelope or extra field", "envelope or extra fields")
+            ),
         };
         report.note(format!(
-            "redacted {found} secret{} in {} block{}{raw} ({} texts scanned): {}",
-            plural(found),
-            tally.blocks_changed,
-            plural(tally.blocks_changed),
+            "redacted {} in {}{raw} ({} texts scanned): {}",
+            plural(found, "secret", "secrets"),
+            plural(tally.blocks_changed, "block", "blocks"),
             tally.scanned,
             kinds.join(", ")
         ));

@@ -1,9 +1,10 @@
 //! Committing new spans: the oldest uncollapsed turns, summarized (merged into the summary
 //! right before them when there is one), while over `commit_at` or forced.
 
-use super::{plural, Applied, Found, Run, Unit};
+use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::PURPOSE;
+use condense_abi::text::plural;
 use condense_abi::{StageEvent, SummaryRequest};
 use condense_model::{Message, Role};
 use condense_turns::measure::{cut_to_tokens, thousands};
@@ -32,13 +33,12 @@ impl Run<'_> {
             if open.len() <= keep {
                 if over {
                     self.stopped = Some(format!(
-                        "the {keep} most recent turn{} are kept",
-                        plural(keep)
+                        "the {} are kept",
+                        plural(keep, "most recent turn", "most recent turns")
                     ));
                     self.report.note(format!(
-                        "nothing more to collapse: {} uncollapsed turn{} left, keep_recent_turns = {keep}",
-                        open.len(),
-                        plural(open.len())
+                        "nothing more to collapse: {} left, keep_recent_turns = {keep}",
+                        plural(open.len(), "uncollapsed turn", "uncollapsed turns")
                     ));
                 }
                 break;
@@ -99,9 +99,8 @@ impl Run<'_> {
         let previous = merge_into.map(|c| self.collapses[c].collapse.clone());
         let describe = |what: &str| {
             format!(
-                "{what} {} turn{} ({} messages, ids {first_id}…{last_id}, {} tokens)",
-                turn_idx.len(),
-                plural(turn_idx.len()),
+                "{what} {} ({} messages, ids {first_id}…{last_id}, {} tokens)",
+                plural(turn_idx.len(), "turn", "turns"),
                 ids.len(),
                 thousands(span_tokens)
             )

@@ -1,7 +1,8 @@
 //! The report's leading notes: the threshold arithmetic and the outcome.
 
-use super::{plural, Run};
+use super::Run;
 use crate::FORCE_FLAG;
+use condense_abi::text::plural;
 use condense_turns::measure::{percent, thousands};
 
 impl Run<'_> {
@@ -29,8 +30,8 @@ impl Run<'_> {
         }
         if reapplied > 0 {
             notes.push(format!(
-                "re-applied {reapplied} committed collapse{}",
-                plural(reapplied)
+                "re-applied {}",
+                plural(reapplied, "committed collapse", "committed collapses")
             ));
         }
         let spans = self
@@ -41,8 +42,8 @@ impl Run<'_> {
             .count();
         if committed > 0 {
             notes.push(format!(
-                "committed {spans} span{} in this run",
-                plural(spans)
+                "committed {} in this run",
+                plural(spans, "span", "spans")
             ));
         } else if !self.forced && self.projected < self.commit_threshold {
             notes.push("below commit_at: no new collapse".to_string());

@@ -1,10 +1,11 @@
 //! Re-applying the committed collapses: finding each one's span (or its summary message) in
 //! the input, adopting summary messages found without a record, and laying out the units.
 
-use super::{plural, Applied, Found, Run, Unit};
+use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::summary::{adopt, is_summary_message};
 use crate::ID_PREFIX;
+use condense_abi::text::plural;
 use condense_model::Role;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -90,9 +91,8 @@ impl Run<'_> {
         }
         if !dropped.is_empty() {
             self.report.note(format!(
-                "dropped {} collapse{} whose messages are no longer in the conversation (first ids: {})",
-                dropped.len(),
-                plural(dropped.len()),
+                "dropped {} whose messages are no longer in the conversation (first ids: {})",
+                plural(dropped.len(), "collapse", "collapses"),
                 dropped.join(", ")
             ));
         }
