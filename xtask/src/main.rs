@@ -172,7 +172,14 @@ fn test(extra: &[String]) -> Result<()> {
     // Snapshots never get written silently in a test run: a mismatch fails.
     t.env("INSTA_UPDATE", "no");
     run(t)?;
-    docs(true)
+    // `cargo test --workspace` has just built the binary and the plugins are in place; with
+    // extra arguments (a filter, `-p ...`) the binary may be missing or stale.
+    let bin = if extra.is_empty() {
+        condense_bin()
+    } else {
+        build_condense()?
+    };
+    stage_docs(&bin, true)
 }
 
 /// Builds every plugin and the condense binary (debug profile); returns the binary's path.
@@ -181,15 +188,25 @@ fn build_condense() -> Result<PathBuf> {
     let mut c = cargo();
     c.args(["build", "--quiet", "-p", "condense"]);
     run(c)?;
-    Ok(target_dir()
-        .join("debug")
-        .join(format!("condense{}", std::env::consts::EXE_SUFFIX)))
+    Ok(condense_bin())
 }
 
-/// docs/stages.md, generated from the shipped plugins' metadata by the condense binary.
+/// Where the debug condense binary is built.
+fn condense_bin() -> PathBuf {
+    target_dir()
+        .join("debug")
+        .join(format!("condense{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// `cargo xtask docs [--check]`.
 fn docs(check: bool) -> Result<()> {
-    let bin = build_condense()?;
-    let out = Command::new(&bin)
+    stage_docs(&build_condense()?, check)
+}
+
+/// docs/stages.md, generated from the shipped plugins' metadata by the condense binary `bin`:
+/// written, or (`check`) compared with what is committed.
+fn stage_docs(bin: &Path, check: bool) -> Result<()> {
+    let out = Command::new(bin)
         .args(["plugins", "--details", "--markdown"])
         .env("CONDENSE_PLUGIN_PATH", target_dir().join("plugins"))
         .output()

@@ -28,11 +28,15 @@ const HEADER_BYTES: usize = 32;
 /// Estimated tokens of an image block.
 pub fn image_tokens(image: &Image) -> usize {
     match &image.source {
-        ImageSource::Base64 { data, .. } => {
-            image_dimensions(data).map_or(IMAGE_FALLBACK_TOKENS, |(w, h)| tokens_for_size(w, h))
-        }
+        ImageSource::Base64 { data, .. } => tokens_for_dimensions(image_dimensions(data)),
         ImageSource::Reference { .. } => IMAGE_FALLBACK_TOKENS,
     }
+}
+
+/// Estimated tokens of an image with these dimensions ([`image_dimensions`]; unknown: the
+/// fallback), for callers that need the dimensions too and decode the header once.
+pub fn tokens_for_dimensions(dimensions: Option<(u32, u32)>) -> usize {
+    dimensions.map_or(IMAGE_FALLBACK_TOKENS, |(w, h)| tokens_for_size(w, h))
 }
 
 /// Tokens for an image of `width` x `height` pixels: scaled so the long edge fits

@@ -52,7 +52,7 @@ pub use condense_abi::text::{plural, thousands};
 use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
 use condense_model::{Block, Content};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The stage's `[stage.config]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,11 +194,7 @@ impl Stage for ObservationMask {
 
     fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
         let mut conversation = input.into_conversation()?;
-        let names: HashMap<String, String> = conversation
-            .tool_names_by_id()
-            .into_iter()
-            .map(|(id, name)| (id.to_string(), name.to_string()))
-            .collect();
+        let names = conversation.tool_names_by_id();
         let mut tally = Tally::default();
         // Eligible results per group, oldest first.
         let mut groups: BTreeMap<String, Vec<Slot>> = BTreeMap::new();
@@ -211,7 +207,9 @@ impl Stage for ObservationMask {
                     continue;
                 };
                 tally.results += 1;
-                let tool = names.get(&result.tool_use_id).cloned();
+                let tool = names
+                    .get(result.tool_use_id.as_str())
+                    .map(|n| n.to_string());
                 if !self.eligible(tool.as_deref()) {
                     continue;
                 }

@@ -3,7 +3,7 @@
 use crate::markers::{base64_decoded_len, image_marker};
 use condense_abi::Host;
 use condense_model::{Block, ImageSource, TextBlock};
-use condense_tokens::image::{image_dimensions, image_tokens};
+use condense_tokens::image::{image_dimensions, tokens_for_dimensions};
 
 /// What became of one image.
 pub enum Stripped {
@@ -28,7 +28,7 @@ pub fn strip(block: &mut Block, host: &dyn Host) -> Result<Stripped, String> {
     };
     let dims = image_dimensions(data);
     let decoded = base64_decoded_len(data);
-    let before = image_tokens(image);
+    let before = tokens_for_dimensions(dims);
     let smaller = |marker: &str| marker.len() < data.len() && host.count_tokens(marker) < before;
     // A lower bound first (empty key), so a tiny image costs no store write.
     if !smaller(&image_marker(media_type, decoded, dims, "")) {
