@@ -367,7 +367,9 @@ pub fn parse_config<S: Stage>(toml_text: &str) -> Result<S::Config, String> {
 }
 
 /// A stage's persistent state, kept as versioned JSON through [`Host::state_get`] and
-/// [`Host::state_put`]: read it with [`parse_state`], write it with [`state_json`].
+/// [`Host::state_put`]. In a stage, read it with [`load_state`] and write it with
+/// [`save_state`] (which skips writes that change nothing); [`parse_state`] and [`state_json`]
+/// are the text conversions underneath.
 ///
 /// ```
 /// use condense_abi::{parse_state, state_json, StageState};

@@ -30,8 +30,9 @@
 //! replaces them.
 
 use crate::{is_condense_message, FILE_MARKER, PIN_MARKER};
-use condense_model::{Block, Message, Role, ToolUse};
+use condense_model::{Block, Message, Role, ToolResult, ToolUse};
 use regex::Regex;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Tool names whose calls read a file, by default.
@@ -318,13 +319,14 @@ pub fn pinned<'m>(
             items.insert(item.key.clone(), item);
         }
     };
-    // Calls by id, for the tool rules' results.
-    let mut results: HashMap<&str, (usize, &Message, String)> = HashMap::new();
+    // Results by call id, for the tool rules (their text is built only for a pinned call).
+    let mut results: HashMap<&str, (usize, &Message, &ToolResult)> = HashMap::new();
     for (position, m) in &messages {
         for r in m.tool_results() {
-            results.insert(r.tool_use_id.as_str(), (*position, m, r.content.text()));
+            results.insert(r.tool_use_id.as_str(), (*position, m, r));
         }
     }
+    let has_regex = rules.iter().any(|rule| matches!(rule, Pin::Regex(_)));
     for (position, m) in &messages {
         if m.role == Role::User && is_condense_message(m) {
             // An item pinned by an earlier compaction, kept while a rule still selects it.
@@ -344,15 +346,27 @@ pub fn pinned<'m>(
             }
             continue;
         }
+        // What the regex rules search in this message, built once for all of them: user text,
+        // and tool results.
+        let mut texts: Vec<Cow<'_, str>> = Vec::new();
+        if has_regex {
+            if m.role == Role::User {
+                texts.extend(m.content.blocks.iter().filter_map(|b| match b {
+                    Block::Text(t) => Some(Cow::Borrowed(t.text.as_str())),
+                    _ => None,
+                }));
+            }
+            texts.extend(m.tool_results().map(|r| Cow::Owned(r.content.text())));
+        }
         for rule in rules {
             match rule {
                 Pin::Tool(name) => {
                     for call in m.tool_uses().filter(|c| &c.name == name) {
                         let result = results.get(call.id.as_str());
                         let mut content = format!("input: {}", call.input.as_str());
-                        if let Some((_, _, text)) = result {
+                        if let Some((_, _, r)) = result {
                             content.push_str("\nresult: ");
-                            content.push_str(text);
+                            content.push_str(&r.content.text());
                         }
                         let (at, msg) = result.map_or((*position, *m), |(p, rm, _)| (*p, *rm));
                         put(PinnedItem {
@@ -364,14 +378,6 @@ pub fn pinned<'m>(
                     }
                 }
                 Pin::Regex(re) => {
-                    let mut texts: Vec<String> = Vec::new();
-                    if m.role == Role::User {
-                        texts.extend(m.content.blocks.iter().filter_map(|b| match b {
-                            Block::Text(t) => Some(t.text.clone()),
-                            _ => None,
-                        }));
-                    }
-                    texts.extend(m.tool_results().map(|r| r.content.text()));
                     for text in &texts {
                         for found in re.find_iter(text).filter(|f| !f.as_str().trim().is_empty()) {
                             put(PinnedItem {

@@ -66,11 +66,13 @@ fn flags(m: &Message) -> (bool, bool) {
 /// Reads the sections off a span.
 pub(crate) fn digest(messages: &[Message]) -> Digest {
     let mut d = Digest::default();
-    let calls: HashMap<&str, &ToolUse> = messages
+    // Each call with its input parsed once (both the call and its result read the input).
+    let calls: HashMap<&str, (&ToolUse, Map<String, Value>)> = messages
         .iter()
         .flat_map(|m| m.tool_uses())
-        .map(|tu| (tu.id.as_str(), tu))
+        .map(|tu| (tu.id.as_str(), (tu, tu.input_object().unwrap_or_default())))
         .collect();
+    let no_input = Map::new();
     // A failed file tool call changed nothing (shell commands may have done part of their work).
     let failed: HashSet<&str> = messages
         .iter()
@@ -112,35 +114,42 @@ pub(crate) fn digest(messages: &[Message]) -> Digest {
         for block in &m.content.blocks {
             match block {
                 Block::ToolUse(tu) => {
-                    let input = tu.input_object().unwrap_or_default();
+                    let parsed;
+                    let input = match calls.get(tu.id.as_str()) {
+                        Some((call, input)) if std::ptr::eq(*call, tu) => input,
+                        // A repeated id: the map holds the other call.
+                        _ => {
+                            parsed = tu.input_object().unwrap_or_default();
+                            &parsed
+                        }
+                    };
                     if !failed.contains(tu.id.as_str()) || files::is_shell_tool(&tu.name) {
-                        for (path, op) in files::ops_of_tool_use(&tu.name, &input) {
+                        for (path, op) in files::ops_of_tool_use(&tu.name, input) {
                             d.files.touch(&path, op);
                         }
                     }
                     if !sidechain {
-                        if let Some(todos) = todo_items(&tu.name, &input) {
+                        if let Some(todos) = todo_items(&tu.name, input) {
                             d.todos = Some(todos);
                         }
                     }
                 }
                 Block::ToolResult(tr) => {
-                    let call = calls.get(tr.tool_use_id.as_str()).copied();
-                    let name = call.map_or("", |c| c.name.as_str());
-                    let input = call.and_then(ToolUse::input_object).unwrap_or_default();
-                    let command = files::is_shell_tool(name)
-                        .then(|| files::shell_command(&input))
-                        .flatten();
+                    let (name, input) = calls
+                        .get(tr.tool_use_id.as_str())
+                        .map_or(("", &no_input), |(call, input)| (call.name.as_str(), input));
+                    let shell = files::is_shell_tool(name);
+                    let command = shell.then(|| files::shell_command(input)).flatten();
                     let text = tr.content.text();
                     let failed = tr.is_error == Some(true);
-                    let lines = error_lines(&text, failed, files::is_shell_tool(name));
+                    let lines = error_lines(&text, failed, shell);
                     if !lines.is_empty() {
                         let item = ErrorItem {
                             id: tr.tool_use_id.clone(),
                             what: format!(
                                 "{}{}",
                                 tool_label(name),
-                                context(name, &input, command.as_deref())
+                                context(name, input, command.as_deref())
                             ),
                             lines,
                             command: command.clone(),
