@@ -27,20 +27,20 @@ pub(crate) fn review_now(now: Option<&str>) -> Result<i64, Failure> {
     Ok(now.map(parse_now).transpose()?.unwrap_or(REVIEW_EPOCH_MS))
 }
 
-pub(crate) struct Recorded {
+pub(crate) struct Recorded<'a> {
     /// The input conversations.
-    pub before: Vec<Conversation>,
+    pub before: &'a [Conversation],
     pub runs: Vec<RunResult>,
 }
 
-pub(crate) fn run_recorded(
+pub(crate) fn run_recorded<'a>(
     pipeline: &LoadedPipeline,
-    convs: &[Conversation],
+    convs: &'a [Conversation],
     labels: &[String],
     format: &str,
     now_ms: i64,
     record_outputs: bool,
-) -> Result<Recorded, Failure> {
+) -> Result<Recorded<'a>, Failure> {
     let dir = tempfile::tempdir()
         .map_err(|e| Failure::run(format!("cannot create a temporary store: {e}")))?;
     let store = Store::open(dir.path()).map_err(|e| Failure::run(e.to_string()))?;
@@ -56,7 +56,7 @@ pub(crate) fn run_recorded(
         runs.push(pipeline.run(conv.clone(), &store, &session, &opts)?);
     }
     Ok(Recorded {
-        before: convs.to_vec(),
+        before: convs,
         runs,
     })
 }
@@ -167,7 +167,7 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
         let prev: Vec<&Conversation> = rec
             .runs
             .iter()
-            .zip(&rec.before)
+            .zip(rec.before)
             .map(|(r, b)| {
                 if i == 0 {
                     b
@@ -256,7 +256,7 @@ pub(crate) fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure>
 }
 
 /// What one snapshot file holds: the stage's report (without timings) and the rendering.
-fn snapshot_text(rec: &Recorded, i: usize, labels: &[String]) -> String {
+fn snapshot_text(rec: &Recorded<'_>, i: usize, labels: &[String]) -> String {
     let mut out = String::new();
     for (ci, r) in rec.runs.iter().enumerate() {
         let s = &r.stages[i];
@@ -288,7 +288,7 @@ fn snapshot_text(rec: &Recorded, i: usize, labels: &[String]) -> String {
     let outputs: Vec<&Conversation> = rec
         .runs
         .iter()
-        .zip(&rec.before)
+        .zip(rec.before)
         .map(|(r, b)| r.stages[i].output.as_ref().unwrap_or(b))
         .collect();
     out.push_str("# conversation\n");
