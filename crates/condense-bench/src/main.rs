@@ -183,6 +183,34 @@ fn main() -> Result<()> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(7);
+    // `condense-bench profile-rerun PLUGIN[,PLUGIN...]`: that pipeline (default configs) rerun
+    // on the 1M-token conversation with the same store, in a loop, for a profiler.
+    if std::env::args().nth(1).as_deref() == Some("profile-rerun") {
+        let plugins = std::env::args().nth(2).unwrap_or_else(|| "autocompact".into());
+        let toml: String = plugins
+            .split(',')
+            .map(|p| format!("[[stage]]\nplugin = \"{p}\"\n\n"))
+            .collect();
+        let counter = TokenCounter::new(TokenizerKind::O200k);
+        let big = generated_conversation(1_000_000, &counter);
+        let loaded = LoadedPipeline::load(Pipeline::parse(&toml, "profile", None)?)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let opts = RunOptions {
+            now_ms: Some(1_893_456_000_000),
+            format: "anthropic".into(),
+            ..Default::default()
+        };
+        let dir = tempfile::tempdir()?;
+        let store = condense_store::Store::open(dir.path())?;
+        let session = session_key(&big, "", None);
+        let run = || loaded.run(big.clone(), &store, &session, &opts);
+        run().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let t = median_ms(100, || {
+            let _ = run();
+        });
+        println!("rerun of {plugins}: {t:.3} ms (a clone of the input included)");
+        return Ok(());
+    }
     // `condense-bench profile-warm`: only the warm count, in a loop, for a profiler.
     if std::env::args().nth(1).as_deref() == Some("profile-warm") {
         let counter = TokenCounter::new(TokenizerKind::O200k);
