@@ -186,7 +186,9 @@ fn main() -> Result<()> {
     // `condense-bench profile-rerun PLUGIN[,PLUGIN...]`: that pipeline (default configs) rerun
     // on the 1M-token conversation with the same store, in a loop, for a profiler.
     if std::env::args().nth(1).as_deref() == Some("profile-rerun") {
-        let plugins = std::env::args().nth(2).unwrap_or_else(|| "autocompact".into());
+        let plugins = std::env::args()
+            .nth(2)
+            .unwrap_or_else(|| "autocompact".into());
         let toml: String = plugins
             .split(',')
             .map(|p| format!("[[stage]]\nplugin = \"{p}\"\n\n"))
