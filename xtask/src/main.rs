@@ -2,9 +2,14 @@
 //!
 //! - `plugins`: build every plugin under `plugins/` and put the libraries in `target/plugins/`
 //!   (test-only plugins go to `target/test-plugins/`), where `condense` finds them;
-//! - `test`: `plugins`, then the whole test suite (what `.ci/run` runs);
+//! - `test`: `plugins`, then the whole test suite (what `.ci/run` runs), then checks that
+//!   docs/stages.md and docs/quality.md are current;
 //! - `demo`: `plugins`, then `condense stats` and `condense compress` on a shipped transcript;
-//! - `bench`: release build, then the benchmarks (figures for docs/benchmarks.md).
+//! - `bench`: release build, then the benchmarks (figures for docs/benchmarks.md);
+//! - `eval`: `condense eval` on the shipped transcripts, written to docs/quality.md (`--check`:
+//!   fail when that file is out of date).
+
+mod quality;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -23,6 +28,7 @@ fn main() -> Result<()> {
         "demo" => demo(),
         "bench" => bench(rest),
         "docs" => docs(rest.iter().any(|a| a == "--check")),
+        "eval" => eval(rest.iter().any(|a| a == "--check")),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -31,7 +37,9 @@ fn main() -> Result<()> {
                  test [ARGS]          build plugins, then run every test (ARGS go to cargo test)\n  \
                  demo                 compress a shipped transcript and show the report\n  \
                  bench                run the benchmarks (release build)\n  \
-                 docs [--check]       regenerate docs/stages.md from plugin metadata (or check it)"
+                 docs [--check]       regenerate docs/stages.md from plugin metadata (or check it)\n  \
+                 eval [--check]       measure retention on the shipped transcripts into docs/quality.md\n  \
+                 \x20                    (or check it is current)"
             );
             if task == "help" || task == "--help" {
                 Ok(())
@@ -179,7 +187,10 @@ fn test(extra: &[String]) -> Result<()> {
     } else {
         build_condense()?
     };
-    stage_docs(&bin, true)
+    stage_docs(&bin, true)?;
+    // docs/quality.md holds what the stages retain: a change to a stage or the summarizer that
+    // moves it must regenerate it (`cargo xtask eval`), so its figures are always current.
+    quality::quality_docs(&root(), &bin, &target_dir().join("plugins"), true)
 }
 
 /// Builds every plugin and the condense binary (debug profile); returns the binary's path.
@@ -201,6 +212,12 @@ fn condense_bin() -> PathBuf {
 /// `cargo xtask docs [--check]`.
 fn docs(check: bool) -> Result<()> {
     stage_docs(&build_condense()?, check)
+}
+
+/// `cargo xtask eval [--check]`: docs/quality.md from `condense eval` on the transcripts.
+fn eval(check: bool) -> Result<()> {
+    let bin = build_condense()?;
+    quality::quality_docs(&root(), &bin, &target_dir().join("plugins"), check)
 }
 
 /// docs/stages.md, generated from the shipped plugins' metadata by the condense binary `bin`:

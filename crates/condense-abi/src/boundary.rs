@@ -85,6 +85,8 @@ pub trait FfiHost {
         max_tokens: u64,
         purpose: RStr<'_>,
     ) -> RResult<RString, RString>;
+    // Appended in ABI 0.3.0.
+    fn output_reserve(&self) -> u64;
 }
 
 /// The conversation a stage is handed, held by the host. The plugin asks for an owned copy only

@@ -124,6 +124,9 @@ impl Host for PluginHost<'_, '_, '_> {
     fn conversation_tokens(&self) -> usize {
         self.0.conversation_tokens() as usize
     }
+    fn output_reserve(&self) -> usize {
+        self.0.output_reserve() as usize
+    }
     fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
         let messages = request.messages.into_iter().map(FfiMessage::from).collect();
         self.0

@@ -341,4 +341,7 @@ impl FfiHost for HostAdapter<'_> {
             self.0.summarize(request).map(RString::from)
         })
     }
+    fn output_reserve(&self) -> u64 {
+        guard(0, || self.0.output_reserve() as u64)
+    }
 }

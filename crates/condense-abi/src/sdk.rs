@@ -31,6 +31,9 @@ pub trait Host {
     fn context_window(&self) -> usize;
     /// The model's maximum output tokens.
     fn max_output_tokens(&self) -> usize;
+    /// Tokens kept free for the next response (the pipeline's `[model] output_reserve`): the
+    /// request fits when the conversation takes at most `context_window() - output_reserve()`.
+    fn output_reserve(&self) -> usize;
     /// Whether an earlier stage in this run raised `flag` (see [`StageReport::flags`]).
     fn has_flag(&self, flag: &str) -> bool;
     /// The session this conversation belongs to (stable across runs of the same session).

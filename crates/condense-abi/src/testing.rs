@@ -68,6 +68,8 @@ pub struct MemoryHost {
     pub conversation_tokens: usize,
     pub context_window: usize,
     pub max_output_tokens: usize,
+    /// What `output_reserve()` answers (the default `[model] output_reserve`).
+    pub output_reserve: usize,
     pub flags: Vec<String>,
     pub session: String,
     pub format: String,
@@ -89,6 +91,7 @@ impl Default for MemoryHost {
             conversation_tokens: 0,
             context_window: 200_000,
             max_output_tokens: 32_000,
+            output_reserve: 8_192,
             flags: Vec::new(),
             session: "test-session".into(),
             format: "anthropic".into(),
@@ -126,6 +129,11 @@ impl MemoryHost {
     pub fn with_window(mut self, context_window: usize, max_output_tokens: usize) -> Self {
         self.context_window = context_window;
         self.max_output_tokens = max_output_tokens;
+        self
+    }
+    /// Sets what `output_reserve()` answers.
+    pub fn with_output_reserve(mut self, output_reserve: usize) -> Self {
+        self.output_reserve = output_reserve;
         self
     }
     pub fn with_conversation_tokens(mut self, tokens: usize) -> Self {
@@ -191,6 +199,9 @@ impl Host for MemoryHost {
     }
     fn max_output_tokens(&self) -> usize {
         self.max_output_tokens
+    }
+    fn output_reserve(&self) -> usize {
+        self.output_reserve
     }
     fn has_flag(&self, flag: &str) -> bool {
         self.flags.iter().any(|f| f == flag)

@@ -161,6 +161,9 @@ impl Host for NullHost<'_> {
     fn max_output_tokens(&self) -> usize {
         32_000
     }
+    fn output_reserve(&self) -> usize {
+        8_192
+    }
     fn has_flag(&self, _: &str) -> bool {
         false
     }

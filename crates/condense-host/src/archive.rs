@@ -374,3 +374,53 @@ fn originals_of(entry: &Entry) -> &[usize] {
         Entry::Remove | Entry::Header => &[],
     }
 }
+
+/// The originals of messages that stages rewrote in place in earlier runs (`replace` entries
+/// only): what the host's summarizer reads instead of a placeholder left in the input, so a
+/// summary is written from what the agent really saw. Summaries of spans (`replace_new`) are
+/// not unfolded: the summarizer is given an earlier summary as such.
+#[derive(Debug, Default)]
+pub struct Rewrites {
+    /// Output hash -> the message it replaced (the first such entry wins).
+    by_hash: HashMap<String, Message>,
+}
+
+impl Rewrites {
+    /// Loads the `replace` entries of `session`'s archive.
+    pub fn load(store: &Store, session: &str) -> Result<Rewrites, ExpandError> {
+        let mut by_hash = HashMap::new();
+        for segment in load_segments(store, &format!("{NAMESPACE_PREFIX}{session}"))? {
+            let mut messages: Vec<Option<Message>> =
+                segment.messages.into_iter().map(Some).collect();
+            for (key, entries) in segment.entries {
+                for entry in entries {
+                    if let Entry::Replace { original } = entry {
+                        if let Some(m) = messages.get_mut(original).and_then(Option::take) {
+                            by_hash.entry(key.clone()).or_insert(m);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Rewrites { by_hash })
+    }
+
+    /// Whether nothing was rewritten in place.
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+
+    /// The original of `m`, unwinding every rewrite (a result truncated by one stage and cleared
+    /// by the next unwinds twice); `None` when `m` was never rewritten.
+    pub fn original(&self, m: &Message) -> Option<Message> {
+        let mut current = self.by_hash.get(&message_hash(m))?;
+        // Each step uses another entry: bounded by their number even if entries form a cycle.
+        for _ in 0..self.by_hash.len() {
+            match self.by_hash.get(&message_hash(current)) {
+                Some(earlier) if earlier != current => current = earlier,
+                _ => break,
+            }
+        }
+        Some(current.clone())
+    }
+}

@@ -20,12 +20,16 @@
 pub mod archive;
 pub mod discover;
 pub mod guard;
+mod originals;
 pub mod pipeline;
 pub mod run;
+mod services;
+mod summaries;
 
 pub use archive::{expand, ExpandError};
 pub use pipeline::{OnError, Pipeline, PipelineError, StageSpec};
 pub use run::{HostError, LoadedPipeline, RunOptions, RunResult, StageRun};
+pub use services::StateMode;
 
 use condense_model::Conversation;
 use xxhash_rust::xxh3::xxh3_64;

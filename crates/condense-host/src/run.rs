@@ -4,7 +4,8 @@ use crate::archive::archive_stage;
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
-use condense_abi::{Host, LoadError, LoadedStage, Plugin, StageCallError, StageReport};
+use crate::services::{record_rewrites, state_slot, RunServices, Services, StateMode};
+use condense_abi::{LoadError, LoadedStage, Plugin, StageCallError, StageReport};
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
@@ -87,6 +88,8 @@ pub struct RunOptions {
     pub record_outputs: bool,
     /// Flags every stage sees from the start (e.g. `disable:autocompact`).
     pub flags: Vec<String>,
+    /// Whether stages see the state saved by earlier runs (`--fresh`: they do not).
+    pub state: StateMode,
 }
 
 /// What happened to one stage in a run.
@@ -281,14 +284,17 @@ impl LoadedPipeline {
             store,
             session,
             stage: &spec.name,
+            slot: state_slot(&self.pipeline, spec),
+            state_mode: opts.state,
             now_ms: state.now_ms,
             freed_before: state.freed,
-            context_window: self.pipeline.budget.context_window,
-            max_output_tokens: self.pipeline.budget.max_output_tokens,
+            budget: &self.pipeline.budget,
             flags: &flags,
             format: &opts.format,
             summarizer: self.summarizer.as_ref(),
             conversation_tokens: current_tokens,
+            run: &state.services,
+            notes: Default::default(),
         };
         let started = Instant::now();
         // The stage borrows the conversation: the host keeps it, to archive what changed and to
@@ -323,13 +329,27 @@ impl LoadedPipeline {
                 }
             });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
+        let host_notes = services.notes.take();
+        let with_host_notes = |mut report: StageReport| {
+            if !host_notes.is_empty() {
+                report.notes.splice(0..0, host_notes.iter().cloned());
+            }
+            report
+        };
         match outcome {
             Ok((changed, report)) => {
+                let report = with_host_notes(report);
                 let mut after = current_tokens;
                 if let Some((conversation, count, violations)) = changed {
                     if report.archive_removed {
                         archive_stage(store, session, &state.current, &conversation)?;
                     }
+                    record_rewrites(
+                        &mut state.services,
+                        &state.current,
+                        &conversation,
+                        report.archive_removed,
+                    );
                     after = count.total;
                     state.current = conversation;
                     state.count = count;
@@ -352,7 +372,7 @@ impl LoadedPipeline {
                     message,
                 }),
                 OnError::Skip => Ok(StageRun {
-                    report: report.map(|r| *r).unwrap_or_default(),
+                    report: with_host_notes(report.map(|r| *r).unwrap_or_default()),
                     ..base("skipped", Some(message), millis, &state.current)
                 }),
             },
@@ -382,6 +402,9 @@ struct RunState {
     /// Invariants the conversation already breaks: not the next stage's fault (see `guard`).
     violations: Vec<guard::Violation>,
     runs: Vec<StageRun>,
+    /// What the host services keep across the run's stages (the originals of rewritten
+    /// messages, the state slots written).
+    services: RunServices,
 }
 
 impl RunState {
@@ -396,6 +419,7 @@ impl RunState {
             freed: 0,
             flags: opts.flags.clone(),
             runs: Vec::new(),
+            services: RunServices::default(),
         }
     }
 
@@ -415,75 +439,4 @@ fn system_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// The host services one stage sees.
-struct Services<'a> {
-    counter: &'a TokenCounter,
-    store: &'a Store,
-    session: &'a str,
-    stage: &'a str,
-    now_ms: i64,
-    freed_before: usize,
-    context_window: usize,
-    max_output_tokens: usize,
-    flags: &'a [String],
-    format: &'a str,
-    summarizer: &'a dyn Summarizer,
-    conversation_tokens: usize,
-}
-
-impl Host for Services<'_> {
-    fn count_tokens(&self, text: &str) -> usize {
-        self.counter.count_text_cached(text)
-    }
-    fn now_ms(&self) -> i64 {
-        self.now_ms
-    }
-    fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
-        self.store.put(bytes).map_err(|e| e.to_string())
-    }
-    fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
-        self.store.get(key).map_err(|e| e.to_string())
-    }
-    fn state_get(&self) -> Result<Option<String>, String> {
-        self.store
-            .state_get(self.session, self.stage)
-            .map_err(|e| e.to_string())
-    }
-    fn state_put(&self, state: &str) -> Result<(), String> {
-        self.store
-            .state_put(self.session, self.stage, state)
-            .map_err(|e| e.to_string())
-    }
-    fn tokens_freed_before(&self) -> usize {
-        self.freed_before
-    }
-    fn context_window(&self) -> usize {
-        self.context_window
-    }
-    fn max_output_tokens(&self) -> usize {
-        self.max_output_tokens
-    }
-    fn has_flag(&self, flag: &str) -> bool {
-        self.flags.iter().any(|f| f == flag)
-    }
-    fn session_id(&self) -> String {
-        self.session.to_string()
-    }
-    fn source_format(&self) -> String {
-        self.format.to_string()
-    }
-    fn conversation_tokens(&self) -> usize {
-        self.conversation_tokens
-    }
-    fn summarize(&self, request: condense_abi::SummaryRequest) -> Result<String, String> {
-        let req = condense_summarize::SummaryRequest {
-            messages: &request.messages,
-            previous_summary: request.previous_summary.as_deref(),
-            max_tokens: request.max_tokens,
-            purpose: &request.purpose,
-        };
-        self.summarizer.summarize(&req).map_err(|e| e.to_string())
-    }
 }

@@ -104,6 +104,13 @@ impl Store {
             .transpose()
     }
 
+    /// The names of the states kept for a session, as they are on disk (sanitized), sorted.
+    pub fn state_names(&self, session: &str) -> Result<Vec<String>, StoreError> {
+        let mut names = list_dir(&self.root.join("state").join(sanitize_component(session)))?;
+        names.sort();
+        Ok(names)
+    }
+
     /// Replaces a stage's state for a session (no write when it is unchanged).
     pub fn state_put(&self, session: &str, stage: &str, state: &str) -> Result<(), StoreError> {
         write_if_changed(&self.state_path(session, stage), state.as_bytes())
@@ -119,6 +126,11 @@ impl Store {
     /// Writes a named record (replacing any previous one; no write when it is unchanged).
     pub fn record_put(&self, namespace: &str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         write_if_changed(&self.record_path(namespace, name), bytes)
+    }
+
+    /// One named record, if it exists.
+    pub fn record_get(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        read_optional(&self.record_path(namespace, name))
     }
 
     /// Every record of a namespace, as (name, bytes), sorted by name.

@@ -4,20 +4,25 @@
 //! which hands the request to the [`Summarizer`] the pipeline file's `[summarizer]` table
 //! describes ([`SummarizerConfig`], built by [`build`]). Three kinds exist:
 //!
-//! * **`extractive`** (the default): offline and deterministic. It writes an *anchored*,
-//!   sectioned Markdown summary from the messages themselves: the user's requests, the exact
-//!   paths of files created, modified and read (from tool calls and shell commands), error lines
-//!   with their tool call ids, decisions, the current state (last assistant message, last test
-//!   run) and pending tasks (the latest todo list). Given a `previous_summary` it wrote, it
-//!   *merges* the new span into it section by section instead of starting over, so nothing the
-//!   previous summary recorded is silently lost. See [`extractive`] for the format and rules.
+//! * **`extractive`** (the default): offline and deterministic. It writes the *prose* of an
+//!   anchored, sectioned Markdown summary from the messages themselves: decisions, the current
+//!   state (last test run, last assistant message), pending tasks (the latest todo list, an
+//!   unanswered request) and, with what the budget leaves, verbatim agent notes (the agent's
+//!   messages and its sub-agents' reports). Given a `previous_summary` it wrote, it *merges* the
+//!   new span into it section by section instead of starting over, so nothing the previous
+//!   summary recorded is silently lost. See [`extractive`] for the format and rules.
 //! * **`anthropic`** (Messages API) and **`openai`** (Chat Completions, which also covers
 //!   Ollama, vLLM, llama.cpp's server and LM Studio through `base_url`): an LLM writes the
 //!   summary with a nine-section prompt and an `<analysis>` scratchpad that is stripped from the
 //!   reply. Retries with exponential backoff on 429/5xx, and drops the oldest turns from the
-//!   head of the span when the API says the prompt is too long. See [`llm`].
+//!   head of the span when the API says the prompt is too long. See [`llm`]; its HTTP client,
+//!   [`LlmClient`], is public (`condense eval`'s judge uses it).
 //!
-//! Every summary fits `request.max_tokens`, counted with the pipeline's [`TokenCounter`].
+//! Every summary a summarizer writes fits `request.max_tokens`, counted with the pipeline's
+//! [`TokenCounter`]. What the host hands a stage is composed by [`retaining`]: the retained
+//! record (the user's requests, every file written or read, the error ledger), rendered by
+//! code, first, then the summarizer's prose within what is left of the budget; only the
+//! record's mandatory part (every written path, the last request) may exceed it.
 //!
 //! ```
 //! use condense_model::{Block, Message, Role};
@@ -29,6 +34,7 @@
 //! let span = vec![
 //!     Message::new("u1", Role::User, vec![Block::text("Fix the login bug in src/auth.rs")]),
 //!     Message::new("a1", Role::Assistant, vec![Block::text("The fix is to refresh the token.")]),
+//!     Message::new("u2", Role::User, vec![Block::text("Also add a test.")]),
 //! ];
 //! let summary = summarizer.summarize(&SummaryRequest {
 //!     messages: &span,
@@ -36,8 +42,12 @@
 //!     max_tokens: 500,
 //!     purpose: "autocompact",
 //! })?;
-//! assert!(summary.contains("## Session intent"));
-//! assert!(summary.contains("Fix the login bug in src/auth.rs"));
+//! assert!(summary.contains("## Decisions\n- The fix is to refresh the token.\n"));
+//! assert!(summary.contains("- Last assistant message: The fix is to refresh the token."));
+//! assert!(summary.contains("- Unanswered user request: Also add a test."));
+//! assert!(summary.contains("## Agent notes (verbatim, newest kept first)\n"));
+//! // The requests, files and errors are the retained record's (see `retaining`).
+//! assert!(!summary.contains("## User requests"));
 //! # Ok::<(), condense_summarize::SummarizeError>(())
 //! ```
 //!
@@ -53,6 +63,7 @@
 
 pub mod extractive;
 pub mod llm;
+pub mod retaining;
 mod text;
 
 use condense_model::Message;
@@ -60,7 +71,7 @@ use condense_tokens::TokenCounter;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-pub use llm::LlmConfig;
+pub use llm::{ApiKind, LlmClient, LlmConfig, LlmConfigError, LlmError};
 
 /// What to summarize.
 #[derive(Debug, Clone, Copy)]

@@ -44,6 +44,44 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Run several pipelines on the same transcripts and print them side by side.
     Compare(CompareArgs),
+    /// Measure what survives compression: run pipelines and baselines at a tight window and
+    /// score each output with probes taken from the original (paths written, errors, the last
+    /// request, integrity).
+    #[command(
+        long_about = "Measure what survives compression.\n\n\
+            Runs each pipeline (-p; the embedded default pipeline when none is given) and each \
+            baseline on every conversation at a window tight enough that the request must lose most \
+            of its tokens, with the recovery chain (like `compress --fit`), against a throwaway \
+            store. Every output is scored with probes computed from the ORIGINAL conversation by \
+            code independent of the stages:\n\n\
+            \x20 artifact   every path a tool call wrote: Write/Edit/editor/apply_patch calls,\n\
+            \x20            shell `>`, `>>`, tee, sed -i, mv, cp, rm, touch, mkdir. Kept when\n\
+            \x20            the path still appears in the compressed conversation.\n\
+            \x20 errors     the first meaningful line (cut to 200 chars) of every error result\n\
+            \x20            (is_error, a non-zero exit code, a Python traceback). Kept when it\n\
+            \x20            still appears verbatim.\n\
+            \x20 request    the user's last request. Kept when it still appears verbatim.\n\
+            \x20 integrity  4 checks: tool results still answer earlier calls, tool_use ids and\n\
+            \x20            message ids stay unique, the written output reads back equal.\n\n\
+            The window: unless --context-window is given, each conversation gets its own, chosen \
+            so the request must lose --cut (85%) of its tokens: the fit limit (the window less the \
+            output reserve) is 15% of the conversation's tokens and the output reserve is an eighth \
+            of the window. Conversations under --min-tokens are not long enough to need \
+            compressing and are skipped. Stages see --now, by default 2100-01-01, so the prompt \
+            cache is cold, as when a user resumes an old session (the realistic, harder case).\n\n\
+            Baselines: truncate-oldest (drop the oldest messages to the fit limit), mask+truncate \
+            (observation-mask, then truncate-oldest), autocompact (level 5 alone).\n\n\
+            --judge adds an LLM judge (Factory's probe method): the model answers four questions \
+            about each output (artifact, recall, continuation, decision) and a second call grades \
+            each answer 0-5 against the original. It is optional and non-deterministic, and makes 8 \
+            API calls per output.",
+        after_help = "Examples:\n  \
+            condense eval session.jsonl\n  \
+            condense eval transcripts/ -p mine.toml --baseline truncate-oldest --json\n  \
+            condense eval session.jsonl --context-window 32000 --baseline none\n  \
+            condense eval session.jsonl --judge anthropic --judge-model claude-sonnet-4-5"
+    )]
+    Eval(EvalArgs),
     /// Show or check a pipeline file.
     #[command(subcommand)]
     Pipeline(PipelineCommand),
@@ -147,6 +185,12 @@ pub struct CompressArgs {
     /// shrink the conversation.
     #[arg(long)]
     pub prompt_too_long: bool,
+    /// Ignore the stage state saved by earlier runs of this session (committed collapses,
+    /// replacement decisions, ...) and replace it. State is kept per window and pipeline
+    /// settings, so another --context-window never inherits it; --fresh also drops the state
+    /// saved under the same settings.
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 #[derive(Debug, Args)]
@@ -230,6 +274,52 @@ pub struct CompareArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Transcript files, or folders to walk (licences and READMEs skipped).
+    #[arg(required = true, value_name = "FILE_OR_DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// A pipeline file to evaluate, labelled by its file name (repeatable). Default: the
+    /// embedded default pipeline, labelled `default`.
+    #[arg(long = "pipeline", short, value_name = "PIPELINE")]
+    pub pipelines: Vec<PathBuf>,
+    /// A baseline to compare with (repeatable): truncate-oldest, mask+truncate, autocompact,
+    /// or none. Default: all three.
+    #[arg(long = "baseline", value_name = "NAME")]
+    pub baselines: Vec<String>,
+    /// Run every conversation at this window (an eighth reserved for the output) instead of
+    /// one chosen per conversation from --cut.
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<String>,
+    /// The share of its tokens each conversation must lose: the fit limit is
+    /// ceil((1 - FRACTION) x its tokens).
+    #[arg(long, value_name = "FRACTION", default_value = "0.85")]
+    pub cut: String,
+    /// Conversations with fewer tokens are not long enough to need compressing: skipped.
+    #[arg(long, value_name = "N", default_value = "10000")]
+    pub min_tokens: String,
+    /// The time stages see (RFC 3339 or Unix ms). Default: 2100-01-01T00:00:00Z (a cold
+    /// prompt cache).
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also grade each output with an LLM judge: anthropic or openai (OpenAI-compatible).
+    #[arg(long, value_name = "API")]
+    pub judge: Option<String>,
+    /// The judge's model name (required with --judge).
+    #[arg(long, value_name = "MODEL")]
+    pub judge_model: Option<String>,
+    /// The judge API's base URL (default: the provider's).
+    #[arg(long, value_name = "URL")]
+    pub judge_base_url: Option<String>,
+    /// The NAME of the environment variable holding the judge's API key (default
+    /// ANTHROPIC_API_KEY, or OPENAI_API_KEY with OpenAI's own URL; "" sends none).
+    #[arg(long, value_name = "VAR")]
+    pub judge_api_key_env: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Diff(args) => crate::review::diff(args),
         Command::Snapshot(args) => crate::review::snapshot(args),
         Command::Compare(args) => crate::compare::compare(args),
+        Command::Eval(args) => crate::eval::eval(args),
         Command::Pipeline(PipelineCommand::Show { pipeline }) => {
             print!("{}", load_pipeline(pipeline.as_deref())?.to_toml());
             Ok(())
@@ -151,6 +152,11 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         format: input.doc.format().as_str().to_string(),
         record_outputs: false,
         flags: env_flags(),
+        state: if args.fresh {
+            condense_host::StateMode::Fresh
+        } else {
+            condense_host::StateMode::Saved
+        },
     };
 
     let mut runs = Vec::new();

@@ -8,6 +8,7 @@
 mod cli;
 mod commands;
 mod compare;
+mod eval;
 mod input;
 mod review;
 mod scaffold;

@@ -117,11 +117,15 @@ impl Autocompact {
         if summary.trim().is_empty() {
             return Err("the summarizer returned an empty summary".into());
         }
-        let cut = cut_to_tokens(host, summary.trim(), max_tokens);
-        if cut.cut {
+        // The host's summaries fit their budget, except that they never drop a written path or
+        // the last request: a longer one is kept whole (cutting it would cut exactly those).
+        let summary = summary.trim();
+        let summary_tokens = host.count_tokens(summary);
+        if summary_tokens > max_tokens {
             report.note(format!(
-                "summary cut from {} to {} tokens (min(summary_max_tokens, effective / 4))",
-                thousands(cut.original_tokens),
+                "summary of {} tokens is over its budget of {} (min(summary_max_tokens, \
+                 effective / 4)): kept whole, every written path and the last request stay",
+                thousands(summary_tokens),
                 thousands(max_tokens)
             ));
         }
@@ -145,7 +149,7 @@ impl Autocompact {
         let summary_id = format!("{ID_PREFIX}{n}");
         let summary_msg = new_message(
             &summary_id,
-            format!("{SUMMARY_MARKER}{count} messages]\n{}", cut.text),
+            format!("{SUMMARY_MARKER}{count} messages]\n{summary}"),
         );
 
         // Restoration, from everything but the kept message.

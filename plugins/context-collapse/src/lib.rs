@@ -17,8 +17,11 @@
 //! commit_at = 0.90           # commit new collapses from 90% of the effective window
 //! block_at = 0.95            # from 95%, collapsing is mandatory (reported when not enough)
 //! keep_recent_turns = 4      # the most recent API turns (model calls) are never collapsed (>= 1)
-//! turns_per_span = 4         # API turns per committed span (>= 1)
-//! summary_max_tokens = 2000  # the most a span's summary may take
+//! turns_per_span = 4         # the most API turns one commit adds (>= 1)
+//! summary_ratio = 0.15       # a summary's budget: 15% of what it stands for ...
+//! summary_min_tokens = 1000  # ... at least this ...
+//! summary_window_share = 0.2 # ... at most 20% of the effective window ...
+//! summary_max_tokens = 20000 # ... and at most this
 //! ```
 //!
 //! # API turns
@@ -37,11 +40,11 @@
 //! everything they got back verbatim: the agent's working set (the file just read, the command
 //! just run, the edit just made and its check) plus the prompt, when it is that recent. Fewer
 //! would summarize the result the agent is acting on; more would, in a tight window, hold back
-//! exactly the tool output that fills it. `turns_per_span = 4` makes a span a small step of work
-//! (a few calls and their results): commits free about what is needed to get back under
-//! `commit_at` rather than much more, and each merge into the running summary (below) brings it
-//! a coherent step. The cost is one summarizer call per span when a conversation jumps far past
-//! `commit_at` at once; a session that grows a few turns per run commits a span now and then.
+//! exactly the tool output that fills it. `turns_per_span = 4` bounds a span to a small step of
+//! work (a few calls and their results), so each merge into the running summary (below) brings
+//! it a coherent step; a span is cut shorter when fewer turns already bring the projection under
+//! the target. The cost is one summarizer call per span when a conversation jumps far past the
+//! target at once; a session that grows a few turns per run commits a span now and then.
 //!
 //! # When it commits
 //!
@@ -50,17 +53,41 @@
 //! `Host::conversation_tokens()` **as it is**: it is already the count of the conversation handed
 //! to this stage, after the earlier stages freed what they freed, so subtracting
 //! `tokens_freed_before()` would count those savings twice. From it, it subtracts what the
-//! re-applied collapses save (the **projected** count). When the projected count reaches
-//! `commit_at × effective`, it commits new spans, oldest uncollapsed turns first, until the
-//! projected count is below that again or only the `keep_recent_turns` most recent turns are
-//! left. The host flag `force:context-collapse` (the host's recovery chain after a
-//! prompt-too-long error) commits as if above `commit_at`, until only `keep_recent_turns` turns
-//! remain. If the projected count is still at or above `block_at × effective` when nothing more
-//! may be collapsed, the report says so plainly; the stage does not fail.
+//! re-applied collapses save (the **projected** count).
+//!
+//! The **target** is `commit_at × effective`, or the window less the host's output reserve
+//! (`context_window - output_reserve`) when that is lower: committing down to a count at which
+//! the request still would not fit helps nobody. When the projected count reaches the target,
+//! the stage commits new spans, oldest uncollapsed turns first, until the projection is below
+//! the target again or only the `keep_recent_turns` most recent turns are left.
+//!
+//! Commits are **right-sized**: a span grows turn by turn (at most `turns_per_span`) only until
+//! its commit is expected to land the projection below the target, with its summary taking its
+//! full budget; commits aim to land at most a twentieth of the effective window below the target
+//! (room for the next turns before the next commit), not wherever the last span happens to end.
+//! A summary's budget scales with what it stands for and with the window
+//! ([`Config::summary_budget`]: `summary_ratio` of the tokens it replaces, between
+//! `summary_min_tokens` and `min(summary_window_share × effective, summary_max_tokens)`); when a
+//! single turn is so large that its commit frees far more than needed (a `Task` call with its
+//! sub-agent's lines), the summary may use the room left down to the landing point, up to that
+//! cap. The report states the target and what was reached.
+//!
+//! The host flag `force:context-collapse` (the host's recovery chain after a prompt-too-long
+//! error, or `--fit` when the request still does not fit) lowers the target to a tenth of the
+//! effective window below the projection (or below the target, if lower). If the projected count
+//! is still at or above `block_at × effective` when nothing more may be collapsed, the report
+//! says so plainly; the stage does not fail.
 //!
 //! What a span saves is estimated as the tokens of its messages (`Host::count_tokens` of every
 //! block, see `condense_turns::measure`) minus the tokens of its summary message. A span whose
 //! summary would not be smaller is not committed: this stage never grows the conversation.
+//!
+//! # What a summary keeps
+//!
+//! The summaries come from the host (`Host::summarize`), which writes them from the original
+//! messages (not from what earlier levels cleared or truncated) and always starts them with the
+//! user's requests (the last one verbatim), every file created, modified or deleted, and the
+//! errors met, carried forward from summary to summary (see `condense_summarize::retaining`).
 //!
 //! # Spans
 //!
@@ -75,7 +102,7 @@
 //! summarization) and writes one combined summary for the combined span, which keeps the older
 //! summary's id. Since spans are committed oldest first, the collapsed history is in practice one
 //! running summary at the head of the conversation, extended span by span, whose size stays
-//! within `summary_max_tokens` however long the session gets.
+//! within its cap (`summary_window_share`, `summary_max_tokens`) however long the session gets.
 //!
 //! # The summary message
 //!
@@ -95,9 +122,12 @@
 //!
 //! # Report
 //!
-//! Events `reapplied` (a collapse of an earlier run) and `collapsed` (committed or merged in this
-//! run), each with the span's first message id, its size and its summary's size, and the tokens
-//! it saves. `tokens_freed` is the sum. Whenever at least one collapse is applied, the report
+//! Notes: the threshold arithmetic, the target and the projection reached, and how many
+//! collapses were re-applied (with the window they are kept for: stage state is kept per window
+//! and pipeline settings, so a run under another window never inherits them, and `--fresh`
+//! drops them). Events `reapplied` (a collapse committed before this stage ran) and `collapsed`
+//! (committed or merged in this run), each with the span's first message id, its size, its
+//! summary's size and budget, and the tokens it saves. `tokens_freed` is the sum. Whenever at least one collapse is applied, the report
 //! raises the flag `context-collapse:active`: autocompact stands down then, since it would
 //! otherwise fire between collapse's commit point and its blocking point and throw away the
 //! granular context collapse keeps.
@@ -170,12 +200,29 @@ impl Stage for ContextCollapse {
         ),
         (
             "turns_per_span",
-            "API turns (API rounds, see keep_recent_turns) per committed span (>= 1); 4: a \
-             small step of work per span, so commits free about what is needed.",
+            "The most API turns (API rounds, see keep_recent_turns) one commit adds to a \
+             summary (>= 1). A span grows turn by turn only until its commit is expected to \
+             bring the projection below the target, so commits free about what is needed.",
+        ),
+        (
+            "summary_ratio",
+            "A summary's budget as a fraction of the tokens it stands for, in (0, 1]; 0.15: a \
+             summary of 40,000 tokens of turns may take 6,000.",
+        ),
+        (
+            "summary_min_tokens",
+            "The smallest budget a summary gets, in tokens (>= 1).",
+        ),
+        (
+            "summary_window_share",
+            "The largest budget a summary gets, as a fraction of the effective window, in \
+             (0, 1]. When one commit must free more than needed (one huge turn), the summary \
+             may use the room left below the target up to this cap.",
         ),
         (
             "summary_max_tokens",
-            "The most a span's summary may take, in tokens (>= 1).",
+            "The largest budget a summary gets, in tokens, whatever the window (>= 1). The \
+             host's summarizer keeps every written path and the last request even beyond it.",
         ),
     ];
 
@@ -200,8 +247,17 @@ impl Stage for ContextCollapse {
             ));
         }
         for (name, value) in [
+            ("summary_ratio", config.summary_ratio),
+            ("summary_window_share", config.summary_window_share),
+        ] {
+            if !fraction_ok(value) {
+                return Err(format!("{name} must be a fraction in (0, 1], got {value}"));
+            }
+        }
+        for (name, value) in [
             ("keep_recent_turns", config.keep_recent_turns),
             ("turns_per_span", config.turns_per_span),
+            ("summary_min_tokens", config.summary_min_tokens),
             ("summary_max_tokens", config.summary_max_tokens),
         ] {
             if value == 0 {

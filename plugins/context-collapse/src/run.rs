@@ -58,6 +58,12 @@ pub(crate) struct Run<'a> {
     effective: usize,
     commit_threshold: usize,
     block_threshold: usize,
+    /// What the request may take to fit: `context_window - output_reserve`.
+    fit_limit: usize,
+    /// The target commits aimed at in this run (set by `commit`).
+    goal: Option<usize>,
+    /// The projection before this run's commits (after re-applying).
+    before_commits: usize,
     conversation_tokens: usize,
     projected: usize,
     forced: bool,
@@ -80,6 +86,7 @@ impl<'a> Run<'a> {
         };
         let effective = budget.effective_window();
         let conversation_tokens = host.conversation_tokens();
+        let fit_limit = host.context_window().saturating_sub(host.output_reserve());
         Run {
             config,
             messages,
@@ -91,12 +98,39 @@ impl<'a> Run<'a> {
             effective,
             commit_threshold: fraction_of(config.commit_at, effective),
             block_threshold: fraction_of(config.block_at, effective),
+            fit_limit,
+            goal: None,
+            before_commits: conversation_tokens,
             conversation_tokens,
             projected: conversation_tokens,
             forced: host.has_flag(FORCE_FLAG),
             stopped: None,
             report: StageReport::default(),
         }
+    }
+
+    /// Where commits aim: `commit_at × effective`, or less when the request would not fit
+    /// there (a window whose output reserve is larger than what the effective window keeps
+    /// free). Forced (the recovery chain), at least a tenth of the effective window below the
+    /// projection.
+    fn target(&self) -> usize {
+        let target = match self.fit_limit {
+            0 => self.commit_threshold,
+            fit => self.commit_threshold.min(fit),
+        };
+        if self.forced {
+            target
+                .min(self.projected)
+                .saturating_sub(self.effective / 10)
+        } else {
+            target
+        }
+    }
+
+    /// How far below the target commits may land: a twentieth of the effective window, so
+    /// the next turn does not trigger the next commit at once.
+    fn headroom(&self) -> usize {
+        self.effective / 20
     }
 
     fn tokens_of_range(&self, range: Range<usize>) -> usize {

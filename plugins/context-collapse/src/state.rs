@@ -9,7 +9,8 @@
 //!       "ids": ["u1", "a1", "r1", "…", "a9"],
 //!       "summary": "…",
 //!       "merges": 1,
-//!       "committed_ms": 1750000000000
+//!       "committed_ms": 1750000000000,
+//!       "replaced_tokens": 41200
 //!     }
 //!   ]
 //! }
@@ -22,7 +23,8 @@
 //!   input without a record (its own output read back, state lost) is adopted under its own id.
 //! - `summary`: the summary text (without the header line).
 //! - `turns`: API turns covered; `merges`: how many later spans were merged into it;
-//!   `committed_ms`: host time of the last commit or merge.
+//!   `committed_ms`: host time of the last commit or merge; `replaced_tokens`: tokens of
+//!   everything the summary stands for when it was committed (its budget scales with it).
 //!
 //! Collapses are kept in conversation order. A collapse is matched against each input by its
 //! ids only, not by content: earlier stages may have rewritten a message's content (a cleared
@@ -62,6 +64,10 @@ pub struct Collapse {
     pub summary: String,
     pub merges: usize,
     pub committed_ms: i64,
+    /// Tokens of everything the summary stands for, as they were when committed (its budget
+    /// scales with it). 0 in states written before it was kept, and for adopted summaries.
+    #[serde(default)]
+    pub replaced_tokens: usize,
 }
 
 impl StageState for State {

@@ -63,5 +63,6 @@ pub(crate) fn adopt(message: &Message, now_ms: i64) -> Collapse {
         summary: body.to_string(),
         merges: 0,
         committed_ms: now_ms,
+        replaced_tokens: 0,
     }
 }

@@ -1,9 +1,10 @@
 //! The time-based path: the cache is cold, so old results are cleared in the messages.
 
 use crate::scan::Scan;
-use crate::{thousands, Config, CLEARED_MARKER};
+use crate::{cleared_marker, thousands, Config, CLEARED_MARKER};
 use condense_abi::{Host, StageEvent, StageReport};
 use condense_model::{Block, Content, ContentShape, Conversation, RawJson};
+use condense_retain::error_line;
 use std::collections::HashSet;
 
 /// Counts of one time-based run, for the note.
@@ -40,22 +41,27 @@ pub fn clear_old(
     host: &dyn Host,
     report: &mut StageReport,
 ) -> Cleared {
-    let marker_tokens = host.count_tokens(CLEARED_MARKER);
     let calls = crate::scan::tool_use_positions(conv);
     let mut done = Cleared::default();
     let mut inputs_seen = HashSet::new();
     for old in &scan.old {
-        let message_id = conv.messages[old.msg].id.clone();
+        let message = &mut conv.messages[old.msg];
+        let message_id = message.id.clone();
+        let marker = match message.content.blocks.get(old.block) {
+            Some(Block::ToolResult(result)) if !old.cleared => {
+                cleared_marker(error_line(result, &message.envelope).as_deref())
+            }
+            _ => CLEARED_MARKER.to_string(),
+        };
+        let marker_tokens = host.count_tokens(&marker);
         if old.cleared {
             done.already += 1;
         } else if old.tokens <= marker_tokens {
             done.too_small += 1;
-        } else if let Some(Block::ToolResult(result)) =
-            conv.messages[old.msg].content.blocks.get_mut(old.block)
-        {
+        } else if let Some(Block::ToolResult(result)) = message.content.blocks.get_mut(old.block) {
             result.content = match result.content.shape {
-                ContentShape::String => Content::string(CLEARED_MARKER),
-                _ => Content::blocks(vec![Block::text(CLEARED_MARKER)]),
+                ContentShape::String => Content::string(marker.as_str()),
+                _ => Content::blocks(vec![Block::text(marker.as_str())]),
             };
             let tokens = old.tokens - marker_tokens;
             done.results += 1;
@@ -65,7 +71,7 @@ pub fn clear_old(
                 kind: "cleared".to_string(),
                 message_id,
                 detail: format!(
-                    "tool {} result {}: {} tokens -> {CLEARED_MARKER}",
+                    "tool {} result {}: {} tokens -> {marker}",
                     old.tool,
                     old.tool_use_id,
                     thousands(old.tokens)

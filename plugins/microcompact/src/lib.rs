@@ -9,7 +9,9 @@
 //!   assistant message, the cached prefix has expired and will be uploaded again whatever
 //!   happens, so changing it costs nothing extra. The content of every older compressible
 //!   result is replaced by `[Old tool result content cleared]` (the block's shape, `is_error`,
-//!   `tool_use_id` and `extra` are kept). With `clear_tool_inputs`, the large inputs of those
+//!   `tool_use_id` and `extra` are kept). An error result (flagged, a non-zero exit, a
+//!   traceback) keeps its first meaningful line: `[Old tool result content cleared; the error
+//!   was: KeyError: 'user']`, so the agent still knows which errors it hit. With `clear_tool_inputs`, the large inputs of those
 //!   calls (a `Write` holding a whole file) become `{"cleared":true,"original_chars":N}`.
 //! * **Cache-edit path (cache hot).** Otherwise changing a message would invalidate the cached
 //!   prefix, so the messages are left byte-identical. When the older compressible results
@@ -88,6 +90,26 @@ use state::State;
 
 /// The text that replaces a cleared result.
 pub const CLEARED_MARKER: &str = "[Old tool result content cleared]";
+/// The start of the text that replaces a cleared error result, which keeps the error's first
+/// meaningful line: `[Old tool result content cleared; the error was: <line>]`.
+pub const CLEARED_ERROR_PREFIX: &str = "[Old tool result content cleared; the error was: ";
+
+/// The marker for a cleared result: [`CLEARED_MARKER`], or for an error result (flagged,
+/// non-zero exit, traceback: `condense_retain::error_line`) one that keeps its first
+/// meaningful line, so the agent still sees which error it hit and retention does not depend on
+/// a later summary.
+pub fn cleared_marker(error_line: Option<&str>) -> String {
+    match error_line {
+        Some(line) => format!("{CLEARED_ERROR_PREFIX}{line}]"),
+        None => CLEARED_MARKER.to_string(),
+    }
+}
+
+/// Whether `text` is a marker [`cleared_marker`] wrote.
+pub fn is_cleared_marker(text: &str) -> bool {
+    text == CLEARED_MARKER
+        || (text.starts_with(CLEARED_ERROR_PREFIX) && text.ends_with(']') && !text.contains('\n'))
+}
 
 /// Tool names cleared by default: Claude Code's tools and the usual names of other agents.
 pub const DEFAULT_COMPRESSIBLE_TOOLS: &[&str] = &[

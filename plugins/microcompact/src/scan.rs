@@ -2,7 +2,7 @@
 
 use crate::state::State;
 use crate::time::{format_gap, parse_rfc3339_ms};
-use crate::{Config, CLEARED_MARKER};
+use crate::{is_cleared_marker, Config};
 use condense_abi::Host;
 use condense_model::{Block, Content, Conversation, Role};
 use std::collections::HashMap;
@@ -82,9 +82,9 @@ impl Scan {
     }
 }
 
-/// Whether a result's content is the cleared marker and nothing else.
+/// Whether a result's content is a cleared marker and nothing else.
 pub fn is_cleared(content: &Content) -> bool {
-    matches!(content.blocks.as_slice(), [Block::Text(t)] if t.text == CLEARED_MARKER)
+    matches!(content.blocks.as_slice(), [Block::Text(t)] if is_cleared_marker(&t.text))
 }
 
 /// Tokens of a content's payload: texts, tool inputs, nested results, opaque JSON; images at

@@ -14,8 +14,10 @@
 //!    `max_tool_result_bytes` bytes (cut back to a character boundary) and, when
 //!    `keep_tail_bytes > 0`, its last bytes too (logs put errors last), with a notice naming the
 //!    store key of the original: `\n... [truncated, 12,345 total chars, store key <key>]`, or
-//!    `\n... [truncated 8,000 chars, store key <key>] ...\n` between head and tail. A result
-//!    replaced as a duplicate is not truncated.
+//!    `\n... [truncated 8,000 chars, store key <key>] ...\n` between head and tail. An error
+//!    result (flagged, a non-zero exit, a traceback) whose first meaningful line falls in the
+//!    part cut out keeps it after the notice: `\n[the error was: <line>]`. A result replaced as
+//!    a duplicate is not truncated.
 //! 3. **Base64 images** (`strip_images`), in messages and inside tool results, become a text
 //!    block with their metadata: `[image removed: image/png, 12,345 bytes decoded, 800x600,
 //!    store key <key>]` (size from the base64 length; dimensions from the PNG, GIF, JPEG or WebP

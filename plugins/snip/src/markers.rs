@@ -73,31 +73,48 @@ fn is_one_line_marker(text: &str, prefix: &str) -> bool {
 /// <tail>
 /// ```
 ///
+/// When the text is an error result whose first meaningful line (`error_line`) is in the part
+/// cut out, the line follows the notice, so the error survives the cut:
+///
+/// ```text
+/// <head>
+/// ... [truncated, 12,345 total chars, store key <key>]
+/// [the error was: error[E0308]: mismatched types]
+/// ```
+///
 /// `None` when head and tail together cover the whole text (nothing would be cut).
 pub fn truncated_text(
     text: &str,
     head_bytes: usize,
     tail_bytes: usize,
     key: &str,
+    error_line: Option<&str>,
 ) -> Option<String> {
     let head = utf8_prefix(text, head_bytes);
     let tail = utf8_suffix(text, tail_bytes);
     if head.len() + tail.len() >= text.len() {
         return None;
     }
+    let error = error_line
+        .filter(|line| !head.contains(line) && !tail.contains(line))
+        .map(|line| format!("\n{ERROR_PREFIX}{line}]"))
+        .unwrap_or_default();
     let total = text.chars().count();
     if tail.is_empty() {
         return Some(format!(
-            "{head}{TRUNCATED_PREFIX}, {} total chars, store key {key}]",
+            "{head}{TRUNCATED_PREFIX}, {} total chars, store key {key}]{error}",
             thousands(total)
         ));
     }
     let removed = total - head.chars().count() - tail.chars().count();
     Some(format!(
-        "{head}{TRUNCATED_PREFIX} {} chars, store key {key}] ...\n{tail}",
+        "{head}{TRUNCATED_PREFIX} {} chars, store key {key}] ...{error}\n{tail}",
         thousands(removed)
     ))
 }
+
+/// The start of the line that keeps a truncated error's first meaningful line.
+pub const ERROR_PREFIX: &str = "[the error was: ";
 
 /// Whether `text` carries a truncation notice written by [`truncated_text`] (with either
 /// wording). Such a text is never truncated again, nor taken for a duplicate.
@@ -149,7 +166,7 @@ mod tests {
     #[test]
     fn truncation_notices_are_recognised_in_both_wordings() {
         let text = "x".repeat(100);
-        let head_only = truncated_text(&text, 10, 0, "k1").unwrap_or_default();
+        let head_only = truncated_text(&text, 10, 0, "k1", None).unwrap_or_default();
         assert_eq!(
             head_only,
             format!(
@@ -158,13 +175,24 @@ mod tests {
             )
         );
         assert!(is_truncated(&head_only));
-        let with_tail = truncated_text(&text, 10, 5, "k2").unwrap_or_default();
+        let with_tail = truncated_text(&text, 10, 5, "k2", None).unwrap_or_default();
         assert!(with_tail.contains("\n... [truncated 85 chars, store key k2] ...\n"));
         assert!(with_tail.ends_with("xxxxx"));
         assert!(is_truncated(&with_tail));
         assert!(!is_truncated("\n... [truncated, lots]"));
         assert!(!is_truncated("plain text"));
-        assert_eq!(truncated_text(&text, 60, 40, "k"), None);
+        assert_eq!(truncated_text(&text, 60, 40, "k", None), None);
+        // An error line cut out is kept after the notice; one still in the head is not repeated.
+        let log = format!("{}\nerror: boom", "x".repeat(50));
+        let cut = truncated_text(&log, 10, 0, "k3", Some("error: boom")).unwrap_or_default();
+        assert!(
+            cut.ends_with("store key k3]\n[the error was: error: boom]"),
+            "{cut}"
+        );
+        assert!(is_truncated(&cut));
+        let early = format!("error: boom\n{}", "x".repeat(50));
+        let cut = truncated_text(&early, 20, 0, "k4", Some("error: boom")).unwrap_or_default();
+        assert!(!cut.contains("the error was"), "{cut}");
     }
 
     #[test]

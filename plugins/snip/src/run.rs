@@ -10,6 +10,7 @@ use crate::scan::{
 use crate::{Config, Keep};
 use condense_abi::{Host, StageEvent, StageOutput, StageReport};
 use condense_model::{Block, Conversation, ToolResult};
+use condense_retain::error_line;
 use std::collections::{BTreeSet, HashMap};
 
 /// One top-level tool result, as measured before any change.
@@ -20,6 +21,8 @@ struct Entry {
     protected: bool,
     /// Already a marker or a truncated text from an earlier run.
     snipped: bool,
+    /// For an oversized error result: its first meaningful line (kept when truncated).
+    error: Option<String>,
 }
 
 /// The new payload text of one tool result.
@@ -64,12 +67,18 @@ pub fn apply(
         .filter_map(|slot| {
             let result = result_at(&conv, slot)?;
             let text = payload_text(&result.content);
+            let error = if text.len() > config.max_tool_result_bytes {
+                error_line(result, &conv.messages[slot.0].envelope)
+            } else {
+                None
+            };
             Some(Entry {
                 slot,
                 id: result.tool_use_id.clone(),
                 snipped: is_snip_output(&text),
                 protected: protected.contains(&result.tool_use_id),
                 text,
+                error,
             })
         })
         .collect();
@@ -282,6 +291,7 @@ fn truncate(
             config.max_tool_result_bytes,
             config.keep_tail_bytes,
             key,
+            entry.error.as_deref(),
         )
         .filter(|t| t.len() < entry.text.len())
         .filter(|t| host.count_tokens(t) < host.count_tokens(&entry.text))

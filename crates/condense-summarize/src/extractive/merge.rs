@@ -3,13 +3,9 @@
 //!
 //! Merge rules (previous ⊕ span):
 //!
-//! * **Session intent, Errors and fixes, Decisions**: the span's items are appended (exact
-//!   duplicates skipped; an error reported again under another call id replaces the older
-//!   report); errors and decisions keep the most recent `MAX_ERRORS` (20) and
-//!   `MAX_DECISIONS` (12); the budget trims oldest first (the first request is kept longest).
-//! * **Files**: by path; statuses combine as the events would have (`FileStatus::then`:
-//!   created/modified beat read; a file read before and written now is modified), and the
-//!   span's files become the most recently touched.
+//! * **Decisions**, **Agent notes**: the span's items are appended (exact duplicates skipped),
+//!   the most recent `MAX_DECISIONS` (12) and `MAX_NOTES` (40) kept; the budget trims oldest
+//!   first.
 //! * **Current state**: the span's last test run and last assistant message replace the
 //!   previous ones when the span has them.
 //! * **Pending tasks**: the span's todo list replaces the previous one when the span has one;
@@ -17,18 +13,17 @@
 //!   turn.
 //! * Sections this summarizer does not know (a hand-edited or LLM-written previous summary)
 //!   are kept verbatim after the known ones; text before the first heading is kept as
-//!   `Earlier summary`.
+//!   `Earlier summary`. (The user's requests, files and errors of a previous summary are not
+//!   the prose's: the host merges them from its retained record and strips them before.)
 
-use super::files::FileStatus;
-use super::render::{DECISIONS, ERRORS, FILES, INTENT, NONE, PENDING, STATE};
-use super::sections::{Digest, LAST_ASSISTANT, LAST_TEST, MAX_DECISIONS, MAX_ERRORS, UNANSWERED};
+use super::render::{DECISIONS, NONE, NOTES, PENDING, STATE};
+use super::sections::{Digest, LAST_ASSISTANT, LAST_TEST, MAX_DECISIONS, MAX_NOTES, UNANSWERED};
+use condense_tokens::TokenCounter;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Section {
-    Intent,
-    Files(Option<FileStatus>),
-    Errors,
     Decisions,
+    Notes,
     State,
     Pending,
     /// Index into `Digest::extra`.
@@ -38,12 +33,10 @@ enum Section {
 fn known(heading: &str) -> Option<Section> {
     let h = heading.trim().to_ascii_lowercase();
     [
-        (INTENT, Section::Intent),
-        (FILES, Section::Files(None)),
-        (ERRORS, Section::Errors),
         (DECISIONS, Section::Decisions),
         (STATE, Section::State),
         (PENDING, Section::Pending),
+        (NOTES, Section::Notes),
     ]
     .into_iter()
     .find(|(name, _)| name.to_ascii_lowercase() == h)
@@ -60,19 +53,8 @@ pub(crate) fn parse(summary: &str) -> Digest {
     let finish = |d: &mut Digest, section: Option<Section>, item: &mut Option<String>| {
         let Some(text) = item.take() else { return };
         match section {
-            Some(Section::Intent) => d.intent.push(text),
-            Some(Section::Files(Some(status))) => {
-                let path = text.lines().next().unwrap_or("").trim();
-                let path = path
-                    .strip_prefix('`')
-                    .and_then(|p| p.strip_suffix('`'))
-                    .unwrap_or(path);
-                if !path.is_empty() {
-                    d.files.insert(path, status);
-                }
-            }
-            Some(Section::Errors) => d.errors.push(text),
             Some(Section::Decisions) => d.decisions.push(text),
+            Some(Section::Notes) => d.notes.push(text),
             Some(Section::State) if text.starts_with(LAST_TEST) => d.last_test = Some(text),
             Some(Section::State) if text.starts_with(LAST_ASSISTANT) => {
                 d.last_assistant = Some(text)
@@ -102,16 +84,6 @@ pub(crate) fn parse(summary: &str) -> Digest {
                     body.push_str(line);
                     body.push('\n');
                 }
-            }
-            Some(Section::Files(_)) if line.starts_with("### ") => {
-                finish(&mut d, section, &mut item);
-                let status = match line[4..].trim().to_ascii_lowercase().as_str() {
-                    "created" => Some(FileStatus::Created),
-                    "modified" => Some(FileStatus::Modified),
-                    "read" => Some(FileStatus::Read),
-                    _ => None,
-                };
-                section = Some(Section::Files(status));
             }
             Some(_) => {
                 if let Some(rest) = line.strip_prefix("- ") {
@@ -154,19 +126,12 @@ fn append(earlier: &mut Vec<String>, later: Vec<String>) {
 
 /// `previous` with a later span's digest merged in (see the module docs for the rules).
 pub(crate) fn merge(mut previous: Digest, span: Digest) -> Digest {
-    append(&mut previous.intent, span.intent);
-    previous.files.merge_later(&span.files);
-    for item in span.errors {
-        // The same error again (another call id) replaces the older report.
-        let same = |e: &String| e.split_once(' ').map(|x| x.1) == item.split_once(' ').map(|x| x.1);
-        previous.errors.retain(|e| !same(e));
-        previous.errors.push(item);
-    }
-    let skip = previous.errors.len().saturating_sub(MAX_ERRORS);
-    previous.errors.drain(..skip);
     append(&mut previous.decisions, span.decisions);
     let skip = previous.decisions.len().saturating_sub(MAX_DECISIONS);
     previous.decisions.drain(..skip);
+    append(&mut previous.notes, span.notes);
+    let skip = previous.notes.len().saturating_sub(MAX_NOTES);
+    previous.notes.drain(..skip);
     if span.last_test.is_some() {
         previous.last_test = span.last_test;
     }
@@ -181,4 +146,18 @@ pub(crate) fn merge(mut previous: Digest, span: Digest) -> Digest {
     }
     previous.saw_assistant |= span.saw_assistant;
     previous
+}
+
+/// Several summaries' prose (oldest first) merged into one, as a chain of merges would: each
+/// later summary is merged into the earlier ones by the rules above (its todo list replaces
+/// theirs, its state wins, ...). Rendered whole, with `counter`; `None` for no summary.
+pub(crate) fn combine(texts: &[String], counter: &TokenCounter) -> Option<String> {
+    let mut digests = texts.iter().map(|t| parse(t));
+    let first = digests.next()?;
+    let merged = digests.fold(first, |earlier, mut later| {
+        // A summary that records an assistant message answered any earlier request.
+        later.saw_assistant |= later.last_assistant.is_some();
+        merge(earlier, later)
+    });
+    Some(super::render::render(&merged, counter, usize::MAX))
 }

@@ -1,24 +1,12 @@
 //! The offline, deterministic extractive summarizer (`kind = "extractive"`).
 //!
-//! It writes an *anchored* summary: fixed Markdown sections that act as a checklist, filled
-//! from the messages themselves, so exact paths, error lines and the user's own words survive.
+//! It writes the *prose* part of an anchored summary: fixed Markdown sections that act as a
+//! checklist, filled from the messages themselves. The user's requests, the artifact trail and
+//! the error ledger are not its job: the host puts them in front of every summary from a
+//! `condense_retain::Retained` record (see [`crate::retaining`]), whichever summarizer writes
+//! the prose.
 //!
 //! ```text
-//! ## Session intent
-//! - <each user request, verbatim, first 600 chars; continuation lines indented>
-//!
-//! ## Files
-//! ### Created
-//! - `<path>`
-//! ### Modified
-//! - `<path>`
-//! ### Read
-//! - `<path>`
-//!
-//! ## Errors and fixes
-//! - `<tool_use id>` <Tool> `<command or path>`: (same command succeeded later: `<id>`)
-//!   <error line> (up to 3 per result)
-//!
 //! ## Decisions
 //! - <assistant sentence with a decision marker>
 //!
@@ -29,38 +17,39 @@
 //! ## Pending tasks and next steps
 //! - [<status>] <unfinished item of the latest todo list>
 //! - Unanswered user request: <the last request, if no assistant turn followed it>
+//!
+//! ## Agent notes (verbatim, newest kept first)
+//! - <an assistant text message, first 1,500 chars>
+//! - Sub-agent report (`<id>`): <a Task result, first 1,500 chars>
 //! ```
 //!
 //! A section with nothing in it says `(none)`; one trimmed to fit the budget ends with
 //! `(N more omitted)`.
 //!
-//! * **Requests** are user text blocks (not tool results), without system reminders, command
-//!   output, interruption markers, Claude Code's expanded slash-command prompts (`isMeta`) and
-//!   sub-agent prompts (`isSidechain`); a slash command shows as `/name args`.
-//! * **Files** come from tool calls: `file_path`/`path`/`notebook_path` of `Write`
-//!   (created, unless read before), `Edit`/`MultiEdit`/`NotebookEdit` (modified), `Read`
-//!   (read), the `command` of Anthropic's and OpenHands' editor tools
-//!   (`create`/`str_replace`/`insert`/`view`), `apply_patch` envelopes, and shell commands
-//!   (`cat`/`head`/`tail`/`sed -n`/`< f` read; `sed -i`/`tee`/`> f`/`>> f` write). The table in the
-//!   `files` module gives the status rules; a file both read and changed is listed as changed.
-//! * **Errors** are results flagged `is_error`, and shell results with error lines (`Error:`,
-//!   `error[E`, `Traceback`, `FAILED`, `panicked at`, `Exception`, ...).
 //! * **Decisions** are assistant sentences with a marker (`decided`, `instead`, `the fix is`,
 //!   `root cause`, `I'll`/`we will`/`going to` unless followed by an exploring verb such as
-//!   "read" or "check"); the 12 most recent are kept.
+//!   "read" or "check"); the 12 most recent are kept. Sub-agent (`isSidechain`) lines are not
+//!   the agent's own decisions.
+//! * **Current state** is the last test run (a shell command running a test suite, with its
+//!   outcome line) and the start of the last assistant message.
 //! * **Pending** is the latest todo list (`TodoWrite`, Codex `update_plan`, OpenHands
-//!   `task_tracker`) without its completed items.
+//!   `task_tracker`) without its completed items, and the last user request when no assistant
+//!   turn answered it.
+//! * **Agent notes** are verbatim excerpts: the agent's text messages and its sub-agents'
+//!   reports (results of `Task`-like tools), the 40 most recent. They have the smallest share
+//!   and take whatever the other sections leave, so a summary given a larger budget (it stands
+//!   for more) keeps more of what the agent said, and a tight one keeps none.
 //!
 //! With a `previous_summary` the span is merged into it section by section (see [`merge`]),
-//! never regenerated. The budget: sections share `max_tokens` (intent 20%, files 30%, errors
-//! 15%, decisions 10%, state 10%, pending 15%), a section needing less gives the rest away, and
-//! the result is checked with the token counter, so it never exceeds `max_tokens`.
+//! never regenerated. The budget: sections share `max_tokens` (decisions 33%, state 33%, pending
+//! 29%, notes 5%), a section needing less gives the rest away, and the result is checked with the token
+//! counter, so it never exceeds `max_tokens`.
 
-pub(crate) mod files;
 pub mod merge;
+pub(crate) use merge::combine;
 mod render;
 mod sections;
-mod shell;
+mod test_command;
 
 use crate::{SummarizeError, Summarizer, SummaryRequest};
 use condense_tokens::TokenCounter;

@@ -1,22 +1,19 @@
 //! Renders a [`Digest`] as Markdown within a token budget.
 //!
 //! Each section gets a share of the budget; a section that needs less than its share gives the
-//! rest to the others. Within a section the most important items are kept first (the first
-//! request, then the newest; changed files before read ones, the most recently touched first;
-//! the newest errors and decisions) and the kept items are shown in their usual order, with a
+//! rest to the others. Within a section the most important items are kept first (the newest
+//! decisions; the last test run before the last assistant message; the unanswered request
+//! before the todo items) and the kept items are shown in their usual order, with a
 //! `(N more omitted)` line when some were dropped.
 
-use super::files::FileStatus;
 use super::sections::Digest;
 use crate::text::fit_tokens;
 use condense_tokens::TokenCounter;
 
-pub(crate) const INTENT: &str = "Session intent";
-pub(crate) const FILES: &str = "Files";
-pub(crate) const ERRORS: &str = "Errors and fixes";
 pub(crate) const DECISIONS: &str = "Decisions";
 pub(crate) const STATE: &str = "Current state";
 pub(crate) const PENDING: &str = "Pending tasks and next steps";
+pub(crate) const NOTES: &str = "Agent notes (verbatim, newest kept first)";
 /// Shown in a section with nothing in it.
 pub(crate) const NONE: &str = "(none)";
 /// An item is shortened rather than dropped when at least this many tokens are left for it.
@@ -27,8 +24,6 @@ struct Entry {
     text: String,
     /// 0 is kept first.
     rank: usize,
-    /// Files subsection.
-    group: Option<FileStatus>,
     cost: usize,
 }
 
@@ -54,14 +49,6 @@ fn bullet(text: &str) -> String {
     out
 }
 
-fn code_path(path: &str) -> String {
-    if path.contains('`') {
-        path.to_string()
-    } else {
-        format!("`{path}`")
-    }
-}
-
 fn parts(d: &Digest) -> Vec<Part> {
     let part = |heading: &str, share: f64| Part {
         heading: heading.to_string(),
@@ -72,7 +59,6 @@ fn parts(d: &Digest) -> Vec<Part> {
     let entry = |text: String, rank: usize| Entry {
         text,
         rank,
-        group: None,
         cost: 0,
     };
     let newest_first = |items: &[String]| -> Vec<Entry> {
@@ -84,42 +70,10 @@ fn parts(d: &Digest) -> Vec<Part> {
             .collect()
     };
 
-    let mut intent = part(INTENT, 0.20);
-    let n = d.intent.len();
-    intent.entries = d
-        .intent
-        .iter()
-        .enumerate()
-        .map(|(i, t)| entry(t.clone(), if i == 0 { 0 } else { n - i }))
-        .collect();
-
-    let mut files = part(FILES, 0.30);
-    let all = d.files.entries();
-    let changed = all.iter().filter(|(_, s)| *s != FileStatus::Read).count();
-    let (mut rank_changed, mut rank_read) = (changed, all.len());
-    for (path, status) in all {
-        // Walking oldest to newest, so ranks count down: the newest gets the lowest.
-        let rank = if *status == FileStatus::Read {
-            rank_read -= 1;
-            rank_read
-        } else {
-            rank_changed -= 1;
-            rank_changed
-        };
-        files.entries.push(Entry {
-            text: code_path(path),
-            rank,
-            group: Some(*status),
-            cost: 0,
-        });
-    }
-
-    let mut errors = part(ERRORS, 0.15);
-    errors.entries = newest_first(&d.errors);
-    let mut decisions = part(DECISIONS, 0.10);
+    let mut decisions = part(DECISIONS, 0.33);
     decisions.entries = newest_first(&d.decisions);
 
-    let mut state = part(STATE, 0.10);
+    let mut state = part(STATE, 0.33);
     state
         .entries
         .extend(d.last_test.clone().map(|t| entry(t, 0)));
@@ -127,7 +81,7 @@ fn parts(d: &Digest) -> Vec<Part> {
         .entries
         .extend(d.last_assistant.clone().map(|t| entry(t, 1)));
 
-    let mut pending = part(PENDING, 0.15);
+    let mut pending = part(PENDING, 0.29);
     for (i, t) in d.todos.iter().flatten().enumerate() {
         pending.entries.push(entry(t.clone(), i + 1));
     }
@@ -135,7 +89,11 @@ fn parts(d: &Digest) -> Vec<Part> {
         .entries
         .extend(d.unanswered.clone().map(|t| entry(t, 0)));
 
-    let mut out = vec![intent, files, errors, decisions, state, pending];
+    // Excerpts take only what the other sections leave (a share of 0: see `render`).
+    let mut notes = part(NOTES, 0.0);
+    notes.entries = newest_first(&d.notes);
+
+    let mut out = vec![decisions, state, pending, notes];
     for (heading, body) in &d.extra {
         out.push(Part {
             heading: heading.clone(),
@@ -160,29 +118,14 @@ fn render_part(out: &mut String, part: &Part, keep: &[bool]) {
             .map(|(e, _)| e)
     };
     let mut any = false;
-    if part.entries.iter().any(|e| e.group.is_some()) {
-        for status in [FileStatus::Created, FileStatus::Modified, FileStatus::Read] {
-            let mut group = kept().filter(|e| e.group == Some(status)).peekable();
-            if group.peek().is_some() {
-                out.push_str("### ");
-                out.push_str(status.heading());
-                out.push('\n');
-                for e in group {
-                    out.push_str(&bullet(&e.text));
-                    any = true;
-                }
-            }
+    for e in kept() {
+        if part.bullets {
+            out.push_str(&bullet(&e.text));
+        } else {
+            out.push_str(e.text.trim_end());
+            out.push('\n');
         }
-    } else {
-        for e in kept() {
-            if part.bullets {
-                out.push_str(&bullet(&e.text));
-            } else {
-                out.push_str(e.text.trim_end());
-                out.push('\n');
-            }
-            any = true;
-        }
+        any = true;
     }
     let omitted = keep.iter().filter(|k| !**k).count();
     if omitted > 0 {
@@ -229,6 +172,38 @@ fn allocate(need: &[usize], shares: &[f64], available: usize) -> Vec<usize> {
     }
 }
 
+/// What the headings cost: every part's heading with `(none)` under it, or, for a part of share
+/// 0 (the first to give way), its omission marker.
+fn skeleton(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            let under = if p.share == 0.0 && !p.entries.is_empty() {
+                format!("({} more omitted)", p.entries.len())
+            } else {
+                NONE.to_string()
+            };
+            format!("## {}\n{under}\n", p.heading)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` cut so that its bullet (continuation lines indented) costs at most `budget` tokens:
+/// `(text, cost)`. The indent costs about a token a line, so the cut is retried tighter by
+/// what the bullet went over.
+fn shrink(counter: &TokenCounter, text: &str, budget: usize) -> (String, usize) {
+    let mut target = budget.saturating_sub(4);
+    loop {
+        let cut = fit_tokens(counter, text, target, "…");
+        let cost = counter.count_text(&bullet(&cut));
+        if cost <= budget || target == 0 {
+            return (cut, cost);
+        }
+        target = target.saturating_sub(cost - budget + 1);
+    }
+}
+
 /// The summary within `max_tokens`.
 pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> String {
     let mut parts = parts(d);
@@ -243,20 +218,59 @@ pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> S
         return full;
     }
 
-    // Headings and markers cost the same whatever is kept; the items share the rest.
-    let none: Vec<Vec<bool>> = parts.iter().map(|p| vec![false; p.entries.len()]).collect();
-    let overhead = counter.count_text(&render_all(&parts, &none));
-    let sub_headings = 4; // `### Created` etc.
+    // When every section but the lowest-priority ones (share 0: the agent notes) fits whole,
+    // they stay whole and the notes take what is left, newest first.
+    let lowest: Vec<bool> = parts.iter().map(|p| p.share == 0.0).collect();
+    let mut without: Vec<Vec<bool>> = parts
+        .iter()
+        .zip(&lowest)
+        .map(|(p, low)| vec![!low; p.entries.len()])
+        .collect();
+    let base = counter.count_text(&render_all(&parts, &without));
+    if base <= max_tokens {
+        let mut left = max_tokens - base;
+        for (pi, part) in parts.iter_mut().enumerate().filter(|(pi, _)| lowest[*pi]) {
+            let mut order: Vec<usize> = (0..part.entries.len()).collect();
+            order.sort_by_key(|i| part.entries[*i].rank);
+            for i in order {
+                let e = &mut part.entries[i];
+                if e.cost > left && left >= MIN_SHRUNK_TOKENS {
+                    (e.text, e.cost) = shrink(counter, &e.text, left);
+                }
+                if e.cost <= left {
+                    left -= e.cost;
+                    without[pi][i] = true;
+                }
+            }
+        }
+        return fit_lowest_first(&parts, without, counter, max_tokens);
+    }
+
+    // Headings cost the same whatever is kept; the items share the rest. (Omission markers
+    // are left to the final check: counting one per section would starve the items.)
+    let overhead = counter.count_text(&skeleton(&parts));
     let need: Vec<usize> = parts
         .iter()
         .map(|p| p.entries.iter().map(|e| e.cost).sum::<usize>())
         .collect();
-    let shares: Vec<f64> = parts.iter().map(|p| p.share).collect();
-    let alloc = allocate(
-        &need,
-        &shares,
-        max_tokens.saturating_sub(overhead + 3 * sub_headings),
+    // Parts with a share split the budget; a part of share 0 (the agent notes) takes only what
+    // they leave.
+    let shared: Vec<usize> = (0..parts.len()).filter(|i| parts[*i].share > 0.0).collect();
+    let available = max_tokens.saturating_sub(overhead);
+    let shared_alloc = allocate(
+        &shared.iter().map(|i| need[*i]).collect::<Vec<_>>(),
+        &shared.iter().map(|i| parts[*i].share).collect::<Vec<_>>(),
+        available,
     );
+    let mut left_over = available.saturating_sub(shared_alloc.iter().sum());
+    let mut alloc = vec![0; parts.len()];
+    for (k, i) in shared.iter().enumerate() {
+        alloc[*i] = shared_alloc[k];
+    }
+    for i in (0..parts.len()).filter(|i| parts[*i].share == 0.0) {
+        alloc[i] = need[i].min(left_over);
+        left_over -= alloc[i];
+    }
 
     for (pi, part) in parts.iter_mut().enumerate() {
         let mut order: Vec<usize> = (0..part.entries.len()).collect();
@@ -267,8 +281,9 @@ pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> S
             if e.cost <= left {
                 left -= e.cost;
             } else if left >= MIN_SHRUNK_TOKENS {
-                e.text = fit_tokens(counter, &e.text, left.saturating_sub(4), "…");
-                e.cost = counter.count_text(&bullet(&e.text));
+                let (text, cost) = shrink(counter, &e.text, left);
+                e.text = text;
+                e.cost = cost;
                 left = left.saturating_sub(e.cost);
             } else {
                 keep[pi][i] = false;
@@ -277,8 +292,20 @@ pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> S
     }
 
     // The shares are estimates: drop more until the whole fits.
+    fit_lowest_first(&parts, keep, counter, max_tokens)
+}
+
+/// The parts with the entries `keep` says, dropping more until the whole fits `max_tokens`:
+/// from the lowest-priority part (share 0) first, then from the costliest, its lowest-ranked
+/// entry first.
+fn fit_lowest_first(
+    parts: &[Part],
+    mut keep: Vec<Vec<bool>>,
+    counter: &TokenCounter,
+    max_tokens: usize,
+) -> String {
     loop {
-        let text = render_all(&parts, &keep);
+        let text = render_all(parts, &keep);
         if counter.count_text(&text) <= max_tokens {
             return text;
         }
@@ -291,9 +318,10 @@ pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> S
                 .map(|(e, _)| e.cost)
                 .sum()
         };
+        // The lowest-priority part (share 0) gives way first, then the costliest.
         let Some(pi) = (0..parts.len())
             .filter(|pi| kept_cost(*pi) > 0)
-            .max_by_key(|pi| kept_cost(*pi))
+            .max_by_key(|pi| (parts[*pi].share == 0.0, kept_cost(*pi)))
         else {
             return fit_tokens(counter, &text, max_tokens, "\n(cut)");
         };

@@ -1,6 +1,6 @@
 //! Anthropic Messages API: `POST {base_url}/v1/messages`.
 
-use super::{api_message, Failure};
+use super::client::{api_message, Failure};
 use serde_json::{json, Value};
 
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";

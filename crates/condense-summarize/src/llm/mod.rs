@@ -26,22 +26,25 @@
 //! groups (a user text message and everything up to the next one) are dropped from the head of
 //! the span and the request is sent again, at most 3 times. Errors are one line: the HTTP
 //! status and the API's own message. The key is never part of an error, a log or a summary.
+//!
+//! The HTTP side (endpoints, key, retries, reply text) is [`LlmClient`], public so that
+//! `condense eval`'s judge sends its requests through the same client.
 
 mod anthropic;
+mod client;
 mod http;
 mod openai;
 mod prompt;
 
+pub use client::{ApiKind, LlmClient, LlmConfigError, LlmError};
 pub use prompt::NO_TOOLS_PREAMBLE;
 
-use crate::text::{cut_chars, fit_tokens, one_line};
+use crate::text::fit_tokens;
 use crate::{SummarizeError, Summarizer, SummaryRequest};
 use condense_model::{Block, Message, Role};
 use condense_tokens::TokenCounter;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// How many times the request is resent with fewer turns after "prompt too long".
 pub const MAX_PROMPT_TOO_LONG_RETRIES: usize = 3;
@@ -101,115 +104,20 @@ impl Default for LlmConfig {
     }
 }
 
-/// Which API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ApiKind {
-    Anthropic,
-    OpenAi,
-}
-
-impl ApiKind {
-    fn kind(self) -> &'static str {
-        match self {
-            ApiKind::Anthropic => "anthropic",
-            ApiKind::OpenAi => "openai",
-        }
-    }
-}
-
-/// How an error reply is handled.
-pub(crate) enum Failure {
-    /// Drop turns from the head and resend.
-    PromptTooLong(String),
-    /// Resend with `max_completion_tokens` instead of `max_tokens` (OpenAI reasoning models).
-    UseMaxCompletionTokens(String),
-    Other(String),
-}
-
-/// The API's own error message (`error.message`, or the body), one line.
-pub(crate) fn api_message(status: u16, body: &str) -> String {
-    let v: serde_json::Value = serde_json::from_str(body).unwrap_or(serde_json::Value::Null);
-    let msg = v
-        .pointer("/error/message")
-        .or_else(|| v.pointer("/message"))
-        .or_else(|| v.get("error"))
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| body.to_string());
-    let msg = cut_chars(&one_line(&msg), 500);
-    if msg.is_empty() {
-        format!("no message (HTTP {status})")
-    } else {
-        msg
-    }
-}
-
-/// An API key; shows as `[redacted]`.
-struct Secret(String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-enum SendError {
-    PromptTooLong(String),
-    Fatal(String),
-}
-
-/// An LLM summarizer (either API).
+/// An LLM summarizer (either API): the prompt, the head-drop on "prompt too long" and the
+/// budget; the requests go through its [`LlmClient`].
 pub struct LlmSummarizer {
-    kind: ApiKind,
-    model: String,
-    url: String,
-    key: Option<Secret>,
+    client: LlmClient,
     max_output_tokens: usize,
-    max_retries: u32,
-    retry_base: Duration,
-    retry_max: Duration,
-    http: http::Http,
     counter: Arc<TokenCounter>,
-    /// OpenAI: the model wants `max_completion_tokens`.
-    completion_tokens_field: AtomicBool,
 }
 
 impl std::fmt::Debug for LlmSummarizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LlmSummarizer")
-            .field("kind", &self.kind)
-            .field("model", &self.model)
-            .field("url", &self.url)
-            .field("key", &self.key)
+            .field("client", &self.client)
             .finish_non_exhaustive()
     }
-}
-
-fn config_error(kind: ApiKind, msg: String) -> SummarizeError {
-    SummarizeError::Config(format!("kind = \"{}\": {msg}", kind.kind()))
-}
-
-/// `base_url` checked and without a trailing slash; whether its host is a loopback address.
-fn check_base_url(url: &str) -> Option<(String, bool)> {
-    let url = url.trim().trim_end_matches('/');
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or("");
-    let host = if host.starts_with('[') {
-        host.split(']')
-            .next()
-            .map(|h| format!("{h}]"))
-            .unwrap_or_default()
-    } else {
-        host.split(':').next().unwrap_or("").to_string()
-    };
-    if host.is_empty() || url.chars().any(char::is_whitespace) || url.contains(['?', '#']) {
-        return None;
-    }
-    let loopback = host == "localhost" || host == "[::1]" || host.starts_with("127.");
-    Some((url.to_string(), loopback))
 }
 
 impl LlmSummarizer {
@@ -219,74 +127,17 @@ impl LlmSummarizer {
         counter: Arc<TokenCounter>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, SummarizeError> {
-        let model = config
-            .model
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-            .ok_or_else(|| {
-                config_error(
-                    kind,
-                    "`model` is required (the model name the API expects)".into(),
-                )
-            })?;
-        let (default_url, default_key) = match kind {
-            ApiKind::Anthropic => (
-                anthropic::DEFAULT_BASE_URL,
-                Some(anthropic::DEFAULT_KEY_ENV),
-            ),
-            ApiKind::OpenAi => (
-                openai::DEFAULT_BASE_URL,
-                config.base_url.is_none().then_some(openai::DEFAULT_KEY_ENV),
-            ),
-        };
-        let raw_url = config.base_url.as_deref().unwrap_or(default_url);
-        let (base, loopback) = check_base_url(raw_url).ok_or_else(|| {
-            config_error(
-                kind,
-                format!("base_url {raw_url:?} is not an http:// or https:// URL with a host"),
-            )
-        })?;
-        let key_env = config.api_key_env.as_deref().or(default_key).map(str::trim);
-        let key = match key_env {
-            None | Some("") => None,
-            Some(name) => match env(name) {
-                Some(k) if !k.trim().is_empty() => Some(Secret(k.trim().to_string())),
-                _ => {
-                    return Err(config_error(
-                        kind,
-                        format!("environment variable {name} (api_key_env) is not set; it must hold the API key"),
-                    ))
-                }
-            },
-        };
-        if config.max_output_tokens == 0 || config.timeout_secs == 0 {
-            return Err(config_error(
-                kind,
-                "max_output_tokens and timeout_secs must be at least 1".into(),
-            ));
-        }
-        let url = match kind {
-            ApiKind::Anthropic => anthropic::endpoint(&base),
-            ApiKind::OpenAi => openai::endpoint(&base),
-        };
+        let client = LlmClient::new(kind, config, env)
+            .map_err(|e| SummarizeError::Config(format!("kind = \"{}\": {e}", kind.name())))?;
         Ok(LlmSummarizer {
-            kind,
-            model: model.to_string(),
-            url,
-            key,
+            client,
             max_output_tokens: config.max_output_tokens,
-            max_retries: config.max_retries,
-            retry_base: Duration::from_millis(config.retry_base_ms),
-            retry_max: Duration::from_millis(config.retry_max_ms),
-            http: http::Http::new(Duration::from_secs(config.timeout_secs), loopback),
             counter,
-            completion_tokens_field: AtomicBool::new(false),
         })
     }
 
     fn label(&self) -> String {
-        format!("{} API", self.kind.kind())
+        format!("{} API", self.client.kind().name())
     }
 
     /// Tokens the reply may use for a summary of `budget` tokens.
@@ -294,90 +145,6 @@ impl LlmSummarizer {
         self.max_output_tokens
             .min(budget.saturating_mul(2).max(1024))
             .max(1)
-    }
-
-    /// The wait before retry `attempt + 1`: the server's `retry-after` when sent, otherwise
-    /// exponential; never above `retry_max_ms`.
-    fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        let exp = self
-            .retry_base
-            .saturating_mul(2u32.saturating_pow(attempt.min(30)));
-        retry_after.unwrap_or(exp).min(self.retry_max)
-    }
-
-    /// Removes the key from a message, should an API or a transport error echo it.
-    fn redact(&self, msg: String) -> String {
-        match &self.key {
-            Some(Secret(k)) if k.len() >= 4 => msg.replace(k.as_str(), "[redacted]"),
-            _ => msg,
-        }
-    }
-
-    /// One request, retried on 429/408/5xx and transport errors.
-    fn send(&self, system: &str, user: &str, max_tokens: usize) -> Result<String, SendError> {
-        let label = self.label();
-        let key = self.key.as_ref().map(|s| s.0.as_str());
-        let headers = match self.kind {
-            ApiKind::Anthropic => anthropic::headers(key),
-            ApiKind::OpenAi => openai::headers(key),
-        };
-        let mut attempt = 0u32;
-        let mut switched = false;
-        loop {
-            let body = match self.kind {
-                ApiKind::Anthropic => anthropic::body(&self.model, system, user, max_tokens),
-                ApiKind::OpenAi => openai::body(
-                    &self.model,
-                    system,
-                    user,
-                    max_tokens,
-                    self.completion_tokens_field.load(Ordering::Relaxed),
-                ),
-            };
-            let (message, retry_after) =
-                match self.http.post_json(&self.url, &headers, &body.to_string()) {
-                    Ok(r) if (200..300).contains(&r.status) => {
-                        let parsed = match self.kind {
-                            ApiKind::Anthropic => anthropic::parse_reply(&r.body),
-                            ApiKind::OpenAi => openai::parse_reply(&r.body),
-                        };
-                        return parsed.map_err(|e| SendError::Fatal(format!("{label}: {e}")));
-                    }
-                    Ok(r) if matches!(r.status, 408 | 429 | 500..=599) => (
-                        format!("HTTP {}: {}", r.status, api_message(r.status, &r.body)),
-                        r.retry_after,
-                    ),
-                    Ok(r) => {
-                        let failure = match self.kind {
-                            ApiKind::Anthropic => anthropic::classify(r.status, &r.body),
-                            ApiKind::OpenAi => openai::classify(r.status, &r.body),
-                        };
-                        let status = r.status;
-                        return Err(match failure {
-                            Failure::PromptTooLong(m) => {
-                                SendError::PromptTooLong(format!("HTTP {status}: {m}"))
-                            }
-                            Failure::UseMaxCompletionTokens(_) if !switched => {
-                                switched = true;
-                                self.completion_tokens_field.store(true, Ordering::Relaxed);
-                                continue;
-                            }
-                            Failure::UseMaxCompletionTokens(m) | Failure::Other(m) => {
-                                SendError::Fatal(format!("{label}: HTTP {status}: {m}"))
-                            }
-                        });
-                    }
-                    Err(transport) => (transport, None),
-                };
-            if attempt >= self.max_retries {
-                return Err(SendError::Fatal(format!(
-                    "{label}: {message} (gave up after {} attempts)",
-                    attempt + 1
-                )));
-            }
-            std::thread::sleep(self.delay(attempt, retry_after));
-            attempt += 1;
-        }
     }
 }
 
@@ -444,7 +211,7 @@ fn next_start(
 
 impl Summarizer for LlmSummarizer {
     fn name(&self) -> &str {
-        self.kind.kind()
+        self.client.kind().name()
     }
 
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, SummarizeError> {
@@ -469,7 +236,7 @@ impl Summarizer for LlmSummarizer {
                 request.previous_summary,
                 request.max_tokens,
             );
-            match self.send(&system, &user, max_out) {
+            match self.client.send(&system, &user, max_out) {
                 Ok(reply) => {
                     let summary = prompt::extract_summary(&reply);
                     if summary.is_empty() {
@@ -484,8 +251,10 @@ impl Summarizer for LlmSummarizer {
                         "\n[summary cut to its token budget]",
                     ));
                 }
-                Err(SendError::Fatal(m)) => return Err(SummarizeError::Failed(self.redact(m))),
-                Err(SendError::PromptTooLong(m)) => {
+                Err(LlmError::Failed(m)) => {
+                    return Err(SummarizeError::Failed(format!("{label}: {m}")))
+                }
+                Err(LlmError::PromptTooLong(m)) => {
                     let n = request.messages.len();
                     let next = (retries < MAX_PROMPT_TOO_LONG_RETRIES)
                         .then(|| next_start(request.messages, &costs, start, overflow(&m)))
@@ -493,9 +262,9 @@ impl Summarizer for LlmSummarizer {
                     match next {
                         Some(s) => start = s,
                         None => {
-                            return Err(SummarizeError::Failed(self.redact(format!(
+                            return Err(SummarizeError::Failed(format!(
                                 "{label}: prompt too long even after dropping {start} of {n} messages from the head ({retries} retries): {m}"
-                            ))))
+                            )))
                         }
                     }
                     retries += 1;
@@ -558,40 +327,5 @@ mod tests {
             Some(2000)
         );
         assert_eq!(overflow("too long"), None);
-    }
-
-    #[test]
-    fn debug_hides_the_key() {
-        let config = LlmConfig {
-            model: Some("m".into()),
-            ..LlmConfig::default()
-        };
-        let s = LlmSummarizer::new(ApiKind::Anthropic, &config, Arc::default(), &|_| {
-            Some("sk-secret-key".into())
-        });
-        let text = format!("{s:?}");
-        assert!(
-            text.contains("[redacted]") && !text.contains("sk-secret-key"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn base_urls() {
-        assert_eq!(
-            check_base_url("http://127.0.0.1:8080/"),
-            Some(("http://127.0.0.1:8080".into(), true))
-        );
-        assert_eq!(
-            check_base_url("https://api.openai.com/v1"),
-            Some(("https://api.openai.com/v1".into(), false))
-        );
-        assert_eq!(
-            check_base_url("http://[::1]:11434/v1").map(|u| u.1),
-            Some(true)
-        );
-        assert_eq!(check_base_url("ftp://x"), None);
-        assert_eq!(check_base_url("https://"), None);
-        assert_eq!(check_base_url("localhost:11434"), None);
     }
 }

@@ -1,7 +1,7 @@
 //! OpenAI-compatible Chat Completions: `POST {base_url}/chat/completions` (OpenAI, Ollama,
 //! vLLM, llama.cpp's server, LM Studio, ...).
 
-use super::{api_message, Failure};
+use super::client::{api_message, Failure};
 use serde_json::{json, Value};
 
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

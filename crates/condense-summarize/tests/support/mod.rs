@@ -162,3 +162,71 @@ pub fn result(id: &str, tool_id: &str, out: &str, is_error: Option<bool>) -> Mes
         })],
     )
 }
+
+/// A message as a Claude Code sub-agent line (`isSidechain: true` in its envelope).
+pub fn sidechain(mut message: Message) -> Message {
+    message.envelope = RawJson::from_value(&serde_json::json!({"isSidechain": true}));
+    message
+}
+
+/// The shipped real Claude Code session (`examples/claude-code-session.jsonl`: an orchestrator
+/// building a TODO app through sub-agents), read with `condense_formats`.
+pub fn real_transcript() -> condense_model::Conversation {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/claude-code-session.jsonl"
+    );
+    let bytes = std::fs::read(path).unwrap();
+    let doc = condense_formats::read(&bytes, path, &Default::default()).unwrap();
+    doc.conversations()[0].clone()
+}
+
+/// Paths the session wrote or edited, from its `Write`/`Edit`/`MultiEdit` calls.
+pub fn written_paths(messages: &[Message]) -> std::collections::BTreeSet<String> {
+    messages
+        .iter()
+        .flat_map(|m| m.tool_uses())
+        .filter(|tu| matches!(tu.name.as_str(), "Write" | "Edit" | "MultiEdit"))
+        .filter_map(|tu| {
+            tu.input_object()?
+                .get("file_path")?
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// The text of one `## ` section, heading included, trailing blank lines trimmed.
+pub fn section<'a>(summary: &'a str, heading: &str) -> &'a str {
+    let head = format!("## {heading}\n");
+    let start = if summary.starts_with(&head) {
+        0
+    } else {
+        let at = summary.find(&format!("\n{head}"));
+        at.unwrap_or_else(|| panic!("no {heading} in\n{summary}")) + 1
+    };
+    let rest = &summary[start..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
+    rest[..end].trim_end()
+}
+
+/// Whether cutting at `split` keeps every tool call with its result (spans are cut between
+/// turns).
+pub fn between_turns(msgs: &[Message], split: usize) -> bool {
+    let (a, b) = msgs.split_at(split);
+    let calls: Vec<&str> = a
+        .iter()
+        .flat_map(|m| m.tool_uses())
+        .map(|t| t.id.as_str())
+        .collect();
+    !b.iter()
+        .flat_map(|m| m.tool_results())
+        .any(|r| calls.contains(&r.tool_use_id.as_str()))
+}
+
+/// The first cut at or after `at` that is between turns.
+pub fn turn_split(msgs: &[Message], at: usize) -> usize {
+    (at..msgs.len())
+        .find(|s| between_turns(msgs, *s))
+        .unwrap_or(msgs.len())
+}

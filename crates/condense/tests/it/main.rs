@@ -7,7 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
+mod eval;
 mod plugins;
+mod retention;
 mod review;
 mod roundtrip;
 mod scaffold;

@@ -1,48 +1,19 @@
 //! Levels 4-5 through the real host with an LLM summarizer backend pointed at a local server.
 
-use crate::support::{condense, fixture};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use crate::support::{condense, fixture, LocalServer};
 
-/// A local OpenAI-compatible endpoint that answers every request with 500 and counts them.
-fn failing_server() -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&hits);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(50) {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            counter.fetch_add(1, Ordering::SeqCst);
-            let reply = r#"{"error":{"message":"the model is overloaded","type":"server_error"}}"#;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                reply.len()
-            );
-        }
-    });
-    (url, hits)
+/// A local OpenAI-compatible endpoint that answers every request with 500.
+fn failing_server() -> LocalServer {
+    LocalServer::start(|_| {
+        let reply = r#"{"error":{"message":"the model is overloaded","type":"server_error"}}"#;
+        (500, reply.to_string())
+    })
 }
 
 #[test]
 fn circuit_breaker_stops_calling_a_failing_summarizer_server() {
-    let (url, hits) = failing_server();
+    let server = failing_server();
+    let url = format!("{}/v1", server.url);
     let dir = tempfile::tempdir().unwrap();
     let pipeline = dir.path().join("p.toml");
     std::fs::write(
@@ -81,7 +52,7 @@ fn circuit_breaker_stops_calling_a_failing_summarizer_server() {
         notes.push(stage["report"]["notes"].to_string());
     }
     assert_eq!(
-        hits.load(Ordering::SeqCst),
+        server.requests().len(),
         3,
         "three attempts, then the breaker opens: {notes:?}"
     );

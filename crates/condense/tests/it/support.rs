@@ -69,17 +69,7 @@ pub fn condense(args: &[&str]) -> Run {
 }
 
 pub fn condense_in(args: &[&str], dir: Option<&Path>) -> Run {
-    let mut cmd = Command::new(bin());
-    cmd.args(args).env_remove("CONDENSE_PLUGIN_PATH");
-    if let Some(d) = dir {
-        cmd.current_dir(d);
-    }
-    let out: Output = cmd.output().expect("run condense");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    condense_env(args, &[], dir)
 }
 
 impl Run {
@@ -107,4 +97,112 @@ pub fn json_values(bytes: &[u8]) -> Vec<serde_json::Value> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("JSONL line"))
         .collect()
+}
+
+/// A request the local HTTP server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    /// Lower-cased names.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).expect("request body is JSON")
+    }
+}
+
+/// An HTTP/1.1 server on 127.0.0.1 answering every request with `answer(request)` (status,
+/// body), one request per connection, until the test ends.
+pub struct LocalServer {
+    pub url: String,
+    received: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+}
+
+impl LocalServer {
+    pub fn start(answer: impl Fn(&Received) -> (u16, String) + Send + 'static) -> LocalServer {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let rec = std::sync::Arc::clone(&received);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                stream
+                    .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+                    .ok();
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut line = String::new();
+                reader.read_line(&mut line).ok();
+                let mut parts = line.split_whitespace();
+                let method = parts.next().unwrap_or("").to_string();
+                let path = parts.next().unwrap_or("").to_string();
+                let mut headers = Vec::new();
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = h.split_once(':') {
+                        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+                    }
+                }
+                let len = headers
+                    .iter()
+                    .find(|(k, _)| k == "content-length")
+                    .and_then(|(_, v)| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0; len];
+                reader.read_exact(&mut body).ok();
+                let request = Received {
+                    method,
+                    path,
+                    headers,
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                };
+                let (status, reply) = answer(&request);
+                rec.lock().unwrap().push(request);
+                let out = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                    reply.len()
+                );
+                stream.write_all(out.as_bytes()).ok();
+                stream.flush().ok();
+            }
+        });
+        LocalServer { url, received }
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+/// Runs condense with extra environment variables.
+pub fn condense_env(args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> Run {
+    let mut cmd = Command::new(bin());
+    cmd.args(args).env_remove("CONDENSE_PLUGIN_PATH");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out: Output = cmd.output().expect("run condense");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }

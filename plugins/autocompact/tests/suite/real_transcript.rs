@@ -46,6 +46,15 @@ fn a_64k_window_compacts_and_restores_files_and_the_todo_list() {
         condense_model::render::render(&out.conversation)
     );
     insta::assert_json_snapshot!("real_transcript_64k_report", report_json(&out.report));
+    // The summary itself (the rendering above elides it): the user's requests with the last
+    // verbatim, the full artifact trail and the error ledger, then the prose.
+    let summary = out.conversation.messages[0].content.text();
+    insta::assert_snapshot!("real_transcript_64k_summary", summary);
+    assert!(summary.contains(
+        "Last request (verbatim):\n```\nThanks! Please update CLAUDE.md for current changes\n```"
+    ));
+    assert!(summary.contains("`/path/to/Demo/CLAUDE.md`"));
+    assert!(summary.contains("error TS2307: Cannot find module '@testing-library/react'"));
     assert_no_orphans(&out.conversation);
     assert_unique_ids(&out.conversation);
     assert!(

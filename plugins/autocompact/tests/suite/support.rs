@@ -91,17 +91,27 @@ pub fn has_note(report: &StageReport, part: &str) -> bool {
 /// tokens with o200k like the host does.
 pub fn extractive() -> impl Fn(&condense_abi::SummaryRequest) -> Result<String, String> {
     let counter = std::sync::Arc::new(condense_tokens::TokenCounter::new(Default::default()));
-    let summarizer =
-        condense_summarize::build(&condense_summarize::SummarizerConfig::default(), counter)
-            .unwrap();
+    let summarizer = condense_summarize::build(
+        &condense_summarize::SummarizerConfig::default(),
+        std::sync::Arc::clone(&counter),
+    )
+    .unwrap();
+    // As the host answers: the retained record first, earlier summaries read back from their
+    // text (a test host keeps no records).
     move |r| {
-        summarizer
-            .summarize(&condense_summarize::SummaryRequest {
-                messages: &r.messages,
-                previous_summary: r.previous_summary.as_deref(),
-                max_tokens: r.max_tokens,
-                purpose: &r.purpose,
-            })
-            .map_err(|e| e.to_string())
+        let request = condense_summarize::SummaryRequest {
+            messages: &r.messages,
+            previous_summary: r.previous_summary.as_deref(),
+            max_tokens: r.max_tokens,
+            purpose: &r.purpose,
+        };
+        condense_summarize::retaining::summarize_span(
+            summarizer.as_ref(),
+            &counter,
+            &request,
+            &|_| None,
+        )
+        .map(|s| s.text)
+        .map_err(|e| e.to_string())
     }
 }

@@ -7,7 +7,7 @@ use crate::PURPOSE;
 use condense_abi::text::plural;
 use condense_abi::{StageEvent, SummaryRequest};
 use condense_model::{Message, Role};
-use condense_turns::measure::{cut_to_tokens, thousands};
+use condense_turns::measure::thousands;
 use std::ops::Range;
 
 impl Run<'_> {
@@ -21,43 +21,66 @@ impl Run<'_> {
             .collect()
     }
 
-    /// Commits new spans while over `commit_at` (or forced) and turns may still be collapsed.
+    /// Commits new spans while the projection is at or above the target (see `Run::target`)
+    /// and turns may still be collapsed. Each span grows turn by turn, up to `turns_per_span`,
+    /// only until its commit is expected to bring the projection below the target: a commit
+    /// frees about what is needed, not everything it could.
     pub(crate) fn commit(&mut self) {
         let keep = self.config.keep_recent_turns;
+        let target = self.target();
+        self.goal = Some(target);
+        self.before_commits = self.projected;
+        let landing = target.saturating_sub(self.headroom());
         loop {
-            let over = self.projected >= self.commit_threshold;
-            if !(over || self.forced) {
+            if self.projected < target {
                 break;
             }
             let open = self.open_turns();
             if open.len() <= keep {
-                if over {
-                    self.stopped = Some(format!(
-                        "the {} are kept",
-                        plural(keep, "most recent turn", "most recent turns")
-                    ));
-                    self.report.note(format!(
-                        "nothing more to collapse: {} left, keep_recent_turns = {keep}",
-                        plural(open.len(), "uncollapsed turn", "uncollapsed turns")
-                    ));
-                }
+                self.stopped = Some(format!(
+                    "the {} are kept",
+                    plural(keep, "most recent turn", "most recent turns")
+                ));
+                self.report.note(format!(
+                    "nothing more to collapse: {} left, keep_recent_turns = {keep}",
+                    plural(open.len(), "uncollapsed turn", "uncollapsed turns")
+                ));
                 break;
             }
             let eligible = &open[..open.len() - keep];
-            // The span: consecutive open turns from the oldest eligible one.
+            let merge_into = match eligible[0].checked_sub(1).map(|u| &self.units[u]) {
+                Some(Unit::Collapsed(c)) => Some(*c),
+                _ => None,
+            };
+            let (prior_replaced, old_summary) = merge_into.map_or((0, 0), |c| {
+                let applied = &self.collapses[c];
+                (
+                    self.replaced_tokens(applied),
+                    self.summary_tokens(&applied.collapse),
+                )
+            });
+            // The span: consecutive open turns from the oldest eligible one, until the commit
+            // is expected to land below the target (its summary taking its full budget).
             let u0 = eligible[0];
             let mut u1 = u0;
+            let mut span_tokens = 0;
             while u1 < self.units.len()
                 && eligible.contains(&u1)
                 && u1 - u0 < self.config.turns_per_span
             {
+                if let Unit::Turn(t) = self.units[u1] {
+                    span_tokens += self.tokens_of_range(self.turns.turns[t].range());
+                }
                 u1 += 1;
+                let budget = self
+                    .config
+                    .summary_budget(prior_replaced + span_tokens, self.effective);
+                let expected = (self.projected + budget).saturating_sub(span_tokens + old_summary);
+                if expected < landing {
+                    break;
+                }
             }
-            let merge_into = match u0.checked_sub(1).map(|u| &self.units[u]) {
-                Some(Unit::Collapsed(c)) => Some(*c),
-                _ => None,
-            };
-            if let Err((why, short)) = self.commit_span(u0..u1, merge_into) {
+            if let Err((why, short)) = self.commit_span(u0..u1, merge_into, landing) {
                 self.report.note(why);
                 self.stopped = Some(short.to_string());
                 break;
@@ -65,12 +88,24 @@ impl Run<'_> {
         }
     }
 
+    /// What a collapse stands for, in tokens: as recorded when committed, else (an adopted
+    /// summary, a state of an older version) what it replaces in this input.
+    fn replaced_tokens(&self, applied: &Applied) -> usize {
+        match applied.collapse.replaced_tokens {
+            0 => applied.input_tokens,
+            n => n,
+        }
+    }
+
     /// Summarizes the turns of units `span` (merged into collapse `merge_into` when given) and
-    /// replaces them by the collapse.
+    /// replaces them by the collapse. The summary's budget is `Config::summary_budget` of what
+    /// it stands for, raised up to the cap by the room left above `landing`: when one commit
+    /// has to free more than needed (a single huge turn), the summary keeps more of it.
     fn commit_span(
         &mut self,
         span: Range<usize>,
         merge_into: Option<usize>,
+        landing: usize,
     ) -> Result<(), (String, &'static str)> {
         let turn_idx: Vec<usize> = self.units[span.clone()]
             .iter()
@@ -97,6 +132,27 @@ impl Run<'_> {
         let first_id = self.messages[range.start].id.clone();
         let last_id = ids.last().cloned().unwrap_or_default();
         let previous = merge_into.map(|c| self.collapses[c].collapse.clone());
+        let prior_replaced = merge_into.map_or(0, |c| self.replaced_tokens(&self.collapses[c]));
+        let replaced = prior_replaced + span_tokens;
+        let old_summary = previous.as_ref().map_or(0, |p| self.summary_tokens(p));
+        let scaled = self.config.summary_budget(replaced, self.effective);
+        let cap = self.config.summary_cap(self.effective);
+        // The summary message's own cost (header line, message overhead) besides its text.
+        let header = self.summary_tokens(&Collapse {
+            first: first_id.clone(),
+            last: last_id.clone(),
+            count: previous.as_ref().map_or(0, |p| p.count) + ids.len(),
+            turns: 0,
+            ids: Vec::new(),
+            summary: String::new(),
+            merges: 0,
+            committed_ms: 0,
+            replaced_tokens: 0,
+        });
+        let room = landing
+            .saturating_sub(self.projected.saturating_sub(span_tokens + old_summary))
+            .saturating_sub(header);
+        let budget = if room > scaled { room.min(cap) } else { scaled };
         let describe = |what: &str| {
             format!(
                 "{what} {} ({} messages, ids {first_id}…{last_id}, {} tokens)",
@@ -109,7 +165,7 @@ impl Run<'_> {
         let request = SummaryRequest {
             messages: chat,
             previous_summary: previous.as_ref().map(|p| p.summary.clone()),
-            max_tokens: self.config.summary_max_tokens,
+            max_tokens: budget,
             purpose: PURPOSE.to_string(),
         };
         let summary = self.host.summarize(request).map_err(|e| {
@@ -130,12 +186,16 @@ impl Run<'_> {
                 "the summarizer returned an empty summary",
             ));
         }
-        let cut = cut_to_tokens(self.host, summary.trim(), self.config.summary_max_tokens);
-        if cut.cut {
+        // The host's summaries fit their budget, except that they never drop a written path or
+        // the last request: a longer one is kept whole (cutting it would cut exactly those).
+        let summary = summary.trim().to_string();
+        let summary_text_tokens = self.host.count_tokens(&summary);
+        if summary_text_tokens > budget {
             self.report.note(format!(
-                "summary of ids {first_id}…{last_id} cut from {} to summary_max_tokens = {}",
-                thousands(cut.original_tokens),
-                thousands(self.config.summary_max_tokens)
+                "summary of ids {first_id}…{last_id} is {} tokens, over its budget of {}: kept \
+                 whole (every written path and the last request stay)",
+                thousands(summary_text_tokens),
+                thousands(budget)
             ));
         }
         let now = self.host.now_ms();
@@ -149,9 +209,10 @@ impl Run<'_> {
                     count: p.count + ids.len(),
                     turns: p.turns + turn_idx.len(),
                     ids: ids_all,
-                    summary: cut.text,
+                    summary,
                     merges: p.merges + 1,
                     committed_ms: now,
+                    replaced_tokens: replaced,
                 }
             }
             None => Collapse {
@@ -160,12 +221,12 @@ impl Run<'_> {
                 count: ids.len(),
                 turns: turn_idx.len(),
                 ids: ids.clone(),
-                summary: cut.text,
+                summary,
                 merges: 0,
                 committed_ms: now,
+                replaced_tokens: replaced,
             },
         };
-        let old_summary = previous.as_ref().map_or(0, |p| self.summary_tokens(p));
         let new_summary = self.summary_tokens(&collapse);
         if new_summary >= span_tokens + old_summary {
             return Err((
@@ -182,18 +243,20 @@ impl Run<'_> {
         self.projected = self.projected.saturating_sub(saving);
         let detail = match &previous {
             Some(p) => format!(
-                "{} into the summary of ids {}…{} ({} → {} tokens; now {} messages)",
+                "{} into the summary of ids {}…{} ({} → {} tokens, budget {}; now {} messages)",
                 describe("merged"),
                 p.first,
                 p.last,
                 thousands(old_summary),
                 thousands(new_summary),
+                thousands(budget),
                 collapse.count
             ),
             None => format!(
-                "{} → summary message of {} tokens",
+                "{} → summary message of {} tokens (budget {})",
                 describe("collapsed"),
-                thousands(new_summary)
+                thousands(new_summary),
+                thousands(budget)
             ),
         };
         self.report.events.push(StageEvent {

@@ -124,7 +124,7 @@ impl Run<'_> {
             freed,
             "events add up to tokens_freed"
         );
-        self.summary_notes(reapplied, committed);
+        self.summary_notes(reapplied, committed, self.before_commits);
         let state = State {
             collapses: self.collapses.iter().map(|c| c.collapse.clone()).collect(),
             ..State::default()

@@ -1,4 +1,4 @@
-//! The report's leading notes: the threshold arithmetic and the outcome.
+//! The report's leading notes: the threshold arithmetic, the target and what was reached.
 
 use super::Run;
 use crate::FORCE_FLAG;
@@ -7,7 +7,7 @@ use condense_turns::measure::{percent, thousands};
 
 impl Run<'_> {
     /// The arithmetic and the outcome, in front of the other notes.
-    pub(super) fn summary_notes(&mut self, reapplied: usize, committed: usize) {
+    pub(super) fn summary_notes(&mut self, reapplied: usize, committed: usize, before: usize) {
         let reserved = self.host.context_window() - self.effective;
         let mut notes = vec![format!(
             "{} tokens, {} projected with the collapses; commit at {} = {} of {} effective \
@@ -22,18 +22,30 @@ impl Run<'_> {
             thousands(self.block_threshold),
             percent(self.config.block_at),
         )];
-        if self.forced {
-            notes.push(format!(
-                "{FORCE_FLAG}: committing as if above commit_at until only keep_recent_turns = {} turns remain",
-                self.config.keep_recent_turns
-            ));
-        }
         if reapplied > 0 {
             notes.push(format!(
-                "re-applied {}",
-                plural(reapplied, "committed collapse", "committed collapses")
+                "re-applied {} committed before this stage ran (window {}, max output {}): the \
+                 same collapses give the same view on every run",
+                plural(reapplied, "collapse", "collapses"),
+                thousands(self.host.context_window()),
+                thousands(self.host.max_output_tokens()),
             ));
         }
+        let goal = self.goal.unwrap_or(self.commit_threshold);
+        let why = if self.forced {
+            format!(
+                "{FORCE_FLAG}: a tenth of the effective window below min(projection, commit_at, \
+                 window - output reserve)"
+            )
+        } else if goal < self.commit_threshold {
+            format!(
+                "the request fits only below {} (window - {} output reserve)",
+                thousands(self.fit_limit),
+                thousands(self.host.output_reserve())
+            )
+        } else {
+            "commit_at".to_string()
+        };
         let spans = self
             .report
             .events
@@ -42,11 +54,25 @@ impl Run<'_> {
             .count();
         if committed > 0 {
             notes.push(format!(
-                "committed {} in this run",
-                plural(spans, "span", "spans")
+                "committed {} in this run: {} → {} tokens projected, target {} ({why}); commits \
+                 land at most {} below it",
+                plural(spans, "span", "spans"),
+                thousands(before),
+                thousands(self.projected),
+                thousands(goal),
+                thousands(self.headroom()),
             ));
-        } else if !self.forced && self.projected < self.commit_threshold {
-            notes.push("below commit_at: no new collapse".to_string());
+        } else if self.projected < goal {
+            notes.push(format!(
+                "below the target {} ({why}): no new collapse",
+                thousands(goal)
+            ));
+        } else {
+            notes.push(format!(
+                "target {} ({why}) not reached: {} tokens projected, nothing committed",
+                thousands(goal),
+                thousands(self.projected)
+            ));
         }
         notes.append(&mut self.report.notes);
         if self.projected >= self.block_threshold {

@@ -15,7 +15,10 @@ fn defaults_are_the_reference_values() {
     assert_eq!(config.block_at, 0.95);
     assert_eq!(config.keep_recent_turns, 4);
     assert_eq!(config.turns_per_span, 4);
-    assert_eq!(config.summary_max_tokens, 2_000);
+    assert_eq!(config.summary_ratio, 0.15);
+    assert_eq!(config.summary_min_tokens, 1_000);
+    assert_eq!(config.summary_window_share, 0.20);
+    assert_eq!(config.summary_max_tokens, 20_000);
 }
 
 #[test]
@@ -23,7 +26,8 @@ fn unknown_key_is_rejected() {
     assert_eq!(
         build("keep_recent = 3").unwrap_err(),
         "context-collapse: unknown config key `keep_recent` (known: commit_at, block_at, \
-         keep_recent_turns, turns_per_span, summary_max_tokens)"
+         keep_recent_turns, turns_per_span, summary_ratio, summary_min_tokens, \
+         summary_window_share, summary_max_tokens)"
     );
 }
 
@@ -57,6 +61,18 @@ fn invalid_values_are_rejected() {
     assert_eq!(
         err("summary_max_tokens = 0"),
         "summary_max_tokens must be >= 1, got 0"
+    );
+    assert_eq!(
+        err("summary_min_tokens = 0"),
+        "summary_min_tokens must be >= 1, got 0"
+    );
+    assert_eq!(
+        err("summary_ratio = 0.0"),
+        "summary_ratio must be a fraction in (0, 1], got 0"
+    );
+    assert_eq!(
+        err("summary_window_share = 1.5"),
+        "summary_window_share must be a fraction in (0, 1], got 1.5"
     );
     assert!(err("keep_recent_turns = -1").starts_with("context-collapse: "));
     assert!(build("commit_at = 0.8\nblock_at = 0.8\nkeep_recent_turns = 1").is_ok());

@@ -126,16 +126,69 @@ fn its_own_output_is_left_as_it_is_with_or_without_state() {
 
 #[test]
 fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
-    // The host's recovery chain runs a forced pass over the output of the normal pass.
+    // The host's recovery chain runs a forced pass over the output of the normal pass. Forced,
+    // the target is a tenth of the effective window (260 tokens) below the projection: each pass
+    // merges the next turns into the summary it finds, freeing at least that, until only the
+    // keep_recent_turns most recent turns are left.
     let mut h = host();
     let stage = stage("");
     let first = run(&stage, &conversation(), &mut h);
     let mut forced = host().with_flag(FORCE_FLAG);
     *forced.state.borrow_mut() = h.state.borrow().clone();
     let out = run(&stage, &first.conversation, &mut forced);
-    // Everything but the 4 most recent turns (b8, u9…r9, b9, u10) is merged into the summary.
     assert_eq!(
         ids(&out.conversation),
+        [
+            "s0",
+            "collapse-u1",
+            "s5",
+            "b7",
+            "u8",
+            "a8",
+            "r8",
+            "b8",
+            "u9",
+            "a9",
+            "r9",
+            "b9",
+            "u10"
+        ],
+        "turns up to r7 merged: just enough to free 260 tokens, not everything"
+    );
+    assert!(tokens(&forced, &first.conversation) - tokens(&forced, &out.conversation) >= 260);
+    assert!(forced.summary_requests.borrow()[0]
+        .previous_summary
+        .as_deref()
+        .unwrap()
+        .starts_with("summary of 8"));
+    assert!(
+        out.conversation.messages[1]
+            .content
+            .text()
+            .starts_with("[condense: summary of 28 earlier messages (ids u1…r7)]"),
+        "{}",
+        out.conversation.messages[1]
+            .content
+            .text()
+            .lines()
+            .next()
+            .unwrap()
+    );
+    assert_no_orphans(&out.conversation);
+    // Forced again and again: down to the 4 most recent turns, then nothing more.
+    let mut current = out.conversation;
+    for _ in 0..5 {
+        let requests = forced.summary_requests.borrow().len();
+        let again = run(&stage, &current, &mut forced);
+        assert_no_orphans(&again.conversation);
+        if again.conversation == current {
+            assert_eq!(forced.summary_requests.borrow().len(), requests);
+            break;
+        }
+        current = again.conversation;
+    }
+    assert_eq!(
+        ids(&current),
         [
             "s0",
             "collapse-u1",
@@ -148,38 +201,25 @@ fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
             "u10"
         ]
     );
-    assert!(forced.summary_requests.borrow()[0]
-        .previous_summary
-        .as_deref()
-        .unwrap()
-        .starts_with("summary of 8"));
-    assert!(out.conversation.messages[1]
-        .content
-        .text()
-        .starts_with("[condense: summary of 32 earlier messages (ids u1…r8)]"));
-    assert_no_orphans(&out.conversation);
-    // Forced again on that: only the 4 most recent turns are left, nothing more may be collapsed.
-    let requests = forced.summary_requests.borrow().len();
-    let again = run(&stage, &out.conversation, &mut forced);
-    assert_eq!(again.conversation, out.conversation);
-    assert_eq!(forced.summary_requests.borrow().len(), requests);
-    // With keep_recent_turns = 1, turns up to b9 are merged into the summary found in the input.
+    // With keep_recent_turns = 1, the forced passes merge up to b9, into the summary found in
+    // the input.
     let one = crate::support::stage("keep_recent_turns = 1");
     let mut forced = host().with_flag(FORCE_FLAG);
     *forced.state.borrow_mut() = h.state.borrow().clone();
-    let out = run(&one, &first.conversation, &mut forced);
-    assert_eq!(ids(&out.conversation), ["s0", "collapse-u1", "s5", "u10"]);
-    let req = &forced.summary_requests.borrow()[0];
-    assert!(req
-        .previous_summary
-        .as_deref()
-        .unwrap()
-        .starts_with("summary of 8"));
-    assert!(out.conversation.messages[1]
+    let mut current = first.conversation.clone();
+    for _ in 0..10 {
+        let out = run(&one, &current, &mut forced);
+        if out.conversation == current {
+            break;
+        }
+        current = out.conversation;
+    }
+    assert_eq!(ids(&current), ["s0", "collapse-u1", "s5", "u10"]);
+    assert!(current.messages[1]
         .content
         .text()
         .starts_with("[condense: summary of 37 earlier messages (ids u1…b9)]"));
-    assert_no_orphans(&out.conversation);
+    assert_no_orphans(&current);
 }
 
 #[test]
@@ -218,7 +258,12 @@ fn the_force_flag_commits_below_commit_at_until_keep_recent_turns_remain() {
         ],
         "turns 1..=14 collapsed, the 4 most recent kept"
     );
-    assert!(out.report.notes[1].starts_with("force:context-collapse: committing"));
+    assert!(
+        out.report.notes[1]
+            .contains("target 0 (force:context-collapse: a tenth of the effective window below"),
+        "{:?}",
+        out.report.notes
+    );
     // Spans of 4, 4, 4 and 2 turns, merged into one running summary.
     assert_eq!(h.summary_requests.borrow().len(), 4);
 }
@@ -302,19 +347,22 @@ fn a_summary_that_would_not_be_smaller_is_not_committed() {
 }
 
 #[test]
-fn a_long_summary_is_cut_to_summary_max_tokens() {
-    let long = "word ".repeat(2_000);
+fn a_summary_over_its_budget_is_kept_whole_when_it_still_saves() {
+    // The host's summaries exceed their budget only to keep every written path and the last
+    // request: cutting would cut exactly those, so the stage keeps the summary whole.
+    let long = "path ".repeat(200);
     let mut h = host().with_summarizer(move |_| Ok(long.clone()));
     let out = run(&stage("summary_max_tokens = 100"), &conversation(), &mut h);
     let summary = &out.conversation.messages[1];
-    let body = summary.content.text();
-    let body = body.split_once('\n').unwrap().1;
-    assert!(body.len() <= 400, "{}", body.len());
-    assert!(out
-        .report
-        .notes
-        .iter()
-        .any(|n| n.starts_with("summary of ids u1…b2 cut from 2,500 to summary_max_tokens = 100")));
+    assert!(summary.content.text().ends_with("path"), "not cut");
+    assert!(
+        out.report.notes.iter().any(|n| n
+            == "summary of ids u1…b2 is 250 tokens, over its budget of 100: kept whole (every \
+                written path and the last request stay)"),
+        "{:?}",
+        out.report.notes
+    );
+    assert!(tokens(&h, &out.conversation) < tokens(&h, &conversation()));
 }
 
 #[test]

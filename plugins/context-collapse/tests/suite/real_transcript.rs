@@ -82,6 +82,18 @@ fn the_default_config_collapses_the_old_turns() {
         condense_model::render::render(&out.conversation)
     );
     insta::assert_json_snapshot!("real_transcript_defaults_report", report_json(&out.report));
+    // The summary itself (the rendering above elides it): the user's requests, the full
+    // artifact trail and the error ledger first, from the original messages, then the prose.
+    let summary = out.conversation.messages[1].content.text();
+    insta::assert_snapshot!("real_transcript_defaults_summary", summary);
+    for path in [
+        "/path/to/Demo/todo-app/src/app/page.tsx",
+        "/path/to/Demo/todo-app/src/hooks/useTodos.ts",
+        "types/README.md",
+    ] {
+        assert!(summary.contains(&format!("`{path}`")), "{path} missing");
+    }
+    assert!(summary.contains("error TS2307: Cannot find module '@testing-library/react'"));
     assert_eq!(
         out.report.flags,
         vec![ACTIVE_FLAG],
@@ -92,10 +104,13 @@ fn the_default_config_collapses_the_old_turns() {
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].messages[0].id, input.messages[223].id);
     assert!(requests[1].previous_summary.is_some());
-    assert_eq!(requests[0].max_tokens, 2_000);
-    // From 78,727 tokens to 3,102, below commit_at (21,600).
-    assert_eq!(tokens(&h, &out.conversation), 3_102);
-    assert!(out.report.notes[0].starts_with("78,727 tokens, 3,102 projected with the collapses"));
+    // Each turn holds a sub-agent's whole run (about 20,000 tokens): the first span stands for
+    // 39,791 tokens, 15% of which is over the cap of 20% of the 24,000-token effective window.
+    assert_eq!(requests[0].max_tokens, 4_800);
+    assert_eq!(requests[1].max_tokens, 4_800);
+    // From 78,727 tokens to 4,365, below commit_at (21,600): the turns are that large.
+    assert_eq!(tokens(&h, &out.conversation), 4_365);
+    assert!(out.report.notes[0].starts_with("78,727 tokens, 4,365 projected with the collapses"));
     // Never a call separated from its result.
     assert_no_orphans(&out.conversation);
     assert_unique_ids(&out.conversation);

@@ -1,0 +1,604 @@
+//! Renders a [`Retained`] record as Markdown within a token budget.
+//!
+//! `````text
+//! ## User requests
+//! (2 earlier requests omitted)
+//! - <an earlier request: whole, or its first 300 chars…, or its first line…>
+//!   <its further lines, indented by two spaces>
+//! Last request (verbatim):
+//! ````
+//! <the last request, exactly as the user wrote it>
+//! ````
+//!
+//! ## Files (artifact trail)
+//! - `src/a.rs` — created (1 op, last: write)
+//! - `src/b.rs` — deleted (created here, 3 ops, last: delete)
+//! - `README.md` — read (2 ops, last: read)
+//! (4 read files omitted)
+//!
+//! ## Errors
+//! - Bash: `npm run build` — ×3, unresolved (first toolu_01)
+//!   <the first meaningful line, verbatim>
+//! - Edit: `src/a.rs` — resolved by toolu_09 (first toolu_07)
+//!   <line>
+//! (2 more errors omitted: 1 resolved, 1 unresolved)
+//! `````
+//!
+//! The last request sits in a code fence longer than any backtick run inside it, so it appears
+//! verbatim as one exact substring. Paths are code spans whose fence is longer than any
+//! backtick run in the path, never escaped or shortened. With more than 20 paths in the trail,
+//! or when it keeps more of the optional content within the budget, the files are listed
+//! compactly: one bullet per directory, each path still in full
+//! (`` - `src/ui/`: created `src/ui/a.tsx`, `src/ui/b.tsx`; modified `src/ui/c.tsx` ``), then
+//! `` - read (most recent first): `a`, `b` ``. An empty section says `(none)`.
+//!
+//! Budget: the last request, every created, modified or deleted path, and the
+//! [`MANDATORY_ERRORS`] (40) newest distinct errors (unresolved first) are mandatory; when they
+//! alone exceed the budget they are rendered anyway with nothing optional
+//! ([`Rendered::over_budget`]). Otherwise optional content fills what is left, in this order:
+//! further unresolved errors (newest first), earlier requests as their first line (newest first),
+//! resolved errors (newest first), read paths (most recent first), then earlier requests
+//! lengthened to 300 characters, then whole. Each candidate is counted once; the whole text is
+//! counted at the end and trimmed from the lowest priority if the sum was optimistic, so the
+//! result never exceeds the budget when the mandatory part fits.
+
+use crate::artifacts::{Artifact, FileStatus};
+use crate::ledger::ErrorEntry;
+use crate::text::{code_span, cut_marked, first_line_marked, longest_backtick_run};
+use crate::Retained;
+
+pub const REQUESTS_HEADING: &str = "User requests";
+pub const FILES_HEADING: &str = "Files (artifact trail)";
+pub const ERRORS_HEADING: &str = "Errors";
+pub(crate) const NONE: &str = "(none)";
+pub(crate) const LAST_LABEL: &str = "Last request (verbatim):";
+pub(crate) const READ_LABEL: &str = "- read (most recent first): ";
+/// Up to this many paths, each gets its own bullet.
+const SHORT_LIST: usize = 20;
+/// The most errors kept whatever the budget: the newest distinct ones, unresolved first. An
+/// error line is a few dozen tokens, and the errors an agent hit are what it must not repeat.
+pub const MANDATORY_ERRORS: usize = 40;
+/// Characters of an earlier request's first line, and of its shortened form.
+const REQUEST_LINE_CHARS: usize = 100;
+const REQUEST_CHARS: usize = 300;
+
+/// A rendering and what it left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub text: String,
+    /// `text`'s tokens, by the caller's counter.
+    pub tokens: usize,
+    /// The mandatory part (the last request, every written path) alone exceeded the budget:
+    /// nothing optional is rendered and `tokens` is over the budget.
+    pub over_budget: bool,
+    /// Files are listed compactly, grouped by directory.
+    pub compact_files: bool,
+    /// Earlier requests left out (the oldest), and shown shortened.
+    pub requests_omitted: usize,
+    pub requests_shortened: usize,
+    /// Read paths left out (the least recent).
+    pub reads_omitted: usize,
+    pub resolved_errors_omitted: usize,
+    pub unresolved_errors_omitted: usize,
+}
+
+/// How much of an earlier request is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Omitted,
+    Line,
+    Short,
+    Full,
+}
+
+/// What is kept.
+#[derive(Debug, Clone)]
+struct Plan {
+    compact: bool,
+    requests: Vec<Level>,
+    reads: usize,
+    errors: Vec<bool>,
+}
+
+/// The record, arranged for rendering.
+struct Parts<'a> {
+    /// Earlier requests' bullets: first line, first 300 chars, whole.
+    earlier: Vec<[String; 3]>,
+    last: Option<&'a str>,
+    written: Vec<&'a Artifact>,
+    /// Most recent first.
+    reads: Vec<&'a Artifact>,
+    errors: &'a [ErrorEntry],
+}
+
+/// A bullet: `- ` and the first line, further lines indented by two spaces.
+pub(crate) fn bullet(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, line) in text.split('\n').enumerate() {
+        out.push_str(if i == 0 { "- " } else { "  " });
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn ops_label(a: &Artifact) -> String {
+    let created = if a.status == FileStatus::Deleted && a.created_here {
+        "created here, "
+    } else {
+        ""
+    };
+    let s = if a.ops == 1 { "" } else { "s" };
+    format!("{created}{} op{s}, last: {}", a.ops, a.last_op.as_str())
+}
+
+fn file_bullet(a: &Artifact) -> String {
+    format!(
+        "- {} — {} ({})\n",
+        code_span(&a.path),
+        a.status.as_str(),
+        ops_label(a)
+    )
+}
+
+/// The directory part of a path, with its `/` (`./` for a bare name).
+fn dir_of(path: &str) -> &str {
+    match path.trim_end_matches('/').rfind('/') {
+        Some(i) => &path[..=i],
+        None => "./",
+    }
+}
+
+/// One bullet per directory: statuses in a fixed order, paths in recency order.
+fn compact_written(written: &[&Artifact], out: &mut String) {
+    let mut dirs: Vec<(&str, Vec<&Artifact>)> = Vec::new();
+    for a in written {
+        let dir = dir_of(&a.path);
+        match dirs.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, list)) => list.push(a),
+            None => dirs.push((dir, vec![a])),
+        }
+    }
+    for (dir, list) in dirs {
+        out.push_str("- ");
+        out.push_str(&code_span(dir));
+        out.push(':');
+        let mut first_group = true;
+        for status in [
+            FileStatus::Created,
+            FileStatus::Modified,
+            FileStatus::Deleted,
+        ] {
+            let paths: Vec<String> = list
+                .iter()
+                .filter(|a| a.status == status)
+                .map(|a| code_span(&a.path))
+                .collect();
+            if paths.is_empty() {
+                continue;
+            }
+            out.push_str(if first_group { " " } else { "; " });
+            first_group = false;
+            out.push_str(status.as_str());
+            out.push(' ');
+            out.push_str(&paths.join(", "));
+        }
+        out.push('\n');
+    }
+}
+
+pub(crate) fn error_bullet(e: &ErrorEntry) -> String {
+    let tool = if e.tool.is_empty() { "tool" } else { &e.tool };
+    let about = if e.about.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", code_span(&e.about))
+    };
+    let times = if e.count > 1 {
+        format!("×{}, ", e.count)
+    } else {
+        String::new()
+    };
+    let state = match &e.resolved_by {
+        Some(id) => format!("resolved by {id}"),
+        None => "unresolved".to_string(),
+    };
+    format!(
+        "- {tool}{about} — {times}{state} (first {})\n  {}\n",
+        e.first_id, e.line
+    )
+}
+
+/// The last request in a code fence longer than any backtick run inside it.
+fn fenced(text: &str) -> String {
+    let fence = "`".repeat((longest_backtick_run(text) + 1).max(3));
+    format!("{fence}\n{text}\n{fence}\n")
+}
+
+fn write(p: &Parts<'_>, plan: &Plan) -> String {
+    let mut out = String::new();
+    out.push_str("## ");
+    out.push_str(REQUESTS_HEADING);
+    out.push('\n');
+    match p.last {
+        None => {
+            out.push_str(NONE);
+            out.push('\n');
+        }
+        Some(last) => {
+            let omitted = plan
+                .requests
+                .iter()
+                .filter(|l| **l == Level::Omitted)
+                .count();
+            if omitted > 0 {
+                let s = if omitted == 1 { "" } else { "s" };
+                out.push_str(&format!("({omitted} earlier request{s} omitted)\n"));
+            }
+            for (variants, level) in p.earlier.iter().zip(&plan.requests) {
+                match level {
+                    Level::Omitted => {}
+                    Level::Line => out.push_str(&variants[0]),
+                    Level::Short => out.push_str(&variants[1]),
+                    Level::Full => out.push_str(&variants[2]),
+                }
+            }
+            out.push_str(LAST_LABEL);
+            out.push('\n');
+            out.push_str(&fenced(last));
+        }
+    }
+
+    out.push_str("\n## ");
+    out.push_str(FILES_HEADING);
+    out.push('\n');
+    if p.written.is_empty() && p.reads.is_empty() {
+        out.push_str(NONE);
+        out.push('\n');
+    }
+    let reads = &p.reads[..plan.reads.min(p.reads.len())];
+    if plan.compact {
+        compact_written(&p.written, &mut out);
+        if !reads.is_empty() {
+            out.push_str(READ_LABEL);
+            let paths: Vec<String> = reads.iter().map(|a| code_span(&a.path)).collect();
+            out.push_str(&paths.join(", "));
+            out.push('\n');
+        }
+    } else {
+        for a in p.written.iter().chain(reads) {
+            out.push_str(&file_bullet(a));
+        }
+    }
+    let reads_omitted = p.reads.len() - reads.len();
+    if reads_omitted > 0 {
+        let s = if reads_omitted == 1 { "" } else { "s" };
+        out.push_str(&format!("({reads_omitted} read file{s} omitted)\n"));
+    }
+
+    out.push_str("\n## ");
+    out.push_str(ERRORS_HEADING);
+    out.push('\n');
+    if p.errors.is_empty() {
+        out.push_str(NONE);
+        out.push('\n');
+    }
+    let (mut resolved, mut unresolved) = (0, 0);
+    for (e, keep) in p.errors.iter().zip(&plan.errors) {
+        if *keep {
+            out.push_str(&error_bullet(e));
+        } else if e.resolved_by.is_some() {
+            resolved += 1;
+        } else {
+            unresolved += 1;
+        }
+    }
+    if resolved + unresolved > 0 {
+        let s = if resolved + unresolved == 1 { "" } else { "s" };
+        out.push_str(&format!(
+            "({} more error{s} omitted: {resolved} resolved, {unresolved} unresolved)\n",
+            resolved + unresolved
+        ));
+    }
+    out
+}
+
+/// A step of the fill, to undo when the whole turns out over the budget.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Error(usize),
+    Request(usize, Level),
+    Read,
+}
+
+/// Token counts of the candidates, each counted at most once (both layouts share them).
+struct Costs<'c> {
+    count: &'c dyn Fn(&str) -> usize,
+    errors: Vec<Option<usize>>,
+    /// Per earlier request: first line, 300 chars, whole.
+    requests: Vec<[Option<usize>; 3]>,
+}
+
+impl Costs<'_> {
+    fn error(&mut self, p: &Parts<'_>, i: usize) -> usize {
+        let count = self.count;
+        *self.errors[i].get_or_insert_with(|| count(&error_bullet(&p.errors[i])))
+    }
+
+    fn request(&mut self, p: &Parts<'_>, i: usize, form: usize) -> usize {
+        let count = self.count;
+        *self.requests[i][form].get_or_insert_with(|| count(&p.earlier[i][form]))
+    }
+}
+
+/// A filled plan: what it keeps, in the order it was added.
+struct Fill {
+    plan: Plan,
+    steps: Vec<(Step, usize)>,
+}
+
+impl Fill {
+    /// How much optional content it keeps, most important first (compared as a tuple):
+    /// unresolved errors, earlier requests, resolved errors, read paths, lengthenings.
+    fn score(&self, p: &Parts<'_>) -> (usize, usize, usize, usize, usize) {
+        let kept = |resolved: bool| {
+            p.errors
+                .iter()
+                .zip(&self.plan.errors)
+                .filter(|(e, keep)| **keep && e.resolved_by.is_some() == resolved)
+                .count()
+        };
+        let requests = self
+            .plan
+            .requests
+            .iter()
+            .filter(|l| **l != Level::Omitted)
+            .count();
+        let lengthened = self.plan.requests.iter().map(|l| *l as usize).sum();
+        (
+            kept(false),
+            requests,
+            kept(true),
+            self.plan.reads,
+            lengthened,
+        )
+    }
+}
+
+/// Which errors are kept whatever the budget: the [`MANDATORY_ERRORS`] newest, unresolved
+/// ones first, then resolved ones.
+fn mandatory_errors(errors: &[ErrorEntry]) -> Vec<bool> {
+    let mut keep = vec![false; errors.len()];
+    let mut left = MANDATORY_ERRORS;
+    for resolved in [false, true] {
+        for i in (0..errors.len()).rev() {
+            if left > 0 && errors[i].resolved_by.is_some() == resolved {
+                keep[i] = true;
+                left -= 1;
+            }
+        }
+    }
+    keep
+}
+
+/// Fills what `left` tokens allow into `plan`, by priority (see the module docs).
+fn fill(p: &Parts<'_>, mut plan: Plan, mut left: usize, costs: &mut Costs<'_>) -> Fill {
+    let mut steps: Vec<(Step, usize)> = Vec::new();
+    let newest_first = |resolved: bool| -> Vec<usize> {
+        (0..p.errors.len())
+            .rev()
+            .filter(|i| p.errors[*i].resolved_by.is_some() == resolved)
+            .collect()
+    };
+    // 1. Unresolved errors, newest first (beyond the mandatory ones).
+    for i in newest_first(false) {
+        if plan.errors[i] {
+            continue;
+        }
+        let cost = costs.error(p, i);
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        plan.errors[i] = true;
+        steps.push((Step::Error(i), cost));
+    }
+    // 2. Earlier requests, their first line, newest first.
+    for i in (0..p.earlier.len()).rev() {
+        let cost = costs.request(p, i, 0);
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        plan.requests[i] = Level::Line;
+        steps.push((Step::Request(i, Level::Omitted), cost));
+    }
+    // 3. Resolved errors, newest first (beyond the mandatory ones).
+    for i in newest_first(true) {
+        if plan.errors[i] {
+            continue;
+        }
+        let cost = costs.error(p, i);
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        plan.errors[i] = true;
+        steps.push((Step::Error(i), cost));
+    }
+    // 4. Read paths, most recent first.
+    for (n, a) in p.reads.iter().enumerate() {
+        let piece = if !plan.compact {
+            file_bullet(a)
+        } else if n == 0 {
+            format!("{READ_LABEL}{}\n", code_span(&a.path))
+        } else {
+            format!(", {}", code_span(&a.path))
+        };
+        let cost = (costs.count)(&piece);
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        plan.reads += 1;
+        steps.push((Step::Read, cost));
+    }
+    // 5. Earlier requests lengthened: to 300 characters, then whole, newest first.
+    for (to, form) in [(Level::Short, 1), (Level::Full, 2)] {
+        for i in (0..p.earlier.len()).rev() {
+            let from = plan.requests[i];
+            if from == Level::Omitted {
+                continue;
+            }
+            if p.earlier[i][form] == p.earlier[i][form - 1] {
+                plan.requests[i] = to;
+                continue;
+            }
+            let extra = costs
+                .request(p, i, form)
+                .saturating_sub(costs.request(p, i, form - 1));
+            if extra > left {
+                continue;
+            }
+            left -= extra;
+            plan.requests[i] = to;
+            steps.push((Step::Request(i, from), extra));
+        }
+    }
+    Fill { plan, steps }
+}
+
+pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize) -> Rendered {
+    let (earlier, last) = match r.requests.split_last() {
+        Some((last, earlier)) => (earlier, Some(last.as_str())),
+        None => (&[][..], None),
+    };
+    let parts = Parts {
+        earlier: earlier
+            .iter()
+            .map(|t| {
+                [
+                    bullet(&first_line_marked(t, REQUEST_LINE_CHARS)),
+                    bullet(&cut_marked(t, REQUEST_CHARS)),
+                    bullet(t),
+                ]
+            })
+            .collect(),
+        last,
+        written: r.artifacts.written().collect(),
+        reads: r.artifacts.read_only().rev().collect(),
+        errors: &r.errors.entries,
+    };
+    let mandatory_errors = mandatory_errors(parts.errors);
+    let skeleton = |compact: bool| Plan {
+        compact,
+        requests: vec![Level::Omitted; parts.earlier.len()],
+        reads: 0,
+        errors: mandatory_errors.clone(),
+    };
+    let mut costs = Costs {
+        count,
+        errors: vec![None; parts.errors.len()],
+        requests: vec![[None; 3]; parts.earlier.len()],
+    };
+
+    // The mandatory part (with the omission markers) in each layout: the compact one always,
+    // the detailed one for a short trail.
+    let layouts: Vec<bool> = if r.artifacts.len() > SHORT_LIST {
+        vec![true]
+    } else {
+        vec![false, true]
+    };
+    let mut best: Option<Fill> = None;
+    let mut smallest: Option<(Plan, String, usize)> = None;
+    for compact in layouts {
+        let plan = skeleton(compact);
+        let text = write(&parts, &plan);
+        let base = count(&text);
+        if base > budget {
+            if smallest.as_ref().is_none_or(|(_, _, t)| base < *t) {
+                smallest = Some((plan, text, base));
+            }
+            continue;
+        }
+        let filled = fill(&parts, plan, budget - base, &mut costs);
+        // The detailed layout unless the compact one keeps more.
+        if best
+            .as_ref()
+            .is_none_or(|b| filled.score(&parts) > b.score(&parts))
+        {
+            best = Some(filled);
+        }
+    }
+    let Some(Fill {
+        mut plan,
+        mut steps,
+    }) = best
+    else {
+        let (plan, text, tokens) = smallest.unwrap_or_else(|| {
+            let plan = skeleton(true);
+            let text = write(&parts, &plan);
+            let tokens = count(&text);
+            (plan, text, tokens)
+        });
+        return finish(&parts, &plan, text, tokens, true);
+    };
+
+    // The counts were per piece: check the whole, and undo the lowest priority until it fits.
+    loop {
+        let text = write(&parts, &plan);
+        let tokens = count(&text);
+        if tokens <= budget || steps.is_empty() {
+            return finish(&parts, &plan, text, tokens, false);
+        }
+        let mut excess = tokens - budget;
+        while let Some((step, cost)) = steps.pop() {
+            match step {
+                Step::Error(i) => plan.errors[i] = false,
+                Step::Request(i, from) => plan.requests[i] = from,
+                Step::Read => plan.reads -= 1,
+            }
+            if cost >= excess {
+                break;
+            }
+            excess -= cost;
+        }
+    }
+}
+
+fn finish(p: &Parts<'_>, plan: &Plan, text: String, tokens: usize, over: bool) -> Rendered {
+    let omitted = |resolved: bool| {
+        p.errors
+            .iter()
+            .zip(&plan.errors)
+            .filter(|(e, keep)| !**keep && e.resolved_by.is_some() == resolved)
+            .count()
+    };
+    Rendered {
+        text,
+        tokens,
+        over_budget: over,
+        compact_files: plan.compact,
+        requests_omitted: plan
+            .requests
+            .iter()
+            .filter(|l| **l == Level::Omitted)
+            .count(),
+        requests_shortened: p
+            .earlier
+            .iter()
+            .zip(&plan.requests)
+            .filter(|(v, l)| match l {
+                Level::Line => v[0] != v[2],
+                Level::Short => v[1] != v[2],
+                _ => false,
+            })
+            .count(),
+        reads_omitted: p.reads.len() - plan.reads.min(p.reads.len()),
+        resolved_errors_omitted: omitted(true),
+        unresolved_errors_omitted: omitted(false),
+    }
+}
+
+#[cfg(test)]
+mod tests;
