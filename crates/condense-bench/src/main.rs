@@ -187,8 +187,11 @@ fn main() -> Result<()> {
         .and_then(|a| a.parse().ok())
         .unwrap_or(7);
     // `condense-bench profile-rerun PLUGIN[,PLUGIN...]`: that pipeline (default configs) rerun
-    // on the 1M-token conversation with the same store, in a loop, for a profiler.
-    if std::env::args().nth(1).as_deref() == Some("profile-rerun") {
+    // on the 1M-token conversation with the same store, in a loop, for a profiler;
+    // `profile-first PLUGIN[,...]`: the same, each run on a fresh store (first runs).
+    let mode = std::env::args().nth(1);
+    if matches!(mode.as_deref(), Some("profile-rerun" | "profile-first")) {
+        let fresh = mode.as_deref() == Some("profile-first");
         let plugins = std::env::args()
             .nth(2)
             .unwrap_or_else(|| "autocompact".into());
@@ -205,15 +208,32 @@ fn main() -> Result<()> {
             format: "anthropic".into(),
             ..Default::default()
         };
-        let dir = tempfile::tempdir()?;
-        let store = condense_store::Store::open(dir.path())?;
         let session = session_key(&big, "", None);
-        let run = || loaded.run(big.clone(), &store, &session, &opts);
-        run().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let t = median_ms(100, || {
-            let _ = run();
+        let dir = tempfile::tempdir()?;
+        let run = |at: &std::path::Path| -> Result<()> {
+            let store = condense_store::Store::open(at)?;
+            loaded
+                .run(big.clone(), &store, &session, &opts)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok(())
+        };
+        run(dir.path())?;
+        let (n, what) = if fresh {
+            (10, "first run (a fresh store each time)")
+        } else {
+            (100, "rerun")
+        };
+        let mut k = 0;
+        let t = median_ms(n, || {
+            k += 1;
+            let at = if fresh {
+                dir.path().join(format!("s{k}"))
+            } else {
+                dir.path().to_path_buf()
+            };
+            let _ = run(&at);
         });
-        println!("rerun of {plugins}: {t:.3} ms (a clone of the input included)");
+        println!("{what} of {plugins}: {t:.3} ms (a clone of the input included)");
         return Ok(());
     }
     // `condense-bench profile-warm`: only the warm count, in a loop, for a profiler.

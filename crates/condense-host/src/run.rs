@@ -184,7 +184,7 @@ impl LoadedPipeline {
         opts: &RunOptions,
     ) -> Result<RunResult, HostError> {
         let state = self.run_all(conversation, store, session, opts)?;
-        Ok(state.finish(&self.pipeline, session))
+        state.finish(&self.pipeline, store, session)
     }
 
     /// Every enabled stage once, in order: the state after the last.
@@ -223,7 +223,7 @@ impl LoadedPipeline {
             return Ok(FitResult {
                 fit_by: None,
                 fits: true,
-                result: state.finish(&self.pipeline, session),
+                result: state.finish(&self.pipeline, store, session)?,
             });
         }
         let mut fit_by = None;
@@ -242,7 +242,7 @@ impl LoadedPipeline {
         Ok(FitResult {
             fit_by,
             fits: fits_now,
-            result: state.finish(&self.pipeline, session),
+            result: state.finish(&self.pipeline, store, session)?,
         })
     }
 
@@ -423,15 +423,22 @@ impl RunState {
         }
     }
 
-    fn finish(self, pipeline: &Pipeline, session: &str) -> RunResult {
-        RunResult {
+    /// The result, after storing the retained records of the summaries the output holds.
+    fn finish(
+        self,
+        pipeline: &Pipeline,
+        store: &Store,
+        session: &str,
+    ) -> Result<RunResult, HostError> {
+        crate::summaries::store_records(&self.services.records, store, session, &self.current)?;
+        Ok(RunResult {
             budget_after: self.count.budget(&pipeline.budget),
             conversation: self.current,
             session: session.to_string(),
             tokens_before: self.tokens_before,
             tokens_after: self.count.total,
             stages: self.runs,
-        }
+        })
     }
 }
 

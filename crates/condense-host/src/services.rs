@@ -63,6 +63,11 @@ pub(crate) struct RunServices {
     pub(crate) originals: Originals,
     /// Slots written in this run (`--fresh` still reads those).
     written: RefCell<HashSet<String>>,
+    /// The retained records of the summaries written in this run, by record name: kept in
+    /// memory (a running summary is rewritten at every commit) and stored at the end of the
+    /// run for the summaries the output still holds (`summaries::store_records`).
+    pub(crate) records:
+        RefCell<std::collections::HashMap<String, condense_summarize::retaining::Retained>>,
 }
 
 /// The host services one stage sees.

@@ -84,13 +84,18 @@ pub fn summarize_retaining(
     }
     retained.merge_later(Retained::from_messages(request.messages));
 
-    let count = |t: &str| counter.count_text(t);
+    // Cached: a running summary renders mostly the same record commit after commit.
+    let count = |t: &str| counter.count_text_cached(t);
     let share = (request.max_tokens as f64 * RETAINED_SHARE) as usize;
     let rendered = retained.render(share.max(1), &count);
     let left = request.max_tokens.saturating_sub(rendered.tokens + 1);
     // Several earlier summaries are merged into one as a chain of merges would have (the
     // latest todo list, state and answer win), whoever the summarizer is.
-    let previous = crate::extractive::combine(&earlier_prose, counter);
+    let previous = match earlier_prose.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        several => crate::extractive::combine(several, counter),
+    };
     let prose = if left >= MIN_PROSE_TOKENS && (!request.messages.is_empty() || previous.is_some())
     {
         let prose_request = SummaryRequest {

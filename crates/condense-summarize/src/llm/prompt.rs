@@ -14,6 +14,8 @@ pub const NO_TOOLS_PREAMBLE: &str = "CRITICAL: Respond with TEXT ONLY. Do NOT ca
 
 const INSTRUCTIONS: &str = "Your task is to create a detailed summary of a span of a conversation between a user and an AI coding agent. The summary replaces the span in the agent's context, so it must hold everything needed to continue the work without re-reading files or re-running commands: exact file paths, function and variable names, commands, error messages and the user's instructions.
 
+condense puts a record it keeps itself in front of your summary: every user request (the last one verbatim), every file created, modified, deleted or read, and every distinct error with whether it was fixed. Do not spend your budget listing those again: in sections 3, 4 and 6 say what matters about them (why a file changed, how an error was fixed, what the user meant), and give the rest of the budget to the reasoning, the state of the work and the next step.
+
 Before the summary, wrap your analysis in <analysis> tags. In it, go through the conversation chronologically and note for each part: the user's explicit requests and intent, the approach taken, key decisions, technical concepts, file names, code snippets and function signatures, errors met and how they were fixed, and user feedback, especially where the user asked for something to be done differently. Keep the analysis brief; it is discarded.
 
 Then write the summary in <summary> tags, with these sections:
