@@ -151,6 +151,8 @@ fn claude_code_document(
         conversations: vec![conv],
         labels: vec![String::new()],
         bom: false,
+        usage: Vec::new(),
+        warnings: Vec::new(),
     })
 }
 
@@ -174,6 +176,8 @@ fn json_document(
         conversations,
         labels,
         bom: false,
+        usage: Vec::new(),
+        warnings: Vec::new(),
     }
     .with_single_label())
 }
@@ -219,6 +223,8 @@ fn lines_document(
         conversations,
         labels,
         bom: false,
+        usage: Vec::new(),
+        warnings: Vec::new(),
     }
     .with_single_label())
 }

@@ -141,6 +141,36 @@ pub struct Document {
     labels: Vec<String>,
     /// The input started with a UTF-8 byte order mark; the output does too.
     bom: bool,
+    /// By conversation index (missing entries: none): the usage the session itself reported
+    /// for its last model call, when the format records one (Claude Code `message.usage`,
+    /// Codex `token_count` events).
+    usage: Vec<Option<ReportedUsage>>,
+    /// Things read but not understood, or carried through untouched (a partial last line, roles
+    /// condense does not know): one line each, for `stats` and the reports to show.
+    warnings: Vec<String>,
+}
+
+/// The usage a session reported for a model call: what the model really received, to compare
+/// with condense's own count.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReportedUsage {
+    /// Input tokens not read from or written to a prompt cache.
+    pub input_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+    /// Where it was read from, e.g. `the last assistant message's usage` or `the last
+    /// token_count event`.
+    pub source: String,
+}
+
+impl ReportedUsage {
+    /// Everything the model read: input + cache reads + cache writes.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
 }
 
 impl Document {
@@ -156,6 +186,17 @@ impl Document {
     /// The conversations, to change in place (their number is fixed by the file).
     pub fn conversations_mut(&mut self) -> &mut [Conversation] {
         &mut self.conversations
+    }
+
+    /// The usage conversation `i` reported for its last model call, when its format records
+    /// one.
+    pub fn reported_usage(&self, i: usize) -> Option<&ReportedUsage> {
+        self.usage.get(i).and_then(Option::as_ref)
+    }
+
+    /// What was read but not understood or carried through untouched, one line each.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// One label per conversation saying where it is: `""` when the file holds one, otherwise
