@@ -300,11 +300,14 @@ exact substring.
   `warn ` at its start) and has an error word (`error`, `Error`, `FAIL`, `fatal`, `panicked`,
   `Exception`, `No such file`, `not found`, `cannot`, `denied`, `invalid`, `failed`,
   `malformed`, `unknown`, `refused`, ...); else the first line that is not a warning; else the
-  first line. Trimmed and cut to 200 characters. A result whose text is only an exit status has
-  no line and no probe. Distinct lines are distinct probes.
+  first line; all of it after the header Codex writes before a command's output (`Chunk ID:`,
+  `Wall time:`, `Process exited with code N`, `Original token count:`, `Output:`). Trimmed and
+  cut to 200 characters. A result whose text is only an exit status has no line and no probe. Distinct lines are distinct probes.
 - **The request probe: the user's last request.** The last user message with text that is not
   a sidechain or meta line (Claude Code), not a condense message, and whose request text is
-  not empty, an interruption, a local-command caveat or a continuation preamble. Its request
+  not empty, an interruption, a local-command caveat, a continuation preamble or Codex's
+  session prefix (`# AGENTS.md instructions for ...`, `<environment_context>`,
+  `<user_instructions>`). Its request
   text: the text blocks joined, `<system-reminder>` spans removed, a slash command written as
   `/name args`, trimmed. Compared with `\\r\\n` read as `\\n`.
 - **Integrity: four checks.** Every tool result still answers an earlier tool call (no orphan

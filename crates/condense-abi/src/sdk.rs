@@ -43,7 +43,9 @@ pub trait Host {
     /// format-specific request fields (Anthropic `context_management`) check it.
     fn source_format(&self) -> String;
     /// Tokens of the conversation as handed to this stage (system prompt, tools and messages),
-    /// counted by the host with the pipeline's tokenizer and its block cache.
+    /// counted by the host with the pipeline's tokenizer and its block cache, plus the
+    /// pipeline's `[model] fixed_tokens` (a system prompt and tool definitions the file does not
+    /// hold): what the real request carries, so thresholds compare the request's size.
     fn conversation_tokens(&self) -> usize;
     /// Summarizes `request.messages` with the pipeline's summarizer (offline extractive by
     /// default, or an LLM the host calls). Stages never talk to a model themselves.

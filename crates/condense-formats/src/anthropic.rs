@@ -3,11 +3,12 @@
 //! The block reader and writer here are shared with the Claude Code format, whose `message`
 //! objects are Anthropic messages.
 
-use crate::body::MessageCodec;
+use crate::body::{verbatim_json, verbatim_message, MessageCodec, HINT_ROLE};
 use crate::error::Ctx;
 use crate::json::{
-    into_object, into_string_or_empty, keys_of, leftover, merge_extra, raw_value, read_content,
-    remember_order, require_string, take, write_content, Map, Result,
+    into_object, into_string_or_empty, keys_of, leftover, merge_extra, merge_fields, raw_map,
+    raw_value, read_content, remember_order, require_string, take, take_hint, write_content, Map,
+    Result,
 };
 use condense_model::{
     Block, Content, Image, ImageSource, Message, Opaque, RawJson, Role, TextBlock, ThinkingBlock,
@@ -213,27 +214,45 @@ pub(crate) fn read_role_and_content(
     Ok((role, content))
 }
 
-/// Writes the message object (`role`, `content`, extra keys) of a chat message.
+/// Writes the message object (`role`, `content`, extra keys) of a chat message. A message kept
+/// whole that a stage changed gets its original role back.
 pub(crate) fn write_message_object(msg: &Message) -> Result<Map> {
     let at = || format!("message {}", msg.id);
-    let role = match msg.role {
-        Role::Assistant => "assistant",
-        Role::System => "system",
-        Role::User | Role::Tool | Role::Event => "user",
+    let mut extra = raw_map(&msg.extra, &at)?;
+    let role = match take_hint(&mut extra, HINT_ROLE) {
+        Some(Value::String(role)) => role,
+        _ => match msg.role {
+            Role::Assistant => "assistant",
+            Role::System => "system",
+            Role::User | Role::Tool | Role::Event => "user",
+        }
+        .to_string(),
     };
     let mut obj = Map::new();
-    obj.insert("role".into(), Value::String(role.into()));
+    obj.insert("role".into(), Value::String(role));
     let blocks: Vec<&Block> = msg.content.blocks.iter().collect();
     if let Some(content) = write_content(msg.content.shape, &blocks, &mut |b| write_block(b, &at))?
     {
         obj.insert("content".into(), content);
     }
-    merge_extra(&mut obj, &msg.extra, &at)?;
+    merge_fields(&mut obj, extra);
     Ok(obj)
 }
 
 fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<Message> {
     let mut map = into_object(value, ctx, ptr, "a message object")?;
+    let role = map.get("role").and_then(Value::as_str).unwrap_or("user");
+    if !matches!(role, "user" | "assistant" | "system") && map.get("role").is_some() {
+        let role = role.to_string();
+        ctx.note_unknown(format!("role `{role}`"));
+        let id = format!("#{index}");
+        return Ok(verbatim_message(
+            Value::Object(map),
+            id,
+            Role::User,
+            Some(&role),
+        ));
+    }
     let (role, content) = read_role_and_content(&mut map, ctx, ptr)?;
     Ok(Message {
         id: format!("#{index}"),
@@ -248,6 +267,9 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
 fn write_message(msg: &Message) -> Result<Value> {
     if msg.role == Role::Event {
         return crate::body::write_event(msg);
+    }
+    if let Some(whole) = verbatim_json(msg) {
+        return whole;
     }
     Ok(Value::Object(write_message_object(msg)?))
 }

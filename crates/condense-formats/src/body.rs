@@ -5,10 +5,16 @@
 //! selected array, e.g. SWE-agent's `history`) holds messages only.
 
 use crate::error::Ctx;
-use crate::json::{raw_map, raw_value, str_at, take, Map, Result};
+use crate::json::{has_hint, raw_map, raw_value, set_hint, str_at, take, Map, Result};
 use crate::{anthropic, FormatError};
-use condense_model::{Block, Conversation, Message, RawJson, Role, ToolDef};
+use condense_model::{Block, Content, Conversation, Message, Opaque, RawJson, Role, ToolDef};
 use serde_json::Value;
+
+/// Hint on a message: it is one opaque block holding the whole JSON it was read from (a role or
+/// item condense does not map), written back as that JSON while no stage changed it.
+const HINT_VERBATIM: &str = "verbatim";
+/// Hint on a message: its original role, for a writer that has to write it another way.
+pub(crate) const HINT_ROLE: &str = "role";
 
 /// How one chat format reads and writes a message.
 #[derive(Clone, Copy)]
@@ -120,10 +126,12 @@ pub(crate) fn read_body(
     Ok((conv, order))
 }
 
-/// A tool definition: Anthropic `{name, ...}` or OpenAI `{type, function: {name, ...}}`.
-fn tool_def(value: &Value) -> ToolDef {
+/// A tool definition: Anthropic or Responses `{name, ...}`, OpenAI `{type, function: {name,
+/// ...}}`, or a built-in tool named by its type (`{"type": "web_search"}`).
+pub(crate) fn tool_def(value: &Value) -> ToolDef {
     let name = str_at(value, "name")
         .or_else(|| value.get("function").and_then(|f| str_at(f, "name")))
+        .or_else(|| str_at(value, "type"))
         .unwrap_or_default();
     ToolDef {
         name: name.to_string(),
@@ -151,6 +159,18 @@ pub(crate) fn write_body(
         })?;
         map.insert("system".into(), written.unwrap_or(Value::Null));
     }
+    finish_body(conv, order, map, &at)
+}
+
+/// Completes a body whose conversation keys (`messages`, `system`, ...) are in `map`: adds the
+/// tools and the other top-level keys, and lays the keys out in their original order (new keys
+/// last).
+pub(crate) fn finish_body(
+    conv: &Conversation,
+    order: &[String],
+    mut map: Map,
+    at: &dyn Fn() -> String,
+) -> Result<Value> {
     // Tools: an empty list is written only when the input had the key (it is in `order`).
     if !conv.tools.is_empty()
         || (order.iter().any(|k| k == "tools") && !has_extra_key(conv, "tools"))
@@ -158,11 +178,11 @@ pub(crate) fn write_body(
         let tools = conv
             .tools
             .iter()
-            .map(|t| crate::json::raw_value(&t.raw, &at))
+            .map(|t| crate::json::raw_value(&t.raw, at))
             .collect::<Result<Vec<_>>>()?;
         map.insert("tools".into(), Value::Array(tools));
     }
-    for (key, value) in raw_map(&conv.extra, &at)? {
+    for (key, value) in raw_map(&conv.extra, at)? {
         map.entry(key).or_insert(value);
     }
     let mut ordered = Map::new();
@@ -173,6 +193,42 @@ pub(crate) fn write_body(
     }
     ordered.extend(map);
     Ok(Value::Object(ordered))
+}
+
+/// A message kept whole: one opaque block holding `value`, counted by its JSON. `role` is what
+/// the model sees it as; `original_role`, when given, is the role a writer falls back to if a
+/// stage changes the message.
+pub(crate) fn verbatim_message(
+    value: Value,
+    id: String,
+    role: Role,
+    original_role: Option<&str>,
+) -> Message {
+    let mut hints = Map::new();
+    set_hint(&mut hints, HINT_VERBATIM, Value::Bool(true));
+    if let Some(original) = original_role {
+        set_hint(&mut hints, HINT_ROLE, Value::String(original.to_string()));
+    }
+    Message {
+        id,
+        role,
+        timestamp: None,
+        content: Content::blocks(vec![Block::Opaque(Opaque {
+            json: RawJson::from_value(&value),
+        })]),
+        extra: RawJson::from_map(hints),
+        envelope: RawJson::default(),
+    }
+}
+
+/// The JSON of a message kept whole ([`verbatim_message`]) that is still one opaque block;
+/// `None` for any other message.
+pub(crate) fn verbatim_json(msg: &Message) -> Option<Result<Value>> {
+    let marked = has_hint(&msg.extra, HINT_VERBATIM);
+    match (marked, msg.content.blocks.as_slice()) {
+        (true, [Block::Opaque(o)]) => Some(raw_value(&o.json, &|| format!("message {}", msg.id))),
+        _ => None,
+    }
 }
 
 fn has_extra_key(conv: &Conversation, key: &str) -> bool {

@@ -1,21 +1,36 @@
 //! Claude Code session JSONL: one JSON object per line.
 //!
-//! Lines of `type` `user` or `assistant` that carry a `message` object become messages: the id is
-//! the line's `uuid`, the timestamp its `timestamp`, the content comes from `message.content`
-//! (Anthropic blocks), the message's other keys go to `extra`, and the line itself, with `message`
-//! left as a `null` placeholder that keeps its position, is the `envelope`. Every other line is a
-//! [`Role::Event`] whose envelope is the whole line.
+//! Lines of `type` `user` or `assistant` that carry a `message` object are chat lines. Those of
+//! the context Claude Code would send ([`thread`]: the main thread from the last message back
+//! through `parentUuid`, since the last compaction) become messages: the id is the line's `uuid`,
+//! the timestamp its `timestamp`, the content comes from `message.content` (Anthropic blocks), the
+//! message's other keys go to `extra`, and the line itself, with `message` left as a `null`
+//! placeholder that keeps its position, is the `envelope`.
+//!
+//! Every other line is a [`Role::Event`] whose envelope is the whole line, written back as it
+//! was. The chat lines that are not context (a sub-agent's `isSidechain` lines, an abandoned
+//! branch, what a compaction replaced) keep their parsed `message.content` on the event too, so
+//! retention and `stats` can still read their tool calls and results; it counts 0 tokens.
+//!
+//! The usage the session reported for its last model call (the last main-thread assistant line's
+//! `message.usage`) is read as a [`ReportedUsage`].
+
+mod thread;
 
 use crate::anthropic;
 use crate::body::{conversation_name, write_event};
 use crate::error::Ctx;
 use crate::json::{hollow, into_object, raw_map, str_at, Map, Result, Style};
-use crate::FormatError;
+use crate::{FormatError, ReportedUsage};
 use condense_model::{Content, ContentShape, Conversation, Message, RawJson, Role};
 use serde_json::Value;
 
 /// How many leading lines detection looks at.
 const SNIFF_LINES: usize = 5;
+
+/// The `model` of the assistant lines Claude Code writes itself (an API error, an interrupted
+/// request): their usage is all zeros, not a model call's.
+const SYNTHETIC_MODEL: &str = "<synthetic>";
 
 /// Whether parsed JSONL lines look like a Claude Code session: the first lines are objects with a
 /// string `type`, and some line carries a `message` or a `sessionId` (a session may start with
@@ -35,25 +50,61 @@ pub(crate) fn is_line(value: &Value) -> bool {
         && (value.get("message").is_some_and(Value::is_object) || value.get("sessionId").is_some())
 }
 
-/// Reads the parsed lines (1-based line number, value) of a session into one conversation.
-pub(crate) fn read(lines: Vec<(usize, Value)>, ctx: &Ctx<'_>) -> Result<Conversation> {
+/// Reads the parsed lines (1-based line number, value) of a session into one conversation, with
+/// the usage the session reported for its last model call.
+pub(crate) fn read(
+    lines: Vec<(usize, Value)>,
+    ctx: &Ctx<'_>,
+) -> Result<(Conversation, Option<ReportedUsage>)> {
+    let context = {
+        let values: Vec<&Value> = lines.iter().map(|(_, v)| v).collect();
+        thread::context_lines(&values)
+    };
+    let usage = lines
+        .iter()
+        .zip(&context)
+        .rev()
+        .find_map(|((line, value), &in_context)| in_context.then(|| usage_of(*line, value))?);
     let mut messages = Vec::with_capacity(lines.len());
-    for (index, (line, value)) in lines.into_iter().enumerate() {
-        messages.push(read_line(value, index, &ctx.at_line(line))?);
+    for (index, ((line, value), in_context)) in lines.into_iter().zip(context).enumerate() {
+        messages.push(read_line(value, index, in_context, &ctx.at_line(line))?);
     }
-    Ok(Conversation {
+    let conversation = Conversation {
         messages,
         ..Conversation::default()
+    };
+    Ok((conversation, usage))
+}
+
+/// The usage of an assistant line that reports one (not a synthetic line).
+fn usage_of(line: usize, value: &Value) -> Option<ReportedUsage> {
+    let message = value.get("message")?;
+    if str_at(value, "type") != Some("assistant")
+        || str_at(message, "model") == Some(SYNTHETIC_MODEL)
+    {
+        return None;
+    }
+    let usage = message.get("usage").filter(|u| u.is_object())?;
+    let tokens = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Some(ReportedUsage {
+        input_tokens: tokens("input_tokens"),
+        cache_read_tokens: tokens("cache_read_input_tokens"),
+        cache_write_tokens: tokens("cache_creation_input_tokens"),
+        output_tokens: tokens("output_tokens"),
+        source: format!("line {line}: the last main-thread assistant message's usage"),
     })
 }
 
-fn read_line(value: Value, index: usize, ctx: &Ctx<'_>) -> Result<Message> {
+/// One line: a message when it is context, an event otherwise (a chat line that is not context
+/// keeps its content on the event).
+fn read_line(value: Value, index: usize, in_context: bool, ctx: &Ctx<'_>) -> Result<Message> {
+    let chat = thread::is_chat_line(&value);
     let mut line = into_object(value, ctx, "", "a Claude Code line (a JSON object)")?;
-    let kind = match line.get("type") {
-        Some(Value::String(s)) => s.clone(),
+    match line.get("type") {
+        Some(Value::String(_)) => {}
         Some(other) => return Err(ctx.unexpected("/type", "a string line type", other)),
         None => return Err(ctx.missing("", "a Claude Code line with a string `type`")),
-    };
+    }
     let id = match line.get("uuid") {
         Some(Value::String(uuid)) => uuid.clone(),
         _ => format!("#{index}"),
@@ -62,20 +113,23 @@ fn read_line(value: Value, index: usize, ctx: &Ctx<'_>) -> Result<Message> {
         .get("timestamp")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let chat = matches!(kind.as_str(), "user" | "assistant")
-        && line
-            .get("message")
-            .and_then(|m| str_at(m, "role"))
-            .is_some_and(|role| matches!(role, "user" | "assistant"));
-    if !chat {
+    if !in_context {
+        let content = if chat {
+            // A copy: the line stays whole in the envelope, written back as it was.
+            let message = line.get("message").cloned().unwrap_or_default();
+            let mut message = into_object(message, ctx, "/message", "a message object")?;
+            anthropic::read_role_and_content(&mut message, ctx, "/message")?.1
+        } else {
+            Content {
+                shape: ContentShape::Absent,
+                blocks: Vec::new(),
+            }
+        };
         return Ok(Message {
             id,
             role: Role::Event,
             timestamp,
-            content: Content {
-                shape: ContentShape::Absent,
-                blocks: Vec::new(),
-            },
+            content,
             extra: RawJson::default(),
             envelope: RawJson::from_map(line),
         });

@@ -1,5 +1,7 @@
-//! [`FormatError`] and the small context every reader carries to name where a problem is.
+//! [`FormatError`] and the small context every reader carries to name where a problem is (and
+//! to note what it kept without understanding, see [`Notes`]).
 
+use crate::notes::Notes;
 use serde_json::Value;
 
 /// Everything that can go wrong reading or writing a conversation file.
@@ -22,7 +24,7 @@ pub enum FormatError {
         found: String,
     },
     /// `--format` names no known format.
-    #[error("unknown format `{0}` (expected one of: anthropic, openai, claude-code, openhands)")]
+    #[error("unknown format `{0}` (expected one of: {names})", names = crate::Format::names())]
     UnknownFormat(String),
     /// `--select` is not a valid pointer or points nowhere.
     #[error("{at}: --select {select}: {reason}")]
@@ -39,16 +41,59 @@ pub enum FormatError {
     Write { at: String, reason: String },
 }
 
-/// Where a reader is: the source name and, for JSONL, the 1-based line.
+/// Where a reader is: the source name and, for JSONL, the 1-based line; and where it notes what
+/// it kept without understanding.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     pub source: &'a str,
     pub line: Option<usize>,
+    notes: Option<&'a Notes>,
 }
 
 impl<'a> Ctx<'a> {
     pub fn new(source: &'a str) -> Self {
-        Ctx { source, line: None }
+        Ctx {
+            source,
+            line: None,
+            notes: None,
+        }
+    }
+
+    /// A context whose readers note what they keep without understanding in `notes`.
+    pub fn with_notes(source: &'a str, notes: &'a Notes) -> Self {
+        Ctx {
+            notes: Some(notes),
+            ..Ctx::new(source)
+        }
+    }
+
+    /// The same place, noting nothing (for content read only to be kept on an event).
+    pub fn quiet(self) -> Self {
+        Ctx {
+            notes: None,
+            ..self
+        }
+    }
+
+    /// Notes a role or item kept verbatim and counted as its JSON (`role `exit``).
+    pub fn note_unknown(&self, what: String) {
+        if let Some(notes) = self.notes {
+            notes.unknown(what);
+        }
+    }
+
+    /// Notes a line carried verbatim and not counted (`line type `foo``).
+    pub fn note_uncounted(&self, what: String) {
+        if let Some(notes) = self.notes {
+            notes.uncounted(what);
+        }
+    }
+
+    /// Adds one warning line.
+    pub fn warn(&self, line: String) {
+        if let Some(notes) = self.notes {
+            notes.warn(line);
+        }
     }
 
     pub fn at_line(self, line: usize) -> Self {

@@ -73,6 +73,13 @@ pub(crate) fn str_at<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
     value.get(key).and_then(Value::as_str)
 }
 
+/// `data:<media type>;base64,<data>` → (media type, data). Joining them back gives the same URL.
+pub(crate) fn split_data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let cut = rest.find(";base64,")?;
+    Some((&rest[..cut], &rest[cut + ";base64,".len()..]))
+}
+
 /// Parses raw JSON text from the model, naming the owner on failure.
 pub(crate) fn raw_value(raw: &RawJson, at: &dyn Fn() -> String) -> Result<Value> {
     raw.to_value().map_err(|e| FormatError::Write {
@@ -173,6 +180,16 @@ pub(crate) fn leftover(original: &[String], known: &[&str], mut map: Map) -> Raw
 /// Takes a hint the reader left in a parsed `extra` (see [`HINT_PREFIX`]).
 pub(crate) fn take_hint(extra: &mut Map, name: &str) -> Option<Value> {
     extra.shift_remove(&format!("{HINT_PREFIX}{name}"))
+}
+
+/// Whether raw fields hold the hint `name` (looked for in the text, without parsing it: a key
+/// `"condense:<name>"` appears nowhere else).
+pub(crate) fn has_hint(raw: &RawJson, name: &str) -> bool {
+    let text = raw.as_str();
+    text.match_indices(HINT_PREFIX).any(|(at, _)| {
+        let rest = &text[at + HINT_PREFIX.len()..];
+        text[..at].ends_with('"') && rest.starts_with(name) && rest[name.len()..].starts_with('"')
+    })
 }
 
 /// Adds a hint to a map of leftover fields.

@@ -1,6 +1,6 @@
 //! Reads and writes conversations in the formats agents already use, losslessly.
 //!
-//! Four formats map to and from the [`condense_model`] conversation model:
+//! Seven formats map to and from the [`condense_model`] conversation model:
 //!
 //! | [`Format`] | what | conversations |
 //! |---|---|---|
@@ -8,6 +8,29 @@
 //! | `openai` | Chat Completions request body, or a bare message list | one per body or list |
 //! | `claude-code` | Claude Code session JSONL | the whole file |
 //! | `openhands` | OpenHands event lists (`history` of evaluation output lines) | one per list |
+//! | `codex` | Codex CLI rollout JSONL (`~/.codex/sessions/.../rollout-*.jsonl`) | the whole file |
+//! | `responses` | OpenAI Responses API request body (`input`, `instructions`), or an item list | one per body or list |
+//! | `cline` | Cline / Roo Code `api_conversation_history.json` (tools as XML in text) | one per list or body |
+//!
+//! What the new formats read as context and what they carry verbatim (each module's docs have the
+//! long form):
+//! - `codex`: each `response_item` is a message (shared with `responses`, see below); the first
+//!   line, a `session_meta`, is a header outside the conversation whose `base_instructions` are
+//!   the system prompt; `turn_context`, `event_msg` and later `session_meta` lines are events,
+//!   except a `user_message` event that no response item repeats (some rollouts keep the user's
+//!   words only there), which is a user message; the last
+//!   `compacted` line starts the context as it does in Codex: before it only user and developer
+//!   messages stay (all of them with a `replacement_history`, which is the context instead);
+//!   the last `token_count` event is the [`ReportedUsage`];
+//! - `responses` items: `message` (roles `developer`/`system` are system messages),
+//!   `function_call` / `custom_tool_call` / `local_shell_call` → a [`condense_model::ToolUse`]
+//!   whose id is the `call_id` (a custom tool's free-text input is kept as a JSON string), their
+//!   `*_output` → a [`condense_model::Role::Tool`] message with the result; `reasoning`,
+//!   `web_search_call` and the other server items are one opaque block counted by its JSON;
+//! - `cline`: the Anthropic shape; a user text block `[tool for 'x'] Result:` and the result
+//!   after it become a tool result answering a tool use made from the `<tool>...</tool>` XML of
+//!   the assistant message before it (ids `cline-<message>-<n>`); the exact text is kept in
+//!   hints and written back as it was.
 //!
 //! [`read`] finds the conversations in a file (auto-detecting the wrapper and the format, both
 //! overridable with [`ReadOptions`]) and returns a [`Document`]: the file with its conversations
@@ -17,27 +40,34 @@
 //!
 //! Wrappers found without `--select`: an object with `messages` (a request body, also
 //! mini-swe-agent trajectories), an object with `history` (SWE-agent `.traj`, OpenHands output
-//! lines), a list of objects with `traj` (tau-bench), a list of request bodies, a list of
-//! messages; JSONL either as a Claude Code session or as one such value per line. A `select`
+//! lines), an object with a Responses `input`, a list of objects with `traj` (tau-bench), a list
+//! of request bodies, a list of messages or input items; JSONL either as a Claude Code session,
+//! a Codex rollout, or as one such value per line. A `select`
 //! pointer (RFC 6901, with `*` for "every element", e.g. `/*/traj`) overrides this; in JSONL it
 //! applies to every line.
 //!
 //! What is kept where:
 //! - fields the model does not map go to the `extra` of the object they were in; the wrapper
-//!   line of a Claude Code message or an OpenHands event is the message's `envelope`, with the
-//!   mapped value replaced by a `null` placeholder that keeps its position;
+//!   line of a Claude Code or Codex message or an OpenHands event is the message's `envelope`,
+//!   with the mapped value replaced by a `null` placeholder that keeps its position;
 //! - keys of `extra` starting with `condense:` are hints a reader leaves for its writer (the
 //!   original OpenAI role `developer`, an object's original key order, ...): stages leave them
 //!   alone, writers never write them out;
 //! - lines and events the model does not map are [`condense_model::Role::Event`] messages written
-//!   back verbatim from their envelope (their id and timestamp are informational).
+//!   back verbatim from their envelope (their id and timestamp are informational);
+//! - roles and items no reader understands are kept verbatim as one opaque block (counted by
+//!   their JSON, not as 0 tokens) and named in [`Document::warnings`].
+//!
+//! Robust reading: a JSONL file whose last line is incomplete (a session still being written)
+//! is read without it, with a warning; the line is written back untouched. Any other line that is
+//! not JSON is an error naming its line and column. CRLF files are written with CRLF.
 //!
 //! With no change, the real transcripts this crate is tested on come back byte for byte: key
 //! order, indent width, Python-style `\uXXXX` escaping of ASCII-only files, trailing newline
 //! and byte order mark are all kept. What is only value-equal: numbers are re-serialized
 //! (`1E2` → `100.0`, integers beyond 64 bits lose precision as serde_json reads them as
-//! floats), JSONL blank lines are dropped and CRLF line ends become LF, and hand-formatted JSON is
-//! re-indented uniformly.
+//! floats), JSONL blank lines are dropped, a file mixing CRLF and LF line ends is written with
+//! the first one's, and hand-formatted JSON is re-indented uniformly.
 //!
 //! ```
 //! use condense_formats::{read, Format, ReadOptions};
@@ -55,12 +85,18 @@
 mod anthropic;
 mod body;
 mod claude_code;
+mod cline;
+mod codex;
 mod container;
 mod detect;
 mod error;
+mod items;
 mod json;
+mod lines;
+mod notes;
 mod openai;
 mod openhands;
+mod responses;
 mod select;
 
 #[cfg(test)]
@@ -83,25 +119,43 @@ pub enum Format {
     ClaudeCode,
     /// OpenHands event list.
     OpenHands,
+    /// Codex CLI rollout JSONL.
+    Codex,
+    /// OpenAI Responses API request body or input item list.
+    Responses,
+    /// Cline / Roo Code `api_conversation_history.json`: Anthropic messages with XML tool calls.
+    Cline,
 }
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 7] = [
         Format::Anthropic,
         Format::OpenAi,
         Format::ClaudeCode,
         Format::OpenHands,
+        Format::Codex,
+        Format::Responses,
+        Format::Cline,
     ];
 
-    /// The name `--format` takes: `anthropic`, `openai`, `claude-code`, `openhands`.
+    /// The name `--format` takes: `anthropic`, `openai`, `claude-code`, `openhands`, `codex`,
+    /// `responses`, `cline`.
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Anthropic => "anthropic",
             Format::OpenAi => "openai",
             Format::ClaudeCode => "claude-code",
             Format::OpenHands => "openhands",
+            Format::Codex => "codex",
+            Format::Responses => "responses",
+            Format::Cline => "cline",
         }
+    }
+
+    /// Every name, comma-separated (for messages).
+    pub fn names() -> String {
+        Format::ALL.map(Format::as_str).join(", ")
     }
 }
 
@@ -141,6 +195,11 @@ pub struct Document {
     labels: Vec<String>,
     /// The input started with a UTF-8 byte order mark; the output does too.
     bom: bool,
+    /// The input's lines end with CRLF; the output's do too.
+    crlf: bool,
+    /// An incomplete last line of a JSONL file (a session still being written), carried through
+    /// byte for byte after the lines written (empty: none).
+    tail: Vec<u8>,
     /// By conversation index (missing entries: none): the usage the session itself reported
     /// for its last model call, when the format records one (Claude Code `message.usage`,
     /// Codex `token_count` events).

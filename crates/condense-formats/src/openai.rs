@@ -2,16 +2,17 @@
 //!
 //! System and developer messages stay in the message list. Assistant `tool_calls` become
 //! [`ToolUse`] blocks after the text; their `arguments` string is kept verbatim as the input.
-//! A `role: "tool"` message holds one [`ToolResult`]. Roles this model does not know (SWE-agent's
-//! `exit`, legacy `function`) become [`Role::Event`] messages kept whole.
+//! A `role: "tool"` message holds one [`ToolResult`]. A message with a role this model does not
+//! know (SWE-agent's `exit`, legacy `function`) is kept whole as one opaque block of a user
+//! message, counted by its JSON and named in the document's warnings.
 
 use crate::anthropic;
-use crate::body::{write_event, MessageCodec};
+use crate::body::{verbatim_json, verbatim_message, write_event, MessageCodec, HINT_ROLE};
 use crate::error::Ctx;
 use crate::json::{
     into_object, keys_of, leftover, merge_extra, merge_fields, raw_map, raw_value, read_content,
-    remember_order, require_string, set_hint, take, take_hint, take_string, write_content, Map,
-    Result,
+    remember_order, require_string, set_hint, split_data_url, take, take_hint, take_string,
+    write_content, Map, Result,
 };
 use condense_model::{
     Block, Content, ContentShape, Image, ImageSource, Message, Opaque, RawJson, Role, TextBlock,
@@ -25,8 +26,6 @@ pub(crate) const CODEC: MessageCodec = MessageCodec {
     system_key: false,
 };
 
-/// Hint: the original role when it is not the one [`Role`] writes back (`developer`).
-const HINT_ROLE: &str = "role";
 /// Hint: a tool message had no string `tool_call_id` (the id came from elsewhere or is empty).
 const HINT_NO_TOOL_CALL_ID: &str = "no_tool_call_id";
 /// Hint on a tool call: `arguments` was not a string (`"json"`) or was missing (`"absent"`).
@@ -45,17 +44,14 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
         "assistant" => Role::Assistant,
         "tool" => Role::Tool,
         _ => {
-            return Ok(Message {
-                id: format!("#{index}"),
-                role: Role::Event,
-                timestamp: None,
-                content: Content {
-                    shape: ContentShape::Absent,
-                    blocks: Vec::new(),
-                },
-                extra: RawJson::default(),
-                envelope: RawJson::from_value(&Value::Object(map)),
-            })
+            ctx.note_unknown(format!("role `{role_name}`"));
+            let id = format!("#{index}");
+            return Ok(verbatim_message(
+                Value::Object(map),
+                id,
+                Role::User,
+                Some(&role_name),
+            ));
         }
     };
     let keys = keys_of(&map);
@@ -222,13 +218,6 @@ fn read_part(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block> {
     }
 }
 
-/// `data:<media type>;base64,<data>` → (media type, data). Joining them back gives the same URL.
-fn split_data_url(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("data:")?;
-    let cut = rest.find(";base64,")?;
-    Some((&rest[..cut], &rest[cut + ";base64,".len()..]))
-}
-
 fn write_part(block: &Block, at: &dyn Fn() -> String) -> Result<Value> {
     let (mut obj, extra) = match block {
         Block::Text(t) => (json!({"type": "text", "text": t.text}), &t.extra),
@@ -279,6 +268,9 @@ fn write_tool_call(tool_use: &ToolUse, at: &dyn Fn() -> String) -> Result<Value>
 fn write_message(msg: &Message) -> Result<Value> {
     if msg.role == Role::Event {
         return write_event(msg);
+    }
+    if let Some(whole) = verbatim_json(msg) {
+        return whole;
     }
     let at = || format!("message {}", msg.id);
     let mut extra = raw_map(&msg.extra, &at)?;

@@ -3,7 +3,7 @@
 
 use crate::error::{describe, push_token, Ctx};
 use crate::json::{has_key, Result};
-use crate::FormatError;
+use crate::{responses, FormatError};
 use serde_json::Value;
 
 /// What a slot holds.
@@ -11,6 +11,8 @@ use serde_json::Value;
 pub(crate) enum SlotKind {
     /// A request body: an object with a `messages` array (and maybe `system`, `tools`, ...).
     Body,
+    /// A Responses API request body: an object with `input` (and maybe `instructions`, ...).
+    Input,
     /// A bare list of messages or events.
     List,
 }
@@ -165,7 +167,7 @@ impl Select {
                     None => {
                         let reason = format!(
                             "{} is not a conversation: expected an array of messages or an \
-                             object with `messages` or `history`, found {}",
+                             object with `messages`, `input` or `history`, found {}",
                             shown(&pointer),
                             describe(target)
                         );
@@ -194,6 +196,16 @@ impl Select {
     }
 }
 
+/// One body slot per element of an array.
+fn bodies(len: usize, kind: SlotKind) -> Vec<Slot> {
+    (0..len)
+        .map(|i| Slot {
+            pointer: format!("/{i}"),
+            kind,
+        })
+        .collect()
+}
+
 fn shown(pointer: &str) -> &str {
     if pointer.is_empty() {
         "the top level"
@@ -209,6 +221,11 @@ fn object_slot(value: &Value, pointer: &str) -> Option<Slot> {
             pointer: pointer.to_string(),
             kind: SlotKind::Body,
         })
+    } else if responses::is_request(value) {
+        Some(Slot {
+            pointer: pointer.to_string(),
+            kind: SlotKind::Input,
+        })
     } else if value.get("history").is_some_and(Value::is_array) {
         Some(Slot {
             pointer: format!("{pointer}/history"),
@@ -221,17 +238,18 @@ fn object_slot(value: &Value, pointer: &str) -> Option<Slot> {
 
 /// Finds the conversations in a value without `--select`:
 /// - an object with a `messages` array: a request body (mini-swe-agent trajectories too);
+/// - an object with an `input` that is a Responses request's: that body;
 /// - an object with a `history` array: that list (SWE-agent `.traj`, OpenHands output lines);
 /// - an array of objects that each hold a `traj` array: every `traj` (tau-bench);
-/// - an array of request bodies: every body;
+/// - an array of request bodies (of one API): every body;
 /// - any other array: a list of messages or events.
 pub(crate) fn autodetect(root: &Value, ctx: &Ctx<'_>) -> Result<Vec<Slot>> {
     match root {
         Value::Object(_) => object_slot(root, "").map(|s| vec![s]).ok_or_else(|| {
             ctx.detect(format!(
                 "no conversation found: expected an object with a `messages` or `history` \
-                 array, or an array of messages, found {} (use --select to point at the \
-                 messages)",
+                 array or a Responses `input`, or an array of messages, found {} (use \
+                 --select to point at the messages)",
                 describe(root)
             ))
         }),
@@ -247,12 +265,9 @@ pub(crate) fn autodetect(root: &Value, ctx: &Ctx<'_>) -> Result<Vec<Slot>> {
             } else if all(&|v| {
                 v.get("messages").is_some_and(Value::is_array) && !has_key(v, "role")
             }) {
-                Ok((0..items.len())
-                    .map(|i| Slot {
-                        pointer: format!("/{i}"),
-                        kind: SlotKind::Body,
-                    })
-                    .collect())
+                Ok(bodies(items.len(), SlotKind::Body))
+            } else if all(&responses::is_request) {
+                Ok(bodies(items.len(), SlotKind::Input))
             } else {
                 Ok(vec![Slot {
                     pointer: String::new(),

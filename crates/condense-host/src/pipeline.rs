@@ -4,6 +4,7 @@
 //! [model]
 //! context_window = 200000
 //! max_output_tokens = 32000
+//! fixed_tokens = 0             # system prompt + tool definitions the file does not hold
 //! tokenizer = "o200k_base"
 //!
 //! [store]
@@ -61,6 +62,7 @@ struct RawPipeline {
 struct ModelSection {
     context_window: Option<usize>,
     max_output_tokens: Option<usize>,
+    fixed_tokens: Option<usize>,
     output_reserve: Option<usize>,
     summary_output_cap: Option<usize>,
     autocompact_buffer: Option<usize>,
@@ -199,6 +201,7 @@ impl Pipeline {
         let budget = BudgetConfig {
             context_window: m.context_window.unwrap_or(defaults.context_window),
             max_output_tokens: m.max_output_tokens.unwrap_or(defaults.max_output_tokens),
+            fixed_tokens: m.fixed_tokens.unwrap_or(defaults.fixed_tokens),
             output_reserve: m.output_reserve.unwrap_or(defaults.output_reserve),
             summary_output_cap: m.summary_output_cap.unwrap_or(defaults.summary_output_cap),
             autocompact_buffer: m.autocompact_buffer.unwrap_or(defaults.autocompact_buffer),
@@ -300,6 +303,14 @@ impl Pipeline {
             stage: &self.stages,
         };
         let body = toml::to_string_pretty(&out).unwrap_or_default();
+        // The one [model] key a user must set by hand for some formats: say what it is for.
+        let body = body.replacen(
+            "\nfixed_tokens = ",
+            "\n# the system prompt + tool definitions the file does not hold (a Claude Code \
+             session):\n# `condense stats` shows the gap to the usage the session reported\n\
+             fixed_tokens = ",
+            1,
+        );
         format!("# effective pipeline (from {})\n{body}", self.source)
     }
 }
@@ -404,5 +415,19 @@ mod tests {
         let again = parse(&p.to_toml()).unwrap();
         assert_eq!(p.stages, again.stages);
         assert_eq!(p.budget, again.budget);
+    }
+
+    #[test]
+    fn fixed_tokens_are_read_shown_and_checked() {
+        let p = parse("[model]\nfixed_tokens = 16500\n").unwrap();
+        assert_eq!(p.budget.fixed_tokens, 16_500);
+        let shown = p.to_toml();
+        assert!(shown.contains("fixed_tokens = 16500"), "{shown}");
+        assert_eq!(parse(&shown).unwrap().budget, p.budget);
+        let e = parse(
+            "[model]\ncontext_window = 20000\nmax_output_tokens = 2000\nfixed_tokens = 15000\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("fixed_tokens (15000)"), "{e}");
     }
 }

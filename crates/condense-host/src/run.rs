@@ -292,7 +292,8 @@ impl LoadedPipeline {
             flags: &flags,
             format: &opts.format,
             summarizer: self.summarizer.as_ref(),
-            conversation_tokens: current_tokens,
+            // What the real request carries: the file's tokens and the fixed tokens it lacks.
+            conversation_tokens: current_tokens + self.pipeline.budget.fixed_tokens,
             run: &state.services,
             notes: Default::default(),
         };

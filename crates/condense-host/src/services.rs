@@ -86,6 +86,7 @@ pub(crate) struct Services<'a> {
     pub(crate) flags: &'a [String],
     pub(crate) format: &'a str,
     pub(crate) summarizer: &'a dyn Summarizer,
+    /// The conversation's tokens plus the pipeline's `fixed_tokens` (what the request carries).
     pub(crate) conversation_tokens: usize,
     pub(crate) run: &'a RunServices,
     /// Notes the host adds in front of the stage's own (state not used, ...).

@@ -1,14 +1,27 @@
 //! RFC 3339 timestamps (what transcripts carry) to Unix milliseconds, without a date crate.
 //! The binary's `--now` and the stages that read message times use this one parser.
 //!
-//! Accepted: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, with `t`, `T` or a space between date
+//! Accepted: `YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]`, with `t`, `T` or a space between date
 //! and time and `z` or `Z` for UTC (`2025-09-03T01:02:03.665Z`, `2025-09-03 03:02:03+02:00`).
 //! Fractions beyond milliseconds are truncated; a leap second (`:60`) counts as `:59`.
+//!
+//! A timestamp without a zone is read as UTC: OpenHands writes `2025-04-30T16:34:22.948624`
+//! (Python's `datetime.isoformat()` of a UTC time), and UTC is the only reading that does not
+//! depend on the machine condense runs on.
+//!
+//! ```
+//! use condense_model::time::parse_rfc3339_ms;
+//! assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.5Z"), Some(1_500));
+//! assert_eq!(parse_rfc3339_ms("1970-01-01T02:00:01.5+02:00"), Some(1_500));
+//! assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.500123"), Some(1_500)); // no zone: UTC
+//! assert_eq!(parse_rfc3339_ms("1970-01-01"), None);
+//! ```
 
-/// Unix milliseconds of an RFC 3339 timestamp, `None` when it is not one.
+/// Unix milliseconds of an RFC 3339 timestamp (or one without a zone, read as UTC), `None`
+/// when it is not one.
 pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
     let b = text.trim().as_bytes();
-    if b.len() < 20 {
+    if b.len() < 19 {
         return None;
     }
     let year = digits(b, 0, 4)?;
@@ -48,9 +61,11 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
             millis *= 10;
         }
     }
-    let offset_minutes = match b.get(i)? {
-        b'Z' | b'z' if i + 1 == b.len() => 0,
-        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
+    let offset_minutes = match b.get(i) {
+        // No zone: UTC (see the module docs).
+        None => 0,
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(sign @ (b'+' | b'-')) if i + 6 == b.len() && b[i + 3] == b':' => {
             let (h, m) = (digits(b, i + 1, 2)?, digits(b, i + 4, 2)?);
             if h > 23 || m > 59 {
                 return None;
@@ -135,11 +150,36 @@ mod tests {
     }
 
     #[test]
+    fn no_zone_is_utc() {
+        // OpenHands: microseconds, no zone. 2025-04-30T16:34:22.948Z by `date -u -d ... +%s%3N`.
+        assert_eq!(
+            parse_rfc3339_ms("2025-04-30T16:34:22.948624"),
+            Some(1_746_030_862_948)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2025-04-30T16:34:22.948624"),
+            parse_rfc3339_ms("2025-04-30T16:34:22.948Z")
+        );
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:00"), Some(0));
+        assert_eq!(parse_rfc3339_ms("1970-01-01 00:00:01"), Some(1_000));
+        assert_eq!(
+            parse_rfc3339_ms("  2000-02-29t00:00:00.25\n"),
+            Some(951_782_400_250)
+        );
+        // The rest of the checks still apply without a zone.
+        assert_eq!(parse_rfc3339_ms("2025-02-29T01:02:03"), None);
+        assert_eq!(parse_rfc3339_ms("2025-09-03T24:02:03"), None);
+    }
+
+    #[test]
     fn rejects_what_is_not_rfc3339() {
         for bad in [
             "",
             "2025-09-03",
-            "2025-09-03T01:02:03",
+            "2025-09-03T01:02",
+            "2025-09-03T01:02:03.",
+            "2025-09-03T01:02:03 Z",
+            "2025-09-03T01:02:03.123junk",
             "2025-13-03T01:02:03Z",
             "2025-02-29T01:02:03Z",
             "2025-09-03T24:02:03Z",

@@ -19,7 +19,10 @@
 //! (`error`, `Error`, `ERROR`, `FAIL`, `fatal`, `panicked`, `Exception`, `No such file`,
 //! `not found`, `cannot`, `Cannot`, `denied`, `Denied`, `invalid`, `Invalid`, `failed`,
 //! `Failed`, `malformed`, `Unknown`, `unknown`, `refused`); otherwise the first non-empty line
-//! that is not a warning; otherwise the first non-empty line. (npm prints `npm warn Unknown env
+//! that is not a warning; otherwise the first non-empty line. The header Codex writes before a
+//! command's output (`Chunk ID:`, `Wall time:`, `Process exited with code N`, `Exit code: N`,
+//! `Original token count:`, `Output:` lines at the start) is left out first: a result that is
+//! only that header has no line. (npm prints `npm warn Unknown env
 //! config ...` before the real `error TS2307: ...`: a warning is never the error.) Lines are trimmed, then cut to 200 characters. An empty text has no line.
 
 use crate::text::{find_ci, prefix_chars};
@@ -178,7 +181,7 @@ pub fn error_line(result: &ToolResult, envelope: &RawJson) -> Option<String> {
 
 /// The first meaningful line of an error result's text (see the module docs).
 pub fn meaningful_line(text: &str) -> Option<String> {
-    let cleaned = strip_wrappers(text);
+    let cleaned = strip_wrappers(without_exec_header(text));
     let lines = || cleaned.split('\n').map(str::trim).filter(|l| !l.is_empty());
     let exception = cleaned.find(TRACEBACK).and_then(|at| {
         let after = &cleaned[at..];
@@ -193,6 +196,29 @@ pub fn meaningful_line(text: &str) -> Option<String> {
         .or_else(|| lines().find(|l| !is_warning(l)))
         .or_else(|| lines().next())?;
     Some(prefix_chars(line, ERROR_LINE_CHARS).to_string())
+}
+
+/// The header Codex puts before a command's output (`Chunk ID:`, `Wall time:`, `Process exited
+/// with code N`, `Exit code: N`, `Original token count:`, `Output:`): what follows it. Its lines
+/// say how the command ran, not what went wrong; the exit status alone is no line.
+fn without_exec_header(text: &str) -> &str {
+    const HEADER: [&str; 6] = [
+        "Chunk ID:",
+        "Wall time:",
+        "Process exited with code",
+        "Exit code:",
+        "Original token count:",
+        "Output:",
+    ];
+    let mut rest = text;
+    loop {
+        let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+        if HEADER.iter().any(|h| line.trim_start().starts_with(h)) {
+            rest = after;
+        } else {
+            return rest;
+        }
+    }
 }
 
 fn is_warning(line: &str) -> bool {
@@ -241,6 +267,17 @@ mod tests {
 
     fn flagged(text: &str) -> Option<String> {
         error_line(&result(text, Some(true)), &RawJson::default())
+    }
+
+    #[test]
+    fn a_codex_exec_header_is_not_the_error() {
+        let out = "Chunk ID: 1d7024\nWall time: 0.0000 seconds\nProcess exited with code 1\nOriginal token count: 9\nOutput:\nzsh:1: operation not permitted: ps\n";
+        assert_eq!(
+            meaningful_line(out).as_deref(),
+            Some("zsh:1: operation not permitted: ps")
+        );
+        let empty = "Chunk ID: a642fa\nWall time: 0.0000 seconds\nProcess exited with code 1\nOriginal token count: 0\nOutput:\n";
+        assert_eq!(meaningful_line(empty), None);
     }
 
     #[test]

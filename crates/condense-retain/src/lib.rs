@@ -72,7 +72,9 @@ pub use errors::{error_line, is_error_result, meaningful_line, ERROR_LINE_CHARS}
 pub use ledger::{ErrorEntry, ErrorLedger, Fix};
 pub use parse::strip_rendered;
 pub use render::{Rendered, ERRORS_HEADING, FILES_HEADING, REQUESTS_HEADING};
-pub use requests::{clean_request, envelope_flags, request_text, CONDENSE_MARKER};
+pub use requests::{
+    clean_request, envelope_flags, is_sidechain_work, request_text, CONDENSE_MARKER,
+};
 pub use tools::{
     is_file_tool, is_shell_tool, normalize_name, patch_ops, shell_command, tool_file_ops,
     ShellCommand,
@@ -96,12 +98,18 @@ pub struct Retained {
 impl Retained {
     /// Derives the record from a span of messages.
     ///
-    /// Every tool call of every chat message counts, sub-agent (sidechain) lines included,
-    /// except a file tool call whose result says `is_error: true` (it wrote nothing; a failed
-    /// shell command may have). A call and its result are matched by id within `messages`:
-    /// spans should not separate them (API rounds never do).
+    /// Every tool call of every chat message counts, and those of a sub-agent's lines (see
+    /// [`is_sidechain_work`]: the Claude Code reader keeps them as events, not context, with
+    /// their content), except a file tool call whose result says `is_error: true` (it wrote
+    /// nothing; a failed shell command may have). Requests come from chat messages only. A call
+    /// and its result are matched by id within `messages`: spans should not separate them (API
+    /// rounds never do).
     pub fn from_messages(messages: &[Message]) -> Retained {
-        let chat = || messages.iter().filter(|m| m.is_chat());
+        let chat = || {
+            messages
+                .iter()
+                .filter(|m| m.is_chat() || is_sidechain_work(m))
+        };
         let failed: HashSet<&str> = chat()
             .flat_map(Message::tool_results)
             .filter(|r| r.is_error == Some(true))

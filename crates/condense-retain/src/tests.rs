@@ -93,6 +93,86 @@ fn derives_all_three_records() {
     assert_eq!(r.last_request(), Some("Now add tests"));
 }
 
+/// A sub-agent's line as the Claude Code reader keeps it: an event (not context) with its
+/// content, the whole line as its envelope.
+fn sidechain_event(mut m: Message, sidechain: bool) -> Message {
+    m.role = Role::Event;
+    m.envelope = RawJson::from_value(&json!({
+        "type": "user", "isSidechain": sidechain, "message": {"role": "user", "content": "…"}
+    }));
+    m
+}
+
+#[test]
+fn a_sub_agents_event_lines_count_for_artifacts_and_errors_not_requests() {
+    let messages = vec![
+        user("u1", "Build the TODO app"),
+        assistant(
+            "a1",
+            vec![call("task", "Task", json!({"prompt": "write the types"}))],
+        ),
+        sidechain_event(user("s1", "write the types"), true),
+        sidechain_event(
+            assistant(
+                "s2",
+                vec![
+                    call("t1", "Write", json!({"file_path": "/p/types/todo.ts"})),
+                    call("t2", "Bash", json!({"command": "ls types/"})),
+                ],
+            ),
+            true,
+        ),
+        sidechain_event(
+            results(
+                "s3",
+                vec![
+                    result("t1", "File created", None),
+                    result(
+                        "t2",
+                        "ls: cannot access 'types/': No such file or directory",
+                        Some(true),
+                    ),
+                ],
+            ),
+            true,
+        ),
+        // An abandoned branch (not a sub-agent's): carried, but not the session's work.
+        sidechain_event(
+            assistant(
+                "x1",
+                vec![call("t3", "Write", json!({"file_path": "/p/abandoned.ts"}))],
+            ),
+            false,
+        ),
+        results("r1", vec![result("task", "Done: types written", None)]),
+    ];
+    let r = Retained::from_messages(&messages);
+    let paths: Vec<&str> = r
+        .artifacts
+        .entries()
+        .iter()
+        .map(|a| a.path.as_str())
+        .collect();
+    assert_eq!(paths, ["/p/types/todo.ts"]);
+    assert_eq!(
+        r.artifacts.get("/p/types/todo.ts").map(|a| a.status),
+        Some(FileStatus::Created)
+    );
+    let errors: Vec<&str> = r.errors.entries.iter().map(|e| e.line.as_str()).collect();
+    assert_eq!(
+        errors,
+        ["ls: cannot access 'types/': No such file or directory"]
+    );
+    assert_eq!(r.errors.entries[0].tool, "Bash");
+    assert_eq!(r.requests, ["Build the TODO app"]);
+    assert!(is_sidechain_work(&messages[3]) && !is_sidechain_work(&messages[5]));
+    // A sidechain event without content (nothing parsed) is not work either.
+    assert!(!is_sidechain_work(&sidechain_event(
+        Message::new("e", Role::Event, vec![]),
+        true
+    )));
+}
+
 #[test]
 fn consecutive_duplicate_requests_once() {
     let r = Retained::from_messages(&[

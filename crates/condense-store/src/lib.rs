@@ -160,6 +160,22 @@ impl Store {
 /// The records of one namespace: (name, bytes), sorted by name.
 pub type Records = Vec<(String, Vec<u8>)>;
 
+/// The folders a store's root holds, and nothing else: blobs, stage state, named records.
+pub const STORE_FOLDERS: [&str; 3] = ["blobs", "state", "records"];
+
+/// Whether `dir` has a store's layout: at least one of [`STORE_FOLDERS`], and no other entry
+/// (hidden ones aside). Whatever it is called, such a folder holds condense's own data, not
+/// conversations, so commands that walk folders of sessions skip it.
+pub fn looks_like_store(dir: &Path) -> bool {
+    let Ok(names) = list_dir(dir) else {
+        return false;
+    };
+    !names.is_empty()
+        && names
+            .iter()
+            .all(|n| STORE_FOLDERS.contains(&n.as_str()) && dir.join(n).is_dir())
+}
+
 /// The entry names of `dir` (none when it does not exist), temp files of writes in progress
 /// (a leading dot) left out.
 fn list_dir(dir: &Path) -> Result<Vec<String>, StoreError> {
@@ -303,6 +319,28 @@ mod tests {
         assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), before);
         store.state_put("s", "st", "diff").unwrap();
         assert_eq!(store.state_get("s", "st").unwrap().as_deref(), Some("diff"));
+    }
+
+    #[test]
+    fn a_store_is_recognised_by_its_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("anything");
+        let store = Store::open(&root).unwrap();
+        assert!(!looks_like_store(&root), "empty: nothing to tell");
+        store.put(b"blob").unwrap();
+        assert!(looks_like_store(&root));
+        store.state_put("s", "stage", "{}").unwrap();
+        store.record_put("ns", "r", b"x").unwrap();
+        fs::write(root.join(".tmp-write"), b"").unwrap();
+        assert!(looks_like_store(&root), "hidden entries aside");
+        // A folder with anything else in it is not a store, nor is a file named like one.
+        fs::write(root.join("session.jsonl"), b"{}").unwrap();
+        assert!(!looks_like_store(&root));
+        let other = dir.path().join("other");
+        fs::create_dir_all(&other).unwrap();
+        fs::write(other.join("state"), b"").unwrap();
+        assert!(!looks_like_store(&other));
+        assert!(!looks_like_store(&dir.path().join("missing")));
     }
 
     #[test]

@@ -17,7 +17,9 @@ use condense_summarize::{build, SummarizerConfig, SummaryRequest};
 use condense_tokens::TokenCounter;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
-use support::{assistant, call, real_transcript, result, section, turn_split, user, written_paths};
+use support::{
+    assistant, call, real_transcript, result, section, sidechain, turn_split, user, written_paths,
+};
 
 const PROSE: [&str; 4] = [
     "Decisions",
@@ -132,6 +134,64 @@ fn autocompact_summary_of_a_real_transcript_with_artifact_trail_and_error_ledger
         compose(&conv.messages, Vec::new(), 12_000).text,
         "deterministic"
     );
+}
+
+#[test]
+fn a_sub_agents_event_lines_give_the_record_its_files_and_errors_but_no_prose() {
+    // How the Claude Code reader keeps a sub-agent's lines: events (not context) with their
+    // content. The record lists what they wrote and hit; the prose is the agent's own.
+    let carried = |m: Message| Message {
+        role: condense_model::Role::Event,
+        ..sidechain(m)
+    };
+    let messages = vec![
+        user("u1", "Build the TODO app"),
+        call(
+            "a1",
+            "I'll delegate the types.",
+            "task",
+            "Task",
+            json!({"prompt": "types"}),
+        ),
+        carried(user("s1", "Write the types for the TODO app")),
+        carried(call(
+            "s2",
+            "Writing the SUB-AGENT-ONLY types now.",
+            "t1",
+            "Write",
+            json!({"file_path": "/p/types/todo.ts", "content": "export type Todo = {}"}),
+        )),
+        carried(result("s3", "t1", "File created", None)),
+        carried(call(
+            "s4",
+            "",
+            "t2",
+            "Bash",
+            json!({"command": "ls types/"}),
+        )),
+        carried(result(
+            "s5",
+            "t2",
+            "ls: cannot access 'types/': No such file or directory",
+            Some(true),
+        )),
+        result("r1", "task", "Done: the types are in place.", None),
+        assistant("a2", "The types are written."),
+    ];
+    let s = compose(&messages, Vec::new(), 4_000);
+    assert!(
+        s.text.contains("`/p/types/todo.ts` — created"),
+        "{}",
+        s.text
+    );
+    assert!(s.text.contains("ls: cannot access 'types/'"), "{}", s.text);
+    assert!(!s.text.contains("SUB-AGENT-ONLY"), "{}", s.text);
+    assert!(
+        !s.text.contains("Write the types"),
+        "not a request:\n{}",
+        s.text
+    );
+    assert!(s.text.contains("The types are written."), "{}", s.text);
 }
 
 #[test]

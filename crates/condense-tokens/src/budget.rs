@@ -4,6 +4,7 @@
 //! and `getAutoCompactThreshold`); every one of them is a field of [`BudgetConfig`].
 //!
 //! ```text
+//! fixed                 = system prompt + tools + system messages + fixed_tokens
 //! available             = context_window - fixed - messages - output_reserve   (may be < 0)
 //! used                  = fixed + messages;  utilization = used / context_window
 //! effective_window      = context_window - min(max_output_tokens, summary_output_cap)
@@ -24,6 +25,11 @@ pub struct BudgetConfig {
     pub context_window: usize,
     /// The most the model may write in one response.
     pub max_output_tokens: usize,
+    /// Tokens every request carries that the conversation file does not hold: the agent's
+    /// system prompt and tool definitions when the file lacks them (a Claude Code session, a
+    /// Codex rollout without its tools). Counted as fixed in every budget, so thresholds fire
+    /// when the real request would reach them.
+    pub fixed_tokens: usize,
     /// Tokens kept free for the next response when computing what is available.
     pub output_reserve: usize,
     /// The most a summary may take (Claude Code's `MAX_OUTPUT_TOKENS_FOR_SUMMARY`, based on the
@@ -65,6 +71,13 @@ impl BudgetConfig {
         }
         if self.output_reserve >= self.context_window {
             return Err(BudgetConfigError::ReserveTooLarge {
+                output_reserve: self.output_reserve,
+                context_window: self.context_window,
+            });
+        }
+        if self.fixed_tokens.saturating_add(self.output_reserve) >= self.context_window {
+            return Err(BudgetConfigError::FixedTooLarge {
+                fixed_tokens: self.fixed_tokens,
                 output_reserve: self.output_reserve,
                 context_window: self.context_window,
             });
@@ -134,6 +147,7 @@ impl Default for BudgetConfig {
         BudgetConfig {
             context_window: Self::DEFAULT_CONTEXT_WINDOW,
             max_output_tokens: Self::DEFAULT_MAX_OUTPUT_TOKENS,
+            fixed_tokens: 0,
             output_reserve: Self::DEFAULT_OUTPUT_RESERVE,
             summary_output_cap: Self::DEFAULT_SUMMARY_OUTPUT_CAP,
             autocompact_buffer: Self::DEFAULT_AUTOCOMPACT_BUFFER,
@@ -153,6 +167,15 @@ pub enum BudgetConfigError {
         "output_reserve ({output_reserve}) must be smaller than context_window ({context_window})"
     )]
     ReserveTooLarge {
+        output_reserve: usize,
+        context_window: usize,
+    },
+    #[error(
+        "fixed_tokens ({fixed_tokens}) + output_reserve ({output_reserve}) must be smaller than \
+         context_window ({context_window}): no request would fit"
+    )]
+    FixedTooLarge {
+        fixed_tokens: usize,
         output_reserve: usize,
         context_window: usize,
     },
@@ -197,7 +220,8 @@ pub enum Level {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Budget {
     pub context_window: usize,
-    /// System prompt, tool definitions and [`condense_model::Role::System`] messages.
+    /// System prompt, tool definitions and [`condense_model::Role::System`] messages, plus the
+    /// configured [`BudgetConfig::fixed_tokens`].
     pub fixed: usize,
     /// Every other message.
     pub messages: usize,
@@ -216,9 +240,11 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// The budget of `fixed` and `messages` tokens under `config`. Never fails: a config that
-    /// does not [`validate`](BudgetConfig::validate) gives saturated (0) windows.
+    /// The budget of `fixed` and `messages` tokens under `config` (its `fixed_tokens` are added
+    /// to `fixed`). Never fails: a config that does not [`validate`](BudgetConfig::validate)
+    /// gives saturated (0) windows.
     pub fn compute(config: &BudgetConfig, fixed: usize, messages: usize) -> Budget {
+        let fixed = fixed.saturating_add(config.fixed_tokens);
         let used = fixed.saturating_add(messages);
         let signed = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         let available = signed(config.context_window)
@@ -307,6 +333,31 @@ mod tests {
         let at = Budget::compute(&BudgetConfig::default(), 0, 167_000);
         assert!(at.over_autocompact_threshold());
         assert_eq!(at.excess_over_threshold(), 1);
+    }
+
+    #[test]
+    fn fixed_tokens_the_file_lacks_count_as_fixed() {
+        let c = BudgetConfig {
+            fixed_tokens: 16_000,
+            ..Default::default()
+        };
+        let b = Budget::compute(&c, 1_000, 152_000);
+        assert_eq!((b.fixed, b.messages, b.used), (17_000, 152_000, 169_000));
+        assert_eq!(b.available, 200_000 - 169_000 - 8_192);
+        // Without them, the same messages would be under the threshold.
+        assert!(b.over_autocompact_threshold());
+        assert!(
+            !Budget::compute(&BudgetConfig::default(), 1_000, 152_000).over_autocompact_threshold()
+        );
+        let too_many = BudgetConfig {
+            fixed_tokens: 195_000,
+            ..Default::default()
+        };
+        let err = too_many.validate().unwrap_err().to_string();
+        assert!(
+            err.starts_with("fixed_tokens (195000) + output_reserve"),
+            "{err}"
+        );
     }
 
     #[test]

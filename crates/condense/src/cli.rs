@@ -29,20 +29,56 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What the commands that take folders say about them in `--help` (a macro, because `concat!`
+/// takes literals only).
+macro_rules! folders_help {
+    () => {
+        "Folders: given a folder, the command runs on every session in it: the .json, .jsonl and \
+         .traj files, searched recursively (~/.claude/projects/<project>/, ~/.codex/sessions/). \
+         Hidden folders, condense's stores (.condense/, or any folder with a store's layout: \
+         only blobs/, state/, records/), compress outputs (NAME.condensed.EXT) and other files \
+         are skipped. A session file that cannot be read or parsed is named on stderr in one \
+         line and skipped; the others still run.\n\n\
+         Exit codes: 0 done; 1 when a file was skipped (the others were done) or anything \
+         else failed; 2 usage or configuration error (nothing was run)."
+    };
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Token counts by role, block type and tool, the budget, duplicates and images.
+    #[command(after_help = concat!(
+        "On a folder: each session's table, then one row per file and a total (--json: one \
+         object with `files`, `total` and `skipped`).\n\n",
+        folders_help!()
+    ))]
     Stats(StatsArgs),
     /// Run the pipeline and write the compressed conversation (same format as the input).
+    #[command(after_help = concat!(
+        "On a folder: each session is compressed with its own store (.condense/ beside it, or \
+         --store) and written beside it as NAME.condensed.EXT (a.jsonl -> a.condensed.jsonl; \
+         later runs do not take these for sessions), or with --out DIR under DIR, mirroring \
+         the folder's layout. A summary table (file, format, tokens before and after, status) \
+         ends the report (--report json: a JSON list, one entry per file). --out - (standard \
+         output) and --session are refused for a folder. A file whose compression fails is skipped like an \
+         unreadable one; with --fit, a file that does not fit also makes the exit code 1.\n\n",
+        folders_help!()
+    ))]
     Compress(CompressArgs),
     /// Rebuild the original conversation from a compressed one and its store.
     Expand(ExpandArgs),
     /// Show what each stage does: a unified diff of the conversation before and after it.
+    #[command(after_help = concat!(
+        "On a folder: the diffs of every session, each under a header naming its file.\n\n",
+        folders_help!()
+    ))]
     Diff(DiffArgs),
     /// Render every stage's output for transcripts and compare with stored snapshots (a CI
     /// gate for pipeline changes: exit 1 and `.snap.new` files when anything differs).
+    #[command(after_help = folders_help!())]
     Snapshot(SnapshotArgs),
     /// Run several pipelines on the same transcripts and print them side by side.
+    #[command(after_help = folders_help!())]
     Compare(CompareArgs),
     /// Measure what survives compression: run pipelines and baselines at a tight window and
     /// score each output with probes taken from the original (paths written, errors, the last
@@ -75,11 +111,11 @@ pub enum Command {
             about each output (artifact, recall, continuation, decision) and a second call grades \
             each answer 0-5 against the original. It is optional and non-deterministic, and makes 8 \
             API calls per output.",
-        after_help = "Examples:\n  \
+        after_help = concat!(folders_help!(), "\n\nExamples:\n  \
             condense eval session.jsonl\n  \
             condense eval transcripts/ -p mine.toml --baseline truncate-oldest --json\n  \
             condense eval session.jsonl --context-window 32000 --baseline none\n  \
-            condense eval session.jsonl --judge anthropic --judge-model claude-sonnet-4-5"
+            condense eval session.jsonl --judge anthropic --judge-model claude-sonnet-4-5")
     )]
     Eval(EvalArgs),
     /// Show or check a pipeline file.
@@ -95,7 +131,8 @@ pub enum Command {
 /// Where to read a conversation from and how to interpret it.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// The conversation file; `-` reads standard input.
+    /// The conversation file; `-` reads standard input. stats, compress and diff also take a
+    /// folder: every session in it.
     #[arg(value_name = "FILE", default_value = "-")]
     pub file: PathBuf,
     /// The input format; detected from the content when omitted.
@@ -117,6 +154,10 @@ pub struct ModelArgs {
     /// a smaller value than the default 32,000.
     #[arg(long)]
     pub max_output_tokens: Option<usize>,
+    /// Tokens of the system prompt and tool definitions the file does not hold (a Claude Code
+    /// session): the budget counts them (overrides the pipeline's [model] fixed_tokens).
+    #[arg(long, value_name = "N")]
+    pub fixed_tokens: Option<usize>,
 }
 
 fn parse_format(s: &str) -> Result<condense_formats::Format, String> {
@@ -134,6 +175,10 @@ pub struct StatsArgs {
     /// The model's maximum output tokens, for the effective window and autocompact threshold.
     #[arg(long, default_value_t = 32_000)]
     pub max_output_tokens: usize,
+    /// Tokens of the system prompt and tool definitions the file does not hold (a Claude Code
+    /// session): the budget counts them as fixed.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fixed_tokens: usize,
     /// Tokenizer: o200k_base, cl100k_base, tiktoken-o200k_base, tiktoken-cl100k_base, estimate.
     #[arg(long, default_value = "o200k_base")]
     pub tokenizer: String,
@@ -158,7 +203,8 @@ pub struct CompressArgs {
     /// The pipeline file (TOML); the embedded default pipeline when omitted.
     #[arg(long, short, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
-    /// Write the result here instead of standard output.
+    /// Write the result here instead of standard output. With a folder: the folder to write
+    /// the outputs under (default: beside each input, as NAME.condensed.EXT).
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// The store directory (default: the pipeline's [store], else .condense/ beside the input).
@@ -278,7 +324,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// Transcript files, or folders to walk (licences and READMEs skipped).
+    /// Transcript files, or folders to walk (see Folders below).
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     pub inputs: Vec<PathBuf>,
     /// A pipeline file to evaluate, labelled by its file name (repeatable). Default: the

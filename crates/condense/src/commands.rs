@@ -3,7 +3,7 @@
 use crate::cli::{
     Cli, Command, CompressArgs, ExpandArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
 };
-use crate::input::{read_input, write_output, Input};
+use crate::input::{is_folder, read_input, write_output, Input};
 use crate::stats::{self, num};
 use crate::Failure;
 use condense_formats::ReadOptions;
@@ -33,7 +33,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-/// Applies `--context-window` / `--max-output-tokens` to a pipeline and re-validates its budget.
+/// Applies `--context-window` / `--max-output-tokens` / `--fixed-tokens` to a pipeline and
+/// re-validates its budget.
 pub fn apply_model_args(
     pipeline: &mut Pipeline,
     model: &crate::cli::ModelArgs,
@@ -44,9 +45,15 @@ pub fn apply_model_args(
     if let Some(m) = model.max_output_tokens {
         pipeline.budget.max_output_tokens = m;
     }
-    if model.context_window.is_some() || model.max_output_tokens.is_some() {
+    if let Some(f) = model.fixed_tokens {
+        pipeline.budget.fixed_tokens = f;
+    }
+    if model.context_window.is_some()
+        || model.max_output_tokens.is_some()
+        || model.fixed_tokens.is_some()
+    {
         pipeline.budget.validate().map_err(|e| {
-            Failure::usage(format!("--context-window/--max-output-tokens: {e} (a small window needs a smaller --max-output-tokens)"))
+            Failure::usage(format!("--context-window/--max-output-tokens/--fixed-tokens: {e} (a small window needs a smaller --max-output-tokens)"))
         })?;
     }
     Ok(())
@@ -67,26 +74,18 @@ fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
     let budget = BudgetConfig {
         context_window: args.context_window,
         max_output_tokens: args.max_output_tokens,
+        fixed_tokens: args.fixed_tokens,
         ..BudgetConfig::default()
     };
     budget
         .validate()
-        .map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
-    let input = read_input(&args.input)?;
+        .map_err(|e| Failure::usage(format!("--context-window/--fixed-tokens: {e}")))?;
     let counter = TokenCounter::new(tokenizer);
-    let source = input
-        .path
-        .as_ref()
-        .map_or("<stdin>".to_string(), |p| p.display().to_string());
-    let s = stats::compute(
-        &source,
-        input.doc.format().as_str(),
-        input.doc.conversations(),
-        &input.doc.labels(),
-        &counter,
-        &budget,
-        args.top,
-    );
+    if is_folder(&args.input) {
+        return crate::folder::stats(&args, &counter, &budget);
+    }
+    let input = read_input(&args.input)?;
+    let s = stats_of(&input, &counter, &budget, &args);
     if args.json {
         println!(
             "{}",
@@ -98,7 +97,18 @@ fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Parses `--now`: Unix milliseconds, or RFC 3339 (`2025-09-03T01:00:00Z`, or with an offset).
+/// The statistics of one input (a file, or one file of a folder).
+pub(crate) fn stats_of(
+    input: &Input,
+    counter: &TokenCounter,
+    budget: &BudgetConfig,
+    args: &StatsArgs,
+) -> stats::Stats {
+    stats::compute(&input.source(), &input.doc, counter, budget, args.top)
+}
+
+/// Parses `--now`: Unix milliseconds, or RFC 3339 (`2025-09-03T01:00:00Z`, or with an offset;
+/// without a zone, UTC).
 pub fn parse_now(s: &str) -> Result<i64, Failure> {
     if let Ok(ms) = s.parse::<i64>() {
         return Ok(ms);
@@ -111,13 +121,13 @@ pub fn parse_now(s: &str) -> Result<i64, Failure> {
 }
 
 #[derive(Serialize)]
-struct CompressReport<'a> {
+pub(crate) struct CompressReport<'a> {
     source: String,
     format: &'static str,
     store: String,
     conversations: usize,
-    tokens_before: usize,
-    tokens_after: usize,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
     tokens_saved: usize,
     stages: Vec<StageTotal>,
     runs: &'a [RunResult],
@@ -139,14 +149,81 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let mut pipeline = load_pipeline(args.pipeline.as_deref())?;
     apply_model_args(&mut pipeline, &args.model)?;
     let now_ms = args.now.as_deref().map(parse_now).transpose()?;
+    if is_folder(&args.input) {
+        return crate::folder::compress(&args, pipeline, now_ms);
+    }
     let mut input = read_input(&args.input)?;
-    let store_dir = args
-        .store
-        .clone()
-        .or_else(|| pipeline.store_dir.clone())
-        .unwrap_or_else(|| input.default_store_dir());
     let loaded = LoadedPipeline::load(pipeline)?;
-    let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
+    let store_dir = store_dir_for(&args, &loaded, &input);
+    let done = compress_input(&mut input, &loaded, &store_dir, now_ms, &args)?;
+    for by in &done.fit_by {
+        eprintln!("condense: fits after forcing `{by}`");
+    }
+    write_output(args.out.as_deref(), &done.out)?;
+
+    let report = build_report(
+        &input.source(),
+        input.doc.format().as_str(),
+        &store_dir,
+        &done.runs,
+    );
+    match args.report {
+        ReportFormat::Json => {
+            eprintln!(
+                "{}",
+                serde_json::to_string_pretty(&report).map_err(|e| Failure::run(e.to_string()))?
+            )
+        }
+        ReportFormat::Text => eprint!("{}", render_report(&report)),
+    }
+    match done.unfit.first() {
+        Some(first) => Err(Failure::run(format!(
+            "does not fit: {first}{}; the best result was written",
+            if done.unfit.len() > 1 {
+                format!(" (and {} more)", done.unfit.len() - 1)
+            } else {
+                String::new()
+            }
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The store an input is compressed with: `--store`, else the pipeline's `[store]`, else
+/// `.condense/` beside the input.
+pub(crate) fn store_dir_for(
+    args: &CompressArgs,
+    loaded: &LoadedPipeline,
+    input: &Input,
+) -> std::path::PathBuf {
+    args.store
+        .clone()
+        .or_else(|| loaded.pipeline.store_dir.clone())
+        .unwrap_or_else(|| input.default_store_dir())
+}
+
+/// What compressing one input gave.
+pub(crate) struct Compressed {
+    /// The output, in the input's format.
+    pub out: Vec<u8>,
+    /// One run per conversation.
+    pub runs: Vec<RunResult>,
+    /// With `--fit`: one line per conversation that still does not fit after forcing every level.
+    pub unfit: Vec<String>,
+    /// With `--fit`: the level whose forcing made a conversation fit, per conversation.
+    pub fit_by: Vec<String>,
+}
+
+/// Runs the pipeline on every conversation of `input` (in place) with the store at
+/// `store_dir`, and gives the output bytes, archived as they will be read back.
+pub(crate) fn compress_input(
+    input: &mut Input,
+    loaded: &LoadedPipeline,
+    store_dir: &Path,
+    now_ms: Option<i64>,
+    args: &CompressArgs,
+) -> Result<Compressed, Failure> {
+    let store = Store::open(store_dir).map_err(|e| Failure::run(e.to_string()))?;
     let opts = RunOptions {
         now_ms,
         format: input.doc.format().as_str().to_string(),
@@ -161,6 +238,7 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
 
     let mut runs = Vec::new();
     let mut unfit: Vec<String> = Vec::new();
+    let mut fit_by: Vec<String> = Vec::new();
     let labels = input.doc.labels();
     for (i, conv) in input.doc.conversations_mut().iter_mut().enumerate() {
         let session = session_key(
@@ -187,7 +265,7 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
                     num(fit.result.budget_after.context_window)
                 ));
             } else if let Some(by) = &fit.fit_by {
-                eprintln!("condense: fits after forcing `{by}`");
+                fit_by.push(by.clone());
             }
             fit.result
         } else {
@@ -198,34 +276,13 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         runs.push(result);
     }
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
-    archive_as_written(&input, &out, &runs, &store)?;
-    write_output(args.out.as_deref(), &out)?;
-
-    let source = input
-        .path
-        .as_ref()
-        .map_or("<stdin>".to_string(), |p| p.display().to_string());
-    let report = build_report(&source, input.doc.format().as_str(), &store_dir, &runs);
-    match args.report {
-        ReportFormat::Json => {
-            eprintln!(
-                "{}",
-                serde_json::to_string_pretty(&report).map_err(|e| Failure::run(e.to_string()))?
-            )
-        }
-        ReportFormat::Text => eprint!("{}", render_report(&report)),
-    }
-    match unfit.first() {
-        Some(first) => Err(Failure::run(format!(
-            "does not fit: {first}{}; the best result was written",
-            if unfit.len() > 1 {
-                format!(" (and {} more)", unfit.len() - 1)
-            } else {
-                String::new()
-            }
-        ))),
-        None => Ok(()),
-    }
+    archive_as_written(input, &out, &runs, &store)?;
+    Ok(Compressed {
+        out,
+        runs,
+        unfit,
+        fit_by,
+    })
 }
 
 /// Reads the output back as `condense expand` will and archives any message that reads back
@@ -267,7 +324,7 @@ fn env_flags() -> Vec<String> {
     flags
 }
 
-fn build_report<'a>(
+pub(crate) fn build_report<'a>(
     source: &str,
     format: &'static str,
     store: &Path,
@@ -502,6 +559,11 @@ mod tests {
         assert_eq!(
             parse_now("2000-02-29T14:00:00+02:00").ok(),
             Some(951_825_600_000)
+        );
+        // No zone (OpenHands writes these): UTC.
+        assert_eq!(
+            parse_now("2025-04-30T16:34:22.948624").ok(),
+            Some(1_746_030_862_948)
         );
         assert!(parse_now("yesterday").is_err());
     }

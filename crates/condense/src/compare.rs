@@ -4,8 +4,8 @@
 //! `review`), so the comparison is reproducible and never touches real stage state.
 
 use crate::cli::CompareArgs;
-use crate::input::read_path;
-use crate::review::{collect_inputs, load, review_now, run_recorded};
+use crate::input::{collect_inputs, read_path, Skipped};
+use crate::review::{load, review_now, run_recorded};
 use crate::stats::num;
 use crate::Failure;
 use serde::Serialize;
@@ -52,10 +52,13 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
         .iter()
         .map(|p| Ok((p.display().to_string(), load(Some(p), &args.model)?)))
         .collect::<Result<Vec<_>, Failure>>()?;
-    let files = collect_inputs(&args.inputs)?;
+    let mut skipped = Skipped::default();
+    let files = collect_inputs(&args.inputs, None, &mut skipped)?;
     let mut all = Vec::new();
     for file in &files {
-        let doc = read_path(file)?;
+        let Some(doc) = skipped.read(file, read_path) else {
+            continue;
+        };
         let labels = doc.labels();
         let mut cmp = Comparison {
             transcript: file.display().to_string(),
@@ -113,7 +116,7 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
             print!("{}", render(c));
         }
     }
-    Ok(())
+    skipped.outcome(all.len())
 }
 
 fn render(c: &Comparison) -> String {

@@ -5,8 +5,7 @@
 
 use crate::cli::EvalArgs;
 use crate::commands::{load_pipeline, parse_now};
-use crate::input::read_path;
-use crate::review::collect_inputs;
+use crate::input::{collect_inputs, files, read_path, Skipped};
 use crate::stats::num;
 use crate::Failure;
 use condense_eval::judge::api::Api;
@@ -37,6 +36,9 @@ struct Report {
     settings: SettingsOut,
     inputs: Vec<FileEval>,
     totals: Vec<Total>,
+    /// Files that could not be read (each named on stderr too).
+    #[serde(skip_serializing_if = "Skipped::is_empty")]
+    unreadable: Skipped,
 }
 
 #[derive(Debug, Serialize)]
@@ -287,10 +289,6 @@ pub fn eval(args: EvalArgs) -> Result<(), Failure> {
     let settings = settings(&args)?;
     let judge = judge(&args)?;
     let candidates = candidates(&args)?;
-    let files = collect_inputs(&args.inputs)?;
-    if files.is_empty() {
-        return Err(Failure::usage("no transcripts to evaluate"));
-    }
     let mut report = Report {
         settings: SettingsOut {
             cut: settings.cut,
@@ -304,9 +302,18 @@ pub fn eval(args: EvalArgs) -> Result<(), Failure> {
             .iter()
             .map(|c| Total::new(&c.label, kind_of(c)))
             .collect(),
+        unreadable: Skipped::default(),
     };
+    let files = collect_inputs(&args.inputs, None, &mut report.unreadable)?;
+    if files.is_empty() && report.unreadable.is_empty() {
+        return Err(Failure::usage("no transcripts to evaluate"));
+    }
     for (n, file) in files.iter().enumerate() {
-        let fe = eval_file(file, n, files.len(), &candidates, &settings, judge.as_ref())?;
+        let Some(doc) = report.unreadable.read(file, read_path) else {
+            continue;
+        };
+        let progress = (n + 1, files.len());
+        let fe = eval_file(file, &doc, progress, &candidates, &settings, judge.as_ref())?;
         for (t, ft) in report.totals.iter_mut().zip(&fe.totals) {
             t.merge(ft);
         }
@@ -323,7 +330,7 @@ pub fn eval(args: EvalArgs) -> Result<(), Failure> {
     } else {
         print!("{}", render_totals(&report));
     }
-    Ok(())
+    report.unreadable.outcome(report.inputs.len())
 }
 
 fn kind_of(c: &Candidate) -> &'static str {
@@ -335,18 +342,16 @@ fn kind_of(c: &Candidate) -> &'static str {
 
 fn eval_file(
     file: &Path,
-    n: usize,
-    of: usize,
+    doc: &condense_formats::Document,
+    (n, of): (usize, usize),
     candidates: &[Candidate],
     settings: &Settings,
     judge: Option<&Judge>,
 ) -> Result<FileEval, Failure> {
     let source = file.display().to_string();
-    let doc = read_path(file)?;
     let count = doc.conversations().len();
     eprintln!(
-        "condense eval: [{}/{of}] {source}: {count} conversation{}",
-        n + 1,
+        "condense eval: [{n}/{of}] {source}: {count} conversation{}",
         if count == 1 { "" } else { "s" }
     );
     let mut fe = FileEval {
@@ -360,7 +365,7 @@ fn eval_file(
             .collect(),
     };
     for i in 0..count {
-        let ce = evaluate(&doc, i, &source, candidates, settings, judge)?;
+        let ce = evaluate(doc, i, &source, candidates, settings, judge)?;
         if let Some(w) = &ce.window {
             eprintln!(
                 "condense eval:   {}{} tokens at a {}-token window: done",
@@ -573,11 +578,15 @@ fn render_totals(r: &Report) -> String {
         .count();
     let _ = writeln!(
         o,
-        "totals: {evaluated} conversation{} evaluated in {} file{}, {skipped} skipped (under {} tokens)",
+        "totals: {evaluated} conversation{} evaluated in {} file{}, {skipped} skipped (under {} tokens){}",
         if evaluated == 1 { "" } else { "s" },
         r.inputs.len(),
         if r.inputs.len() == 1 { "" } else { "s" },
-        num(r.settings.min_tokens)
+        num(r.settings.min_tokens),
+        match r.unreadable.len() {
+            0 => String::new(),
+            n => format!("; {} unreadable, skipped", files(n)),
+        }
     );
     if evaluated > 0 {
         table(&mut o, &r.totals, None);

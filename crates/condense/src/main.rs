@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod compare;
 mod eval;
+mod folder;
 mod input;
 mod review;
 mod scaffold;

@@ -7,7 +7,7 @@
 use crate::cli::ModelArgs;
 use crate::cli::{ColorChoice, DiffArgs, SnapshotArgs};
 use crate::commands::{apply_model_args, load_pipeline, parse_now};
-use crate::input::{read_input, read_path};
+use crate::input::{collect_inputs, is_folder, read_at, read_input, read_path, Input, Skipped};
 use crate::stats::num;
 use crate::Failure;
 use condense_host::{session_key, LoadedPipeline, RunOptions, RunResult};
@@ -17,7 +17,7 @@ use condense_store::Store;
 use similar::TextDiff;
 use std::fmt::Write;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The time reviews run at unless `--now` says otherwise: fixed, so reviews are reproducible.
 const REVIEW_EPOCH_MS: i64 = 0;
@@ -129,7 +129,8 @@ fn render_all(convs: &[&Conversation], labels: &[String]) -> String {
     out
 }
 
-/// `condense diff`.
+/// `condense diff`: on a file, the diff of each stage; on a folder, the same for every session
+/// in it, each under a header naming the file (a file that cannot be read is skipped, exit 1).
 pub fn diff(args: DiffArgs) -> Result<(), Failure> {
     let now = review_now(args.now.as_deref())?;
     let pipeline = load(args.pipeline.as_deref(), &args.model)?;
@@ -146,17 +147,49 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
             )));
         }
     }
-    let input = read_input(&args.input)?;
+    let color = use_color(args.color);
+    if !is_folder(&args.input) {
+        let input = read_input(&args.input)?;
+        print!("{}", diff_input(&pipeline, &input, &args, now, color)?);
+        return Ok(());
+    }
+    let mut skipped = Skipped::default();
+    let files = crate::folder::sessions_in(&args.input.file, None, &mut skipped)?;
+    let mut done = 0;
+    for file in &files {
+        let Some(input) = skipped.read(file, |p| read_at(p, &args.input)) else {
+            continue;
+        };
+        let text = diff_input(&pipeline, &input, &args, now, color)?;
+        let header = format!("════ {} ════", file.display());
+        if color {
+            println!("\x1b[1m{header}\x1b[0m\n");
+        } else {
+            println!("{header}\n");
+        }
+        print!("{text}");
+        done += 1;
+    }
+    skipped.outcome(done)
+}
+
+/// The diff of every stage (or `--stage`'s) of one input.
+fn diff_input(
+    pipeline: &LoadedPipeline,
+    input: &Input,
+    args: &DiffArgs,
+    now: i64,
+    color: bool,
+) -> Result<String, Failure> {
     let labels = input.doc.labels();
     let rec = run_recorded(
-        &pipeline,
+        pipeline,
         input.doc.conversations(),
         &labels,
         input.doc.format().as_str(),
         now,
         true,
     )?;
-    let color = use_color(args.color);
     let mut out = String::new();
     let stage_count = rec.runs.first().map_or(0, |r| r.stages.len());
     for i in 0..stage_count {
@@ -214,45 +247,7 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
             out.push('\n');
         }
     }
-    print!("{out}");
-    Ok(())
-}
-
-/// The files a snapshot run covers: files as given, folders walked (sorted), licences and
-/// READMEs skipped.
-pub(crate) fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut stack = vec![p.clone()];
-            while let Some(dir) = stack.pop() {
-                let entries = std::fs::read_dir(&dir)
-                    .map_err(|e| Failure::run(format!("{}: {e}", dir.display())))?;
-                for e in entries.filter_map(Result::ok) {
-                    let path = e.path();
-                    let name = e.file_name().to_string_lossy().to_string();
-                    if path.is_dir() {
-                        stack.push(path);
-                    } else if !name.starts_with("UPSTREAM")
-                        && !name.starts_with("README")
-                        && !name.starts_with('.')
-                    {
-                        files.push(path);
-                    }
-                }
-            }
-        } else if p.is_file() {
-            files.push(p.clone());
-        } else {
-            return Err(Failure::usage(format!(
-                "{}: no such file or folder",
-                p.display()
-            )));
-        }
-    }
-    files.sort();
-    files.dedup();
-    Ok(files)
+    Ok(out)
 }
 
 /// What one snapshot file holds: the stage's report (without timings) and the rendering.
@@ -320,18 +315,24 @@ fn stem(path: &Path) -> String {
 }
 
 /// `condense snapshot`: exit 0 when every snapshot matches (or `--accept`), 1 when anything
-/// differs (new versions written beside the old as `.snap.new`).
+/// differs (new versions written beside the old as `.snap.new`) or a transcript could not be
+/// read (named on stderr and skipped; the others are still compared).
 pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
     let now = review_now(args.now.as_deref())?;
     let pipeline = load(args.pipeline.as_deref(), &ModelArgs::default())?;
-    let files = collect_inputs(&args.inputs)?;
-    if files.is_empty() {
+    let mut skipped = Skipped::default();
+    let files = collect_inputs(&args.inputs, None, &mut skipped)?;
+    if files.is_empty() && skipped.is_empty() {
         return Err(Failure::usage("no transcripts to snapshot"));
     }
     let color = use_color(args.color);
     let (mut same, mut changed, mut added, mut accepted) = (0, 0, 0, 0);
+    let mut done = 0;
     for file in &files {
-        let doc = read_path(file)?;
+        let Some(doc) = skipped.read(file, read_path) else {
+            continue;
+        };
+        done += 1;
         let labels = doc.labels();
         let rec = run_recorded(
             &pipeline,
@@ -388,25 +389,26 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
         }
     }
     eprintln!(
-        "condense snapshot: {} transcript{}, {same} unchanged, {changed} changed, {added} new{}",
-        files.len(),
-        if files.len() == 1 { "" } else { "s" },
+        "condense snapshot: {done} transcript{}, {same} unchanged, {changed} changed, {added} new{}{}",
+        if done == 1 { "" } else { "s" },
         if accepted > 0 {
             format!(", {accepted} accepted")
         } else {
             String::new()
-        }
+        },
+        skipped.suffix()
     );
     if changed + added > 0 {
         return Err(Failure {
             code: 1,
             message: format!(
-                "{} snapshot{} differ; review the .snap.new files, then run again with --accept",
+                "{} snapshot{} differ; review the .snap.new files, then run again with --accept{}",
                 changed + added,
-                if changed + added == 1 { "" } else { "s" }
+                if changed + added == 1 { "" } else { "s" },
+                skipped.suffix()
             ),
             detail: None,
         });
     }
-    Ok(())
+    skipped.outcome(done)
 }

@@ -1,7 +1,30 @@
 //! `condense stats`: where the tokens of a conversation go.
+//!
+//! Only the context counts: what the model would be sent. A Claude Code session also carries
+//! lines that are not context (a sub-agent's `isSidechain` lines, a branch abandoned by a
+//! rewind, what a compaction replaced); they are shown apart with the tokens their content
+//! would be. When the session recorded the usage of its last model call, the prompt it reported
+//! (input + cache reads + cache writes) is set against condense's count of that same prompt,
+//! and the gap is named: mostly the system prompt and tool definitions the file does not hold,
+//! which `--fixed-tokens` (or `[model] fixed_tokens`) adds to the budget. What the reader did
+//! not understand (a partial last line, unknown roles) is listed as warnings.
+//!
+//! ```text
+//! Not context (in the file, 0 tokens)        messages   tokens
+//!   sub-agent lines (isSidechain)                 405   73,624
+//!
+//! Reported usage (line 438: the last main-thread assistant message's usage):
+//!   prompt (input + cache reads + writes)       21,552  6 + 20,542 + 1,004; output 10
+//!   condense's count of that prompt              5,013  the conversation before its last response
+//!   gap                                         16,539  the system prompt and tool definitions ...
+//! ```
 
-use condense_model::{Block, Conversation, ImageSource};
-use condense_tokens::{Budget, BudgetConfig, TokenCounter};
+use condense_formats::{Document, ReportedUsage};
+use condense_model::{Block, ImageSource, Message, Role};
+use condense_retain::is_sidechain_work;
+use condense_tokens::{
+    Budget, BudgetConfig, ConversationCount, TokenCounter, MESSAGE_OVERHEAD_TOKENS,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
@@ -16,6 +39,7 @@ pub struct Stats {
     pub format: String,
     pub tokenizer: String,
     pub conversations: usize,
+    /// Messages of the context (event lines are not counted).
     pub messages: usize,
     pub total_tokens: usize,
     pub by_role: BTreeMap<String, usize>,
@@ -25,6 +49,14 @@ pub struct Stats {
     pub tool_calls: usize,
     pub duplicate_tool_results: usize,
     pub base64_images: usize,
+    /// Chat lines the file carries that are not context: 0 tokens, shown apart.
+    pub not_context: NotContext,
+    /// The system prompt and tool definitions of the budget's conversation.
+    pub fixed: Fixed,
+    /// The usage the session reported for its last model call, against condense's count.
+    pub reported_usage: Option<UsageCheck>,
+    /// What the reader read but did not understand, or carried through untouched.
+    pub warnings: Vec<String>,
     /// The budget of the largest conversation.
     pub budget: Budget,
     /// Which conversation the budget is for (empty for a single one).
@@ -38,28 +70,74 @@ pub struct ToolStat {
     pub result_tokens: usize,
 }
 
-/// Computes the statistics of `convs` (labelled by `labels`).
+/// Lines with content that the model is not sent (event lines that kept their content).
+#[derive(Debug, Default, Serialize)]
+pub struct NotContext {
+    /// A sub-agent's own conversation (`isSidechain: true`).
+    pub sidechain: Carried,
+    /// Main-thread lines off the context: a branch abandoned by a rewind, what a compaction
+    /// replaced.
+    pub off_thread: Carried,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Carried {
+    pub messages: usize,
+    /// What their content would count as messages.
+    pub tokens: usize,
+}
+
+/// The fixed part of the budget: what the file holds, and what was configured for what it
+/// does not.
+#[derive(Debug, Serialize)]
+pub struct Fixed {
+    /// Counted in the file: system prompt, tool definitions, system messages.
+    pub in_file: usize,
+    /// `--fixed-tokens` / `[model] fixed_tokens`.
+    pub configured: usize,
+    /// The file holds none of it, so nothing was measured (a Claude Code session never records
+    /// its system prompt and tools).
+    pub missing_from_file: bool,
+    /// The model called tools but the file holds no tool definitions: the request had some
+    /// (a Codex rollout records its instructions, not its tools; a trajectory its messages).
+    pub tools_missing: bool,
+}
+
+/// The session's own figure for its last model call, and condense's count of the same prompt.
+#[derive(Debug, Serialize)]
+pub struct UsageCheck {
+    #[serde(flatten)]
+    pub reported: ReportedUsage,
+    /// Input + cache reads + cache writes.
+    pub prompt_tokens: u64,
+    /// condense's count of that prompt: the fixed part and the messages before the last
+    /// assistant response (the call's own output is not its input).
+    pub counted: usize,
+    /// `prompt_tokens - counted`; negative when condense counts more.
+    pub gap: i64,
+    /// What the gap is.
+    pub gap_is: String,
+}
+
+/// Computes the statistics of a document's conversations.
 pub fn compute(
     source: &str,
-    format: &str,
-    convs: &[Conversation],
-    labels: &[String],
+    doc: &Document,
     counter: &TokenCounter,
     budget: &BudgetConfig,
     top: usize,
 ) -> Stats {
+    let convs = doc.conversations();
     let mut by_role: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_block: BTreeMap<String, usize> = BTreeMap::new();
     let mut tools: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut not_context = NotContext::default();
     let (mut messages, mut total, mut tool_calls, mut dups, mut images) = (0, 0, 0, 0, 0);
-    let mut largest: Option<(usize, usize)> = None;
+    let mut largest: Option<(usize, ConversationCount)> = None;
 
     for (ci, conv) in convs.iter().enumerate() {
         let count = counter.count_conversation(conv);
         total += count.total;
-        if largest.is_none_or(|(_, t)| count.total > t) {
-            largest = Some((ci, count.total));
-        }
         if count.fixed() > 0 {
             *by_role.entry("system prompt + tools".into()).or_default() +=
                 count.system + count.tools;
@@ -68,6 +146,10 @@ pub fn compute(
         let mut seen: HashSet<String> = HashSet::new();
         for (msg, tokens) in conv.messages.iter().zip(&count.messages) {
             if !msg.is_chat() {
+                if let Some(carried) = not_context.of(msg) {
+                    carried.messages += 1;
+                    carried.tokens += MESSAGE_OVERHEAD_TOKENS + counter.count_content(&msg.content);
+                }
                 continue;
             }
             messages += 1;
@@ -102,6 +184,9 @@ pub fn compute(
                 }
             }
         }
+        if largest.as_ref().is_none_or(|(_, c)| count.total > c.total) {
+            largest = Some((ci, count));
+        }
     }
     let mut top_tools: Vec<ToolStat> = tools
         .into_iter()
@@ -118,20 +203,47 @@ pub fn compute(
     });
     top_tools.truncate(top);
 
-    let (budget, budget_for) = match largest {
-        Some((i, _)) => (
-            counter.budget(&convs[i], budget),
-            if convs.len() > 1 {
-                labels.get(i).cloned().unwrap_or_default()
+    let (budget_of, fixed, reported_usage, budget_for) = match largest {
+        Some((i, count)) => {
+            let fixed = Fixed {
+                in_file: count.fixed(),
+                configured: budget.fixed_tokens,
+                missing_from_file: count.fixed() == 0,
+                tools_missing: convs[i].tools.is_empty()
+                    && convs[i]
+                        .chat_messages()
+                        .any(|m| m.tool_uses().next().is_some()),
+            };
+            let usage = doc.reported_usage(i).map(|reported| {
+                // System messages are among the messages: the fixed part here is only what
+                // stands outside them.
+                let before = last_response_start(&convs[i].messages);
+                let messages: usize = count.messages[..before].iter().sum();
+                let outside = count.system + count.tools + budget.fixed_tokens;
+                usage_check(reported, outside + messages, &fixed)
+            });
+            let label = if convs.len() > 1 {
+                doc.labels().get(i).cloned().unwrap_or_default()
             } else {
                 String::new()
+            };
+            (count.budget(budget), fixed, usage, label)
+        }
+        None => (
+            Budget::compute(budget, 0, 0),
+            Fixed {
+                in_file: 0,
+                configured: budget.fixed_tokens,
+                missing_from_file: true,
+                tools_missing: true,
             },
+            None,
+            String::new(),
         ),
-        None => (Budget::compute(budget, 0, 0), String::new()),
     };
     Stats {
         source: source.to_string(),
-        format: format.to_string(),
+        format: doc.format().as_str().to_string(),
         tokenizer: counter.kind().to_string(),
         conversations: convs.len(),
         messages,
@@ -142,8 +254,70 @@ pub fn compute(
         tool_calls,
         duplicate_tool_results: dups,
         base64_images: images,
-        budget,
+        not_context,
+        fixed,
+        reported_usage,
+        warnings: doc.warnings().to_vec(),
+        budget: budget_of,
         budget_for,
+    }
+}
+
+impl NotContext {
+    /// Where an event line that kept its content is counted (`None`: an event without content,
+    /// which never was a message).
+    fn of(&mut self, msg: &Message) -> Option<&mut Carried> {
+        if msg.content.blocks.is_empty() {
+            None
+        } else if is_sidechain_work(msg) {
+            Some(&mut self.sidechain)
+        } else {
+            Some(&mut self.off_thread)
+        }
+    }
+}
+
+/// The index of the first message of the last assistant response (consecutive assistant
+/// messages, events between them aside): the messages before it were that call's input. The
+/// whole list when there is no assistant message.
+fn last_response_start(messages: &[Message]) -> usize {
+    let Some(last) = messages.iter().rposition(|m| m.role == Role::Assistant) else {
+        return messages.len();
+    };
+    let mut start = last;
+    for (i, m) in messages[..last].iter().enumerate().rev() {
+        match m.role {
+            Role::Assistant => start = i,
+            Role::Event => {}
+            _ => break,
+        }
+    }
+    start
+}
+
+fn usage_check(reported: &ReportedUsage, counted: usize, fixed: &Fixed) -> UsageCheck {
+    let prompt = reported.prompt_tokens();
+    let gap = i64::try_from(prompt).unwrap_or(i64::MAX) - i64::try_from(counted).unwrap_or(0);
+    let gap_is = if gap < 0 {
+        "condense counts more than the model was sent (its tokenizer is not the model's)".into()
+    } else if fixed.missing_from_file && fixed.configured == 0 {
+        "the system prompt and tool definitions the file does not hold, and tokenizer differences"
+            .into()
+    } else if fixed.configured > 0 {
+        "what the configured fixed tokens leave out of the system prompt and tool definitions, \
+         and tokenizer differences"
+            .into()
+    } else if fixed.tools_missing {
+        "the tool definitions the file does not hold, and tokenizer differences".into()
+    } else {
+        "tokenizer differences, and what the request held beyond the file".into()
+    };
+    UsageCheck {
+        reported: reported.clone(),
+        prompt_tokens: prompt,
+        counted,
+        gap,
+        gap_is,
     }
 }
 
@@ -175,6 +349,7 @@ pub fn render(s: &Stats) -> String {
         num(s.tool_calls),
         num(s.total_tokens)
     );
+    render_not_context(&mut o, &s.not_context);
     let section = |o: &mut String, title: &str, rows: &mut dyn Iterator<Item = (String, usize)>| {
         let _ = writeln!(o, "\n{title:<28} {:>12} {:>7}", "tokens", "share");
         for (k, v) in rows {
@@ -211,6 +386,78 @@ pub fn render(s: &Stats) -> String {
         "\nDuplicate tool results: {} (>= {} chars)   Base64 images: {}",
         s.duplicate_tool_results, MIN_DUPLICATE_CHARS, s.base64_images
     );
+    if let Some(u) = &s.reported_usage {
+        render_usage(&mut o, u, &s.fixed);
+    }
+    render_budget(&mut o, s);
+    if !s.warnings.is_empty() {
+        let _ = writeln!(o, "\nWarnings:");
+        for w in &s.warnings {
+            let _ = writeln!(o, "  {w}");
+        }
+    }
+    o
+}
+
+/// The lines with content that are not context, when there are any.
+fn render_not_context(o: &mut String, n: &NotContext) {
+    let rows = [
+        ("sub-agent lines (isSidechain)", &n.sidechain),
+        ("off the main thread", &n.off_thread),
+    ];
+    if rows.iter().all(|(_, c)| c.messages == 0) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<36} {:>8} {:>8}",
+        "Not context (in the file, 0 tokens)", "messages", "tokens"
+    );
+    for (what, c) in rows.iter().filter(|(_, c)| c.messages > 0) {
+        let _ = writeln!(
+            o,
+            "  {what:<34} {:>8} {:>8}",
+            num(c.messages),
+            num(c.tokens)
+        );
+    }
+}
+
+fn render_usage(o: &mut String, u: &UsageCheck, fixed: &Fixed) {
+    let r = &u.reported;
+    let _ = writeln!(o, "\nReported usage ({}):", r.source);
+    let _ = writeln!(
+        o,
+        "  {:<40} {:>9}  {} + {} + {}; output {}",
+        "prompt (input + cache reads + writes)",
+        num(u.prompt_tokens as usize),
+        num(r.input_tokens as usize),
+        num(r.cache_read_tokens as usize),
+        num(r.cache_write_tokens as usize),
+        num(r.output_tokens as usize)
+    );
+    let _ = writeln!(
+        o,
+        "  {:<40} {:>9}  the conversation before its last response",
+        "condense's count of that prompt",
+        num(u.counted)
+    );
+    let gap = if u.gap < 0 {
+        format!("-{}", num(u.gap.unsigned_abs() as usize))
+    } else {
+        num(u.gap as usize)
+    };
+    let _ = writeln!(o, "  {:<40} {gap:>9}  {}", "gap", u.gap_is);
+    if u.gap > 0 && fixed.configured == 0 && (fixed.missing_from_file || fixed.tools_missing) {
+        let _ = writeln!(
+            o,
+            "  {:<40} {:>9}  --fixed-tokens {} (or [model] fixed_tokens) counts them",
+            "", "", u.gap
+        );
+    }
+}
+
+fn render_budget(o: &mut String, s: &Stats) {
     let b = &s.budget;
     let _ = writeln!(
         o,
@@ -222,7 +469,26 @@ pub fn render(s: &Stats) -> String {
         },
         num(b.context_window)
     );
-    let _ = writeln!(o, "  fixed (system + tools)   {:>12}", num(b.fixed));
+    let f = &s.fixed;
+    let fixed = match (f.missing_from_file, f.configured) {
+        (true, 0) => format!(
+            "{:>12}  not in the file: --fixed-tokens N counts them",
+            "unknown"
+        ),
+        (true, n) => format!("{:>12}  set with fixed tokens (not in the file)", num(n)),
+        (false, 0) if f.tools_missing => format!(
+            "{:>12}  tools called, none defined in the file: --fixed-tokens N counts them",
+            num(b.fixed)
+        ),
+        (false, 0) => format!("{:>12}", num(b.fixed)),
+        (false, n) => format!(
+            "{:>12}  {} in the file + {} fixed tokens",
+            num(b.fixed),
+            num(f.in_file),
+            num(n)
+        ),
+    };
+    let _ = writeln!(o, "  fixed (system + tools)   {fixed}");
     let _ = writeln!(o, "  messages                 {:>12}", num(b.messages));
     let _ = writeln!(
         o,
@@ -254,5 +520,57 @@ pub fn render(s: &Stats) -> String {
         "  autocompact threshold    {:>12}",
         num(b.autocompact_threshold)
     );
-    o
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_last_response_starts_at_its_first_assistant_message() {
+        let m = |id: &str, role| Message::new(id, role, vec![Block::text("x")]);
+        let messages = [
+            m("u1", Role::User),
+            m("a1", Role::Assistant),
+            m("r1", Role::User),
+            m("a2", Role::Assistant),
+            m("e", Role::Event),
+            m("a3", Role::Assistant),
+        ];
+        assert_eq!(last_response_start(&messages), 3);
+        assert_eq!(last_response_start(&messages[..3]), 1);
+        assert_eq!(
+            last_response_start(&messages[..1]),
+            1,
+            "no assistant: all of it"
+        );
+    }
+
+    #[test]
+    fn the_usage_is_set_against_the_prompt_of_the_last_call() {
+        let session = br#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"Fix the build"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"role":"assistant","content":[{"type":"text","text":"Done, the build passes."}],"usage":{"input_tokens":3,"cache_read_input_tokens":900,"cache_creation_input_tokens":100,"output_tokens":7}}}
+{"type":"user","uuid":"x1","parentUuid":null,"isSidechain":true,"sessionId":"s","message":{"role":"user","content":"a sub-agent's prompt"}}
+"#;
+        let doc = condense_formats::read(session, "s.jsonl", &Default::default()).unwrap();
+        let counter = TokenCounter::default();
+        let count = counter.count_conversation(&doc.conversations()[0]);
+        let config = BudgetConfig {
+            fixed_tokens: 500,
+            ..BudgetConfig::default()
+        };
+        let s = compute("s.jsonl", &doc, &counter, &config, 10);
+        assert_eq!((s.messages, s.total_tokens), (2, count.total));
+        assert_eq!(s.not_context.sidechain.messages, 1);
+        let u = s.reported_usage.unwrap();
+        assert_eq!(u.prompt_tokens, 1_003);
+        // The prompt of the call that answered: u1 and the 500 fixed tokens, not a1 itself.
+        assert_eq!(u.counted, count.messages[0] + 500);
+        assert_eq!(u.gap, 1_003 - u.counted as i64);
+        assert_eq!((s.fixed.configured, s.budget.fixed), (500, 500));
+        assert!(u
+            .gap_is
+            .starts_with("what the configured fixed tokens leave out"));
+    }
 }

@@ -105,8 +105,17 @@ impl Autocompact {
             .find(|m| condense_turns::is_user_prompt(m))
             .unwrap_or(&messages[last]);
         let max_tokens = self.config.summary_max_tokens.min(t.effective / 4).max(1);
+        // The event lines go to the summarizer too: it writes no prose from them, but a
+        // sub-agent's lines (kept as events with their content) are the session's work, and the
+        // retained record lists the files it wrote and the errors it hit.
+        let span: Vec<Message> = messages
+            .iter()
+            .enumerate()
+            .filter(|&(i, m)| m.role != Role::System && Some(i) != kept && !is_own_message(m))
+            .map(|(_, m)| m.clone())
+            .collect();
         let request = SummaryRequest {
-            messages: picked.iter().map(|&i| messages[i].clone()).collect(),
+            messages: span,
             previous_summary: previous.as_ref().map(|(_, (_, _, body))| body.clone()),
             max_tokens,
             purpose: PURPOSE.to_string(),

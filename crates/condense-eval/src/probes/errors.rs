@@ -1,7 +1,8 @@
 //! Error results and their first meaningful line: the error probes.
 //!
-//! A tool result is an *error result* when its `is_error` is `true`; when its text shows a
-//! non-zero exit status (`<returncode>N</returncode>`, `exit code N` in any case, as in `[Command
+//! The results looked at are those of the chat messages and of a sub-agent's lines (carried as
+//! events with their content). A tool result is an *error result* when its `is_error` is
+//! `true`; when its text shows a non-zero exit status (`<returncode>N</returncode>`, `exit code N` in any case, as in `[Command
 //! finished with exit code N]`, a first line `Exit code: N`, `Process exited with code N`), or its
 //! message's envelope has a non-zero `extras.metadata.exit_code` (OpenHands); or when its text
 //! holds a Python traceback.
@@ -23,7 +24,7 @@
 //! assert_eq!(first_meaningful_line(text).as_deref(), Some("npm ERR! missing script: build"));
 //! ```
 
-use super::push_distinct;
+use super::{push_distinct, work_messages};
 use condense_model::{Conversation, Message, ToolResult};
 
 /// The longest error line kept, in characters.
@@ -68,7 +69,7 @@ const ERROR_PATTERNS: &[&str] = &[
 /// The distinct first meaningful lines of the conversation's error results, in order.
 pub fn error_lines(conv: &Conversation) -> Vec<String> {
     let mut out = Vec::new();
-    for m in conv.chat_messages() {
+    for m in work_messages(conv) {
         let envelope_failed = envelope_exit_code(m).is_some_and(|c| c != 0);
         for tr in m.tool_results() {
             let text = tr.content.text();
@@ -147,7 +148,7 @@ pub fn nonzero_exit_in_text(text: &str) -> bool {
 
 /// The first meaningful line of an error result's text (`None` when the text is empty).
 pub fn first_meaningful_line(text: &str) -> Option<String> {
-    let mut clean = without_returncode(text);
+    let mut clean = without_returncode(after_codex_header(text));
     for tag in WRAPPER_TAGS {
         if clean.contains(tag) {
             clean = clean.replace(tag, "");
@@ -158,6 +159,33 @@ pub fn first_meaningful_line(text: &str) -> Option<String> {
         .or_else(|| nonempty_lines(&clean).find(|l| !is_warning(l)))
         .or_else(|| nonempty_lines(&clean).next())?;
     Some(cut_chars(line.trim(), MAX_LINE_CHARS))
+}
+
+/// `text` after the lines Codex writes before a command's output (`Chunk ID:`, `Wall time:`,
+/// `Process exited with code N`, `Exit code: N`, `Original token count:`, `Output:`), which
+/// describe the run, not the error.
+fn after_codex_header(text: &str) -> &str {
+    let is_header = |line: &str| {
+        let l = line.trim();
+        [
+            "Chunk ID:",
+            "Wall time:",
+            "Process exited with code",
+            "Exit code:",
+            "Original token count:",
+            "Output:",
+        ]
+        .iter()
+        .any(|h| l.starts_with(h))
+    };
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if !is_header(line) {
+            break;
+        }
+        at += line.len();
+    }
+    &text[at..]
 }
 
 /// `text` without its `<returncode>N</returncode>` elements (mini-swe-agent's exit status).
@@ -255,7 +283,7 @@ mod tests {
                 // No line matches a pattern: the first one that is not a warning.
                 "build output",
                 "thread 'main' panicked at src/main.rs:3",
-                "Process exited with code 3",
+                "segfault",
                 "ValueError: bad",
                 "tests done",
             ]
@@ -322,6 +350,15 @@ mod tests {
             Some("src/a.ts(6,33): error TS2307: nope")
         );
         assert_eq!(first_meaningful_line(""), None);
+        // Codex's exec header describes the run; the error is in the output under it.
+        assert_eq!(
+            first_meaningful_line("Chunk ID: de4b53\nWall time: 4.1 seconds\nProcess exited with code 2\nOriginal token count: 34\nOutput:\nrg: node_modules/x: No such file or directory (os error 2)\n").as_deref(),
+            Some("rg: node_modules/x: No such file or directory (os error 2)")
+        );
+        assert_eq!(
+            first_meaningful_line("Chunk ID: a\nWall time: 0 seconds\nProcess exited with code 1\nOriginal token count: 0\nOutput:\n"),
+            None
+        );
         assert_eq!(first_meaningful_line("  \n\n"), None);
         // A traceback's exception line, not the first pattern line before it.
         assert_eq!(

@@ -34,7 +34,7 @@ pub mod paths;
 pub mod request;
 pub mod shell;
 
-use condense_model::Conversation;
+use condense_model::{Conversation, Message, Role};
 use serde::Serialize;
 
 /// What the original conversation holds that its compressed form must keep.
@@ -59,6 +59,19 @@ impl Probes {
     }
 }
 
+/// The messages whose tool calls and results are the session's work: every chat message, and
+/// a sub-agent's lines, which the Claude Code reader carries beside the context as events that
+/// keep their content (`isSidechain: true` in the line): what a sub-agent wrote is on disk and
+/// the errors it hit happened, though the model never saw its lines.
+pub(crate) fn work_messages(conv: &Conversation) -> impl Iterator<Item = &Message> {
+    conv.messages.iter().filter(|m| {
+        m.is_chat()
+            || (m.role == Role::Event
+                && !m.content.blocks.is_empty()
+                && request::envelope_flag(m, "isSidechain"))
+    })
+}
+
 /// A tool name as the spec compares it: lower case, `-` and spaces as `_`.
 pub(crate) fn norm_tool(name: &str) -> String {
     name.trim()
@@ -79,11 +92,69 @@ pub(crate) fn push_distinct(list: &mut Vec<String>, item: String) {
 
 #[cfg(test)]
 mod tests {
-    use super::norm_tool;
+    use super::{norm_tool, Probes};
+    use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult};
 
     #[test]
     fn tool_names_compare_loosely() {
         assert_eq!(norm_tool("Str-Replace Editor"), "str_replace_editor");
         assert_eq!(norm_tool("MultiEdit"), "multiedit");
+    }
+
+    /// A chat line as the Claude Code reader keeps it when it is not context: an event with its
+    /// content and the whole line as its envelope.
+    fn carried(id: &str, blocks: Vec<Block>, sidechain: bool) -> Message {
+        let mut m = Message::new(id, Role::Event, blocks);
+        m.envelope = RawJson::from_string_unchecked(format!(
+            r#"{{"type":"assistant","isSidechain":{sidechain},"message":{{"role":"assistant"}}}}"#
+        ));
+        m
+    }
+
+    #[test]
+    fn a_sub_agents_writes_and_errors_are_probes_its_prompt_is_not_a_request() {
+        let input = |s: &str| RawJson::from_string_unchecked(s.into());
+        let failed = |id: &str, text: &str| {
+            Block::ToolResult(ToolResult {
+                is_error: Some(true),
+                ..ToolResult::new(id, Content::string(text))
+            })
+        };
+        let mut conv = Conversation {
+            messages: vec![
+                Message::new("u", Role::User, vec![Block::text("Build it")]),
+                carried("s0", vec![Block::text("the sub-agent's prompt")], true),
+                carried(
+                    "s1",
+                    vec![
+                        Block::tool_use("t1", "Write", input(r#"{"file_path":"./types/todo.ts"}"#)),
+                        Block::tool_use("t2", "Bash", input(r#"{"command":"ls types/"}"#)),
+                    ],
+                    true,
+                ),
+                carried(
+                    "s2",
+                    vec![failed("t2", "ls: types/: No such file or directory")],
+                    true,
+                ),
+                // An abandoned branch is carried too, but it is not the session's work.
+                carried(
+                    "x1",
+                    vec![Block::tool_use(
+                        "t3",
+                        "Write",
+                        input(r#"{"file_path":"gone.ts"}"#),
+                    )],
+                    false,
+                ),
+            ],
+            ..Conversation::default()
+        };
+        conv.messages[1].envelope =
+            RawJson::from_string_unchecked(r#"{"type":"user","isSidechain":true}"#.into());
+        let probes = Probes::from_original(&conv);
+        assert_eq!(probes.artifacts, ["types/todo.ts"]);
+        assert_eq!(probes.errors, ["ls: types/: No such file or directory"]);
+        assert_eq!(probes.last_request.as_deref(), Some("Build it"));
     }
 }

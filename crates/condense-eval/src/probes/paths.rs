@@ -1,8 +1,9 @@
 //! Written paths: the artifact probes.
 //!
-//! A path is *written* when a tool call created, overwrote, edited, appended to, moved or copied
-//! to, or deleted it. The calls recognised (tool names compared case-insensitively, `-` and
-//! spaces as `_`):
+//! A path is *written* when a tool call (of a chat message, or of a sub-agent's line carried as
+//! an event with its content) created, overwrote, edited, appended to, moved or copied to, or
+//! deleted it. The calls recognised (tool names compared case-insensitively, `-` and spaces as
+//! `_`):
 //!
 //! - `Write`, `write_file`, `create_file`: always (created or overwritten);
 //! - `Edit`, `MultiEdit`, `NotebookEdit`, `edit_file`, `str_replace`, `insert`, `replace`:
@@ -34,7 +35,7 @@
 //! assert_eq!(written_paths(&conv), ["src/lib.rs", "/repo/new.py"]);
 //! ```
 
-use super::{norm_tool, push_distinct, shell};
+use super::{norm_tool, push_distinct, shell, work_messages};
 use condense_model::{Conversation, ToolUse};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
@@ -88,14 +89,13 @@ const PATH_KEYS: &[&str] = &["file_path", "path", "notebook_path", "filepath", "
 
 /// The written paths of a conversation, distinct, in the order first written.
 pub fn written_paths(conv: &Conversation) -> Vec<String> {
-    let failed: HashSet<&str> = conv
-        .chat_messages()
+    let failed: HashSet<&str> = work_messages(conv)
         .flat_map(|m| m.tool_results())
         .filter(|tr| tr.is_error == Some(true))
         .map(|tr| tr.tool_use_id.as_str())
         .collect();
     let mut out = Vec::new();
-    for tu in conv.chat_messages().flat_map(|m| m.tool_uses()) {
+    for tu in work_messages(conv).flat_map(|m| m.tool_uses()) {
         for path in call_writes(tu, failed.contains(tu.id.as_str())) {
             push_distinct(&mut out, path);
         }

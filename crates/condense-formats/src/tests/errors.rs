@@ -97,7 +97,8 @@ fn unknown_format() {
     assert_eq!(e, FormatError::UnknownFormat("gemini".into()));
     assert_eq!(
         e.to_string(),
-        "unknown format `gemini` (expected one of: anthropic, openai, claude-code, openhands)"
+        "unknown format `gemini` (expected one of: anthropic, openai, claude-code, openhands, \
+         codex, responses, cline)"
     );
 }
 
@@ -127,13 +128,40 @@ fn wrong_format() {
         select: None,
     };
     let e = err(
-        br#"{"messages":[{"role":"tool","content":"a"}]}"#,
+        br#"{"messages":[{"role":7,"content":"a"}]}"#,
         "r.json",
         &opts,
     );
     assert_eq!(
         e,
-        "r.json: /messages/0/role: expected role \"user\" or \"assistant\", found the string \"tool\""
+        "r.json: /messages/0/role: expected a string role, found a number"
+    );
+    let opts = ReadOptions {
+        format: Some(Format::Codex),
+        select: None,
+    };
+    assert_eq!(
+        err(bytes, "req.json", &opts),
+        "req.json:1: expected a Codex rollout line with a string `type`, found nothing (the key \
+         is missing)"
+    );
+    let opts = ReadOptions {
+        format: Some(Format::Responses),
+        select: None,
+    };
+    assert_eq!(
+        err(bytes, "req.json", &opts),
+        "req.json: expected a Responses request body (an object with `input`) or an item list, \
+         found an object with keys messages"
+    );
+    let opts = ReadOptions {
+        format: Some(Format::Cline),
+        select: None,
+    };
+    assert_eq!(
+        err(br#"{"history":[{"action":"run"}]}"#, "h.json", &opts),
+        "h.json: /history/0: expected a message with a string `role`, found nothing (the key is \
+         missing)"
     );
     let opts = ReadOptions {
         format: Some(Format::OpenAi),
@@ -194,7 +222,7 @@ fn bad_select() {
 fn undetectable_and_empty_inputs() {
     assert_eq!(
         err(br#"{"foo": 1}"#, "x.json", &auto()),
-        "x.json: no conversation found: expected an object with a `messages` or `history` array, or an array of messages, found an object with keys foo (use --select to point at the messages)"
+        "x.json: no conversation found: expected an object with a `messages` or `history` array or a Responses `input`, or an array of messages, found an object with keys foo (use --select to point at the messages)"
     );
     assert_eq!(
         err(b"  \n", "x.json", &auto()),
@@ -208,7 +236,7 @@ fn undetectable_and_empty_inputs() {
 
 #[test]
 fn never_panics_on_odd_inputs() {
-    let inputs: [&[u8]; 12] = [
+    let inputs: [&[u8]; 18] = [
         b"null",
         b"42",
         b"\"s\"",
@@ -221,15 +249,15 @@ fn never_panics_on_odd_inputs() {
         b"{\"type\": \"user\", \"sessionId\": 1}\n{\"type\": 2}\n",
         b"[{\"role\":\"assistant\",\"tool_calls\":[1]}]",
         b"[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]",
+        b"{\"input\": [{\"type\": \"function_call\"}], \"model\": \"m\"}",
+        b"{\"input\": [{\"type\": \"message\", \"role\": \"user\", \"content\": 3}]}",
+        b"{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"call_id\":1}}",
+        b"{\"type\":\"compacted\",\"payload\":{\"replacement_history\":[1]}}\n{\"type\":\"session_meta\",\"payload\":{}}",
+        b"[{\"role\":\"assistant\",\"content\":\"<a>\"},{\"role\":\"user\",\"content\":\"[a] Result:\"}]",
+        b"{\"a\":1}\n{\"b\":",
     ];
     for input in inputs {
-        for format in [
-            None,
-            Some(Format::Anthropic),
-            Some(Format::OpenAi),
-            Some(Format::ClaudeCode),
-            Some(Format::OpenHands),
-        ] {
+        for format in std::iter::once(None).chain(Format::ALL.map(Some)) {
             let opts = ReadOptions {
                 format,
                 select: None,

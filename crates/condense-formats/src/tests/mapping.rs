@@ -18,8 +18,9 @@ fn claude_code_viewer_counts() {
     assert_eq!(
         c,
         Counts {
-            messages: 437,
-            events: 1,
+            // The main thread; the 405 sub-agent lines are events that keep their content.
+            messages: 32,
+            events: 406,
             tool_uses: 167,
             tool_results: 167,
             opaque: 0,
@@ -77,9 +78,16 @@ fn mini_swe_agent_counts() {
     let bytes = fixture!("transcripts/SWE-agent__mini-swe-agent/sqlfluff__sqlfluff-1733.traj.json");
     let d = doc(&bytes, "m.traj.json");
     let c = counts(d.conversations());
-    // 316 messages, one of them the `exit` role kept as an event.
-    assert_eq!((c.messages, c.events), (315, 1));
-    assert_eq!((c.tool_uses, c.tool_results, c.opaque), (157, 156, 0));
+    // 316 messages, the last the `exit` role kept whole: one opaque block, counted.
+    assert_eq!((c.messages, c.events), (316, 0));
+    assert_eq!((c.tool_uses, c.tool_results, c.opaque), (157, 156, 1));
+    assert_eq!(
+        d.warnings(),
+        [
+            "1 message or item condense does not understand is kept verbatim and counted as its \
+          JSON: role `exit` (1)"
+        ]
+    );
     let conv = &d.conversations()[0];
     assert_eq!(conv.messages[0].role, Role::System);
     assert_eq!(conv.messages[2].id, "#2");
@@ -240,12 +248,17 @@ fn openai_edge_body_mapping() {
     // The broken arguments are kept verbatim.
     let broken = m[3].tool_uses().nth(1).unwrap();
     assert_eq!(broken.input.as_str(), "{not json");
-    // role "function" and "exit" are events.
-    assert_eq!((m[12].role, m[14].role), (Role::Event, Role::Event));
+    // role "function" and "exit" are kept whole as opaque blocks of user messages: counted.
+    assert_eq!((m[12].role, m[14].role), (Role::User, Role::User));
+    assert!(
+        matches!(m[14].content.blocks.as_slice(), [Block::Opaque(o)] if o.json.as_str().starts_with("{\"role\":\"exit\""))
+    );
+    assert_eq!(d.warnings().len(), 1);
+    assert!(d.warnings()[0].ends_with("role `exit` (1), role `function` (1)"));
     let c = counts(d.conversations());
     assert_eq!(
         (c.tool_uses, c.tool_results, c.images, c.opaque),
-        (5, 5, 3, 1)
+        (5, 5, 3, 3)
     );
     match &m[2].content.blocks[1] {
         Block::Image(img) => match &img.source {

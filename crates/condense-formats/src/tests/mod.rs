@@ -3,8 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod claude_code;
+mod cline;
+mod codex;
 mod edge;
 mod errors;
 mod mapping;
+mod responses;
+mod robust;
 mod roundtrip;
 mod support;

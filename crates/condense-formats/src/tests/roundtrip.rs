@@ -76,6 +76,43 @@ fn openhands_output_lines() {
 }
 
 #[test]
+fn codex_rollouts() {
+    for (name, bytes) in [
+        (
+            "rollout-2026-05-11T11-26-55.jsonl",
+            fixture!("transcripts/codemie-ai__codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"),
+        ),
+        (
+            "rollout-2026-05-11T13-28-45.jsonl",
+            fixture!("transcripts/codemie-ai__codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"),
+        ),
+    ] {
+        let doc = identical(&bytes, name, &auto());
+        assert_eq!(doc.format(), Format::Codex, "{name}");
+        // Given the format, the same.
+        let opts = ReadOptions {
+            format: Some(Format::Codex),
+            select: None,
+        };
+        identical(&bytes, name, &opts);
+    }
+}
+
+#[test]
+fn responses_request_and_cline_history() {
+    let bytes = fixture!("edge/responses_request.json");
+    assert_eq!(
+        identical(&bytes, "responses_request.json", &auto()).format(),
+        Format::Responses
+    );
+    let bytes = fixture!("edge/cline_api_conversation_history.json");
+    assert_eq!(
+        identical(&bytes, "api_conversation_history.json", &auto()).format(),
+        Format::Cline
+    );
+}
+
+#[test]
 fn explicit_select_and_format_match_detection() {
     let bytes = fixture!("transcripts/All-Hands-AI__OpenHands/output.jsonl");
     let opts = ReadOptions {

@@ -52,6 +52,11 @@ pub fn round_trip(bytes: &[u8], source: &str, opts: &ReadOptions) -> Document {
     doc
 }
 
+/// Whether writing the document gives back exactly `bytes`.
+pub fn writes_back(doc: &Document, bytes: &[u8]) -> bool {
+    doc.write().unwrap() == bytes
+}
+
 /// The pointer and values of the first difference between two JSON values.
 fn first_difference(a: &Value, b: &Value, ptr: &str) -> String {
     match (a, b) {

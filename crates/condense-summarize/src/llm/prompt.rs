@@ -212,6 +212,19 @@ mod tests {
     }
 
     #[test]
+    fn an_event_renders_as_nothing_even_with_content() {
+        // A sub-agent's line as the Claude Code reader keeps it: not context, content kept.
+        let event = Message::new(
+            "s1",
+            Role::Event,
+            vec![Block::text("the sub-agent's words")],
+        );
+        assert_eq!(render_message(&event), "");
+        let user = Message::new("u1", Role::User, vec![Block::text("the user's words")]);
+        assert_eq!(render_message(&user), "[user]\nthe user's words\n");
+    }
+
+    #[test]
     fn long_texts_keep_head_and_tail() {
         let t: String = "a".repeat(100) + &"b".repeat(100);
         let s = head_tail(&t, 40);

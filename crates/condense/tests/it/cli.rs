@@ -15,15 +15,22 @@ fn stats_table_on_the_claude_code_session() {
 }
 
 #[test]
-fn stats_json_has_totals_and_finds_the_twelve_duplicates() {
-    let path = fixture(CC);
-    let run = condense(&["stats", path.to_str().unwrap(), "--json"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert!(v["total_tokens"].as_u64().unwrap() > 50_000);
-    assert_eq!(v["duplicate_tool_results"], 12);
-    assert_eq!(v["tool_calls"], 167);
+fn stats_json_has_the_totals_of_the_context_and_finds_duplicates() {
+    let stats = |rel: &str| -> serde_json::Value {
+        let path = fixture(rel);
+        let run = condense(&["stats", path.to_str().unwrap(), "--json"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        serde_json::from_str(&run.stdout).unwrap()
+    };
+    // The main thread: the subagents' lines (and their 12 repeated results) are not context.
+    let v = stats(CC);
+    assert_eq!(v["total_tokens"], 5_103);
+    assert_eq!(v["tool_calls"], 11);
+    assert_eq!(v["duplicate_tool_results"], 0);
     assert_eq!(v["budget"]["autocompact_threshold"], 167_000);
+    let v = stats("transcripts/DRMacIver__claude-reliability/transcript.jsonl");
+    assert_eq!(v["tool_calls"], 54);
+    assert_eq!(v["duplicate_tool_results"], 1);
 }
 
 #[test]
@@ -37,6 +44,8 @@ fn stats_reads_stdin_and_takes_the_window() {
         "32000",
         "--max-output-tokens",
         "8000",
+        "--fixed-tokens",
+        "20000",
     ]);
     cmd.stdin(std::fs::File::open(fixture(CC)).unwrap());
     let out = cmd.output().unwrap();
@@ -44,7 +53,10 @@ fn stats_reads_stdin_and_takes_the_window() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["budget"]["context_window"], 32_000);
     assert_eq!(v["budget"]["effective_window"], 24_000);
-    assert_eq!(v["budget"]["level"], "critical");
+    // 20,000 fixed tokens + 5,103 of messages: 78% of the window, and over it with the reserve.
+    assert_eq!(v["budget"]["fixed"], 20_000);
+    assert_eq!(v["budget"]["level"], "elevated");
+    assert_eq!(v["budget"]["available"], 32_000 - 25_103 - 8_192);
 }
 
 #[test]

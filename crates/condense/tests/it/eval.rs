@@ -345,9 +345,11 @@ fn probes_are_found_in_every_agent_format() {
             })
             .sum()
     };
-    // Claude Code: Write/Edit/MultiEdit and Bash mkdir/rm; is_error results.
-    assert!(probe("fe5e1c67", "artifacts") >= 30);
-    assert!(probe("fe5e1c67", "errors") >= 3);
+    // Claude Code: Write/Edit and Bash writes; is_error results. (The other shipped session is
+    // its main thread now, 5,103 tokens: too short to be evaluated.)
+    assert!(probe("transcript.jsonl", "artifacts") >= 15);
+    assert!(probe("transcript.jsonl", "errors") >= 1);
+    assert!(!convs.iter().any(|(n, _)| n.starts_with("fe5e1c67")));
     // mini-swe-agent: bash heredocs and redirections; <returncode> and tracebacks.
     assert!(probe("sqlfluff", "artifacts") >= 30);
     assert!(probe("sqlfluff", "errors") >= 10);

@@ -6,8 +6,11 @@
 // Test helpers outside #[test] functions may unwrap: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod claude_code;
 mod cli;
 mod eval;
+mod folders;
+mod formats;
 mod plugins;
 mod retention;
 mod review;

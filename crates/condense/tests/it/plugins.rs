@@ -246,6 +246,12 @@ fn pipeline_show_prints_the_embedded_default() {
         "{}",
         run.stdout
     );
+    // The setting for the system prompt and tools a file does not hold is there to edit.
+    assert!(
+        run.stdout.contains("\nfixed_tokens = 0\n"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]

@@ -159,15 +159,18 @@ fn state_is_kept_per_window_and_says_when_it_is_used() {
     };
     // What a plain run gives on a store of its own.
     let reference = plain(&fresh_store, &[]);
-    // A tight-window run commits collapses...
+    // A tight-window run, counting the system prompt and tools the session does not hold (the
+    // gap `condense stats` shows), commits collapses...
     let tight = plain(
         &store,
         &[
             "--fit",
             "--context-window",
-            "32000",
+            "30000",
             "--max-output-tokens",
             "8000",
+            "--fixed-tokens",
+            "16484",
         ],
     );
     assert!(
@@ -180,7 +183,7 @@ fn state_is_kept_per_window_and_says_when_it_is_used() {
     assert_eq!(tokens_after(&after.stderr), tokens_after(&reference.stderr));
     assert!(
         collapse_rows(&after.stderr).contains(
-            "state saved for other settings (window 32,000, max output 8,000) is not used"
+            "state saved for other settings (window 30,000, max output 8,000) is not used"
         ),
         "{}",
         after.stderr
@@ -192,14 +195,16 @@ fn state_is_kept_per_window_and_says_when_it_is_used() {
         &[
             "--fit",
             "--context-window",
-            "32000",
+            "30000",
             "--max-output-tokens",
             "8000",
+            "--fixed-tokens",
+            "16484",
         ],
     );
     let rows = collapse_rows(&again.stderr);
     assert!(
-        rows.contains("uses the state an earlier run saved for this session (window 32,000, max output 8,000; --fresh ignores it)"),
+        rows.contains("uses the state an earlier run saved for this session (window 30,000, max output 8,000; --fresh ignores it)"),
         "{rows}"
     );
     assert!(rows.contains("re-applied 1 collapse"), "{rows}");
@@ -210,9 +215,11 @@ fn state_is_kept_per_window_and_says_when_it_is_used() {
         &[
             "--fit",
             "--context-window",
-            "32000",
+            "30000",
             "--max-output-tokens",
             "8000",
+            "--fixed-tokens",
+            "16484",
             "--fresh",
         ],
     );

@@ -117,7 +117,9 @@ fn snapshot_gate_passes_fails_and_accepts() {
 #[test]
 fn compare_shows_that_reordering_changes_the_outcome() {
     // Relative paths from the repository root, so the table is the same in every checkout.
-    let cc = "tests/fixtures/transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
+    // The Claude Code session whose tool results are all the agent's own (in the other, the
+    // large and repeated ones are subagents' lines, which are not context).
+    let cc = "tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl";
     let (a, b) = (
         "tests/fixtures/pipelines/budget-then-snip.toml",
         "tests/fixtures/pipelines/snip-then-budget.toml",
@@ -154,11 +156,11 @@ fn compare_shows_that_reordering_changes_the_outcome() {
 fn compare_the_default_pipeline_with_a_reordered_default() {
     // Everything in one folder with relative names, so the table is the same in every checkout.
     let dir = tempfile::tempdir().unwrap();
+    // OpenHands runs: many long results, some repeated (the Claude Code sessions have few that
+    // both levels act on: in one, most tool results are subagents' lines, not context).
     std::fs::copy(
-        fixture(
-            "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
-        ),
-        dir.path().join("session.jsonl"),
+        fixture("transcripts/All-Hands-AI__OpenHands/output.jsonl"),
+        dir.path().join("output.jsonl"),
     )
     .unwrap();
     let show = condense(&["pipeline", "show"]);
@@ -181,7 +183,7 @@ fn compare_the_default_pipeline_with_a_reordered_default() {
     .unwrap();
     let args = [
         "compare",
-        "session.jsonl",
+        "output.jsonl",
         "-p",
         "default.toml",
         "-p",

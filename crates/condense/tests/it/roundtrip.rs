@@ -9,6 +9,17 @@ const LOW_LIMIT_PIPELINE: &str = "[[stage]]\nplugin = \"tool-result-budget\"\n[s
 /// Late enough that every timestamped session's prompt cache is cold (microcompact fires).
 const LATE: &str = "2030-01-01T00:00:00Z";
 
+/// Every shared transcript, and the hand-made sessions of the formats no shared transcript has
+/// (a Responses API request, a Cline history).
+fn covered() -> Vec<std::path::PathBuf> {
+    let mut all = transcripts();
+    all.push(crate::support::fixture("edge/responses_request.json"));
+    all.push(crate::support::fixture(
+        "edge/cline_api_conversation_history.json",
+    ));
+    all
+}
+
 fn write_pipeline(dir: &Path, body: &str) -> String {
     let p = dir.join("p.toml");
     std::fs::write(&p, body).unwrap();
@@ -21,7 +32,7 @@ fn assert_every_transcript_unchanged(pipeline: &str) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     let p = write_pipeline(dir.path(), pipeline);
     let mut reports = Vec::new();
-    for t in transcripts() {
+    for t in covered() {
         let run = condense(&[
             "compress",
             t.to_str().unwrap(),
@@ -81,7 +92,7 @@ fn compress_and_expand_all(pipeline: &str) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     let p = write_pipeline(dir.path(), pipeline);
     let mut reports = Vec::new();
-    for t in transcripts() {
+    for t in covered() {
         let name = t.file_name().unwrap().to_string_lossy().to_string();
         let path = |what: &str| {
             dir.path()
@@ -202,9 +213,9 @@ fn compressing_twice_equals_compressing_once() {
 #[test]
 fn default_pipeline_reports_each_level_on_the_claude_code_session() {
     let dir = tempfile::tempdir().unwrap();
-    let t = crate::support::fixture(
-        "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
-    );
+    // The Claude Code session whose tool calls are all the agent's own (in the other, most
+    // are subagents' lines, which are not context).
+    let t = crate::support::fixture("transcripts/DRMacIver__claude-reliability/transcript.jsonl");
     let store = dir.path().join("store");
     let run = condense(&[
         "compress",
@@ -214,7 +225,7 @@ fn default_pipeline_reports_each_level_on_the_claude_code_session() {
         "--store",
         store.to_str().unwrap(),
         "--now",
-        "2025-09-03T03:00:00Z",
+        "2026-01-20T15:20:35Z",
         "--out",
         dir.path().join("out.jsonl").to_str().unwrap(),
     ]);
@@ -246,7 +257,7 @@ fn default_pipeline_reports_each_level_on_the_claude_code_session() {
         .iter()
         .filter(|e| e["kind"] == "deduplicated")
         .count();
-    assert_eq!(dups, 12, "snip finds the 12 duplicate tool results");
+    assert_eq!(dups, 1, "snip finds the duplicate tool result");
     let sum: u64 = stages
         .iter()
         .map(|s| s["tokens_saved"].as_u64().unwrap())
@@ -257,12 +268,12 @@ fn default_pipeline_reports_each_level_on_the_claude_code_session() {
 #[test]
 fn fit_escalates_until_the_conversation_fits_or_says_it_cannot() {
     let dir = tempfile::tempdir().unwrap();
-    let t = crate::support::fixture(
-        "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
-    );
+    let t = crate::support::fixture("transcripts/DRMacIver__claude-reliability/transcript.jsonl");
     // Two minutes after the session's last assistant message: the cache is hot, so
-    // microcompact clears nothing on its own. Levels 1-3 only, so forcing is what fits it.
-    let hot = "2025-09-03T01:04:00Z";
+    // microcompact clears nothing on its own. Levels 1-3 only, so forcing is what fits it. The
+    // request also carries the 25,057 tokens of system prompt and tools the file does not hold
+    // (the gap `condense stats` shows to the usage the session reported).
+    let hot = "2026-01-20T13:22:35Z";
     let p = write_pipeline(
         dir.path(),
         "[[stage]]\nplugin = \"tool-result-budget\"\n[[stage]]\nplugin = \"snip\"\n[[stage]]\nplugin = \"microcompact\"\n",
@@ -275,6 +286,8 @@ fn fit_escalates_until_the_conversation_fits_or_says_it_cannot() {
             &p,
             "--context-window",
             window,
+            "--fixed-tokens",
+            "25057",
             "--fit",
             "--now",
             hot,
@@ -286,7 +299,7 @@ fn fit_escalates_until_the_conversation_fits_or_says_it_cannot() {
             dir.path().join(out).to_str().unwrap(),
         ])
     };
-    let run = compress("60000", "fit.jsonl");
+    let run = compress("46000", "fit.jsonl");
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stderr.contains("fits after forcing `microcompact`"),
@@ -319,7 +332,7 @@ fn fit_escalates_until_the_conversation_fits_or_says_it_cannot() {
             >= 0
     );
 
-    let run = compress("34000", "unfit.jsonl");
+    let run = compress("42000", "unfit.jsonl");
     assert_eq!(run.code, 1);
     assert!(
         run.stderr.lines().last().unwrap().contains("does not fit"),

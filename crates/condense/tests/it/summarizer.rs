@@ -19,7 +19,7 @@ fn circuit_breaker_stops_calling_a_failing_summarizer_server() {
     std::fs::write(
         &pipeline,
         format!(
-            "[model]\ncontext_window = 32000\nmax_output_tokens = 8000\n\n[summarizer]\nkind = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmax_retries = 0\ntimeout_secs = 5\n\n[[stage]]\nplugin = \"autocompact\"\n[stage.config]\nmin_turns_between = 0\n"
+            "[model]\ncontext_window = 32000\nmax_output_tokens = 8000\nfixed_tokens = 16484\n\n[summarizer]\nkind = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{url}\"\napi_key_env = \"\"\nmax_retries = 0\ntimeout_secs = 5\n\n[[stage]]\nplugin = \"autocompact\"\n[stage.config]\nmin_turns_between = 0\n"
         ),
     )
     .unwrap();

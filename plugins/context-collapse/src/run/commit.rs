@@ -122,10 +122,13 @@ impl Run<'_> {
             .filter(|&i| self.messages[i].role != Role::System)
             .map(|i| self.messages[i].id.clone())
             .collect();
-        let chat: Vec<Message> = range
+        // The span's event lines go too: the summarizer writes no prose from them, but a
+        // sub-agent's lines (kept as events with their content) are the session's work, and the
+        // retained record lists the files it wrote and the errors it hit.
+        let span_messages: Vec<Message> = range
             .clone()
             .map(|i| &self.messages[i])
-            .filter(|m| m.is_chat() && m.role != Role::System)
+            .filter(|m| m.role != Role::System)
             .cloned()
             .collect();
         let span_tokens = self.tokens_of_range(range.clone());
@@ -163,7 +166,7 @@ impl Run<'_> {
         };
 
         let request = SummaryRequest {
-            messages: chat,
+            messages: span_messages,
             previous_summary: previous.as_ref().map(|p| p.summary.clone()),
             max_tokens: budget,
             purpose: PURPOSE.to_string(),

@@ -186,18 +186,19 @@ fn the_second_span_is_merged_into_the_first_summary() {
     assert_eq!(requests[0].max_tokens, 520);
     assert_eq!(requests[1].max_tokens, 520);
     let first: Vec<&str> = requests[0].messages.iter().map(|m| m.id.as_str()).collect();
-    // Events and system messages are not given to the summarizer.
+    // System messages are not given to the summarizer; event lines are (it writes no prose
+    // from them, but a sub-agent's lines carry work the retained record lists).
     assert_eq!(first.first(), Some(&"u1"));
     assert_eq!(first.last(), Some(&"b2"));
-    assert!(!first.contains(&"e2"));
-    assert_eq!(requests[0].messages.len(), 8);
+    assert!(first.contains(&"e2"));
+    assert_eq!(requests[0].messages.len(), 9);
     let second: Vec<&str> = requests[1].messages.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(second.first(), Some(&"u3"));
     assert_eq!(second.last(), Some(&"r5"));
     assert!(!second.contains(&"s5"));
     let previous = requests[1].previous_summary.as_deref().unwrap();
     assert!(
-        previous.starts_with("summary of 8 messages: u1, a1"),
+        previous.starts_with("summary of 9 messages: u1, a1"),
         "{previous}"
     );
     // One summary message for the combined span, named after its first message.

@@ -73,7 +73,7 @@ fn growing_past_commit_at_again_merges_the_next_span_into_the_running_summary() 
         .previous_summary
         .as_deref()
         .unwrap()
-        .starts_with("summary of 8 messages: u1"));
+        .starts_with("summary of 9 messages: u1"));
     // The next span starts where the first run's ended: the answer of step 5.
     assert_eq!(merge.messages[0].id, "b5");
     let summaries = out
@@ -160,7 +160,7 @@ fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
         .previous_summary
         .as_deref()
         .unwrap()
-        .starts_with("summary of 8"));
+        .starts_with("summary of 9"));
     assert!(
         out.conversation.messages[1]
             .content

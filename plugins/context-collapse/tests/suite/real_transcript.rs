@@ -1,23 +1,32 @@
-//! The stage on a real Claude Code session (the in-repo copy of the shared transcripts),
-//! counted with the o200k tokenizer in a 32,000-token window with 8,000 output tokens:
-//! effective window 24,000, commit at 21,600, block at 22,800; the session is 78,727 tokens.
+//! The stage on a real Claude Code session (the in-repo copy of the shared transcripts), as
+//! Claude Code sends it: its main thread (5,103 tokens with the o200k tokenizer) plus the
+//! 16,484 tokens of system prompt and tool definitions the file does not hold (the usage the
+//! session reported for its last call, 21,552 prompt tokens, less condense's count of that
+//! prompt), which the host adds to `conversation_tokens` from `[model] fixed_tokens`. In a
+//! 30,000-token window with 8,000 output tokens: effective window 22,000, commit at 19,800,
+//! block at 20,900.
 //!
 //! The session is an orchestrator run: after a slash command, the agent starts subagents with
 //! parallel `Task` calls (one response written as several lines, one per call), twice, and the
 //! subagents' own conversations (405 of the 438 lines, `isSidechain` lines, with their own
-//! prompts and 160 tool calls) sit between those calls and their results. Grouped by user
-//! prompts this was three turns, one of 431 messages, and `keep_recent_turns = 4` could
-//! collapse nothing. Grouped by API rounds it is ten API turns: each `Task` batch is one turn
-//! (one model call whose results come back after the subagents finish, so everything in between
-//! stays in it: a turn never separates a call from its result), and the default config collapses
-//! the six oldest turns, both batches included, and keeps the four most recent.
+//! prompts and 156 tool calls) sit between those calls and their results. Those lines are not
+//! context (events that keep their content, 0 tokens), so the `Task` turns are small now; but
+//! a turn never separates a call from its result, so each `Task` batch is still one API turn
+//! with its subagents' lines inside, and the summary of a span that holds one lists the files
+//! the subagents wrote and the errors they hit. The default config collapses the six oldest of
+//! the ten API turns, both batches included, and keeps the four most recent.
 
-use crate::support::{assert_no_orphans, assert_unique_ids, report_json, run, stage, tokens, Host};
+use crate::support::{assert_no_orphans, assert_unique_ids, report_json, stage, tokens, Host};
+use condense_abi::testing::{apply, Applied};
 use condense_formats::ReadOptions;
 use condense_model::Conversation;
 use condense_tokens::TokenCounter;
-use context_collapse::ACTIVE_FLAG;
+use context_collapse::{ContextCollapse, ACTIVE_FLAG};
 use std::sync::Arc;
+
+/// The system prompt and tool definitions the session does not hold: its reported prompt
+/// (21,552) less condense's count of the same prompt (`condense stats` shows the gap).
+const FIXED_TOKENS: usize = 16_484;
 
 const TRANSCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -32,14 +41,22 @@ pub fn transcript() -> Conversation {
     doc.conversations()[0].clone()
 }
 
-/// A host counting with o200k and summarizing with the host's default (extractive) summarizer, in a 32,000-token window.
+/// A host counting with o200k and summarizing with the host's default (extractive) summarizer,
+/// in a 30,000-token window.
 pub fn host() -> Host {
     let counter = Arc::new(TokenCounter::new(Default::default()));
     Host::default()
         .with_summarizer(crate::support::extractive())
-        .with_window(32_000, 8_000)
+        .with_window(30_000, 8_000)
         .with_counter(move |t| counter.count_text(t))
         .with_format("claude-code")
+}
+
+/// Runs the stage with the host's conversation count as the real host gives it: the messages
+/// and the fixed tokens.
+fn run(stage: &ContextCollapse, conv: &Conversation, host: &mut Host) -> Applied {
+    host.conversation_tokens = tokens(host, conv) + FIXED_TOKENS;
+    apply(stage, conv, &*host).unwrap()
 }
 
 #[test]
@@ -76,14 +93,15 @@ fn the_default_config_collapses_the_old_turns() {
     let input = transcript();
     let mut h = host();
     let out = run(&stage(""), &input, &mut h);
-    assert_eq!(h.conversation_tokens, 78_727);
+    assert_eq!(h.conversation_tokens, 5_103 + FIXED_TOKENS);
     insta::assert_snapshot!(
         "real_transcript_defaults_output",
         condense_model::render::render(&out.conversation)
     );
     insta::assert_json_snapshot!("real_transcript_defaults_report", report_json(&out.report));
     // The summary itself (the rendering above elides it): the user's requests, the full
-    // artifact trail and the error ledger first, from the original messages, then the prose.
+    // artifact trail and the error ledger first, from the original messages, the subagents'
+    // lines included, then the prose.
     let summary = out.conversation.messages[1].content.text();
     insta::assert_snapshot!("real_transcript_defaults_summary", summary);
     for path in [
@@ -104,13 +122,15 @@ fn the_default_config_collapses_the_old_turns() {
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].messages[0].id, input.messages[223].id);
     assert!(requests[1].previous_summary.is_some());
-    // Each turn holds a sub-agent's whole run (about 20,000 tokens): the first span stands for
-    // 39,791 tokens, 15% of which is over the cap of 20% of the 24,000-token effective window.
-    assert_eq!(requests[0].max_tokens, 4_800);
-    assert_eq!(requests[1].max_tokens, 4_800);
-    // From 78,727 tokens to 4,365, below commit_at (21,600): the turns are that large.
-    assert_eq!(tokens(&h, &out.conversation), 4_365);
-    assert!(out.report.notes[0].starts_with("78,727 tokens, 4,365 projected with the collapses"));
+    // The summarizer is handed the subagents' lines of each span too (events, 0 tokens).
+    assert!(requests[0].messages.len() > 200);
+    // The spans are small now that the subagents' lines are not context: the summary budget
+    // is the minimum, capped at 20% of the 22,000-token effective window.
+    assert_eq!(requests[0].max_tokens, 1_000);
+    assert_eq!(requests[1].max_tokens, 1_000);
+    // From 21,587 tokens to 18,959, below commit_at (19,800).
+    assert_eq!(tokens(&h, &out.conversation) + FIXED_TOKENS, 18_959);
+    assert!(out.report.notes[0].starts_with("21,587 tokens, 18,959 projected with the collapses"));
     // Never a call separated from its result.
     assert_no_orphans(&out.conversation);
     assert_unique_ids(&out.conversation);

@@ -3,6 +3,7 @@
 
 mod cache_edit;
 mod config;
+mod openhands;
 mod real_transcript;
 mod support;
 mod time_path;

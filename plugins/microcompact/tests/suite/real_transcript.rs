@@ -1,6 +1,8 @@
 //! The stage on a real Claude Code session (the in-repo copy of the shared transcripts), with
-//! tokens counted by the real o200k tokenizer. Its last assistant message is at
-//! 2025-09-03T01:02:03.665Z.
+//! tokens counted by the real o200k tokenizer: DRMacIver/claude-reliability's, whose 54 tool
+//! calls are all the agent's own (in the other shipped session, 156 of 167 are subagents' lines,
+//! which are not context and which the stage leaves alone). Its last assistant message is at
+//! 2026-01-20T13:20:35.208Z.
 
 use crate::support::{report_json, run, stage, MINUTE};
 use condense_abi::testing::MemoryHost;
@@ -15,8 +17,7 @@ use std::collections::BTreeMap;
 
 const TRANSCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/d-kimuson__claude-code-viewer/",
-    "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    "/../../tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl"
 );
 
 const HOT: &str = "trigger_tokens = 5000\nclear_at_least = 2000";
@@ -41,7 +42,7 @@ fn host_after(conv: &Conversation, minutes: i64) -> MemoryHost {
         .find(|m| m.role == Role::Assistant)
         .and_then(|m| m.timestamp.as_deref())
         .unwrap();
-    assert_eq!(last, "2025-09-03T01:02:03.665Z");
+    assert_eq!(last, "2026-01-20T13:20:35.208Z");
     let tok = tokenizer(TokenizerKind::O200k);
     MemoryHost::default()
         .with_now_ms(parse_rfc3339_ms(last).unwrap() + minutes * MINUTE)
@@ -198,7 +199,8 @@ fn one_minute_after_takes_the_cache_edit_path() {
     let edit = &fields["context_management"]["edits"][0];
     assert_eq!(
         edit["exclude_tools"],
-        json!(["BashOutput", "KillBash", "Task", "TodoWrite"])
+        json!(["Task", "TodoWrite"]),
+        "the excluded tools the session used"
     );
 
     // Claude Code output: not written.

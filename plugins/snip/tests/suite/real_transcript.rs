@@ -1,4 +1,6 @@
-//! The stage on real transcripts (the in-repo copies): a Claude Code session and a
+//! The stage on real transcripts (the in-repo copies): a Claude Code session
+//! (DRMacIver/claude-reliability's, whose tool calls are all the agent's own: in the other
+//! shipped session the repeated results are subagents' lines, which are not context) and a
 //! mini-swe-agent trajectory (OpenAI messages, many `cat`/`sed` re-reads).
 
 use crate::support::{assert_never_grows, results, run, stage, summary};
@@ -9,8 +11,7 @@ use std::collections::HashSet;
 
 const CLAUDE_CODE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/d-kimuson__claude-code-viewer/",
-    "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    "/../../tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl"
 );
 
 const MINI_SWE_AGENT: &str = concat!(
@@ -50,8 +51,8 @@ fn claude_code_session() {
     let input = conversation(CLAUDE_CODE);
     let host = MemoryHost::default();
     let out = run(&stage(""), &input, &host);
-    assert_eq!(stats_duplicates(&input), 12);
-    assert_eq!(count(&out.report, "deduplicated"), 12);
+    assert_eq!(stats_duplicates(&input), 1);
+    assert_eq!(count(&out.report, "deduplicated"), 1);
     insta::assert_json_snapshot!(
         "claude_code_summary",
         summary(&input, &out.conversation, &host)

@@ -1,7 +1,9 @@
-//! The stage on a real Claude Code session (the in-repo copy of the shared transcripts).
+//! The stage on a real Claude Code session (the in-repo copy of the shared transcripts):
+//! DRMacIver/claude-reliability's, whose tool results are all the agent's own (in the other
+//! shipped session the large ones are subagents' lines, which are not context).
 //!
-//! Its largest tool result is 26,746 chars, under the default 50,000, so the stage runs with a
-//! limit of 5,000 here to act on it.
+//! Its largest tool result is 5,149 chars (a `Task` subagent's report), under the default
+//! 50,000, so the stage runs with a limit of 2,000 here to act on it and two more.
 
 use crate::support::{report_json, run, stage, FakeHost};
 use condense_formats::{Document, ReadOptions};
@@ -10,11 +12,10 @@ use serde_json::{json, Value};
 
 const TRANSCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/d-kimuson__claude-code-viewer/",
-    "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    "/../../tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl"
 );
 
-const CONFIG: &str = "max_result_size_chars = 5000";
+const CONFIG: &str = "max_result_size_chars = 2000";
 
 fn document() -> Document {
     let bytes = std::fs::read(TRANSCRIPT).unwrap();
@@ -99,7 +100,7 @@ fn real_transcript_at_the_default_limit_is_untouched() {
     assert_eq!(out.report.blocks_changed, 0);
     assert_eq!(
         out.report.notes,
-        vec!["no tool result over its limit (167 checked, max_result_size_chars = 50,000)"]
+        vec!["no tool result over its limit (54 checked, max_result_size_chars = 50,000)"]
     );
 }
 
@@ -157,5 +158,5 @@ fn real_transcript_output_written_and_read_back_is_left_alone() {
     assert!(again
         .report
         .notes
-        .contains(&"2 tool results already held a persisted reference".to_string()));
+        .contains(&"3 tool results already held a persisted reference".to_string()));
 }

@@ -1,0 +1,431 @@
+//! Which lines of a Claude Code session are the context Claude Code would send.
+//!
+//! A session file holds more than the conversation the model sees: sub-agent lines
+//! (`isSidechain: true`, a `Task` agent's own conversation), branches abandoned by a rewind, and
+//! whatever came before a compaction. Claude Code rebuilds the conversation from the **leaf**, the
+//! last main-thread message, by following `parentUuid` back to the root; a compaction writes a
+//! `compact_boundary` system line (with a `null` parent) and a compact summary (`isCompactSummary`)
+//! whose parent is that boundary, so the walk stops there. When the compaction kept a preserved
+//! segment (`compactMetadata.preservedSegment`: `headUuid`, `anchorUuid`), the segment's head is
+//! spliced under its anchor, as Claude Code's loader does.
+//!
+//! The walk alone would lose the results of parallel tool calls: Claude Code writes one
+//! assistant line per content block, each the parent of the next, and hangs each tool result
+//! under the line of its own call, so only the last result is an ancestor of the leaf. Those
+//! results were sent (the live session sent every result of a response; a resumed one repairs
+//! the pairing), so a line beside the path joins it when it continues the same response: a user
+//! line made of tool results that answer calls on the path and are not answered there yet, or an
+//! assistant line of the same API message (`message.id`) as its parent.
+//!
+//! A line without a `parentUuid`, or whose `parentUuid` names no line of the file, continues
+//! from the main-thread line (or compaction line) before it in the file. That reads
+//! hand-written sessions in file order, and the output of a stage that removed lines (a
+//! collapsed span, a compaction) as the stage left it: the line after a removed span points at a
+//! line no longer there. (A guess: were an abandoned branch's last line right before a removed
+//! span, the line after the span would continue from that branch.) A file whose chat lines are
+//! all sidechain lines is a sub-agent's own transcript: its thread is those lines.
+//!
+//! ```text
+//! u1 ─ a1 ─ u2 ─ a2(tool_use t1) ─ a2'(tool_use t2) ─ r2(t2) ─ a3   ← leaf
+//!      │              └ r1(t1)     (beside the path: answers t1, joins)
+//!      └ u2-old ─ a-old            (abandoned branch: not context)
+//! ```
+
+use crate::json::str_at;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+/// Whether a line is a chat message (`type` user or assistant with a message of that role):
+/// the only lines that can reach the model.
+pub(crate) fn is_chat_line(line: &Value) -> bool {
+    matches!(str_at(line, "type"), Some("user" | "assistant"))
+        && line
+            .get("message")
+            .and_then(|m| str_at(m, "role"))
+            .is_some_and(|role| matches!(role, "user" | "assistant"))
+}
+
+/// A sub-agent's line.
+pub(crate) fn is_sidechain(line: &Value) -> bool {
+    line.get("isSidechain").and_then(Value::as_bool) == Some(true)
+}
+
+/// A line after which Claude Code's context starts over: the `compact_boundary` system line or
+/// the compact summary message.
+fn starts_context(line: &Value) -> bool {
+    (str_at(line, "type") == Some("system") && str_at(line, "subtype") == Some("compact_boundary"))
+        || line.get("isCompactSummary").and_then(Value::as_bool) == Some(true)
+}
+
+/// For each line, whether it is a message of the context Claude Code would send (see the module
+/// docs). Non-chat lines are never context.
+pub(crate) fn context_lines(lines: &[&Value]) -> Vec<bool> {
+    let walk = Walk::new(lines);
+    let Some(leaf) = (0..lines.len()).rposition(|i| walk.main[i]) else {
+        return vec![false; lines.len()];
+    };
+    walk.path_to(leaf)
+        .into_iter()
+        .zip(&walk.main)
+        .map(|(on, main)| on && *main)
+        .collect()
+}
+
+/// The parent links of a session.
+struct Walk<'a> {
+    lines: &'a [&'a Value],
+    /// By line: a chat line of the main thread (of the sub-agent, in a sub-agent's own file).
+    main: Vec<bool>,
+    by_uuid: HashMap<&'a str, usize>,
+    /// Preserved segments of compactions: head uuid → anchor uuid.
+    splices: HashMap<&'a str, &'a str>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(lines: &'a [&'a Value]) -> Self {
+        let sub_agent_file = lines
+            .iter()
+            .filter(|l| is_chat_line(l))
+            .all(|l| is_sidechain(l));
+        let main = lines
+            .iter()
+            .map(|l| is_chat_line(l) && is_sidechain(l) == sub_agent_file)
+            .collect();
+        let mut by_uuid = HashMap::new();
+        let mut splices = HashMap::new();
+        for (i, line) in lines.iter().enumerate() {
+            if let Some(uuid) = str_at(line, "uuid") {
+                by_uuid.insert(uuid, i);
+            }
+            let segment = line
+                .get("compactMetadata")
+                .and_then(|m| m.get("preservedSegment"));
+            if let Some((head, anchor)) =
+                segment.and_then(|s| Some((str_at(s, "headUuid")?, str_at(s, "anchorUuid")?)))
+            {
+                splices.insert(head, anchor);
+            }
+        }
+        Walk {
+            lines,
+            main,
+            by_uuid,
+            splices,
+        }
+    }
+
+    /// The line `i` continues from: its `parentUuid` (spliced for a preserved segment), none
+    /// for a `null` one (a root), else the main-thread or compaction line before it.
+    fn parent(&self, i: usize) -> Option<usize> {
+        let line = self.lines[i];
+        let spliced = str_at(line, "uuid").and_then(|u| self.splices.get(u).copied());
+        let named = match (spliced, line.get("parentUuid")) {
+            (Some(anchor), _) => Some(anchor),
+            (None, Some(Value::Null)) => return None,
+            (None, parent) => parent.and_then(Value::as_str),
+        };
+        named
+            .and_then(|uuid| self.by_uuid.get(uuid).copied())
+            .or_else(|| (0..i).rfind(|&j| self.main[j] || starts_context(self.lines[j])))
+    }
+
+    /// The lines on the path from the root (or the last compaction) to `leaf`, with the lines
+    /// beside it that continue the same responses.
+    fn path_to(&self, leaf: usize) -> Vec<bool> {
+        let mut on = vec![false; self.lines.len()];
+        let mut at = Some(leaf);
+        while let Some(i) = at {
+            if on[i] {
+                break; // a cycle in the links: the walk has been here
+            }
+            on[i] = true;
+            if starts_context(self.lines[i]) {
+                break;
+            }
+            at = self.parent(i);
+        }
+        self.join_parallel(&mut on);
+        on
+    }
+
+    /// Adds the lines beside the path that continue a response on it (module docs). Parents
+    /// come before children in the file, so one pass in file order sees every candidate after
+    /// the line that makes it one.
+    fn join_parallel(&self, on: &mut [bool]) {
+        let mut calls: HashSet<&str> = HashSet::new();
+        let mut answered: HashSet<&str> = HashSet::new();
+        for (line, _) in self.lines.iter().zip(on.iter()).filter(|(_, on)| **on) {
+            calls.extend(block_ids(line, "tool_use", "id"));
+            answered.extend(block_ids(line, "tool_result", "tool_use_id"));
+        }
+        for i in 0..self.lines.len() {
+            let line = self.lines[i];
+            if on[i] || !self.main[i] {
+                continue;
+            }
+            let Some(parent) = self.parent(i).filter(|&p| on[p]) else {
+                continue;
+            };
+            let joins = match str_at(line, "type") {
+                Some("user") => answers_open_calls(line, &calls, &answered),
+                _ => {
+                    message_id(line).is_some() && message_id(line) == message_id(self.lines[parent])
+                }
+            };
+            if joins {
+                on[i] = true;
+                calls.extend(block_ids(line, "tool_use", "id"));
+                answered.extend(block_ids(line, "tool_result", "tool_use_id"));
+            }
+        }
+    }
+}
+
+/// Whether a user line holds tool results only, each answering a call in `calls` that is not in
+/// `answered`.
+fn answers_open_calls(line: &Value, calls: &HashSet<&str>, answered: &HashSet<&str>) -> bool {
+    let Some(blocks) = content_blocks(line) else {
+        return false;
+    };
+    !blocks.is_empty()
+        && blocks.iter().all(|b| {
+            str_at(b, "type") == Some("tool_result")
+                && str_at(b, "tool_use_id")
+                    .is_some_and(|id| calls.contains(id) && !answered.contains(id))
+        })
+}
+
+fn content_blocks(line: &Value) -> Option<&Vec<Value>> {
+    line.get("message")?.get("content")?.as_array()
+}
+
+/// The `key` of every content block of type `kind`.
+fn block_ids<'v>(line: &'v Value, kind: &str, key: &str) -> Vec<&'v str> {
+    content_blocks(line)
+        .into_iter()
+        .flatten()
+        .filter(|b| str_at(b, "type") == Some(kind))
+        .filter_map(|b| str_at(b, key))
+        .collect()
+}
+
+/// The API message id of an assistant line (`message.id`).
+fn message_id(line: &Value) -> Option<&str> {
+    line.get("message").and_then(|m| str_at(m, "id"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn line(uuid: &str, parent: Option<&str>, kind: &str, content: Value) -> Value {
+        json!({
+            "parentUuid": parent, "isSidechain": false, "type": kind, "uuid": uuid,
+            "message": {"role": kind, "content": content}
+        })
+    }
+
+    fn context(lines: &[Value]) -> Vec<bool> {
+        let refs: Vec<&Value> = lines.iter().collect();
+        context_lines(&refs)
+    }
+
+    #[test]
+    fn an_abandoned_branch_is_not_context() {
+        let lines = [
+            line("u1", None, "user", json!("first")),
+            line(
+                "a1",
+                Some("u1"),
+                "assistant",
+                json!([{"type": "text", "text": "ok"}]),
+            ),
+            line(
+                "u2",
+                Some("a1"),
+                "user",
+                json!("the prompt the user rewound"),
+            ),
+            line(
+                "a2",
+                Some("u2"),
+                "assistant",
+                json!([{"type": "text", "text": "old"}]),
+            ),
+            line("u3", Some("a1"), "user", json!("the prompt instead")),
+            line(
+                "a3",
+                Some("u3"),
+                "assistant",
+                json!([{"type": "text", "text": "new"}]),
+            ),
+        ];
+        assert_eq!(context(&lines), [true, true, false, false, true, true]);
+    }
+
+    #[test]
+    fn parallel_tool_results_beside_the_path_join_it() {
+        let call = |id: &str| json!([{"type": "tool_use", "id": id, "name": "Read", "input": {}}]);
+        let result = |id: &str| json!([{"type": "tool_result", "tool_use_id": id, "content": "x"}]);
+        let mut a1 = line("a1", Some("u1"), "assistant", call("t1"));
+        let mut a2 = line("a2", Some("a1"), "assistant", call("t2"));
+        a1["message"]["id"] = json!("msg_1");
+        a2["message"]["id"] = json!("msg_1");
+        let lines = [
+            line("u1", None, "user", json!("read both")),
+            a1,
+            a2,
+            line("r1", Some("a1"), "user", result("t1")),
+            line("r2", Some("a2"), "user", result("t2")),
+            line(
+                "a3",
+                Some("r2"),
+                "assistant",
+                json!([{"type": "text", "text": "done"}]),
+            ),
+        ];
+        assert_eq!(context(&lines), [true; 6]);
+    }
+
+    #[test]
+    fn the_other_pieces_of_a_response_join_when_the_leaf_hangs_under_the_first() {
+        let call = |id: &str| json!([{"type": "tool_use", "id": id, "name": "Read", "input": {}}]);
+        let result = |id: &str| json!([{"type": "tool_result", "tool_use_id": id, "content": "x"}]);
+        let mut a1 = line("a1", Some("u1"), "assistant", call("t1"));
+        let mut a2 = line("a2", Some("a1"), "assistant", call("t2"));
+        a1["message"]["id"] = json!("msg_1");
+        a2["message"]["id"] = json!("msg_1");
+        // The file ends with the result of the first call: the walk goes r1 → a1 → u1.
+        let lines = [
+            line("u1", None, "user", json!("read both")),
+            a1,
+            a2,
+            line("r2", Some("a2"), "user", result("t2")),
+            line("r1", Some("a1"), "user", result("t1")),
+        ];
+        assert_eq!(context(&lines), [true; 5]);
+    }
+
+    #[test]
+    fn a_result_already_answered_on_the_path_does_not_join() {
+        let call = json!([{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]);
+        let result = json!([{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]);
+        let lines = [
+            line("u1", None, "user", json!("read")),
+            line("a1", Some("u1"), "assistant", call),
+            line("r1-old", Some("a1"), "user", result.clone()),
+            line("r1", Some("a1"), "user", result),
+            line(
+                "a2",
+                Some("r1"),
+                "assistant",
+                json!([{"type": "text", "text": "ok"}]),
+            ),
+        ];
+        assert_eq!(context(&lines), [true, true, false, true, true]);
+    }
+
+    #[test]
+    fn a_compaction_starts_the_context_and_a_preserved_segment_is_spliced_in() {
+        let boundary = json!({
+            "parentUuid": null, "logicalParentUuid": "a1", "type": "system",
+            "subtype": "compact_boundary", "uuid": "b",
+            "compactMetadata": {"trigger": "auto", "preservedSegment":
+                {"headUuid": "u2", "anchorUuid": "s", "tailUuid": "a2"}}
+        });
+        let mut summary = line(
+            "s",
+            Some("b"),
+            "user",
+            json!("This session is being continued"),
+        );
+        summary["isCompactSummary"] = json!(true);
+        let lines = [
+            line("u1", None, "user", json!("old")),
+            line(
+                "a1",
+                Some("u1"),
+                "assistant",
+                json!([{"type": "text", "text": "old"}]),
+            ),
+            line("u2", Some("a1"), "user", json!("kept")),
+            line(
+                "a2",
+                Some("u2"),
+                "assistant",
+                json!([{"type": "text", "text": "kept"}]),
+            ),
+            boundary,
+            summary,
+            line("u3", Some("a2"), "user", json!("next")),
+        ];
+        assert_eq!(
+            context(&lines),
+            [false, false, true, true, false, true, true]
+        );
+    }
+
+    #[test]
+    fn a_line_after_a_removed_span_continues_from_the_line_before_it() {
+        // What a stage leaves: a summary line (parent null) in place of u1..a2, and u3 whose
+        // parent a2 is gone.
+        let lines = [
+            json!({"type": "summary", "summary": "s"}),
+            line("collapse-u1", None, "user", json!("[condense: summary]")),
+            line("u3", Some("a2"), "user", json!("next")),
+            line(
+                "a3",
+                Some("u3"),
+                "assistant",
+                json!([{"type": "text", "text": "ok"}]),
+            ),
+        ];
+        assert_eq!(context(&lines), [false, true, true, true]);
+        // A line without parentUuid (a message a stage created) continues the same way.
+        let minimal =
+            json!({"type": "user", "uuid": "new-1", "message": {"role": "user", "content": "x"}});
+        let lines = [
+            line("u1", None, "user", json!("first")),
+            minimal,
+            line(
+                "a1",
+                Some("new-1"),
+                "assistant",
+                json!([{"type": "text", "text": "ok"}]),
+            ),
+        ];
+        assert_eq!(context(&lines), [true, true, true]);
+    }
+
+    #[test]
+    fn a_sub_agents_own_file_is_its_thread() {
+        let mut u = line("x1", None, "user", json!("find the tests"));
+        let mut a = line(
+            "x2",
+            Some("x1"),
+            "assistant",
+            json!([{"type": "text", "text": "found"}]),
+        );
+        u["isSidechain"] = json!(true);
+        a["isSidechain"] = json!(true);
+        assert_eq!(context(&[u, a]), [true, true]);
+    }
+
+    #[test]
+    fn sidechains_are_not_context_and_unlinked_sessions_start_after_the_last_compaction() {
+        let mut side = line("x1", None, "user", json!("sub-agent prompt"));
+        side["isSidechain"] = json!(true);
+        let unlinked =
+            |kind: &str| json!({"type": kind, "message": {"role": kind, "content": "hi"}});
+        let lines = [
+            unlinked("user"),
+            json!({"type": "system", "subtype": "compact_boundary"}),
+            unlinked("user"),
+            side,
+            unlinked("assistant"),
+        ];
+        assert_eq!(context(&lines), [false, false, true, false, true]);
+    }
+}

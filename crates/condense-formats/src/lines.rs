@@ -1,0 +1,134 @@
+//! JSONL text: its lines parsed, and an incomplete last line set aside.
+//!
+//! A session still being written ends in a line cut short. That line is not read: it is kept
+//! whole (with whatever follows it) as the document's tail, written back byte for byte after the
+//! lines, and a warning says so. Any other line that is not JSON is an error naming its line and
+//! column.
+//!
+//! ```text
+//! {"type":"user",...}\n{"type":"assistant",...}\n{"type":"assi      ← the tail, 3rd line
+//! ```
+
+use crate::error::Ctx;
+use crate::json::Result;
+use serde_json::Value;
+
+/// The parsed lines of a JSONL text.
+pub(crate) struct Lines<'t> {
+    /// Every complete non-empty line, with its 1-based number.
+    pub values: Vec<(usize, Value)>,
+    /// The text the values were read from: all of it, or what comes before the tail.
+    pub body: &'t str,
+    /// The incomplete last line and what follows it (empty: none).
+    pub tail: &'t str,
+}
+
+/// Parses every non-empty line. The last non-empty line, when it is JSON cut short (and not the
+/// only one), becomes the tail with a warning instead of an error.
+pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
+    let mut values = Vec::new();
+    let mut start = 0;
+    for (i, line) in text.split('\n').enumerate() {
+        let line_start = start;
+        start += line.len() + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(value) => values.push((i + 1, value)),
+            Err(e) => {
+                let rest = text.get(start.min(text.len())..).unwrap_or_default();
+                let last = rest.trim().is_empty();
+                if last && e.is_eof() && !values.is_empty() {
+                    ctx.warn(format!(
+                        "line {} is incomplete (a session still being written?): it is carried \
+                         through untouched and not read",
+                        i + 1
+                    ));
+                    return Ok(Lines {
+                        values,
+                        body: &text[..line_start],
+                        tail: &text[line_start..],
+                    });
+                }
+                return Err(ctx.at_line(i + 1).invalid_json(&e));
+            }
+        }
+    }
+    Ok(Lines {
+        values,
+        body: text,
+        tail: "",
+    })
+}
+
+/// Whether the text's lines end with CRLF (decided by its first line end).
+pub(crate) fn is_crlf(text: &str) -> bool {
+    text.find('\n').is_some_and(|i| text[..i].ends_with('\r'))
+}
+
+/// Whether the first non-empty line is a JSON value of its own (the file is JSONL).
+pub(crate) fn first_line_parses(text: &str) -> bool {
+    let multi = text.trim().contains('\n');
+    let first = text.lines().find(|l| !l.trim().is_empty());
+    multi && first.is_some_and(|l| serde_json::from_str::<Value>(l).is_ok())
+}
+
+/// `\n` → `\r\n` in output that has only `\n` line ends (serialized JSON never holds a raw line
+/// break inside a string).
+pub(crate) fn to_crlf(out: &[u8]) -> Vec<u8> {
+    let breaks = out.iter().filter(|b| **b == b'\n').count();
+    let mut crlf = Vec::with_capacity(out.len() + breaks);
+    for &b in out {
+        if b == b'\n' {
+            crlf.push(b'\r');
+        }
+        crlf.push(b);
+    }
+    crlf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notes::Notes;
+
+    #[test]
+    fn an_incomplete_last_line_is_the_tail() {
+        let notes = Notes::default();
+        let ctx = Ctx::with_notes("s.jsonl", &notes);
+        let text = "{\"a\":1}\n{\"b\":2}\n{\"c\":\"unfini";
+        let lines = parse(text, &ctx).unwrap();
+        assert_eq!(lines.values.len(), 2);
+        assert_eq!(lines.body, "{\"a\":1}\n{\"b\":2}\n");
+        assert_eq!(lines.tail, "{\"c\":\"unfini");
+        // Cut short but followed by a newline and blank lines: still the last line.
+        let lines = parse("{\"a\":1}\r\n{\"b\":\r\n\r\n", &ctx).unwrap();
+        assert_eq!(lines.tail, "{\"b\":\r\n\r\n");
+        assert_eq!(notes.into_warnings().len(), 2);
+    }
+
+    #[test]
+    fn other_bad_lines_are_errors() {
+        let ctx = Ctx::new("s.jsonl");
+        // Not the last line.
+        let e = parse("{\"a\":1}\n{\"b\":\n{\"c\":3}\n", &ctx)
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with("s.jsonl:2: invalid JSON"), "{e}");
+        // The last line, but not cut short: a syntax error.
+        let e = parse("{\"a\":1}\n{\"b\" 2}\n", &ctx).err().unwrap();
+        assert!(e.to_string().starts_with("s.jsonl:2: invalid JSON"), "{e}");
+        // The only line.
+        assert!(parse("{\"a\":", &ctx).is_err());
+    }
+
+    #[test]
+    fn crlf_is_detected_and_written() {
+        assert!(is_crlf("{}\r\n{}\r\n"));
+        assert!(!is_crlf("{}\n{}\r\n"));
+        assert!(!is_crlf("{}"));
+        assert_eq!(to_crlf(b"{\n  \"a\": 1\n}\n"), b"{\r\n  \"a\": 1\r\n}\r\n");
+    }
+}
