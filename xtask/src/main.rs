@@ -7,8 +7,13 @@
 //! - `demo`: `plugins`, then `condense stats` and `condense compress` on a shipped transcript;
 //! - `bench`: release build, then the benchmarks (figures for docs/benchmarks.md);
 //! - `eval`: `condense eval` on the shipped transcripts, written to docs/quality.md (`--check`:
-//!   fail when that file is out of date).
+//!   fail when that file is out of date);
+//! - `fuzz --minutes N`: the reliability campaign with random seeds (see xtask/src/fuzz.rs);
+//! - `install [--prefix DIR]`: release build, `DIR/bin/condense` and its plugins in
+//!   `DIR/lib/condense/plugins/` (default prefix `~/.local`).
 
+mod fuzz;
+mod install;
 mod quality;
 
 use anyhow::{bail, Context, Result};
@@ -29,6 +34,8 @@ fn main() -> Result<()> {
         "bench" => bench(rest),
         "docs" => docs(rest.iter().any(|a| a == "--check")),
         "eval" => eval(rest.iter().any(|a| a == "--check")),
+        "fuzz" => fuzz::fuzz(rest),
+        "install" => install::install(rest),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -39,7 +46,10 @@ fn main() -> Result<()> {
                  bench                run the benchmarks (release build)\n  \
                  docs [--check]       regenerate docs/stages.md from plugin metadata (or check it)\n  \
                  eval [--check]       measure retention on the shipped transcripts into docs/quality.md\n  \
-                 \x20                    (or check it is current)"
+                 \x20                    (or check it is current)\n  \
+                 fuzz --minutes N     the fuzz campaign with random seeds (docs/reliability.md)\n  \
+                 install [--prefix DIR]  release build into DIR/bin and DIR/lib/condense/plugins\n  \
+                 \x20                    (default ~/.local)"
             );
             if task == "help" || task == "--help" {
                 Ok(())

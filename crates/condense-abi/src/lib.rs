@@ -25,8 +25,10 @@
 #![allow(unsafe_code, non_local_definitions, non_camel_case_types)]
 
 mod boundary;
+mod config_words;
 mod export;
 mod ffi;
+pub mod libfile;
 mod loader;
 mod sdk;
 pub mod testing;

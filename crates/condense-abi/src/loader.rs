@@ -18,6 +18,13 @@ use std::path::{Path, PathBuf};
 /// Why a plugin could not be loaded. Each variant displays as one line.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The file is not a complete shared library for this platform (checked before the
+    /// dynamic loader maps it: a truncated library would kill the process with SIGBUS).
+    #[error("{path}: not a usable plugin library: {source}")]
+    File {
+        path: PathBuf,
+        source: crate::libfile::LibFileError,
+    },
     #[error("{path}: cannot open plugin library: {reason}")]
     Open { path: PathBuf, reason: String },
     #[error("{path}: not a condense plugin (no stage module exported)")]
@@ -100,10 +107,13 @@ fn summarize_layout_error(full: &str) -> String {
 fn classify(path: &Path, err: LibraryError) -> LoadError {
     let path = path.to_path_buf();
     match err {
-        LibraryError::OpenError { err, .. } => LoadError::Open {
-            path,
-            reason: first_line(&err.to_string()),
-        },
+        LibraryError::OpenError { err, .. } => {
+            // dlerror() starts with the path again: say it once.
+            let full = first_line(&err.to_string());
+            let prefix = format!("{}: ", path.display());
+            let reason = full.strip_prefix(&prefix).unwrap_or(&full).to_string();
+            LoadError::Open { path, reason }
+        }
         LibraryError::GetSymbolError { .. } => LoadError::NotAPlugin { path },
         LibraryError::IncompatibleVersionNumber {
             expected_version,
@@ -145,6 +155,10 @@ fn first_line(s: &str) -> String {
 impl Plugin {
     /// Loads the plugin library at `path`, checking its ABI version and layout.
     pub fn load(path: &Path) -> Result<Plugin, LoadError> {
+        crate::libfile::check_library(path).map_err(|source| LoadError::File {
+            path: path.to_path_buf(),
+            source,
+        })?;
         // `lib_header_from_path(..).init_root_module()`, never `RootModule::load_from_file`:
         // the latter caches one library per module type, so a second plugin would silently
         // come back as the first.

@@ -367,8 +367,11 @@ pub fn parse_config<S: Stage>(toml_text: &str) -> Result<S::Config, String> {
             }
         ));
     }
-    S::Config::deserialize(toml::Value::Table(table))
-        .map_err(|e| format!("{}: {}", S::NAME, e.message().trim_end()))
+    S::Config::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+        let words =
+            crate::config_words::explain::<S::Config>(&table, &defaults, e.message().trim_end());
+        format!("{}: {words}", S::NAME)
+    })
 }
 
 /// A stage's persistent state, kept as versioned JSON through [`Host::state_get`] and

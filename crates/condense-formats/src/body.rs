@@ -73,20 +73,25 @@ pub(crate) fn write_list(conv: &Conversation, codec: MessageCodec, label: &str) 
 fn write_messages(conv: &Conversation, codec: MessageCodec) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(conv.messages.len() + 1);
     if let (false, Some(system)) = (codec.system_key, &conv.system) {
-        let msg = Message {
-            id: "system".into(),
-            role: Role::System,
-            timestamp: None,
-            content: system.clone(),
-            extra: RawJson::default(),
-            envelope: RawJson::default(),
-        };
-        out.push((codec.write)(&msg)?);
+        out.push((codec.write)(&system_message(system))?);
     }
     for msg in &conv.messages {
         out.push((codec.write)(msg)?);
     }
     Ok(out)
+}
+
+/// The leading system message a format without a top-level `system` writes for a system prompt
+/// a stage set.
+pub(crate) fn system_message(system: &Content) -> Message {
+    Message {
+        id: "system".into(),
+        role: Role::System,
+        timestamp: None,
+        content: system.clone(),
+        extra: RawJson::default(),
+        envelope: RawJson::default(),
+    }
 }
 
 /// Reads a request body. Returns the conversation and the body's key order, so the writer can

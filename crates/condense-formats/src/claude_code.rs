@@ -20,7 +20,8 @@ mod thread;
 use crate::anthropic;
 use crate::body::{conversation_name, write_event};
 use crate::error::Ctx;
-use crate::json::{hollow, into_object, raw_map, str_at, Map, Result, Style};
+use crate::json::{hollow, into_object, raw_map, str_at, Map, Result};
+use crate::source::{Piece, Texts};
 use crate::{FormatError, ReportedUsage};
 use condense_model::{Content, ContentShape, Conversation, Message, RawJson, Role};
 use serde_json::Value;
@@ -148,8 +149,9 @@ fn read_line(value: Value, index: usize, in_context: bool, ctx: &Ctx<'_>) -> Res
     })
 }
 
-/// Writes the session back, one compact line per message.
-pub(crate) fn write(conv: &Conversation, style: &Style) -> Result<Vec<u8>> {
+/// The session's lines, one per message: original text for what is as read, values for the
+/// rest.
+pub(crate) fn write<'s>(conv: &Conversation, texts: &mut Texts<'s>) -> Result<Vec<Piece<'s>>> {
     if conv.system.is_some() || !conv.tools.is_empty() || !conv.extra.is_empty() {
         return Err(FormatError::Write {
             at: conversation_name(""),
@@ -157,17 +159,11 @@ pub(crate) fn write(conv: &Conversation, style: &Style) -> Result<Vec<u8>> {
                 .into(),
         });
     }
-    let mut out = Vec::new();
-    for (i, msg) in conv.messages.iter().enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        style.write(&write_line(msg)?, &mut out)?;
+    let mut lines = Vec::with_capacity(conv.messages.len());
+    for msg in &conv.messages {
+        lines.extend(texts.piece(msg, || Ok(vec![write_line(msg)?]))?);
     }
-    if style.trailing_newline && !conv.messages.is_empty() {
-        out.push(b'\n');
-    }
-    Ok(out)
+    Ok(lines)
 }
 
 fn write_line(msg: &Message) -> Result<Value> {

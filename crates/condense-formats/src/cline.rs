@@ -309,11 +309,22 @@ fn attach_results(msg: &mut Message, ids: &[Option<String>]) {
 pub(crate) fn lower(conv: &Conversation) -> Conversation {
     let mut out = conv.clone();
     for msg in &mut out.messages {
-        if msg.content.blocks.iter().any(is_lifted) {
-            msg.content.blocks = lower_blocks(std::mem::take(&mut msg.content.blocks));
-        }
+        lower_in_place(msg);
     }
     out
+}
+
+/// One message as an Anthropic message again (see [`lower`]).
+pub(crate) fn lower_message(msg: &Message) -> Message {
+    let mut out = msg.clone();
+    lower_in_place(&mut out);
+    out
+}
+
+fn lower_in_place(msg: &mut Message) {
+    if msg.content.blocks.iter().any(is_lifted) {
+        msg.content.blocks = lower_blocks(std::mem::take(&mut msg.content.blocks));
+    }
 }
 
 /// Whether a block is a part of a cut text block or a lifted result.

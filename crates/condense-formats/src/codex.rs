@@ -27,7 +27,8 @@ use crate::body::{conversation_name, write_event};
 use crate::claude_code::put_timestamp;
 use crate::error::Ctx;
 use crate::items::{is_invisible, read_item, write_items};
-use crate::json::{has_hint, hollow, into_object, raw_map, set_hint, str_at, Map, Result, Style};
+use crate::json::{has_hint, hollow, into_object, raw_map, set_hint, str_at, Map, Result};
+use crate::source::{Piece, Texts};
 use crate::{FormatError, ReportedUsage};
 use condense_model::{Content, ContentShape, Conversation, Message, RawJson, Role};
 use serde_json::Value;
@@ -51,6 +52,8 @@ pub(crate) struct Rollout {
     pub conversation: Conversation,
     pub header: Option<Header>,
     pub usage: Option<ReportedUsage>,
+    /// By line read: how many messages it became (0 for the header).
+    pub counts: Vec<usize>,
 }
 
 /// The first line, a `session_meta`, with its instructions (the system prompt) taken out.
@@ -115,8 +118,11 @@ pub(crate) fn read(lines: Vec<(usize, Value)>, ctx: &Ctx<'_>) -> Result<Rollout>
     let usage = last_usage(&lines);
     let mut conv = Conversation::default();
     let mut header = None;
+    let mut counts = Vec::with_capacity(lines.len());
     for (index, (line, value)) in lines.into_iter().enumerate() {
+        let before = conv.messages.len();
         if index == 0 && str_at(&value, "type") == Some("session_meta") {
+            counts.push(0);
             let mut line = into_object(value, &ctx.at_line(line), "", "a JSON object")?;
             let instructions = take_instructions(&mut line);
             let instructions_at = instructions.map(|(at, text)| {
@@ -135,11 +141,13 @@ pub(crate) fn read(lines: Vec<(usize, Value)>, ctx: &Ctx<'_>) -> Result<Rollout>
             _ => Place::After,
         };
         read_line(value, index, place, &plan, &mut conv, &ctx.at_line(line))?;
+        counts.push(conv.messages.len() - before);
     }
     Ok(Rollout {
         conversation: conv,
         header,
         usage,
+        counts,
     })
 }
 
@@ -387,13 +395,15 @@ fn event(id: String, timestamp: Option<String>, line: Map, content: Content) -> 
     }
 }
 
-/// Writes the rollout back, one compact line per line read (a message a stage built may take
-/// several `response_item` lines).
-pub(crate) fn write(
+/// The rollout's lines, one per line read (a message a stage built may take several
+/// `response_item` lines): original text for what is as read, values for the rest.
+/// `header_text` is the header line's text when it is as read.
+pub(crate) fn write<'s>(
     conv: &Conversation,
     header: Option<&Header>,
-    style: &Style,
-) -> Result<Vec<u8>> {
+    header_text: Option<&'s str>,
+    texts: &mut Texts<'s>,
+) -> Result<Vec<Piece<'s>>> {
     if !conv.tools.is_empty() || !conv.extra.is_empty() {
         return Err(FormatError::Write {
             at: conversation_name(""),
@@ -401,11 +411,35 @@ pub(crate) fn write(
         });
     }
     let mut lines = Vec::with_capacity(conv.messages.len() + 1);
-    lines.push(header_line(header, conv.system.as_ref()));
-    let mut messages = conv.messages.iter().peekable();
-    while let Some(msg) = messages.next() {
+    match header_text {
+        Some(text) => lines.push(Piece::Text(text)),
+        None => lines.extend(header_line(header, conv.system.as_ref()).map(Piece::Value)),
+    }
+    let all = conv.messages.as_slice();
+    let mut i = 0;
+    while let Some(msg) = all.get(i) {
         let at = || format!("message {}", msg.id);
-        if msg.role == Role::Event && !is_replacement(msg) {
+        // A compacted line and its replacement history are one line.
+        let event = msg.role == Role::Event && !is_replacement(msg);
+        let group = if event {
+            1 + all[i + 1..]
+                .iter()
+                .take_while(|m| is_replacement(m))
+                .count()
+        } else {
+            1
+        };
+        let text = match group {
+            1 => texts.take(msg),
+            n => texts.take_all(&all[i..i + n]),
+        };
+        if let Some(text) = text {
+            lines.push(Piece::Text(text));
+            i += group;
+            continue;
+        }
+        i += 1;
+        if event {
             let Value::Object(mut line) = write_event(msg)? else {
                 return Err(FormatError::Write {
                     at: at(),
@@ -414,30 +448,22 @@ pub(crate) fn write(
             };
             if compacted_with_placeholder(&line) {
                 let mut items = Vec::new();
-                while let Some(item) = messages.next_if(|m| is_replacement(m)) {
+                while let Some(item) = all.get(i).filter(|m| is_replacement(m)) {
                     items.extend(write_items(item)?);
+                    i += 1;
                 }
                 if let Some(Value::Object(payload)) = line.get_mut("payload") {
                     payload.insert("replacement_history".into(), Value::Array(items));
                 }
             }
-            lines.push(Some(Value::Object(line)));
+            lines.push(Piece::Value(Value::Object(line)));
             continue;
         }
-        write_chat(msg, &mut lines, &at)?;
+        let mut values = Vec::new();
+        write_chat(msg, &mut values, &at)?;
+        lines.extend(values.into_iter().flatten().map(Piece::Value));
     }
-    let lines: Vec<Value> = lines.into_iter().flatten().collect();
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        style.write(line, &mut out)?;
-    }
-    if style.trailing_newline && !lines.is_empty() {
-        out.push(b'\n');
-    }
-    Ok(out)
+    Ok(lines)
 }
 
 /// The header line with the system prompt put back; a minimal `session_meta` line for a system

@@ -4,17 +4,24 @@
 //! wrapper), JSONL whose every line is such a JSON value (OpenHands output), and the sessions
 //! whose lines are the messages: Claude Code and Codex. Around any of them: a byte order mark,
 //! CRLF line ends and, for JSONL, an incomplete last line ([`crate::lines`]) are kept.
+//!
+//! Reading also records where each conversation and message is in the text ([`crate::scan`],
+//! [`crate::source`]), so that writing ([`crate::writer`]) copies the bytes of whatever no stage
+//! changed.
 
 use crate::body::{self, MessageCodec};
 use crate::error::Ctx;
 use crate::json::{Result, Style};
 use crate::lines::{self, Lines};
 use crate::notes::Notes;
+use crate::scan;
 use crate::select::{self, Select, Slot, SlotKind};
+use crate::source::Source;
 use crate::{anthropic, claude_code, cline, codex, detect, openai, openhands, responses};
 use crate::{Document, Format, FormatError, ReadOptions};
 use condense_model::Conversation;
 use serde_json::Value;
+use std::ops::Range;
 
 /// How the conversations sit in the file.
 #[derive(Debug, Clone)]
@@ -26,28 +33,42 @@ pub(crate) enum Layout {
     Lines {
         lines: Vec<Root>,
         style: Style,
+        /// Where each line is in the text.
+        spans: Vec<Range<usize>>,
     },
     ClaudeCode {
         style: Style,
+        /// Where each line is in the text.
+        spans: Vec<Range<usize>>,
     },
     Codex {
         style: Style,
         header: Option<codex::Header>,
+        /// Where each line is in the text.
+        spans: Vec<Range<usize>>,
     },
 }
 
 /// A JSON value with its conversations taken out (each slot holds `null` until written).
 #[derive(Debug, Clone)]
 pub(crate) struct Root {
-    value: Value,
-    slots: Vec<Placed>,
+    pub value: Value,
+    pub slots: Vec<Placed>,
+    /// Where the value is in the text (`None`: unknown, it is serialized whole).
+    pub span: Option<Range<usize>>,
 }
 
 #[derive(Debug, Clone)]
-struct Placed {
-    pointer: String,
+pub(crate) struct Placed {
+    pub pointer: String,
     /// For request bodies: the original key order.
-    body_keys: Option<Vec<String>>,
+    pub body_keys: Option<Vec<String>>,
+    /// Where the conversation's value (body or list) is in the text.
+    pub span: Option<Range<usize>>,
+    /// Where its message array is (the list itself, or the body's `messages` / `input`).
+    pub array: Option<Range<usize>>,
+    /// Where the array's elements are.
+    pub elements: Vec<Range<usize>>,
 }
 
 pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
@@ -92,10 +113,11 @@ pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Doc
         doc.tail.extend_from_slice(cut_char);
     }
     doc.warnings.extend(notes.into_warnings());
+    doc.source.finish(&doc.conversations);
     Ok(doc)
 }
 
-fn one_conversation(format: Format) -> FormatError {
+pub(crate) fn one_conversation(format: Format) -> FormatError {
     FormatError::Write {
         at: "the session".into(),
         reason: format!(
@@ -143,8 +165,10 @@ fn read_auto(
                     _ => None,
                 };
                 if let Some(session) = session {
+                    let start = text.len() - text.trim_start().len();
                     let one = Lines {
                         values: vec![(1, root)],
+                        spans: std::iter::once(start..text.trim_end().len()).collect(),
                         body: text,
                         tail: "",
                     };
@@ -194,18 +218,35 @@ fn session_document(format: Format, lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<D
         return Err(ctx.detect("the input is empty"));
     }
     let style = Style::lines(lines.body);
+    let mut source = Source {
+        text: lines.body.to_string(),
+        ..Source::default()
+    };
+    let spans = lines.spans;
     let (conv, usage, layout) = if format == Format::Codex {
         let rollout = codex::read(lines.values, ctx)?;
+        let mut first = 0;
+        for (span, &count) in spans.iter().zip(&rollout.counts) {
+            if count > 0 {
+                source.add_unit(0, first, count, span.clone());
+            }
+            first += count;
+        }
         let layout = Layout::Codex {
             style,
             header: rollout.header,
+            spans,
         };
         (rollout.conversation, rollout.usage, layout)
     } else {
         let (conv, usage) = claude_code::read(lines.values, ctx)?;
-        (conv, usage, Layout::ClaudeCode { style })
+        for (i, span) in spans.iter().enumerate() {
+            source.add_unit(0, i, 1, span.clone());
+        }
+        (conv, usage, Layout::ClaudeCode { style, spans })
     };
     let mut doc = Document::new(format, layout, vec![conv], vec![String::new()]);
+    doc.source = source;
     doc.usage = vec![usage];
     doc.crlf = lines::is_crlf(lines.body);
     doc.tail = lines.tail.as_bytes().to_vec();
@@ -222,13 +263,27 @@ fn json_document(
     let slots = find_slots(&root, select, ctx)?;
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
-    let (root, conversations) = take_conversations(root, slots, format, ctx)?;
+    let (mut root, conversations) = take_conversations(root, slots, format, ctx)?;
+    let mut source = Source {
+        text: text.to_string(),
+        ..Source::default()
+    };
+    place(
+        &mut root,
+        text,
+        0..text.len(),
+        format,
+        0,
+        &conversations,
+        &mut source,
+    );
     let layout = Layout::Json {
         root,
         style: Style::detect(text),
     };
     let mut doc = Document::new(format, layout, conversations, labels);
     doc.crlf = lines::is_crlf(text);
+    doc.source = source;
     Ok(doc.with_single_label())
 }
 
@@ -239,6 +294,7 @@ fn lines_document(
     ctx: &Ctx<'_>,
 ) -> Result<Document> {
     let mut found = Vec::with_capacity(lines.values.len());
+    let spans = lines.spans;
     for (n, root) in lines.values {
         let slots = find_slots(&root, select, &ctx.at_line(n))?;
         found.push((n, root, slots));
@@ -250,7 +306,11 @@ fn lines_document(
     let mut roots = Vec::with_capacity(found.len());
     let mut conversations = Vec::new();
     let mut labels = Vec::new();
-    for (n, root, slots) in found {
+    let mut source = Source {
+        text: lines.body.to_string(),
+        ..Source::default()
+    };
+    for ((n, root, slots), span) in found.into_iter().zip(&spans) {
         let many = slots.len() > 1;
         for slot in &slots {
             labels.push(if many {
@@ -259,17 +319,29 @@ fn lines_document(
                 format!("line {n}")
             });
         }
-        let (root, convs) = take_conversations(root, slots, format, &ctx.at_line(n))?;
+        let (mut root, convs) = take_conversations(root, slots, format, &ctx.at_line(n))?;
+        let first = conversations.len();
+        place(
+            &mut root,
+            lines.body,
+            span.clone(),
+            format,
+            first,
+            &convs,
+            &mut source,
+        );
         roots.push(root);
         conversations.extend(convs);
     }
     let layout = Layout::Lines {
         lines: roots,
         style: Style::lines(lines.body),
+        spans,
     };
     let mut doc = Document::new(format, layout, conversations, labels);
     doc.crlf = lines::is_crlf(lines.body);
     doc.tail = lines.tail.as_bytes().to_vec();
+    doc.source = source;
     Ok(doc.with_single_label())
 }
 
@@ -289,7 +361,7 @@ fn decide(roots: &[(&Value, &Vec<Slot>)]) -> Format {
 }
 
 /// How a chat format's messages are read and written (Cline's are Anthropic's, lifted).
-fn codec(format: Format) -> Option<MessageCodec> {
+pub(crate) fn codec(format: Format) -> Option<MessageCodec> {
     match format {
         Format::Anthropic | Format::Cline => Some(anthropic::CODEC),
         Format::OpenAi => Some(openai::CODEC),
@@ -350,12 +422,16 @@ fn take_conversations(
         placed.push(Placed {
             pointer: slot.pointer,
             body_keys,
+            span: None,
+            array: None,
+            elements: Vec::new(),
         });
     }
     Ok((
         Root {
             value,
             slots: placed,
+            span: None,
         },
         conversations,
     ))
@@ -380,6 +456,7 @@ impl Document {
             tail: Vec::new(),
             usage: Vec::new(),
             warnings: Vec::new(),
+            source: Source::default(),
         }
     }
 
@@ -390,90 +467,51 @@ impl Document {
         }
         self
     }
+}
 
-    pub(crate) fn write_bytes(&self) -> Result<Vec<u8>> {
-        let mut out = self.write_layout()?;
-        if self.crlf {
-            out = lines::to_crlf(&out);
-        }
-        out.extend_from_slice(&self.tail);
-        if self.bom {
-            out.splice(0..0, "\u{feff}".bytes());
-        }
-        Ok(out)
-    }
-
-    fn write_layout(&self) -> Result<Vec<u8>> {
-        let mut next = 0;
-        match &self.layout {
-            Layout::ClaudeCode { style } => match self.conversations.as_slice() {
-                [conv] => claude_code::write(conv, style),
-                _ => Err(one_conversation(self.format)),
-            },
-            Layout::Codex { style, header } => match self.conversations.as_slice() {
-                [conv] => codex::write(conv, header.as_ref(), style),
-                _ => Err(one_conversation(self.format)),
-            },
-            Layout::Json { root, style } => {
-                let mut out = Vec::new();
-                style.write(&self.fill(root, &mut next)?, &mut out)?;
-                if style.trailing_newline {
-                    out.push(b'\n');
-                }
-                Ok(out)
+/// Finds where a root and its conversations' messages are in `text` (the root at `span`), and
+/// adds each message's element as a unit of its conversation (conversations from `first` on).
+/// Anything not found leaves the spans unknown: the writer serializes that part.
+fn place(
+    root: &mut Root,
+    text: &str,
+    span: Range<usize>,
+    format: Format,
+    first: usize,
+    conversations: &[Conversation],
+    source: &mut Source,
+) {
+    let Some(span) = scan::value(text.as_bytes(), span.start).filter(|s| s.end <= span.end) else {
+        return;
+    };
+    let mut finder = scan::Finder::default();
+    for (k, placed) in root.slots.iter_mut().enumerate() {
+        placed.span = finder.pointer(text, span.clone(), &placed.pointer);
+        placed.array = placed.span.clone().and_then(|at| match placed.body_keys {
+            None => Some(at),
+            Some(_) => {
+                let key = if format == Format::Responses {
+                    "input"
+                } else {
+                    "messages"
+                };
+                scan::member(text, at, key).filter(|a| text.as_bytes()[a.start] == b'[')
             }
-            Layout::Lines { lines, style } => {
-                let mut out = Vec::new();
-                for (i, root) in lines.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b'\n');
-                    }
-                    style.write(&self.fill(root, &mut next)?, &mut out)?;
-                }
-                if style.trailing_newline && !lines.is_empty() {
-                    out.push(b'\n');
-                }
-                Ok(out)
-            }
-        }
-    }
-
-    /// The root with its slots filled from the conversations from index `next` on.
-    fn fill(&self, root: &Root, next: &mut usize) -> Result<Value> {
-        let mut value = root.value.clone();
-        for placed in &root.slots {
-            let (Some(conv), Some(label)) = (self.conversations.get(*next), self.labels.get(*next))
-            else {
-                return Err(FormatError::Write {
-                    at: "the document".into(),
-                    reason: "fewer conversations than places to put them".into(),
-                });
-            };
-            *next += 1;
-            let lowered;
-            let conv = if self.format == Format::Cline {
-                lowered = cline::lower(conv);
-                &lowered
-            } else {
-                conv
-            };
-            let written = match (self.format, codec(self.format), &placed.body_keys) {
-                (Format::Responses, _, Some(keys)) => responses::write_body(conv, keys, label)?,
-                (Format::Responses, _, None) => responses::write_list(conv, label)?,
-                (_, Some(codec), Some(keys)) => body::write_body(conv, keys, codec, label)?,
-                (_, Some(codec), None) => body::write_list(conv, codec, label)?,
-                (_, None, _) => openhands::write_list(conv, label)?,
-            };
-            match value.pointer_mut(&placed.pointer) {
-                Some(slot) => *slot = written,
-                None => {
-                    return Err(FormatError::Write {
-                        at: body::conversation_name(label),
-                        reason: format!("its place {} is gone from the wrapper", placed.pointer),
-                    })
-                }
+        });
+        placed.elements = placed
+            .array
+            .clone()
+            .and_then(|a| scan::elements(text.as_bytes(), a))
+            .unwrap_or_default();
+        let Some(conv) = conversations.get(k) else {
+            continue;
+        };
+        // Each element was read into one message (the readers of every JSON format are 1:1).
+        if placed.elements.len() == conv.messages.len() {
+            for (i, elem) in placed.elements.iter().enumerate() {
+                source.add_unit(first + k, i, 1, elem.clone());
             }
         }
-        Ok(value)
     }
+    root.span = Some(span);
 }

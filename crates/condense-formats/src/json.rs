@@ -266,6 +266,10 @@ pub(crate) struct Style {
     /// The input was pure ASCII (e.g. Python's `ensure_ascii`): escape non-ASCII as `\uXXXX`.
     pub ascii: bool,
     pub trailing_newline: bool,
+    /// Compact input with Python's separators: `": "` after keys.
+    pub spaced_colon: bool,
+    /// Compact input with Python's separators: `", "` between values.
+    pub spaced_comma: bool,
 }
 
 impl Style {
@@ -290,17 +294,27 @@ impl Style {
         } else {
             None
         };
+        let (spaced_colon, spaced_comma) = match indent {
+            None => crate::scan::spaced_separators(text),
+            Some(_) => (false, false),
+        };
         Style {
             indent,
             ascii: text.is_ascii(),
             trailing_newline: text.ends_with('\n'),
+            spaced_colon,
+            spaced_comma,
         }
     }
 
-    /// The style of JSONL input: compact lines.
+    /// The style of JSONL input: compact lines (separators as on the first line).
     pub fn lines(text: &str) -> Style {
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let (spaced_colon, spaced_comma) = crate::scan::spaced_separators(first);
         Style {
             indent: None,
+            spaced_colon,
+            spaced_comma,
             ..Style::detect(text)
         }
     }
@@ -316,6 +330,8 @@ impl Style {
                     Ascii {
                         inner: pretty,
                         ascii,
+                        colon: false,
+                        comma: false,
                     },
                 )
             }
@@ -325,6 +341,8 @@ impl Style {
                 Ascii {
                     inner: CompactFormatter,
                     ascii,
+                    colon: self.spaced_colon,
+                    comma: self.spaced_comma,
                 },
             ),
         };
@@ -341,10 +359,13 @@ fn serialize<F: Formatter>(value: &Value, out: &mut Vec<u8>, fmt: F) -> serde_js
 }
 
 /// A formatter that, when `ascii` is set, escapes every non-ASCII character as `\uXXXX` (UTF-16,
-/// lowercase hex, as Python writes it) and otherwise behaves as `inner`.
+/// lowercase hex, as Python writes it), writes `": "` / `", "` when `colon` / `comma` are set
+/// (Python's compact default), and otherwise behaves as `inner`.
 struct Ascii<F> {
     inner: F,
     ascii: bool,
+    colon: bool,
+    comma: bool,
 }
 
 macro_rules! forward {
@@ -381,16 +402,42 @@ impl<F: Formatter> Formatter for Ascii<F> {
         w.write_all(&fragment.as_bytes()[start..])
     }
 
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        match (self.comma, first) {
+            (true, false) => w.write_all(b", "),
+            _ => self.inner.begin_array_value(w, first),
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        match (self.comma, first) {
+            (true, false) => w.write_all(b", "),
+            _ => self.inner.begin_object_key(w, first),
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.colon {
+            return w.write_all(b": ");
+        }
+        self.inner.begin_object_value(w)
+    }
+
     forward! {
         begin_array(),
         end_array(),
-        begin_array_value(first: bool),
         end_array_value(),
         begin_object(),
         end_object(),
-        begin_object_key(first: bool),
         end_object_key(),
-        begin_object_value(),
         end_object_value(),
     }
 }

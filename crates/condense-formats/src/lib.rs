@@ -62,12 +62,22 @@
 //! is read without it, with a warning; the line is written back untouched. Any other line that is
 //! not JSON is an error naming its line and column. CRLF files are written with CRLF.
 //!
-//! With no change, the real transcripts this crate is tested on come back byte for byte: key
-//! order, indent width, Python-style `\uXXXX` escaping of ASCII-only files, trailing newline
-//! and byte order mark are all kept. What is only value-equal: numbers are re-serialized
-//! (`1E2` → `100.0`, integers beyond 64 bits lose precision as serde_json reads them as
-//! floats), JSONL blank lines are dropped, a file mixing CRLF and LF line ends is written with
-//! the first one's, and hand-formatted JSON is re-indented uniformly.
+//! Bytes: what no stage changed is written back as the exact bytes read (the document keeps the
+//! text and the span of every message, and splices what changed into it). So reading and writing
+//! with no change is byte-identical for any input [`read`] accepts, not only canonical JSON:
+//! numbers as written (`1e5`, `-0`, integers beyond 64 bits), `\/` and surrogate-pair escapes,
+//! Python's `", "` / `": "` separators, `{\n }`, repeated keys, CRLF, JSONL blank lines and
+//! trailing spaces, the byte order mark. With changes, a message (or event) value-equal to one as
+//! read is still its original text: a JSONL line, or a JSON array element (value-equal messages
+//! read several times use their texts in file order); the bytes between and around them
+//! (separators, blank lines, a request body's other keys, a trajectory's other fields) are copied.
+//! Only a changed or new message is serialized, in the input's style where it can be detected:
+//! indent, separators, `\uXXXX` escaping of ASCII-only input, CRLF; its numbers are then
+//! serde_json's (`1E2` → `100.0`). A request body whose system prompt, tools or other fields a
+//! stage changed is serialized with its message array still spliced in. A repeated key: stages see
+//! its last value (serde_json's), the bytes keep both while the message is unchanged.
+//! [`Document::original_text`] and [`Document::set_original_text`] let `expand` put back the exact
+//! text of the messages it restores.
 //!
 //! ```
 //! use condense_formats::{read, Format, ReadOptions};
@@ -97,7 +107,10 @@ mod notes;
 mod openai;
 mod openhands;
 mod responses;
+mod scan;
 mod select;
+mod source;
+mod writer;
 
 #[cfg(test)]
 mod tests;
@@ -207,6 +220,9 @@ pub struct Document {
     /// Things read but not understood, or carried through untouched (a partial last line, roles
     /// condense does not know): one line each, for `stats` and the reports to show.
     warnings: Vec<String>,
+    /// The input's text and where each message was in it, so that what no stage changed is
+    /// written back as the exact bytes read.
+    source: source::Source,
 }
 
 /// The usage a session reported for a model call: what the model really received, to compare
@@ -265,9 +281,42 @@ impl Document {
     }
 
     /// The file again: the same wrapper, the conversations written back in the same format and
-    /// layout (pretty-printed with the input's indent, or compact; JSONL one object per line).
+    /// layout. What no stage changed is the exact bytes read; changed and new messages are
+    /// serialized in the input's style (pretty-printed with its indent, or compact with its
+    /// separators; JSONL one object per line).
     pub fn write(&self) -> Result<Vec<u8>, FormatError> {
         self.write_bytes()
+    }
+
+    /// The exact text `message` had in the file, when it is value-equal to a message (or event)
+    /// of conversation `conv` as read: a whole line of a JSONL session (without its line end),
+    /// or an element of a JSON array. `None` for a message read from no text of its own (a
+    /// Codex replacement-history item, a Responses `input` string) or read from none at all.
+    /// When value-equal messages were read from several texts, the first one.
+    pub fn original_text(&self, conv: usize, message: &condense_model::Message) -> Option<&str> {
+        self.source.original_text(conv, message)
+    }
+
+    /// Makes [`Document::write`] emit `text` for a message of conversation `conv` value-equal
+    /// to `message` (the archive kept it; expand restores it). Texts set for value-equal
+    /// messages are used in the order set, before the file's own. A text that cannot stand in
+    /// that place is refused (`false`): it must be one JSON value, and in a JSONL session one
+    /// line.
+    pub fn set_original_text(
+        &mut self,
+        conv: usize,
+        message: &condense_model::Message,
+        text: String,
+    ) -> bool {
+        let jsonl = !matches!(self.layout, container::Layout::Json { .. });
+        let one_value = scan::value(text.as_bytes(), 0)
+            .is_some_and(|v| text[v.end..].trim().is_empty() && text[..v.start].trim().is_empty());
+        let fits =
+            one_value && conv < self.conversations.len() && !(jsonl && text.contains(['\n', '\r']));
+        if fits {
+            self.source.set_original_text(conv, message, text);
+        }
+        fits
     }
 }
 

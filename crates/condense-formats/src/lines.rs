@@ -12,11 +12,14 @@
 use crate::error::Ctx;
 use crate::json::Result;
 use serde_json::Value;
+use std::ops::Range;
 
 /// The parsed lines of a JSONL text.
 pub(crate) struct Lines<'t> {
     /// Every complete non-empty line, with its 1-based number.
     pub values: Vec<(usize, Value)>,
+    /// Where each value's line is in the text (without its line end; trailing spaces in).
+    pub spans: Vec<Range<usize>>,
     /// The text the values were read from: all of it, or what comes before the tail.
     pub body: &'t str,
     /// The incomplete last line and what follows it (empty: none).
@@ -27,6 +30,7 @@ pub(crate) struct Lines<'t> {
 /// only one), becomes the tail with a warning instead of an error.
 pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
     let mut values = Vec::new();
+    let mut spans = Vec::new();
     let mut start = 0;
     for (i, line) in text.split('\n').enumerate() {
         let line_start = start;
@@ -36,7 +40,10 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
             continue;
         }
         match serde_json::from_str(line) {
-            Ok(value) => values.push((i + 1, value)),
+            Ok(value) => {
+                values.push((i + 1, value));
+                spans.push(line_start..line_start + line.len());
+            }
             Err(e) => {
                 let rest = text.get(start.min(text.len())..).unwrap_or_default();
                 let last = rest.trim().is_empty();
@@ -48,6 +55,7 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
                     ));
                     return Ok(Lines {
                         values,
+                        spans,
                         body: &text[..line_start],
                         tail: &text[line_start..],
                     });
@@ -58,6 +66,7 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
     }
     Ok(Lines {
         values,
+        spans,
         body: text,
         tail: "",
     })

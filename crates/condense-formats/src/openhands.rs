@@ -176,7 +176,7 @@ pub(crate) fn write_list(conv: &Conversation, label: &str) -> Result<Value> {
         .map(Value::Array)
 }
 
-fn write_message(msg: &Message) -> Result<Value> {
+pub(crate) fn write_message(msg: &Message) -> Result<Value> {
     if msg.role == Role::Event {
         return write_event(msg);
     }

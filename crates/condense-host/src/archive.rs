@@ -12,20 +12,78 @@
 //! - `insert_before` / `insert_after`: a run of originals was removed next to `m`;
 //! - `remove`: `m` is new and stands for nothing (expand drops it).
 //!
-//! One stage run writes ONE segment record (entries plus the original messages inline), named
-//! by its content hash: a single atomic write however much changed, and an identical rerun
-//! writes nothing new. Expansion loads the session's segments, applies entries round by round
-//! (a message changed by two stages unwinds in two rounds) and uses each entry at most once,
-//! so it always terminates.
+//! One stage run writes ONE segment record (entries plus the original messages inline, and
+//! the original bytes of those the caller could give, see [`ArchiveOptions::texts`]), named by
+//! its content hash: a single atomic write however much changed, and an identical rerun writes
+//! nothing new. Beside it goes a small index record (`outputs-<session>/<same name>`): the
+//! format the conversation was read with and every output hash the segment has entries for.
+//! The index is what lets `expand` read a file with the format it was compressed from (not a
+//! guess), and know a marker it cannot restore when the segment itself is lost
+//! ([`expand()`](expand::expand) and [`Expansion::unresolved`]).
+//!
+//! Identical messages (two equal JSONL lines, two results cleared to the same placeholder in a
+//! format without ids) produce identical entries under one key. Within a segment they are all
+//! kept and applied in order, one per occurrence; only an identical entry of *another* segment
+//! (a rerun) counts once.
+//!
+//! Expansion loads the session's segments, applies entries round by round (a message changed
+//! by two stages unwinds in two rounds) and uses each entry at most once, so it always
+//! terminates.
+
+mod expand;
+
+pub use expand::{
+    expand, ExpandError, Expander, Expansion, Unresolved, UnresolvedKind, PLACEHOLDERS,
+};
 
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+
+#[cfg(test)]
+mod tests;
 use xxhash_rust::xxh3::xxh3_128;
 
 const NAMESPACE_PREFIX: &str = "expand-";
+/// Namespace prefix of the segments' index records (never starts like [`NAMESPACE_PREFIX`]).
+const INDEX_PREFIX: &str = "outputs-";
+/// Namespace of the per-session record of how the conversation was read.
+const READ_AS_NAMESPACE: &str = "read-as";
 const HEADER_KEY: &str = "header";
+
+/// How a conversation was read when it was compressed: the format's name (`anthropic`,
+/// `claude-code`, ...) and the `--select` pointer, if any. `expand` reads the compressed file
+/// the same way instead of detecting the format again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ReadAs {
+    pub format: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<String>,
+}
+
+/// The original bytes of a message, when the caller has them (the exact text the input held
+/// for a message no stage had changed yet); `None` otherwise.
+pub type OriginalTexts<'a> = dyn Fn(&Message) -> Option<String> + 'a;
+
+/// What the caller tells the archive besides the two conversations.
+#[derive(Clone, Copy, Default)]
+pub struct ArchiveOptions<'a> {
+    /// The format the conversation was read with, recorded in the segment's index.
+    pub format: Option<&'a str>,
+    /// Asked for every original message archived; what it gives is stored with the message
+    /// and handed back by expand ([`Expansion::texts`]), so unchanged bytes come back exact.
+    pub texts: Option<&'a OriginalTexts<'a>>,
+}
+
+impl std::fmt::Debug for ArchiveOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArchiveOptions")
+            .field("format", &self.format)
+            .field("texts", &self.texts.is_some())
+            .finish()
+    }
+}
 
 /// Originals are referred to by their index in the segment's `messages`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +104,18 @@ struct Segment {
     entries: BTreeMap<String, Vec<Entry>>,
     messages: Vec<Message>,
     header: Option<Header>,
+    /// (index in `messages`, the original bytes of that message), when the caller had them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    texts: Vec<(usize, String)>,
+}
+
+/// The index record of one segment: how the conversation was read, and the output hashes the
+/// segment has entries for (so they are known even when the segment is lost).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Index {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    format: Option<String>,
+    keys: Vec<String>,
 }
 
 /// The parts of a conversation outside its messages.
@@ -70,7 +140,7 @@ fn header_of(c: &Conversation) -> Header {
 }
 
 /// Hash of a message as the output format shows it (synthetic `#n` ids left out).
-fn message_hash(m: &Message) -> String {
+pub(crate) fn message_hash(m: &Message) -> String {
     let mut bytes = Vec::new();
     if !m.id.starts_with('#') {
         bytes.extend_from_slice(m.id.as_bytes());
@@ -91,9 +161,13 @@ fn header_hash(h: &Header) -> String {
 }
 
 impl Segment {
-    fn keep(&mut self, m: &Message) -> usize {
+    fn keep(&mut self, m: &Message, texts: Option<&OriginalTexts<'_>>) -> usize {
         self.messages.push(m.clone());
-        self.messages.len() - 1
+        let i = self.messages.len() - 1;
+        if let Some(text) = texts.and_then(|f| f(m)) {
+            self.texts.push((i, text));
+        }
+        i
     }
 
     /// A header entry restoring `before`'s header, keyed by `after`'s, when they differ.
@@ -109,6 +183,21 @@ impl Segment {
     }
 }
 
+/// Each message's identity for matching a stage's input and output: its id and how many
+/// earlier messages share that id (a duplicated JSONL line repeats its id; both copies must be
+/// matched, not folded into one).
+fn identities(messages: &[Message]) -> Vec<(&str, usize)> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    messages
+        .iter()
+        .map(|m| {
+            let n = seen.entry(m.id.as_str()).or_insert(0);
+            *n += 1;
+            (m.id.as_str(), *n - 1)
+        })
+        .collect()
+}
+
 /// Archives what a stage changed between `before` and `after` for `session`. Returns the
 /// number of entries written (0: nothing changed, nothing written).
 pub fn archive_stage(
@@ -116,44 +205,46 @@ pub fn archive_stage(
     session: &str,
     before: &Conversation,
     after: &Conversation,
+    opts: ArchiveOptions<'_>,
 ) -> Result<usize, StoreError> {
     let mut seg = Segment::default();
     seg.add_header(before, after);
 
-    let before_by_id: HashMap<&str, &Message> =
-        before.messages.iter().map(|m| (m.id.as_str(), m)).collect();
-    let after_pos: HashMap<&str, usize> = after
-        .messages
+    let before_ids = identities(&before.messages);
+    let after_ids = identities(&after.messages);
+    let before_by_id: HashMap<(&str, usize), &Message> =
+        before_ids.iter().copied().zip(&before.messages).collect();
+    let after_pos: HashMap<(&str, usize), usize> = after_ids
         .iter()
         .enumerate()
-        .map(|(i, m)| (m.id.as_str(), i))
+        .map(|(i, &id)| (id, i))
         .collect();
 
     // Changed messages.
-    for m in &after.messages {
-        if let Some(orig) = before_by_id.get(m.id.as_str()) {
+    for (m, id) in after.messages.iter().zip(&after_ids) {
+        if let Some(orig) = before_by_id.get(id) {
             if *orig != m {
-                let original = seg.keep(orig);
+                let original = seg.keep(orig, opts.texts);
                 seg.add(message_hash(m), Entry::Replace { original });
             }
         }
     }
 
     // Runs of removed messages, each anchored to the output message that follows it.
-    let mut anchored_new: HashSet<usize> = HashSet::new();
+    let mut anchored_new: std::collections::HashSet<usize> = Default::default();
     let mut run: Vec<usize> = Vec::new();
     let mut last_kept: Option<usize> = None;
     let flush = |seg: &mut Segment,
                  run: &mut Vec<usize>,
                  last_kept: Option<usize>,
-                 anchored: &mut HashSet<usize>| {
+                 anchored: &mut std::collections::HashSet<usize>| {
         if run.is_empty() {
             return;
         }
         let originals = std::mem::take(run);
         let next = last_kept.map_or(0, |i| i + 1);
         if let Some(anchor) = after.messages.get(next) {
-            if before_by_id.contains_key(anchor.id.as_str()) {
+            if before_by_id.contains_key(&after_ids[next]) {
                 seg.add(message_hash(anchor), Entry::InsertBefore { originals });
             } else {
                 anchored.insert(next);
@@ -163,14 +254,14 @@ pub fn archive_stage(
             seg.add(message_hash(last), Entry::InsertAfter { originals });
         }
     };
-    for m in &before.messages {
-        match after_pos.get(m.id.as_str()) {
+    for (m, id) in before.messages.iter().zip(&before_ids) {
+        match after_pos.get(id) {
             Some(&pos) => {
                 flush(&mut seg, &mut run, last_kept, &mut anchored_new);
                 last_kept = Some(pos);
             }
             None => {
-                let i = seg.keep(m);
+                let i = seg.keep(m, opts.texts);
                 run.push(i);
             }
         }
@@ -178,28 +269,13 @@ pub fn archive_stage(
     flush(&mut seg, &mut run, last_kept, &mut anchored_new);
 
     // New messages that stand for nothing.
-    for (i, m) in after.messages.iter().enumerate() {
-        if !before_by_id.contains_key(m.id.as_str()) && !anchored_new.contains(&i) {
+    for (i, (m, id)) in after.messages.iter().zip(&after_ids).enumerate() {
+        if !before_by_id.contains_key(id) && !anchored_new.contains(&i) {
             seg.add(message_hash(m), Entry::Remove);
         }
     }
 
-    write_segment(store, session, &seg)
-}
-
-/// Why expansion failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ExpandError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("store record {0} is damaged; the store does not match this condense")]
-    Damaged(String),
-}
-
-/// One entry, with the segment it came from (to resolve originals).
-struct Loaded<'a> {
-    entry: &'a Entry,
-    segment: &'a Segment,
+    write_segment(store, session, &seg, opts.format)
 }
 
 /// Archives how the written output reads back: a stage-made message (a summary) may come back
@@ -211,8 +287,15 @@ pub fn archive_written(
     produced: &Conversation,
     reread: &Conversation,
 ) -> Result<usize, StoreError> {
+    // The format the run was read with (recorded by the run just before), for the index.
+    let read_as = recorded_read_as(store, session)?;
+    let format = read_as.as_ref().map(|r| r.format.as_str());
     if produced.messages.len() != reread.messages.len() {
-        return archive_stage(store, session, produced, reread);
+        let opts = ArchiveOptions {
+            format,
+            texts: None,
+        };
+        return archive_stage(store, session, produced, reread, opts);
     }
     let mut seg = Segment::default();
     seg.add_header(produced, reread);
@@ -225,143 +308,115 @@ pub fn archive_written(
         }
         let key = message_hash(r);
         if message_hash(p) != key {
-            let original = seg.keep(p);
+            let original = seg.keep(p, None);
             seg.add(key, Entry::Replace { original });
         }
     }
-    write_segment(store, session, &seg)
+    write_segment(store, session, &seg, format)
 }
 
-/// Writes a segment (nothing when it is empty); returns its number of entries.
-fn write_segment(store: &Store, session: &str, seg: &Segment) -> Result<usize, StoreError> {
+/// Writes a segment and its index (nothing when it is empty); returns its number of entries.
+fn write_segment(
+    store: &Store,
+    session: &str,
+    seg: &Segment,
+    format: Option<&str>,
+) -> Result<usize, StoreError> {
     let count = seg.entries.values().map(Vec::len).sum();
     if count > 0 {
         let bytes = serde_json::to_vec(seg).unwrap_or_default();
         let name = format!("{:032x}", xxh3_128(&bytes));
+        // The segment first: a run killed between the two writes leaves a segment without its
+        // index (it still expands; only its loss would go unnoticed), never an index naming a
+        // segment that was never written (expand would report it as lost).
         store.record_put(&format!("{NAMESPACE_PREFIX}{session}"), &name, &bytes)?;
+        let index = Index {
+            format: format.filter(|f| !f.is_empty()).map(str::to_string),
+            keys: seg.entries.keys().cloned().collect(),
+        };
+        let index = serde_json::to_vec(&index).unwrap_or_default();
+        store.record_put(&format!("{INDEX_PREFIX}{session}"), &name, &index)?;
     }
     Ok(count)
 }
 
-fn load_segments(store: &Store, namespace: &str) -> Result<Vec<Segment>, ExpandError> {
-    parse_segments(store.records(namespace)?)
+/// Records how `session`'s conversation was read (replacing what an earlier run recorded).
+pub fn record_read_as(store: &Store, session: &str, read_as: &ReadAs) -> Result<(), StoreError> {
+    let bytes = serde_json::to_vec(read_as).unwrap_or_default();
+    store.record_put(READ_AS_NAMESPACE, session, &bytes)
 }
 
-fn parse_segments(records: condense_store::Records) -> Result<Vec<Segment>, ExpandError> {
-    records
-        .into_iter()
-        .map(|(name, bytes)| serde_json::from_slice(&bytes).map_err(|_| ExpandError::Damaged(name)))
-        .collect()
+/// How `session`'s conversation was read when it was last compressed, if that was recorded
+/// (and still reads: a damaged record counts as none).
+pub fn recorded_read_as(store: &Store, session: &str) -> Result<Option<ReadAs>, StoreError> {
+    Ok(store
+        .record_get(READ_AS_NAMESPACE, session)?
+        .and_then(|b| serde_json::from_slice(&b).ok()))
 }
 
-/// Rebuilds the original of `conv` from the archive of `session`. When nothing of that session
-/// matches (a stage replaced what the session id is derived from), every session's archive is
-/// searched: entries are keyed by the output messages themselves. Returns the number of entries
-/// applied (0: nothing in the store matched).
-pub fn expand(store: &Store, session: &str, conv: &mut Conversation) -> Result<usize, ExpandError> {
-    let own = load_segments(store, &format!("{NAMESPACE_PREFIX}{session}"))?;
-    let applied = expand_with(&own, conv);
-    if applied > 0 {
-        return Ok(applied);
-    }
-    let mut all = Vec::new();
-    for records in store.records_by_prefix(NAMESPACE_PREFIX)? {
-        all.extend(parse_segments(records)?);
-    }
-    Ok(expand_with(&all, conv))
+/// What a store knows about how its conversations were read: each session's [`ReadAs`] record
+/// and, per format, every output hash its segments were indexed with. `expand` uses it to read
+/// a compressed file the way it was compressed: the way whose conversations' sessions are
+/// recorded with it, else whose messages the archive knows best.
+#[derive(Debug, Default)]
+pub struct ReadIndex {
+    /// Session name as on disk (sanitized) -> how it was read.
+    read_as: HashMap<String, ReadAs>,
+    /// Format -> the output hashes of the segments indexed with it.
+    keys: HashMap<String, std::collections::HashSet<String>>,
 }
 
-fn expand_with(segments: &[Segment], conv: &mut Conversation) -> usize {
-    // Output hash -> every entry for it, across segments; identical entries once.
-    let mut index: HashMap<&str, Vec<Loaded<'_>>> = HashMap::new();
-    let mut seen: HashSet<(&str, u128)> = HashSet::new();
-    for segment in segments {
-        for (key, entries) in &segment.entries {
-            for entry in entries {
-                // Identical entries from reruns (same kind, same originals) count once.
-                let originals: Vec<&Message> = originals_of(entry)
-                    .iter()
-                    .filter_map(|&i| segment.messages.get(i))
-                    .collect();
-                let kind = format!("{:?}", std::mem::discriminant(entry));
-                let fingerprint =
-                    xxh3_128(&serde_json::to_vec(&(kind, originals)).unwrap_or_default());
-                if seen.insert((key.as_str(), fingerprint)) {
-                    index
-                        .entry(key.as_str())
-                        .or_default()
-                        .push(Loaded { entry, segment });
+impl ReadIndex {
+    /// Loads every read-as and index record of the store (damaged ones are left out: they only
+    /// help choose).
+    pub fn load(store: &Store) -> Result<ReadIndex, StoreError> {
+        let mut index = ReadIndex::default();
+        for (name, bytes) in store.records(READ_AS_NAMESPACE)? {
+            if let Ok(read_as) = serde_json::from_slice(&bytes) {
+                index.read_as.insert(name, read_as);
+            }
+        }
+        for records in store.records_by_prefix(INDEX_PREFIX)? {
+            for (_, bytes) in records {
+                if let Ok(Index {
+                    format: Some(format),
+                    keys,
+                }) = serde_json::from_slice(&bytes)
+                {
+                    index.keys.entry(format).or_default().extend(keys);
                 }
             }
         }
+        Ok(index)
     }
-    let resolve = |l: &Loaded<'_>| -> Vec<Message> {
-        originals_of(l.entry)
-            .iter()
-            .filter_map(|&i| l.segment.messages.get(i).cloned())
-            .collect()
-    };
 
-    let mut used: HashSet<(String, usize)> = HashSet::new();
-    let mut applied = 0;
-    loop {
-        let mut changed = false;
-        let hkey = header_hash(&header_of(conv));
-        if let Some(entries) = index.get(hkey.as_str()) {
-            for (i, l) in entries.iter().enumerate() {
-                if let (Entry::Header, Some(h)) = (l.entry, &l.segment.header) {
-                    if used.insert((hkey.clone(), i)) {
-                        conv.system = h.system.clone();
-                        conv.tools = h.tools.clone();
-                        conv.extra = h.extra.clone();
-                        changed = true;
-                        applied += 1;
-                        break;
-                    }
-                }
-            }
-        }
-        let mut out: Vec<Message> = Vec::with_capacity(conv.messages.len());
-        for m in std::mem::take(&mut conv.messages) {
-            let key = message_hash(&m);
-            let Some(entries) = index.get(key.as_str()) else {
-                out.push(m);
-                continue;
-            };
-            let (mut before, mut after, mut replacement) = (Vec::new(), Vec::new(), None);
-            for (i, l) in entries.iter().enumerate() {
-                let replacing = matches!(
-                    l.entry,
-                    Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove
-                );
-                if (replacing && replacement.is_some()) || matches!(l.entry, Entry::Header) {
-                    continue;
-                }
-                if !used.insert((key.clone(), i)) {
-                    continue;
-                }
-                match l.entry {
-                    Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove => {
-                        replacement = Some(resolve(l));
-                    }
-                    Entry::InsertBefore { .. } => before.extend(resolve(l)),
-                    Entry::InsertAfter { .. } => after.extend(resolve(l)),
-                    Entry::Header => {}
-                }
-                applied += 1;
-                changed = true;
-            }
-            out.extend(before);
-            match replacement {
-                Some(r) => out.extend(r),
-                None => out.push(m),
-            }
-            out.extend(after);
-        }
-        conv.messages = out;
-        if !changed {
-            return applied;
-        }
+    /// Every way a conversation of this store was read: the recorded [`ReadAs`] records, and
+    /// each indexed format without a pointer. Sorted, without duplicates.
+    pub fn candidates(&self) -> Vec<ReadAs> {
+        let mut out: Vec<ReadAs> = self.read_as.values().cloned().collect();
+        out.extend(self.keys.keys().map(|format| ReadAs {
+            format: format.clone(),
+            select: None,
+        }));
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// How `session` was read, if recorded.
+    pub fn recorded(&self, session: &str) -> Option<&ReadAs> {
+        self.read_as
+            .get(&condense_store::sanitize_component(session))
+    }
+
+    /// How many messages of `conv` are outputs the archive recorded for `format`.
+    pub fn hits(&self, format: &str, conv: &Conversation) -> usize {
+        self.keys.get(format).map_or(0, |keys| {
+            conv.messages
+                .iter()
+                .filter(|m| keys.contains(&message_hash(m)))
+                .count()
+        })
     }
 }
 
@@ -389,7 +444,7 @@ impl Rewrites {
     /// Loads the `replace` entries of `session`'s archive.
     pub fn load(store: &Store, session: &str) -> Result<Rewrites, ExpandError> {
         let mut by_hash = HashMap::new();
-        for segment in load_segments(store, &format!("{NAMESPACE_PREFIX}{session}"))? {
+        for segment in expand::load_segments(store, &format!("{NAMESPACE_PREFIX}{session}"))? {
             let mut messages: Vec<Option<Message>> =
                 segment.messages.into_iter().map(Some).collect();
             for (key, entries) in segment.entries {

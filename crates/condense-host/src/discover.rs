@@ -1,11 +1,23 @@
 //! Finding plugin libraries by name.
 //!
-//! Search order: the pipeline file's `[plugins] dirs`, then `CONDENSE_PLUGIN_PATH` (a
-//! `:`-separated list, `;` on Windows), then the folders the xtask build puts plugins in
-//! (`plugins/` beside the `condense` executable, and `target/plugins/` above it). A plugin
-//! given as a path (it contains a path separator or ends in the platform's library suffix) is
-//! used as is.
+//! Search order:
+//! 1. the pipeline file's `[plugins] dirs`;
+//! 2. `CONDENSE_PLUGIN_PATH` (a `:`-separated list, `;` on Windows);
+//! 3. the folders that travel with the `condense` executable: `plugins/` beside it,
+//!    `../lib/condense/plugins` (where `cargo xtask install --prefix DIR` puts them:
+//!    `DIR/bin/condense` and `DIR/lib/condense/plugins/`), and `target/plugins/` above it (where
+//!    `cargo xtask plugins` builds them in a checkout);
+//! 4. the per-user data folder ([`user_plugin_dir`]: `$XDG_DATA_HOME/condense/plugins`, by
+//!    default `~/.local/share/condense/plugins`), for a binary installed on its own
+//!    (`cargo install`) and for the user's own stages.
+//!
+//! The executable's own folders come before the user's so that a binary finds the plugins
+//! built with it (same ABI) first. A plugin given as a path (it contains a path separator or
+//! ends in the platform's library suffix) is used as is. Either way the file must be a
+//! complete shared library for this platform ([`condense_abi::libfile`]), so a damaged one is
+//! refused here, as a configuration problem, before the dynamic loader could crash on it.
 
+use condense_abi::libfile::{check_library, LibFileError};
 use std::path::{Path, PathBuf};
 
 /// The environment variable holding extra plugin folders.
@@ -37,6 +49,10 @@ pub fn search_dirs(pipeline_dirs: &[PathBuf]) -> Vec<PathBuf> {
     if let Ok(exe) = std::env::current_exe() {
         if let Some(exe_dir) = exe.parent() {
             dirs.push(exe_dir.join("plugins"));
+            // PREFIX/bin/condense -> PREFIX/lib/condense/plugins (`cargo xtask install`).
+            if let Some(prefix) = exe_dir.parent() {
+                dirs.push(prefix.join("lib").join("condense").join("plugins"));
+            }
             // target/<profile>/condense -> target/plugins (where `cargo xtask plugins` puts them).
             if let Some(target) = exe_dir.parent() {
                 dirs.push(target.join("plugins"));
@@ -49,6 +65,9 @@ pub fn search_dirs(pipeline_dirs: &[PathBuf]) -> Vec<PathBuf> {
             }
         }
     }
+    if let Some(user) = user_plugin_dir() {
+        dirs.push(user);
+    }
     let mut unique = Vec::new();
     for d in dirs {
         if !unique.contains(&d) {
@@ -58,10 +77,36 @@ pub fn search_dirs(pipeline_dirs: &[PathBuf]) -> Vec<PathBuf> {
     unique
 }
 
+/// The per-user plugin folder: `$XDG_DATA_HOME/condense/plugins` (an absolute
+/// `XDG_DATA_HOME` only, as the XDG spec says), else `~/.local/share/condense/plugins`; on
+/// macOS `~/Library/Application Support/condense/plugins`; on Windows
+/// `%LOCALAPPDATA%\condense\plugins`. `None` when the home folder is unknown.
+pub fn user_plugin_dir() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let data = if cfg!(windows) {
+        var("LOCALAPPDATA")?
+    } else if cfg!(target_vendor = "apple") {
+        var("HOME")?.join("Library").join("Application Support")
+    } else {
+        var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local").join("share")))?
+    };
+    Some(data.join("condense").join("plugins"))
+}
+
+/// How to get the shipped plugins, for the messages of a binary that found none.
+pub const HOW_TO_INSTALL: &str = "install them with `cargo xtask install` from a condense checkout (or `cargo xtask plugins` to use them in place)";
+
 /// Why a plugin was not found.
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
-    #[error("plugin `{name}` not found (looked for {file} in: {searched}); run `cargo xtask plugins` to build the shipped ones, or set {env}")]
+    #[error(
+        "plugin `{name}` not found (looked for {file} in: {searched}); {}, or set {env}",
+        HOW_TO_INSTALL
+    )]
     NotFound {
         name: String,
         file: String,
@@ -70,6 +115,52 @@ pub enum FindError {
     },
     #[error("plugin library {0} does not exist")]
     MissingPath(PathBuf),
+    #[error("plugin library {0} is a directory; name the library file in it, or list the folder in the pipeline's [plugins] dirs")]
+    Directory(PathBuf),
+    #[error("plugin library {0} is a symbolic link loop")]
+    SymlinkLoop(PathBuf),
+    #[error("plugin library {path} is a symbolic link to {target}, which does not exist")]
+    DanglingLink { path: PathBuf, target: PathBuf },
+    #[error("plugin library {path} cannot be read: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+    #[error("{path}: not a usable plugin library: {source}")]
+    Damaged { path: PathBuf, source: LibFileError },
+}
+
+/// The `ELOOP` errno of this platform: too many levels of symbolic links.
+const ELOOP: i32 = if cfg!(any(target_os = "linux", target_os = "android")) {
+    40
+} else {
+    62
+};
+
+/// What is wrong with a plugin path that is not a readable file, in words.
+fn path_problem(p: &Path) -> FindError {
+    let path = p.to_path_buf();
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_dir() => FindError::Directory(path),
+        Ok(_) => FindError::Unreadable {
+            path,
+            reason: "not a regular file".into(),
+        },
+        Err(e) if !cfg!(windows) && e.raw_os_error() == Some(ELOOP) => FindError::SymlinkLoop(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_link(p) {
+            Ok(target) => FindError::DanglingLink { path, target },
+            Err(_) => FindError::MissingPath(path),
+        },
+        Err(e) => FindError::Unreadable {
+            path,
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// `path` when it is a complete shared library for this platform.
+fn usable(path: PathBuf) -> Result<PathBuf, FindError> {
+    match check_library(&path) {
+        Ok(()) => Ok(path),
+        Err(source) => Err(FindError::Damaged { path, source }),
+    }
 }
 
 /// Resolves a `plugin = "..."` value to a library path.
@@ -85,16 +176,16 @@ pub fn find_plugin(
             _ => p,
         };
         return if p.is_file() {
-            Ok(p)
+            usable(p)
         } else {
-            Err(FindError::MissingPath(p))
+            Err(path_problem(&p))
         };
     }
     let file = library_file_name(plugin);
     for dir in dirs {
         let candidate = dir.join(&file);
         if candidate.is_file() {
-            return Ok(candidate);
+            return usable(candidate);
         }
     }
     Err(FindError::NotFound {

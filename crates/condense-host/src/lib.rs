@@ -26,7 +26,7 @@ pub mod run;
 mod services;
 mod summaries;
 
-pub use archive::{expand, ExpandError};
+pub use archive::{expand, ExpandError, Expansion, ReadAs, ReadIndex};
 pub use pipeline::{OnError, Pipeline, PipelineError, StageSpec};
 pub use run::{HostError, LoadedPipeline, RunOptions, RunResult, StageRun};
 pub use services::StateMode;

@@ -28,6 +28,12 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+mod locations;
+mod toml_errors;
+
+use locations::key_value_offset;
+pub use locations::ConfigLocations;
+
 /// The default pipeline, embedded in the binary.
 pub const DEFAULT_PIPELINE: &str = include_str!("default_pipeline.toml");
 
@@ -95,7 +101,7 @@ struct RawStage {
     #[serde(default)]
     on_error: OnError,
     #[serde(default)]
-    config: toml::Table,
+    config: Option<Spanned<toml::Table>>,
 }
 
 fn yes() -> bool {
@@ -122,6 +128,9 @@ pub struct StageSpec {
     pub enabled: bool,
     pub on_error: OnError,
     pub config: toml::Table,
+    /// Where each config key's value was written, for errors about it.
+    #[serde(skip)]
+    pub config_at: ConfigLocations,
 }
 
 /// A parsed, validated pipeline.
@@ -193,7 +202,10 @@ impl Pipeline {
         };
         let raw: RawPipeline = toml::from_str(text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);
-            err_at(offset, e.message().trim().to_string())
+            err_at(
+                offset,
+                toml_errors::explain(text, offset, e.message().trim()),
+            )
         })?;
 
         let defaults = BudgetConfig::default();
@@ -236,12 +248,42 @@ impl Pipeline {
                 ));
             }
             seen.push((name.clone(), offset));
+            let stage_at = line_col(text, raw_stage.plugin.span().start);
+            let (config, config_at) = match raw_stage.config {
+                Some(c) => {
+                    let span = c.span();
+                    let table = c.into_inner();
+                    let keys = table
+                        .keys()
+                        .filter_map(|k| {
+                            let at = key_value_offset(text, span.clone(), k)?;
+                            let (line, column) = line_col(text, at);
+                            Some((k.clone(), line, column))
+                        })
+                        .collect();
+                    (
+                        table,
+                        ConfigLocations {
+                            stage: stage_at,
+                            keys,
+                        },
+                    )
+                }
+                None => (
+                    toml::Table::new(),
+                    ConfigLocations {
+                        stage: stage_at,
+                        keys: Vec::new(),
+                    },
+                ),
+            };
             stages.push(StageSpec {
                 name,
                 plugin,
                 enabled: raw_stage.enabled,
                 on_error: raw_stage.on_error,
-                config: raw_stage.config,
+                config,
+                config_at,
             });
         }
 
@@ -259,6 +301,58 @@ impl Pipeline {
             summarizer: raw.summarizer,
             stages,
         })
+    }
+
+    /// A stage's config error (the plugin's one-line message) with the `file:line:column` of
+    /// the key it names (`` `[stage.config] KEY` ``, as `condense_abi::parse_config` writes
+    /// it), else of the stage's `plugin` line.
+    pub fn locate_config_error(&self, stage: &StageSpec, message: &str) -> String {
+        let key = message
+            .split_once("`[stage.config] ")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(key, _)| key);
+        // Already located (by the host's loader, then again by a caller): leave it.
+        if message.starts_with(&format!("{}:", self.source)) {
+            return message.to_string();
+        }
+        let at = &stage.config_at;
+        let (line, column) = key
+            .and_then(|k| at.keys.iter().find(|(name, _, _)| name == k))
+            .map_or(at.stage, |(_, line, column)| (*line, *column));
+        if line == 0 {
+            return message.to_string();
+        }
+        format!("{}:{line}:{column}: {message}", self.source)
+    }
+
+    /// Problems worth a warning that do not stop a run, one line each. Today: a secret
+    /// redacting stage after stages that change the conversation, whose originals (secrets
+    /// included) the host archives in the store's records/ before the redaction runs.
+    pub fn warnings(&self) -> Vec<String> {
+        let enabled: Vec<&StageSpec> = self.stages.iter().filter(|s| s.enabled).collect();
+        let Some(first_redact) = enabled.iter().position(|s| is_redactor(&s.plugin)) else {
+            return Vec::new();
+        };
+        let before: Vec<&str> = enabled[..first_redact]
+            .iter()
+            .filter(|s| !is_redactor(&s.plugin))
+            .map(|s| s.name.as_str())
+            .collect();
+        if before.is_empty() {
+            return Vec::new();
+        }
+        let order: Vec<String> = enabled.iter().map(|s| format!("`{}`", s.name)).collect();
+        vec![format!(
+            "{}: `{}` redacts secrets after {} (stage order {}): the originals those stages change, secrets included, are archived in the store's records/; put it first",
+            self.source,
+            enabled[first_redact].name,
+            before
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            order.join(" → ")
+        )]
     }
 
     /// The effective pipeline as TOML (what `condense pipeline show` prints).
@@ -313,6 +407,12 @@ impl Pipeline {
         );
         format!("# effective pipeline (from {})\n{body}", self.source)
     }
+}
+
+/// Whether a stage's plugin is the secret redactor (by name or library file name), whose
+/// place in the order matters: see [`Pipeline::warnings`].
+fn is_redactor(plugin: &str) -> bool {
+    plugin_display_name(plugin) == "redact-secrets"
 }
 
 /// A stage's default name: the plugin name, or a library path's file stem.
@@ -418,6 +518,61 @@ mod tests {
     }
 
     #[test]
+    fn config_errors_point_at_the_key() {
+        let text = "[[stage]]\nname = \"a\"\nplugin = \"p\"\n\n[stage.config]\nother = 1\nkeep_recent = \"x\"\n[[stage]]\nplugin = \"q\"\nconfig = { \"n\" = 2, keep_recent = 1 }\n";
+        let p = parse(text).unwrap();
+        let m =
+            "snip: `[stage.config] keep_recent` must be a whole number (0 or more), found \"x\"";
+        assert_eq!(
+            p.locate_config_error(&p.stages[0], m),
+            format!("p.toml:7:15: {m}")
+        );
+        // Inline tables and quoted keys; a message naming no key points at the stage.
+        let m2 = "q: `[stage.config] keep_recent` must be true or false, found 1";
+        assert_eq!(
+            p.locate_config_error(&p.stages[1], m2),
+            format!("p.toml:10:35: {m2}")
+        );
+        assert_eq!(p.stages[1].config_at.keys[0], ("n".to_string(), 10, 18));
+        assert_eq!(
+            p.locate_config_error(&p.stages[1], "q: bad"),
+            "p.toml:9:10: q: bad"
+        );
+        assert_eq!(
+            p.locate_config_error(&p.stages[1], "p.toml:9:10: q: bad"),
+            "p.toml:9:10: q: bad"
+        );
+    }
+
+    #[test]
+    fn toml_mistakes_are_named() {
+        let e = parse("[[stage]]\nplugin = \"a\"\n[stage.config]\nx = 1\n[stage.config]\ny = 2\n")
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("p.toml:5:")
+                && e.message.contains("a second `[stage.config]`"),
+            "{e}"
+        );
+        let e = parse("[[stages]]\nplugin = \"a\"\n").unwrap_err();
+        assert!(e.message.ends_with("did you mean `stage`?"), "{e}");
+        let e = parse("[[stage]]\nplugin = \"a\"\n[stage]\nplugin = \"b\"\n").unwrap_err();
+        assert!(e.message.contains("write `[[stage]]`"), "{e}");
+    }
+
+    #[test]
+    fn redacting_after_archiving_stages_is_a_warning() {
+        let p = parse("[[stage]]\nplugin = \"redact-secrets\"\n[[stage]]\nplugin = \"snip\"\n")
+            .unwrap();
+        assert!(p.warnings().is_empty());
+        let text = "[[stage]]\nplugin = \"snip\"\n[[stage]]\nname = \"off\"\nplugin = \"microcompact\"\nenabled = false\n[[stage]]\nname = \"redact\"\nplugin = \"./lib/libredact_secrets.so\"\n";
+        let w = parse(text).unwrap().warnings();
+        assert_eq!(
+            w,
+            ["p.toml: `redact` redacts secrets after `snip` (stage order `snip` → `redact`): the originals those stages change, secrets included, are archived in the store's records/; put it first"]
+        );
+    }
+
+    #[test]
     fn fixed_tokens_are_read_shown_and_checked() {
         let p = parse("[model]\nfixed_tokens = 16500\n").unwrap();
         assert_eq!(p.budget.fixed_tokens, 16_500);
@@ -425,9 +580,9 @@ mod tests {
         assert!(shown.contains("fixed_tokens = 16500"), "{shown}");
         assert_eq!(parse(&shown).unwrap().budget, p.budget);
         let e = parse(
-            "[model]\ncontext_window = 20000\nmax_output_tokens = 2000\nfixed_tokens = 15000\n",
+            "[model]\ncontext_window = 20000\nmax_output_tokens = 2000\nfixed_tokens = 19000\n",
         )
         .unwrap_err();
-        assert!(e.message.contains("fixed_tokens (15000)"), "{e}");
+        assert!(e.message.contains("fixed_tokens (19000)"), "{e}");
     }
 }

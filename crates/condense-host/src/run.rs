@@ -1,6 +1,6 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
-use crate::archive::archive_stage;
+use crate::archive::{archive_stage, ArchiveOptions, OriginalTexts};
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
@@ -45,7 +45,10 @@ impl HostError {
     pub fn is_config_error(&self) -> bool {
         matches!(
             self,
-            HostError::Find { .. } | HostError::Config { .. } | HostError::Summarizer(_)
+            HostError::Find { .. }
+                | HostError::Load { .. }
+                | HostError::Config { .. }
+                | HostError::Summarizer(_)
         )
     }
 }
@@ -154,7 +157,7 @@ impl LoadedPipeline {
                 .instantiate(&config)
                 .map_err(|message| HostError::Config {
                     stage: spec.name.clone(),
-                    message,
+                    message: pipeline.locate_config_error(spec, &message),
                 })?;
             stages.push(LoadedSpec {
                 spec: spec.clone(),
@@ -183,8 +186,21 @@ impl LoadedPipeline {
         session: &str,
         opts: &RunOptions,
     ) -> Result<RunResult, HostError> {
-        let state = self.run_all(conversation, store, session, opts)?;
-        state.finish(&self.pipeline, store, session)
+        self.run_with_texts(conversation, store, session, opts, &|_| None)
+    }
+
+    /// [`run`](Self::run), archiving with every original message the bytes `texts` gives for
+    /// it (the input's exact text of a message), so `expand` can write those bytes back.
+    pub fn run_with_texts(
+        &self,
+        conversation: Conversation,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        texts: &OriginalTexts<'_>,
+    ) -> Result<RunResult, HostError> {
+        let state = self.run_all(conversation, store, session, opts, texts)?;
+        state.finish(&self.pipeline, store, session, opts)
     }
 
     /// Every enabled stage once, in order: the state after the last.
@@ -194,10 +210,11 @@ impl LoadedPipeline {
         store: &Store,
         session: &str,
         opts: &RunOptions,
+        texts: &OriginalTexts<'_>,
     ) -> Result<RunState, HostError> {
         let mut state = RunState::new(&self.counter, conversation, opts);
         for loaded in &self.stages {
-            let run = self.run_stage(loaded, &mut state, store, session, opts, None)?;
+            let run = self.run_stage(loaded, &mut state, store, session, opts, None, texts)?;
             state.runs.push(run);
         }
         Ok(state)
@@ -215,7 +232,23 @@ impl LoadedPipeline {
         opts: &RunOptions,
         prompt_too_long: bool,
     ) -> Result<FitResult, HostError> {
-        let mut state = self.run_all(conversation, store, session, opts)?;
+        self.fit_with_texts(conversation, store, session, opts, prompt_too_long, &|_| {
+            None
+        })
+    }
+
+    /// [`fit`](Self::fit) with the input's bytes of each message (see
+    /// [`run_with_texts`](Self::run_with_texts)).
+    pub fn fit_with_texts(
+        &self,
+        conversation: Conversation,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        prompt_too_long: bool,
+        texts: &OriginalTexts<'_>,
+    ) -> Result<FitResult, HostError> {
+        let mut state = self.run_all(conversation, store, session, opts, texts)?;
         let fits = |state: &RunState, shrunk: bool| {
             !state.count.budget(&self.pipeline.budget).over_window() && (!prompt_too_long || shrunk)
         };
@@ -223,14 +256,22 @@ impl LoadedPipeline {
             return Ok(FitResult {
                 fit_by: None,
                 fits: true,
-                result: state.finish(&self.pipeline, store, session)?,
+                result: state.finish(&self.pipeline, store, session, opts)?,
             });
         }
         let mut fit_by = None;
         let mut shrunk = false;
         for loaded in self.stages.iter().filter(|l| l.stage.is_some()) {
             let force = format!("force:{}", loaded.spec.plugin);
-            let run = self.run_stage(loaded, &mut state, store, session, opts, Some(&force))?;
+            let run = self.run_stage(
+                loaded,
+                &mut state,
+                store,
+                session,
+                opts,
+                Some(&force),
+                texts,
+            )?;
             shrunk |= run.tokens_saved > 0;
             state.runs.push(run);
             if fits(&state, shrunk) {
@@ -242,12 +283,13 @@ impl LoadedPipeline {
         Ok(FitResult {
             fit_by,
             fits: fits_now,
-            result: state.finish(&self.pipeline, store, session)?,
+            result: state.finish(&self.pipeline, store, session, opts)?,
         })
     }
 
     /// Runs one stage over the run's current conversation, applying the host's guards and
     /// archiving what it changed. `force` is an extra flag for this call only.
+    #[allow(clippy::too_many_arguments)]
     fn run_stage(
         &self,
         loaded: &LoadedSpec,
@@ -256,6 +298,7 @@ impl LoadedPipeline {
         session: &str,
         opts: &RunOptions,
         force: Option<&str>,
+        texts: &OriginalTexts<'_>,
     ) -> Result<StageRun, HostError> {
         let spec = &loaded.spec;
         let (current_tokens, record) = (state.count.total, opts.record_outputs);
@@ -343,7 +386,11 @@ impl LoadedPipeline {
                 let mut after = current_tokens;
                 if let Some((conversation, count, violations)) = changed {
                     if report.archive_removed {
-                        archive_stage(store, session, &state.current, &conversation)?;
+                        let archive = ArchiveOptions {
+                            format: Some(opts.format.as_str()),
+                            texts: Some(texts),
+                        };
+                        archive_stage(store, session, &state.current, &conversation, archive)?;
                     }
                     record_rewrites(
                         &mut state.services,
@@ -424,14 +471,17 @@ impl RunState {
         }
     }
 
-    /// The result, after storing the retained records of the summaries the output holds.
+    /// The result, after storing the retained records of the summaries the output holds and
+    /// how the conversation was read (for `expand`).
     fn finish(
         self,
         pipeline: &Pipeline,
         store: &Store,
         session: &str,
+        opts: &RunOptions,
     ) -> Result<RunResult, HostError> {
         crate::summaries::store_records(&self.services.records, store, session, &self.current)?;
+        record_format(store, session, &opts.format)?;
         Ok(RunResult {
             budget_after: self.count.budget(&pipeline.budget),
             conversation: self.current,
@@ -440,6 +490,26 @@ impl RunState {
             tokens_after: self.count.total,
             stages: self.runs,
         })
+    }
+}
+
+/// Records the format `session` was read with, unless that format is recorded already: the
+/// caller may have recorded it with its `--select` pointer
+/// ([`crate::archive::record_read_as`]), which the run does not know.
+fn record_format(store: &Store, session: &str, format: &str) -> Result<(), StoreError> {
+    if format.is_empty() {
+        return Ok(());
+    }
+    match crate::archive::recorded_read_as(store, session)? {
+        Some(recorded) if recorded.format == format => Ok(()),
+        _ => crate::archive::record_read_as(
+            store,
+            session,
+            &crate::archive::ReadAs {
+                format: format.to_string(),
+                select: None,
+            },
+        ),
     }
 }
 

@@ -199,7 +199,8 @@ impl Host for Services<'_> {
         self.budget.max_output_tokens
     }
     fn output_reserve(&self) -> usize {
-        self.budget.output_reserve
+        // The reserve in use (scaled for small windows), the one the host's budget counts.
+        self.budget.reserve()
     }
     fn has_flag(&self, flag: &str) -> bool {
         self.flags.iter().any(|f| f == flag)

@@ -10,7 +10,7 @@ const SEED_TOOL_USE: u64 = 0x746f_6f6c_5f75_7365; // "tool_use"
 const SEED_TOOL_NAME: u64 = 0x6e61_6d65; // "name"
 
 /// One piece of message content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
     Text(TextBlock),
@@ -22,21 +22,21 @@ pub enum Block {
     Opaque(Opaque),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TextBlock {
     pub text: String,
     pub extra: RawJson,
 }
 
 /// Model reasoning. The signature and other fields stay in `extra`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ThinkingBlock {
     pub thinking: String,
     pub extra: RawJson,
 }
 
 /// A call the model made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ToolUse {
     pub id: String,
     pub name: String,
@@ -69,7 +69,7 @@ impl ToolUse {
 }
 
 /// What a tool call returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ToolResult {
     pub tool_use_id: String,
     pub content: Content,
@@ -78,13 +78,13 @@ pub struct ToolResult {
     pub extra: RawJson,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Image {
     pub source: ImageSource,
     pub extra: RawJson,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ImageSource {
     /// Inline image data.
@@ -94,7 +94,7 @@ pub enum ImageSource {
 }
 
 /// A block of unknown type, verbatim.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Opaque {
     pub json: RawJson,
 }

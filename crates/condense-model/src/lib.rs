@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
 /// A whole conversation: what one request to the model (or one agent session) holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Conversation {
     /// The top-level system prompt (Anthropic `system`). Formats that put the system prompt in
     /// the message list (OpenAI) keep it there as a [`Role::System`] message instead.
@@ -92,7 +92,7 @@ pub fn orphaned_tool_results(messages: &[Message]) -> Vec<(usize, &str)> {
 }
 
 /// One tool the model may call, kept verbatim; `name` is extracted for reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ToolDef {
     pub name: String,
     /// The whole definition object as it appeared in the source.
@@ -126,7 +126,7 @@ impl Role {
 }
 
 /// One message (or one kept-in-place transcript line, see [`Role::Event`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Message {
     /// Stable id: the source's own id when it has one (Claude Code `uuid`), otherwise one the
     /// reader derives from the position (`#12`), which stays stable when turns are appended.
@@ -194,7 +194,7 @@ pub enum ContentShape {
 }
 
 /// The content of a message, a tool result or a system prompt.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Content {
     pub shape: ContentShape,
     pub blocks: Vec<Block>,

@@ -6,9 +6,12 @@
 //! - `records/<namespace>/<name>`: small named records (the expansion index uses them).
 //!
 //! Every write is atomic (temp file in the same directory, fsync, rename, fsync of the
-//! directory), so a crash never leaves a half-written blob or state. Names that come from
-//! transcripts (session ids, tool_use ids) go through [`sanitize_component`], so nothing can be
-//! written outside the store directory, whatever a transcript says.
+//! directory), so a crash never leaves a half-written blob or state. A temp file is named
+//! `.tmp-<pid>-<random>`; one that a killed run left behind (its process is gone, or it is over
+//! an hour old) is removed the next time the store is opened ([`remove_orphan_temps`]). Names
+//! that come from transcripts (session ids, tool_use ids) go through [`sanitize_component`],
+//! one-to-one, so nothing can be written outside the store directory, whatever a transcript
+//! says, and two sessions never share a folder.
 //!
 //! ```
 //! let dir = tempfile::tempdir().unwrap();
@@ -58,10 +61,13 @@ pub fn blob_key(bytes: &[u8]) -> String {
 }
 
 impl Store {
-    /// Opens (creating it if needed) the store at `root`.
+    /// Opens (creating it if needed) the store at `root`, removing the temp files of writes
+    /// that a killed run left behind ([`remove_orphan_temps`]).
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
         let root = root.into();
         fs::create_dir_all(&root).map_err(io_err(&root))?;
+        // Best effort: an orphan that cannot be removed only costs disk space, never a run.
+        let _ = remove_orphan_temps(&root, STORE_DEPTH);
         Ok(Store { root })
     }
 
@@ -157,6 +163,71 @@ impl Store {
     }
 }
 
+/// How deep files lie below a store's root: `blobs/xx/key`, `state/session/stage`,
+/// `records/namespace/name`.
+const STORE_DEPTH: usize = 3;
+
+/// The prefix of every temp file [`write_atomic`] makes; the writer's process id follows.
+const TEMP_PREFIX: &str = ".tmp-";
+
+/// A temp file older than this is an orphan even if a process with its pid is running (the pid
+/// was reused): no write takes that long.
+const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes, in `dir` and its folders down to `depth` levels, the temp files of
+/// [`write_atomic`] that no running write owns: named `.tmp-<pid>-<random>` with a pid that is
+/// not a running process (checked through `/proc` where there is one) or older than an hour.
+/// A write in progress in another process is left alone. Returns how many were removed.
+pub fn remove_orphan_temps(dir: &Path, depth: usize) -> Result<usize, StoreError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(io_err(dir)(e)),
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if depth > 0 {
+                removed += remove_orphan_temps(&path, depth - 1)?;
+            }
+        } else if kind.is_file()
+            && is_orphan_temp(&entry.file_name().to_string_lossy(), &path)
+            && fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// Whether `name` (at `path`) is a temp file of a write that will never finish.
+fn is_orphan_temp(name: &str, path: &Path) -> bool {
+    let Some(pid) = name
+        .strip_prefix(TEMP_PREFIX)
+        .and_then(|rest| rest.split_once('-'))
+        .and_then(|(pid, _)| pid.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    let old = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > ORPHAN_AGE);
+    old || (pid != std::process::id() && process_gone(pid))
+}
+
+/// Whether no process `pid` runs. Only known where `/proc` lists processes (Linux); elsewhere
+/// orphans go by age alone.
+fn process_gone(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    proc.join("self").exists() && !proc.join(pid.to_string()).exists()
+}
+
 /// The records of one namespace: (name, bytes), sorted by name.
 pub type Records = Vec<(String, Vec<u8>)>;
 
@@ -239,7 +310,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err(dir))?;
+    // `.tmp-<pid>-<random>`: the pid tells a later run whether the write can still finish.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .tempfile_in(dir)
+        .map_err(io_err(dir))?;
     tmp.write_all(bytes).map_err(io_err(path))?;
     tmp.as_file().sync_all().map_err(io_err(path))?;
     tmp.persist(path).map_err(|e| io_err(path)(e.error))?;
@@ -378,6 +453,53 @@ mod tests {
             .collect();
         found.sort();
         assert_eq!(found, [b"long".to_vec(), b"unsafe".to_vec()]);
+    }
+
+    #[test]
+    fn colliding_session_names_keep_their_own_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.state_put(".s", "stage", "dot").unwrap();
+        store.state_put("_s", "stage", "underscore").unwrap();
+        assert_eq!(
+            store.state_get(".s", "stage").unwrap().as_deref(),
+            Some("dot")
+        );
+        assert_eq!(
+            store.state_get("_s", "stage").unwrap().as_deref(),
+            Some("underscore")
+        );
+        store.record_put("ns", ".r", b"1").unwrap();
+        store.record_put("ns", "_r", b"2").unwrap();
+        assert_eq!(store.records("ns").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn temp_files_of_killed_writes_are_removed_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.state_put("s", "stage", "x").unwrap();
+        let state = dir.path().join("state/s");
+        // A pid that cannot be running (above any pid_max), as a SIGKILLed write leaves it.
+        let dead = state.join(".tmp-4294967295-AbCdEf");
+        fs::write(&dead, b"half").unwrap();
+        let blob_dir = dir.path().join("blobs/ab");
+        fs::create_dir_all(&blob_dir).unwrap();
+        let dead_blob = blob_dir.join(".tmp-4294967295-xyz123");
+        fs::write(&dead_blob, b"half").unwrap();
+        // A write in progress (this process) and files that are not ours stay.
+        let live = state.join(format!(".tmp-{}-LiVe01", std::process::id()));
+        fs::write(&live, b"writing").unwrap();
+        let foreign = state.join(".tmpAbCdEf");
+        fs::write(&foreign, b"not ours").unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        if Path::new("/proc/self").exists() {
+            assert!(!dead.exists(), "orphan of a dead process removed");
+            assert!(!dead_blob.exists(), "in every folder of the store");
+        }
+        assert!(live.exists(), "a live write is left alone");
+        assert!(foreign.exists(), "only our own temp names are touched");
+        assert_eq!(store.state_get("s", "stage").unwrap().as_deref(), Some("x"));
     }
 
     #[test]

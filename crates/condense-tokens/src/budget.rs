@@ -3,16 +3,28 @@
 //! The numbers follow the seeds (Claude Code's `calculateTokenBudget`, `getEffectiveContextWindowSize`
 //! and `getAutoCompactThreshold`); every one of them is a field of [`BudgetConfig`].
 //!
+//! One output reserve serves everything: what the request keeps free for the model's next
+//! response (`available`, the fit limit of `compress --fit`, `Host::output_reserve`) is what the
+//! effective window keeps free for a summary.
+//!
 //! ```text
+//! output_reserve        = min(max_output_tokens, output_reserve, summary_output_cap,
+//!                             context_window / 4)                     (see BudgetConfig::reserve)
 //! fixed                 = system prompt + tools + system messages + fixed_tokens
 //! available             = context_window - fixed - messages - output_reserve   (may be < 0)
 //! used                  = fixed + messages;  utilization = used / context_window
-//! effective_window      = context_window - min(max_output_tokens, summary_output_cap)
-//! autocompact_threshold = effective_window - autocompact_buffer
+//! effective_window      = context_window - output_reserve
+//! autocompact_threshold = effective_window - autocompact_buffer   (buffer scaled, see below)
 //! ```
 //!
-//! For a 200k window that gives an effective window of 180,000 and a threshold of 167,000 when
-//! the model may write 20k tokens or more, 192,000 and 179,000 when it is capped at 8k.
+//! For a 200k window that gives an output reserve of 20,000, an effective window of 180,000 and
+//! a threshold of 167,000 when the model may write 20k tokens or more; 192,000 and 179,000 when
+//! it is capped at 8k. Claude Code only meets windows of 200k and more; a small window (a local
+//! model's 32k) where the reserve and the buffer leave no threshold scales instead of failing:
+//! the reserve becomes at most a quarter of the window (32,000: 8,000), and a buffer that still
+//! leaves no threshold is scaled to Claude Code's proportion, 13,000 of a 180,000 effective
+//! window (7.2%). [`BudgetConfig::scaling_notes`] says so. Windows with room keep the numbers
+//! they had (a 40,000 window reserves 20,000), so nothing tuned for them moves.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +42,8 @@ pub struct BudgetConfig {
     /// Codex rollout without its tools). Counted as fixed in every budget, so thresholds fire
     /// when the real request would reach them.
     pub fixed_tokens: usize,
-    /// Tokens kept free for the next response when computing what is available.
+    /// The most the request keeps free for the next response (and the effective window for a
+    /// summary); the reserve in use is [`BudgetConfig::reserve`], which this caps.
     pub output_reserve: usize,
     /// The most a summary may take (Claude Code's `MAX_OUTPUT_TOKENS_FOR_SUMMARY`, based on the
     /// p99.99 summary of 17,387 tokens).
@@ -51,8 +64,11 @@ impl BudgetConfig {
     pub const DEFAULT_CONTEXT_WINDOW: usize = 200_000;
     /// Default maximum output per response.
     pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 32_000;
-    /// Default output reserve (`calculateTokenBudget`).
-    pub const DEFAULT_OUTPUT_RESERVE: usize = 8_192;
+    /// Default cap of the output reserve: the summary cap, so that at 200k the reserve is Claude
+    /// Code's 20,000 (`reservedTokensForSummary`).
+    pub const DEFAULT_OUTPUT_RESERVE: usize = 20_000;
+    /// The reserve is at most this share of the window (a quarter), so small windows work.
+    pub const MAX_RESERVE_SHARE_DIVISOR: usize = 4;
     /// Default `MAX_OUTPUT_TOKENS_FOR_SUMMARY`.
     pub const DEFAULT_SUMMARY_OUTPUT_CAP: usize = 20_000;
     /// Default `AUTOCOMPACT_BUFFER_TOKENS`.
@@ -69,25 +85,25 @@ impl BudgetConfig {
         if self.context_window == 0 {
             return Err(BudgetConfigError::ZeroWindow);
         }
-        if self.output_reserve >= self.context_window {
+        let reserve = self.reserve();
+        if reserve >= self.context_window {
             return Err(BudgetConfigError::ReserveTooLarge {
-                output_reserve: self.output_reserve,
+                output_reserve: reserve,
                 context_window: self.context_window,
             });
         }
-        if self.fixed_tokens.saturating_add(self.output_reserve) >= self.context_window {
+        if self.fixed_tokens.saturating_add(reserve) >= self.context_window {
             return Err(BudgetConfigError::FixedTooLarge {
                 fixed_tokens: self.fixed_tokens,
-                output_reserve: self.output_reserve,
+                output_reserve: reserve,
                 context_window: self.context_window,
             });
         }
-        let reserved = self.reserved_for_summary();
-        let needed = reserved.saturating_add(self.autocompact_buffer);
-        if needed >= self.context_window {
+        let buffer = self.buffer();
+        if reserve.saturating_add(buffer) >= self.context_window {
             return Err(BudgetConfigError::NoRoomBeforeThreshold {
-                reserved,
-                autocompact_buffer: self.autocompact_buffer,
+                reserved: reserve,
+                autocompact_buffer: buffer,
                 context_window: self.context_window,
             });
         }
@@ -110,22 +126,81 @@ impl BudgetConfig {
         Ok(())
     }
 
-    /// `min(max_output_tokens, summary_output_cap)`: what the effective window keeps free for
-    /// a summary.
+    /// The output reserve: `min(max_output_tokens, output_reserve, summary_output_cap)`, and
+    /// at most a quarter of the window when that and the autocompact buffer leave no threshold
+    /// (a small window). The request keeps it free for the next response, and the effective
+    /// window for a summary (one number for both, as Claude Code's effective window does).
+    /// Windows that had room keep Claude Code's numbers exactly.
+    pub fn reserve(&self) -> usize {
+        let unscaled = self.unscaled_reserve();
+        if unscaled.saturating_add(self.autocompact_buffer) < self.context_window {
+            unscaled
+        } else {
+            unscaled.min(self.context_window / Self::MAX_RESERVE_SHARE_DIVISOR)
+        }
+    }
+
+    /// `min(max_output_tokens, output_reserve, summary_output_cap)`.
+    fn unscaled_reserve(&self) -> usize {
+        self.max_output_tokens
+            .min(self.output_reserve)
+            .min(self.summary_output_cap)
+    }
+
+    /// What the effective window keeps free for a summary: [`BudgetConfig::reserve`].
     pub fn reserved_for_summary(&self) -> usize {
-        self.max_output_tokens.min(self.summary_output_cap)
+        self.reserve()
     }
 
-    /// `context_window - reserved_for_summary()` (0 if that would be negative).
+    /// The autocompact buffer in use: `autocompact_buffer`, unless the window is too small to
+    /// leave a threshold above it; then Claude Code's proportion of the effective window
+    /// (13,000 of 180,000), at least 1.
+    pub fn buffer(&self) -> usize {
+        let effective = self.effective_window();
+        if self.autocompact_buffer < effective {
+            return self.autocompact_buffer;
+        }
+        let scaled = (effective as u128 * Self::DEFAULT_AUTOCOMPACT_BUFFER as u128
+            / REFERENCE_EFFECTIVE_WINDOW as u128) as usize;
+        scaled.max(1).min(effective.saturating_sub(1))
+    }
+
+    /// `context_window - reserve()` (0 if that would be negative).
     pub fn effective_window(&self) -> usize {
-        self.context_window
-            .saturating_sub(self.reserved_for_summary())
+        self.context_window.saturating_sub(self.reserve())
     }
 
-    /// `effective_window() - autocompact_buffer` (0 if that would be negative).
+    /// `effective_window() - buffer()` (0 if that would be negative).
     pub fn autocompact_threshold(&self) -> usize {
-        self.effective_window()
-            .saturating_sub(self.autocompact_buffer)
+        self.effective_window().saturating_sub(self.buffer())
+    }
+
+    /// What was scaled to fit a small window, in words, for reports: "window 32,000: output
+    /// reserve scaled to 8,000 (a quarter of the window)". Empty when nothing was.
+    pub fn scaling_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let unscaled = self.unscaled_reserve();
+        let reserve = self.reserve();
+        if reserve < unscaled {
+            notes.push(format!(
+                "window {}: output reserve scaled to {} (a quarter of the window; {} otherwise)",
+                thousands(self.context_window),
+                thousands(reserve),
+                thousands(unscaled)
+            ));
+        }
+        let buffer = self.buffer();
+        if buffer < self.autocompact_buffer {
+            notes.push(format!(
+                "window {}: autocompact buffer scaled to {} ({} leaves no threshold in a {} \
+                 effective window)",
+                thousands(self.context_window),
+                thousands(buffer),
+                thousands(self.autocompact_buffer),
+                thousands(self.effective_window())
+            ));
+        }
+        notes
     }
 
     /// The level of a utilization (`used / context_window`).
@@ -140,6 +215,22 @@ impl BudgetConfig {
             Level::Normal
         }
     }
+}
+
+/// The effective window Claude Code's 13,000-token buffer was sized for (200,000 - 20,000).
+const REFERENCE_EFFECTIVE_WINDOW: usize = 180_000;
+
+/// 1234567 -> "1,234,567".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl Default for BudgetConfig {
@@ -225,6 +316,7 @@ pub struct Budget {
     pub fixed: usize,
     /// Every other message.
     pub messages: usize,
+    /// [`BudgetConfig::reserve`].
     pub output_reserve: usize,
     /// `context_window - fixed - messages - output_reserve`; negative when over.
     pub available: i64,
@@ -233,9 +325,9 @@ pub struct Budget {
     /// `used / context_window` (0 for a zero window).
     pub utilization: f64,
     pub level: Level,
-    /// `context_window - min(max_output_tokens, summary_output_cap)`.
+    /// `context_window - output_reserve`.
     pub effective_window: usize,
-    /// `effective_window - autocompact_buffer`.
+    /// `effective_window - autocompact_buffer` (the buffer scaled for a small window).
     pub autocompact_threshold: usize,
 }
 
@@ -249,7 +341,7 @@ impl Budget {
         let signed = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         let available = signed(config.context_window)
             .saturating_sub(signed(used))
-            .saturating_sub(signed(config.output_reserve));
+            .saturating_sub(signed(config.reserve()));
         let utilization = if config.context_window == 0 {
             0.0
         } else {
@@ -259,7 +351,7 @@ impl Budget {
             context_window: config.context_window,
             fixed,
             messages,
-            output_reserve: config.output_reserve,
+            output_reserve: config.reserve(),
             available,
             used,
             utilization,
@@ -316,7 +408,7 @@ mod tests {
     fn budget_numbers() {
         let b = Budget::compute(&BudgetConfig::default(), 35_000, 100_000);
         assert_eq!(b.used, 135_000);
-        assert_eq!(b.available, 200_000 - 135_000 - 8_192);
+        assert_eq!(b.available, 200_000 - 135_000 - 20_000);
         assert_eq!(b.level, Level::Normal);
         assert_eq!(b.effective_window, 180_000);
         assert_eq!(b.autocompact_threshold, 167_000);
@@ -324,7 +416,7 @@ mod tests {
         assert_eq!(b.excess_over_threshold(), 0);
 
         let over = Budget::compute(&BudgetConfig::default(), 35_000, 170_000);
-        assert_eq!(over.available, -13_192);
+        assert_eq!(over.available, -25_000);
         assert!(over.over_window());
         assert!(over.over_autocompact_threshold());
         assert_eq!(over.excess_over_threshold(), 205_000 - 167_000 + 1);
@@ -343,7 +435,7 @@ mod tests {
         };
         let b = Budget::compute(&c, 1_000, 152_000);
         assert_eq!((b.fixed, b.messages, b.used), (17_000, 152_000, 169_000));
-        assert_eq!(b.available, 200_000 - 169_000 - 8_192);
+        assert_eq!(b.available, 200_000 - 169_000 - 20_000);
         // Without them, the same messages would be under the threshold.
         assert!(b.over_autocompact_threshold());
         assert!(
@@ -358,6 +450,53 @@ mod tests {
             err.starts_with("fixed_tokens (195000) + output_reserve"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn small_windows_scale_the_reserve_and_the_buffer() {
+        // The README's `--context-window 32000`: the 20,000 reserve and 13,000 buffer no
+        // longer exceed the window; the reserve is a quarter of it, one number everywhere.
+        let c = BudgetConfig {
+            context_window: 32_000,
+            ..Default::default()
+        };
+        assert!(c.validate().is_ok());
+        assert_eq!((c.reserve(), c.reserved_for_summary()), (8_000, 8_000));
+        assert_eq!((c.effective_window(), c.buffer()), (24_000, 13_000));
+        assert_eq!(c.autocompact_threshold(), 11_000);
+        assert_eq!(
+            c.scaling_notes(),
+            ["window 32,000: output reserve scaled to 8,000 (a quarter of the window; 20,000 otherwise)"]
+        );
+        let b = Budget::compute(&c, 0, 1_000);
+        assert_eq!((b.output_reserve, b.available), (8_000, 23_000));
+        // Smaller still: the buffer would leave no threshold, so it takes Claude Code's
+        // proportion (13,000 of 180,000) of the effective window.
+        let c = BudgetConfig {
+            context_window: 16_000,
+            ..Default::default()
+        };
+        assert!(c.validate().is_ok());
+        assert_eq!((c.reserve(), c.effective_window()), (4_000, 12_000));
+        assert_eq!((c.buffer(), c.autocompact_threshold()), (866, 11_134));
+        assert_eq!(c.scaling_notes().len(), 2);
+        assert!(c.scaling_notes()[1].starts_with("window 16,000: autocompact buffer scaled to 866"));
+        // 200k and up: nothing scaled, Claude Code's numbers.
+        assert!(BudgetConfig::default().scaling_notes().is_empty());
+        assert_eq!(BudgetConfig::default().reserve(), 20_000);
+        // A window with room for both keeps the full reserve.
+        let c = BudgetConfig {
+            context_window: 40_000,
+            ..Default::default()
+        };
+        assert_eq!((c.reserve(), c.autocompact_threshold()), (20_000, 7_000));
+        assert!(c.scaling_notes().is_empty());
+        // An explicit reserve below the others is the one in use, everywhere.
+        let c = BudgetConfig {
+            output_reserve: 2_000,
+            ..Default::default()
+        };
+        assert_eq!((c.reserve(), c.effective_window()), (2_000, 198_000));
     }
 
     #[test]
@@ -384,16 +523,13 @@ mod tests {
             ..Default::default()
         })
         .contains("greater than 0"));
-        assert!(bad(BudgetConfig {
+        // A reserve larger than the window is capped at a quarter of it, not an error.
+        assert!(BudgetConfig {
             output_reserve: 300_000,
             ..Default::default()
-        })
-        .contains("output_reserve"));
-        assert!(bad(BudgetConfig {
-            context_window: 30_000,
-            ..Default::default()
-        })
-        .contains("autocompact_buffer"));
+        }
+        .validate()
+        .is_ok());
         assert!(bad(BudgetConfig {
             warning_pct: 1.5,
             ..Default::default()
@@ -436,7 +572,7 @@ mod tests {
         let b = Budget::compute(&BudgetConfig::default(), 10, 20);
         let v = serde_json::to_value(&b).unwrap();
         assert_eq!(v["level"], "normal");
-        assert_eq!(v["available"], 200_000 - 30 - 8_192);
+        assert_eq!(v["available"], 200_000 - 30 - 20_000);
         assert_eq!(v["autocompact_threshold"], 167_000);
     }
 }

@@ -36,7 +36,7 @@
 //! let budget = counter.budget(&conv, &BudgetConfig::default());
 //! assert_eq!(budget.level, Level::Normal);
 //! assert_eq!(budget.autocompact_threshold, 167_000);
-//! assert_eq!(budget.available, 200_000 - 6 - 8_192);
+//! assert_eq!(budget.available, 200_000 - 6 - 20_000);
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -183,7 +183,7 @@ fn conversation_count_adds_up() {
     assert_eq!(budget.fixed, n.fixed());
     assert_eq!(budget.messages, n.conversation());
     assert_eq!(budget.used, n.total);
-    assert_eq!(budget.available, 200_000 - n.total as i64 - 8_192);
+    assert_eq!(budget.available, 200_000 - n.total as i64 - 20_000);
     assert_eq!(budget.level, Level::Normal);
     let tiny = BudgetConfig {
         context_window: n.total,

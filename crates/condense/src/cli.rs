@@ -126,6 +126,50 @@ pub enum Command {
     /// Write a new stage plugin: `condense plugin new NAME`.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Print a shell completion script: `condense completions bash > ~/.local/share/bash-completion/completions/condense`.
+    #[command(after_help = "Install:\n  \
+        bash  condense completions bash > ~/.local/share/bash-completion/completions/condense\n  \
+        zsh   condense completions zsh > ~/.zfunc/_condense   (with fpath+=~/.zfunc before compinit)\n  \
+        fish  condense completions fish > ~/.config/fish/completions/condense.fish")]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `condense man | man -l -`.
+    Man,
+}
+
+/// The shells `condense completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The subcommand named on the command line ("stats", "pipeline show"), for the `--help` an
+/// argument error points to; None when there is none.
+pub fn subcommand_named() -> Option<String> {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut current = &cmd;
+    let mut path: Vec<String> = Vec::new();
+    for arg in std::env::args().skip(1) {
+        if arg.starts_with('-') {
+            continue;
+        }
+        match current.find_subcommand(&arg) {
+            Some(sub) => {
+                path.push(arg);
+                current = sub;
+            }
+            None => break,
+        }
+    }
+    (!path.is_empty()).then(|| path.join(" "))
 }
 
 /// Where to read a conversation from and how to interpret it.
@@ -136,7 +180,7 @@ pub struct InputArgs {
     #[arg(value_name = "FILE", default_value = "-")]
     pub file: PathBuf,
     /// The input format; detected from the content when omitted.
-    #[arg(long, value_parser = parse_format)]
+    #[arg(long, value_parser = FormatParser)]
     pub format: Option<condense_formats::Format>,
     /// JSON pointer to the messages inside a wrapper object, e.g. `/messages`, `/0/traj`;
     /// `*` selects every element (`/*/traj`). Common wrappers are found without it.
@@ -150,8 +194,9 @@ pub struct ModelArgs {
     /// The model's context window, in tokens (overrides the pipeline's [model]).
     #[arg(long)]
     pub context_window: Option<usize>,
-    /// The model's maximum output tokens (overrides the pipeline's [model]); small windows need
-    /// a smaller value than the default 32,000.
+    /// The model's maximum output tokens (overrides the pipeline's [model]; default 32,000).
+    /// The output reserve, kept free for the response and for a summary, is the smallest of
+    /// this, 20,000 and a quarter of the window (a 32,000 window: 8,000).
     #[arg(long)]
     pub max_output_tokens: Option<usize>,
     /// Tokens of the system prompt and tool definitions the file does not hold (a Claude Code
@@ -160,19 +205,53 @@ pub struct ModelArgs {
     pub fixed_tokens: Option<usize>,
 }
 
-fn parse_format(s: &str) -> Result<condense_formats::Format, String> {
-    s.parse::<condense_formats::Format>()
-        .map_err(|e| e.to_string())
+/// `--format`: a [`condense_formats::Format`] name, listed in `--help` and in the error for a
+/// wrong one.
+#[derive(Debug, Clone, Copy)]
+struct FormatParser;
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = condense_formats::Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        // Checked against the names first, so a wrong one gets clap's error listing them.
+        clap::builder::PossibleValuesParser::new(
+            condense_formats::Format::ALL.map(condense_formats::Format::as_str),
+        )
+        .parse_ref(cmd, arg, value)?;
+        value
+            .to_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            condense_formats::Format::ALL
+                .iter()
+                .map(|f| clap::builder::PossibleValue::new(f.as_str())),
+        ))
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct StatsArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// The model's context window, in tokens, for the budget.
+    /// The model's context window, in tokens, for the budget. Small windows scale the output
+    /// reserve (and, when it leaves no threshold, the autocompact buffer); the budget says so.
     #[arg(long, default_value_t = 200_000)]
     pub context_window: usize,
-    /// The model's maximum output tokens, for the effective window and autocompact threshold.
+    /// The model's maximum output tokens. The output reserve, kept free for the response and
+    /// for a summary (the effective window is the window less it), is the smallest of this,
+    /// 20,000 and a quarter of the window.
     #[arg(long, default_value_t = 32_000)]
     pub max_output_tokens: usize,
     /// Tokens of the system prompt and tool definitions the file does not hold (a Claude Code
@@ -182,7 +261,7 @@ pub struct StatsArgs {
     /// Tokenizer: o200k_base, cl100k_base, tiktoken-o200k_base, tiktoken-cl100k_base, estimate.
     #[arg(long, default_value = "o200k_base")]
     pub tokenizer: String,
-    /// How many tools to list by tokens in their results.
+    /// How many tools to list by tokens in their results (0: none, and no table).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// Print JSON instead of a table.
@@ -203,8 +282,9 @@ pub struct CompressArgs {
     /// The pipeline file (TOML); the embedded default pipeline when omitted.
     #[arg(long, short, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
-    /// Write the result here instead of standard output. With a folder: the folder to write
-    /// the outputs under (default: beside each input, as NAME.condensed.EXT).
+    /// Write the result here instead of standard output (`-`: standard output). With a folder:
+    /// the folder to write the outputs under (default: beside each input, as
+    /// NAME.condensed.EXT). A new file gets the umask's usual mode; a replaced one keeps its own.
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// The store directory (default: the pipeline's [store], else .condense/ beside the input).
@@ -252,6 +332,11 @@ pub struct ExpandArgs {
     /// The session id used when compressing, if it was given explicitly.
     #[arg(long)]
     pub session: Option<String>,
+    /// Write what could be restored even when the store cannot resolve every marker (a lost
+    /// record, a placeholder with no entry); a warning still names them. Without it, expand
+    /// exits 1 and writes nothing.
+    #[arg(long)]
+    pub partial: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -274,8 +359,8 @@ pub struct DiffArgs {
     /// Colour the diff: auto (on a terminal, unless NO_COLOR is set), always, never.
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
-    /// The time stages see (RFC 3339 or Unix ms). Default: 1970-01-01, so reviews are
-    /// reproducible; time-based behaviour needs an explicit --now.
+    /// The time stages see (RFC 3339 or Unix ms); the system clock when omitted, as for
+    /// `compress`, so the diff shows what `compress` would do now.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
     #[command(flatten)]
@@ -296,7 +381,9 @@ pub struct SnapshotArgs {
     /// Take the new versions as the reference (write `.snap`, remove `.snap.new`).
     #[arg(long)]
     pub accept: bool,
-    /// The time stages see (RFC 3339 or Unix ms); default 1970-01-01.
+    /// The time stages see (RFC 3339 or Unix ms). Default: 1970-01-01T00:00:00Z, pinned (not
+    /// the clock) so snapshots are reproducible: a time gap is measured from 1970, so the
+    /// prompt cache always reads as hot. Give --now to snapshot time-based behaviour.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
     /// Colour the diffs: auto, always, never.
@@ -314,7 +401,8 @@ pub struct CompareArgs {
     pub pipelines: Vec<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
-    /// The time stages see (RFC 3339 or Unix ms); default 1970-01-01.
+    /// The time stages see (RFC 3339 or Unix ms); the system clock when omitted, as for
+    /// `compress`.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
     /// Print JSON instead of tables.
@@ -372,7 +460,11 @@ pub struct EvalArgs {
 pub enum PipelineCommand {
     /// Print the effective pipeline as TOML (the embedded default, or FILE).
     Show {
-        /// A pipeline file; the embedded default when omitted.
+        /// A pipeline file (as `pipeline check FILE` takes it); the embedded default when
+        /// omitted.
+        #[arg(value_name = "FILE", conflicts_with = "pipeline")]
+        file: Option<PathBuf>,
+        /// The same, as the other commands take it.
         #[arg(long, short, value_name = "FILE")]
         pipeline: Option<PathBuf>,
     },

@@ -1,7 +1,7 @@
 //! The subcommands.
 
 use crate::cli::{
-    Cli, Command, CompressArgs, ExpandArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
+    Cli, Command, CompressArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
 };
 use crate::input::{is_folder, read_input, write_output, Input};
 use crate::stats::{self, num};
@@ -18,18 +18,20 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Stats(args) => stats_cmd(args),
         Command::Compress(args) => compress(args),
-        Command::Expand(args) => expand(args),
+        Command::Expand(args) => crate::expand::expand(args),
         Command::Diff(args) => crate::review::diff(args),
         Command::Snapshot(args) => crate::review::snapshot(args),
         Command::Compare(args) => crate::compare::compare(args),
         Command::Eval(args) => crate::eval::eval(args),
-        Command::Pipeline(PipelineCommand::Show { pipeline }) => {
-            print!("{}", load_pipeline(pipeline.as_deref())?.to_toml());
+        Command::Pipeline(PipelineCommand::Show { file, pipeline }) => {
+            print!("{}", load_pipeline(pipeline.or(file).as_deref())?.to_toml());
             Ok(())
         }
         Command::Pipeline(PipelineCommand::Check { file }) => check(&file),
         Command::Plugins(args) => plugins(args),
         Command::Plugin(crate::cli::PluginCommand::New(args)) => crate::scaffold::plugin_new(args),
+        Command::Completions(args) => crate::docs::completions(args.shell),
+        Command::Man => crate::docs::man(),
     }
 }
 
@@ -61,7 +63,13 @@ pub fn apply_model_args(
 
 pub fn load_pipeline(path: Option<&Path>) -> Result<Pipeline, Failure> {
     match path {
-        Some(p) => Pipeline::from_file(p).map_err(|e| Failure::usage(e.to_string())),
+        Some(p) => {
+            let pipeline = Pipeline::from_file(p).map_err(|e| Failure::usage(e.to_string()))?;
+            for w in pipeline.warnings() {
+                crate::term::warn(&w);
+            }
+            Ok(pipeline)
+        }
         None => Ok(Pipeline::default_pipeline()),
     }
 }
@@ -77,9 +85,11 @@ fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
         fixed_tokens: args.fixed_tokens,
         ..BudgetConfig::default()
     };
-    budget
-        .validate()
-        .map_err(|e| Failure::usage(format!("--context-window/--fixed-tokens: {e}")))?;
+    budget.validate().map_err(|e| {
+        Failure::usage(format!(
+            "--context-window/--max-output-tokens/--fixed-tokens: {e}"
+        ))
+    })?;
     let counter = TokenCounter::new(tokenizer);
     if is_folder(&args.input) {
         return crate::folder::stats(&args, &counter, &budget);
@@ -87,14 +97,10 @@ fn stats_cmd(args: StatsArgs) -> Result<(), Failure> {
     let input = read_input(&args.input)?;
     let s = stats_of(&input, &counter, &budget, &args);
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&s).map_err(|e| Failure::run(e.to_string()))?
-        );
+        crate::output::print_json(&s)
     } else {
-        print!("{}", stats::render(&s));
+        crate::output::print(&stats::render(&s))
     }
-    Ok(())
 }
 
 /// The statistics of one input (a file, or one file of a folder).
@@ -129,6 +135,9 @@ pub(crate) struct CompressReport<'a> {
     pub tokens_before: usize,
     pub tokens_after: usize,
     tokens_saved: usize,
+    /// What was scaled to fit a small window ("window 32,000: output reserve scaled to 8,000").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub budget_notes: Vec<String>,
     stages: Vec<StageTotal>,
     runs: &'a [RunResult],
 }
@@ -161,19 +170,15 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     }
     write_output(args.out.as_deref(), &done.out)?;
 
-    let report = build_report(
+    let mut report = build_report(
         &input.source(),
         input.doc.format().as_str(),
         &store_dir,
         &done.runs,
     );
+    report.budget_notes = loaded.pipeline.budget.scaling_notes();
     match args.report {
-        ReportFormat::Json => {
-            eprintln!(
-                "{}",
-                serde_json::to_string_pretty(&report).map_err(|e| Failure::run(e.to_string()))?
-            )
-        }
+        ReportFormat::Json => eprintln!("{}", crate::output::json_text(&report)?),
         ReportFormat::Text => eprint!("{}", render_report(&report)),
     }
     match done.unfit.first() {
@@ -240,19 +245,25 @@ pub(crate) fn compress_input(
     let mut unfit: Vec<String> = Vec::new();
     let mut fit_by: Vec<String> = Vec::new();
     let labels = input.doc.labels();
-    for (i, conv) in input.doc.conversations_mut().iter_mut().enumerate() {
+    for i in 0..input.doc.conversations().len() {
+        // Taken out of the document while the stages run; the document still answers
+        // `original_text`, so the archive keeps the exact bytes of what it removes.
+        let conv = std::mem::take(&mut input.doc.conversations_mut()[i]);
+        let doc = &input.doc;
+        let texts = |m: &condense_model::Message| doc.original_text(i, m).map(str::to_string);
         let session = session_key(
-            conv,
+            &conv,
             labels.get(i).map_or("", String::as_str),
             args.session.as_deref(),
         );
         let mut result = if args.fit || args.prompt_too_long {
-            let fit = loaded.fit(
-                std::mem::take(conv),
+            let fit = loaded.fit_with_texts(
+                conv,
                 &store,
                 &session,
                 &opts,
                 args.prompt_too_long,
+                &texts,
             )?;
             if !fit.fits {
                 let label = labels
@@ -269,10 +280,19 @@ pub(crate) fn compress_input(
             }
             fit.result
         } else {
-            loaded.run(std::mem::take(conv), &store, &session, &opts)?
+            loaded.run_with_texts(conv, &store, &session, &opts, &texts)?
         };
+        if input.select.is_some() {
+            // The run records the format; expand also needs the pointer it was read with.
+            let read_as = condense_host::ReadAs {
+                format: opts.format.clone(),
+                select: input.select.clone(),
+            };
+            condense_host::archive::record_read_as(&store, &session, &read_as)
+                .map_err(|e| Failure::run(e.to_string()))?;
+        }
         // The report does not serialize the conversation: move it back into the document.
-        *conv = std::mem::take(&mut result.conversation);
+        input.doc.conversations_mut()[i] = std::mem::take(&mut result.conversation);
         runs.push(result);
     }
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
@@ -371,6 +391,7 @@ pub(crate) fn build_report<'a>(
         tokens_before: before,
         tokens_after: after,
         tokens_saved: before - after.min(before),
+        budget_notes: Vec::new(),
         stages,
         runs,
     }
@@ -387,6 +408,9 @@ fn render_report(r: &CompressReport<'_>) -> String {
         if r.conversations == 1 { "" } else { "s" },
         r.store
     );
+    for note in &r.budget_notes {
+        let _ = writeln!(o, "  {note}");
+    }
     let _ = writeln!(
         o,
         "  {:<22} {:<8} {:>11} {:>11} {:>10} {:>9}",
@@ -419,43 +443,33 @@ fn render_report(r: &CompressReport<'_>) -> String {
     o
 }
 
-fn expand(args: ExpandArgs) -> Result<(), Failure> {
-    let mut input = read_input(&args.input)?;
-    let store_dir = args
-        .store
-        .clone()
-        .unwrap_or_else(|| input.default_store_dir());
-    if !store_dir.is_dir() {
-        return Err(Failure::usage(format!(
-            "store {} does not exist (pass --store DIR)",
-            store_dir.display()
-        )));
-    }
-    let store = Store::open(&store_dir).map_err(|e| Failure::run(e.to_string()))?;
-    let mut applied = 0;
-    let labels = input.doc.labels();
-    for (i, conv) in input.doc.conversations_mut().iter_mut().enumerate() {
-        let session = session_key(
-            conv,
-            labels.get(i).map_or("", String::as_str),
-            args.session.as_deref(),
-        );
-        applied += condense_host::expand(&store, &session, conv)
-            .map_err(|e| Failure::run(e.to_string()))?;
-    }
-    let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
-    write_output(args.out.as_deref(), &out)?;
-    eprintln!(
-        "condense: expanded {applied} archived change{} from {}",
-        if applied == 1 { "" } else { "s" },
-        store_dir.display()
-    );
-    Ok(())
-}
-
 fn check(file: &Path) -> Result<(), Failure> {
     let pipeline = Pipeline::from_file(file).map_err(|e| Failure::usage(e.to_string()))?;
-    let loaded = LoadedPipeline::load(pipeline)?;
+    for w in pipeline.warnings() {
+        crate::term::warn(&w);
+    }
+    // Everything that can go wrong in loading a pipeline is its configuration: exit 2, and a
+    // config error points at the key in the file.
+    let specs = pipeline.clone();
+    let loaded = LoadedPipeline::load(pipeline).map_err(|e| {
+        let located = match &e {
+            condense_host::HostError::Config { stage, message } => {
+                specs.stages.iter().find(|s| s.name == *stage).map(|spec| {
+                    format!(
+                        "stage `{stage}`: config rejected: {}",
+                        specs.locate_config_error(spec, message)
+                    )
+                })
+            }
+            _ => None,
+        };
+        let mut failure = Failure::from(e);
+        failure.code = 2;
+        if let Some(message) = located {
+            failure.message = message;
+        }
+        failure
+    })?;
     println!(
         "{}: ok, {} stage{}",
         file.display(),
@@ -477,9 +491,10 @@ fn plugins(args: PluginsArgs) -> Result<(), Failure> {
     let found = condense_host::discover::list_plugins(&dirs);
     if found.is_empty() {
         let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        return Err(Failure::run(format!(
-            "no plugins found (searched: {}); run `cargo xtask plugins` or set {}",
+        return Err(Failure::usage(format!(
+            "no plugins found (searched: {}); {}, or set {}",
             searched.join(", "),
+            condense_host::discover::HOW_TO_INSTALL,
             condense_host::discover::PLUGIN_PATH_ENV
         )));
     }
@@ -487,6 +502,9 @@ fn plugins(args: PluginsArgs) -> Result<(), Failure> {
         print!("{}", plugins_markdown(&found)?);
         return Ok(());
     }
+    // A library that does not load is listed with its problem, and the first one ends the
+    // command with exit 2 after the list (an installation problem, as for any pipeline).
+    let mut unusable: Option<(usize, String)> = None;
     for (name, path) in found {
         match condense_abi::Plugin::load(&path).and_then(|p| p.metadata(&path)) {
             Ok(m) => {
@@ -501,10 +519,18 @@ fn plugins(args: PluginsArgs) -> Result<(), Failure> {
                     }
                 }
             }
-            Err(e) => println!("{name:<22} {:<8} {}  ({e})", "?", path.display()),
+            Err(e) => {
+                println!("{name:<22} {:<8} {}  (unusable)", "?", path.display());
+                let first = unusable.get_or_insert((0, e.to_string()));
+                first.0 += 1;
+            }
         }
     }
-    Ok(())
+    match unusable {
+        None => Ok(()),
+        Some((1, e)) => Err(Failure::usage(e)),
+        Some((n, e)) => Err(Failure::usage(format!("{e} (and {} more)", n - 1))),
+    }
 }
 
 /// Every plugin's metadata as Markdown: the body of docs/stages.md.
@@ -515,7 +541,7 @@ fn plugins_markdown(found: &[(String, std::path::PathBuf)]) -> Result<String, Fa
     for (_, path) in found {
         let m = condense_abi::Plugin::load(path)
             .and_then(|p| p.metadata(path))
-            .map_err(|e| Failure::run(e.to_string()))?;
+            .map_err(|e| Failure::usage(e.to_string()))?;
         let _ = write!(
             o,
             "\n## `{}` {}\n\n{}\n\n",

@@ -1,7 +1,9 @@
 //! `condense compare`: several pipelines side by side on the same transcripts.
 //!
-//! Each pipeline runs on each transcript against a throwaway store at a fixed time (see
-//! `review`), so the comparison is reproducible and never touches real stage state.
+//! Each pipeline runs on each transcript against a throwaway store, at the clock's time as
+//! `compress` does (or `--now`), so it never touches real stage state. A transcript that cannot
+//! be read, or that a pipeline fails on, is named in one line and skipped; the others go on and
+//! the exit code is 1.
 
 use crate::cli::CompareArgs;
 use crate::input::{collect_inputs, read_path, Skipped};
@@ -68,15 +70,22 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
             context_window: 0,
             pipelines: Vec::new(),
         };
+        let mut failed = false;
         for (name, pipeline) in &pipelines {
-            let rec = run_recorded(
-                pipeline,
-                doc.conversations(),
-                &labels,
-                doc.format().as_str(),
-                now,
-                false,
-            )?;
+            let Some(rec) = skipped.read(file, |_| {
+                run_recorded(
+                    pipeline,
+                    doc.conversations(),
+                    &labels,
+                    doc.format().as_str(),
+                    now,
+                    false,
+                )
+                .map_err(|f| Failure::run(format!("pipeline {name}: {}", f.message)))
+            }) else {
+                failed = true;
+                break;
+            };
             cmp.tokens_before = rec.runs.iter().map(|r| r.tokens_before).sum();
             cmp.context_window = pipeline.pipeline.budget.context_window;
             let stage_count = rec.runs.first().map_or(0, |r| r.stages.len());
@@ -104,16 +113,15 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
                     .sum(),
             });
         }
-        all.push(cmp);
+        if !failed {
+            all.push(cmp);
+        }
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&all).map_err(|e| Failure::run(e.to_string()))?
-        );
+        crate::output::print_json(&all)?;
     } else {
         for c in &all {
-            print!("{}", render(c));
+            crate::output::print(&render(c))?;
         }
     }
     skipped.outcome(all.len())

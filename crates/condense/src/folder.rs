@@ -108,10 +108,7 @@ pub fn stats(
             total,
             skipped: &skipped,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| Failure::run(e.to_string()))?
-        );
+        crate::output::print_json(&out)?;
     } else {
         print!("{}", render_stats_total(dir, &all, &total, &skipped));
     }
@@ -266,10 +263,7 @@ pub fn compress(
         rows.push(row);
     }
     match args.report {
-        ReportFormat::Json => eprintln!(
-            "{}",
-            serde_json::to_string_pretty(&rows).map_err(|e| Failure::run(e.to_string()))?
-        ),
+        ReportFormat::Json => eprintln!("{}", crate::output::json_text(&rows)?),
         ReportFormat::Text => eprint!("{}", render_compressed(dir, out_dir, &rows, &skipped)),
     }
     let unfit = rows.iter().filter(|r| r.status == "does not fit").count();

@@ -94,7 +94,16 @@ pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
         return read_at(&args.file, args);
     }
     let mut buf = Vec::new();
-    std::io::stdin()
+    let stdin = std::io::stdin();
+    if std::io::IsTerminal::is_terminal(&stdin) {
+        // Not piped: the user may not know condense is waiting for them.
+        eprintln!(
+            "condense: reading a conversation from standard input (end it with Ctrl-D; \
+             or give a FILE, see --help)"
+        );
+    }
+    stdin
+        .lock()
         .read_to_end(&mut buf)
         .map_err(|e| Failure::run(format!("<stdin>: cannot read: {e}")))?;
     let opts = read_options(args);
@@ -110,25 +119,89 @@ pub fn is_folder(args: &InputArgs) -> bool {
     args.file.as_os_str() != "-" && args.file.is_dir()
 }
 
-/// Writes bytes to `out`, or to stdout when None. File writes are atomic
-/// ([`condense_store::write_atomic`]), so a failed run never leaves a half-written output.
+/// Writes bytes to `out`, or to stdout when None or `-`. File writes are atomic (a temporary
+/// file beside it, renamed over it), so a failed run never leaves a half-written output; a new
+/// file gets the mode the umask gives any new file, a replaced one keeps its mode. A closed
+/// stdout (`| head`) ends the run quietly (exit 0).
 pub fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), Failure> {
-    match out {
+    match out.filter(|p| p.as_os_str() != "-") {
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(bytes)
-                .and_then(|()| stdout.flush())
-                .map_err(|e| Failure::run(format!("<stdout>: cannot write: {e}")))
+            match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+                Ok(()) => Ok(()),
+                Err(e) if crate::term::is_broken_pipe(&e) => Err(Failure::closed_stdout()),
+                Err(e) => Err(Failure::run(format!("<stdout>: cannot write: {e}"))),
+            }
         }
-        Some(path) => condense_store::write_atomic(path, bytes).map_err(|e| {
-            let reason = match e {
-                condense_store::StoreError::Io { source, .. } => source.to_string(),
-                other => other.to_string(),
-            };
-            Failure::run(format!("{}: cannot write: {reason}", path.display()))
-        }),
+        Some(path) => write_file(path, bytes),
     }
+}
+
+/// The atomic file write of [`write_output`].
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(Failure::usage(format!(
+            "--out {shown}: is a folder; give a file name (a folder is for a folder input)"
+        )));
+    }
+    let named_as_folder = path.as_os_str().to_string_lossy().ends_with('/');
+    let name = path.file_name().filter(|_| !named_as_folder);
+    let Some(name) = name else {
+        return Err(Failure::usage(format!(
+            "--out {shown}: names a folder that does not exist; give a file name"
+        )));
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let fail = |e: std::io::Error| Failure::run(format!("{shown}: cannot write: {e}"));
+    let existing = std::fs::metadata(path).ok();
+    if existing.as_ref().is_some_and(|m| !m.is_file()) {
+        // A device or a pipe (`--out /dev/stdout`, a FIFO): write into it; renaming a file
+        // over it would replace the device itself.
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(fail);
+    }
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    let kept_mode = existing.map(|m| m.permissions());
+    // A hidden name beside the output, unique to this process: the rename is atomic only
+    // within one file system.
+    let mut n = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(
+            ".{}.condense-{}-{n}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        // OpenOptions creates with 0o666 less the umask: the mode any new file gets.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+            Err(e) => return Err(fail(e)),
+        }
+    };
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| match &kept_mode {
+            Some(mode) => std::fs::set_permissions(&tmp, mode.clone()),
+            None => Ok(()),
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    Ok(())
 }
 
 /// File extensions a folder walk takes as sessions: JSON and JSONL (Claude Code, Codex CLI,
@@ -266,7 +339,7 @@ impl Skipped {
         } else {
             format!("{file}: {}", failure.message)
         };
-        eprintln!("condense: skipped {line}");
+        crate::term::warn(&format!("skipped {line}"));
         self.files.push(SkippedFile {
             file,
             error: failure.message,

@@ -8,12 +8,16 @@
 mod cli;
 mod commands;
 mod compare;
+mod docs;
 mod eval;
+mod expand;
 mod folder;
 mod input;
+mod output;
 mod review;
 mod scaffold;
 mod stats;
+mod term;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -33,6 +37,14 @@ impl Failure {
         Failure {
             code: 2,
             message: message.into(),
+            detail: None,
+        }
+    }
+    /// Standard output was closed by its reader (`| head`): stop, quietly, with exit 0.
+    pub fn closed_stdout() -> Failure {
+        Failure {
+            code: 0,
+            message: String::new(),
             detail: None,
         }
     }
@@ -66,24 +78,42 @@ fn main() -> ExitCode {
     // Whatever happens, the user sees one line, never a panic trace.
     std::panic::set_hook(Box::new(|info| {
         let (msg, location) = condense_abi::describe_panic(info);
+        if term::is_broken_pipe_panic(&msg) {
+            // The reader of stdout left (`| head`): it has what it wanted. Exit quietly with 0,
+            // as ripgrep does.
+            std::process::exit(0);
+        }
         let at = location.map(|l| format!(" ({l})")).unwrap_or_default();
-        eprintln!("condense: internal error: {msg}{at}; please report this");
+        eprintln!(
+            "{}",
+            term::error_line(&format!("internal error: {msg}{at}; please report this"))
+        );
     }));
 
     let args = match cli::Cli::try_parse() {
         Ok(args) => args,
         Err(e) => {
             // --help and --version are not errors.
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
+            if !e.use_stderr() {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            eprintln!(
+                "{}",
+                term::error_line(&term::clap_error_line(
+                    &e,
+                    cli::subcommand_named().as_deref()
+                ))
+            );
+            return ExitCode::from(2);
         }
     };
     let verbose = args.verbose;
     match std::panic::catch_unwind(|| commands::run(args)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(failure)) if failure.code == 0 => ExitCode::SUCCESS,
         Ok(Err(failure)) => {
-            eprintln!("condense: {}", failure.message);
+            eprintln!("{}", term::error_line(&failure.message));
             if verbose {
                 if let Some(detail) = failure.detail {
                     eprintln!("{detail}");

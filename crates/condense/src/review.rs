@@ -2,13 +2,17 @@
 //!
 //! Both render conversations with `condense_model::render` (stable: it depends on the
 //! conversation only) and run the pipeline against a throwaway store, so a review never changes
-//! the state later real runs see, and the same inputs always give the same output.
+//! the state later real runs see. `diff` (and `compare`) run at the clock's time, as `compress`
+//! does, so they show what `compress` would do now; `snapshot` runs at a pinned time, so the
+//! same inputs always give the same snapshots. Control characters from the conversation (a
+//! tool's terminal escapes) are shown escaped, never sent to the terminal.
 
 use crate::cli::ModelArgs;
 use crate::cli::{ColorChoice, DiffArgs, SnapshotArgs};
 use crate::commands::{apply_model_args, load_pipeline, parse_now};
 use crate::input::{collect_inputs, is_folder, read_at, read_input, read_path, Input, Skipped};
 use crate::stats::num;
+use crate::term::escape_controls;
 use crate::Failure;
 use condense_host::{session_key, LoadedPipeline, RunOptions, RunResult};
 use condense_model::render::render;
@@ -19,12 +23,14 @@ use std::fmt::Write;
 use std::io::IsTerminal;
 use std::path::Path;
 
-/// The time reviews run at unless `--now` says otherwise: fixed, so reviews are reproducible.
-const REVIEW_EPOCH_MS: i64 = 0;
+/// The time `snapshot` runs at unless `--now` says otherwise: fixed, so snapshots are
+/// reproducible.
+const SNAPSHOT_EPOCH_MS: i64 = 0;
 
-/// The time a review runs at: `--now` when given, else [`REVIEW_EPOCH_MS`].
-pub(crate) fn review_now(now: Option<&str>) -> Result<i64, Failure> {
-    Ok(now.map(parse_now).transpose()?.unwrap_or(REVIEW_EPOCH_MS))
+/// The time `diff` and `compare` run at: `--now` when given, else None (the clock, as for
+/// `compress`).
+pub(crate) fn review_now(now: Option<&str>) -> Result<Option<i64>, Failure> {
+    now.map(parse_now).transpose()
 }
 
 pub(crate) struct Recorded<'a> {
@@ -38,14 +44,14 @@ pub(crate) fn run_recorded<'a>(
     convs: &'a [Conversation],
     labels: &[String],
     format: &str,
-    now_ms: i64,
+    now_ms: Option<i64>,
     record_outputs: bool,
 ) -> Result<Recorded<'a>, Failure> {
     let dir = tempfile::tempdir()
         .map_err(|e| Failure::run(format!("cannot create a temporary store: {e}")))?;
     let store = Store::open(dir.path()).map_err(|e| Failure::run(e.to_string()))?;
     let opts = RunOptions {
-        now_ms: Some(now_ms),
+        now_ms,
         format: format.to_string(),
         record_outputs,
         ..Default::default()
@@ -124,7 +130,7 @@ fn render_all(convs: &[&Conversation], labels: &[String]) -> String {
                 labels.get(i).map_or("", String::as_str)
             );
         }
-        out.push_str(&render(c));
+        out.push_str(&escape_controls(&render(c)));
     }
     out
 }
@@ -150,8 +156,7 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
     let color = use_color(args.color);
     if !is_folder(&args.input) {
         let input = read_input(&args.input)?;
-        print!("{}", diff_input(&pipeline, &input, &args, now, color)?);
-        return Ok(());
+        return crate::output::print(&diff_input(&pipeline, &input, &args, now, color)?);
     }
     let mut skipped = Skipped::default();
     let files = crate::folder::sessions_in(&args.input.file, None, &mut skipped)?;
@@ -160,14 +165,16 @@ pub fn diff(args: DiffArgs) -> Result<(), Failure> {
         let Some(input) = skipped.read(file, |p| read_at(p, &args.input)) else {
             continue;
         };
-        let text = diff_input(&pipeline, &input, &args, now, color)?;
-        let header = format!("════ {} ════", file.display());
-        if color {
-            println!("\x1b[1m{header}\x1b[0m\n");
+        let Some(text) = skipped.read(file, |_| diff_input(&pipeline, &input, &args, now, color))
+        else {
+            continue;
+        };
+        let header = format!("════ {} ════", escape_controls(&file.display().to_string()));
+        crate::output::print(&if color {
+            format!("\x1b[1m{header}\x1b[0m\n\n{text}")
         } else {
-            println!("{header}\n");
-        }
-        print!("{text}");
+            format!("{header}\n\n{text}")
+        })?;
         done += 1;
     }
     skipped.outcome(done)
@@ -178,7 +185,7 @@ fn diff_input(
     pipeline: &LoadedPipeline,
     input: &Input,
     args: &DiffArgs,
-    now: i64,
+    now: Option<i64>,
     color: bool,
 ) -> Result<String, Failure> {
     let labels = input.doc.labels();
@@ -318,7 +325,10 @@ fn stem(path: &Path) -> String {
 /// differs (new versions written beside the old as `.snap.new`) or a transcript could not be
 /// read (named on stderr and skipped; the others are still compared).
 pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
-    let now = review_now(args.now.as_deref())?;
+    let now = Some(match &args.now {
+        Some(t) => parse_now(t)?,
+        None => SNAPSHOT_EPOCH_MS,
+    });
     let pipeline = load(args.pipeline.as_deref(), &ModelArgs::default())?;
     let mut skipped = Skipped::default();
     let files = collect_inputs(&args.inputs, None, &mut skipped)?;
@@ -332,19 +342,24 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
         let Some(doc) = skipped.read(file, read_path) else {
             continue;
         };
-        done += 1;
         let labels = doc.labels();
-        let rec = run_recorded(
-            &pipeline,
-            doc.conversations(),
-            &labels,
-            doc.format().as_str(),
-            now,
-            true,
-        )?;
+        // A transcript the pipeline fails on is named and skipped like an unreadable one.
+        let Some(rec) = skipped.read(file, |_| {
+            run_recorded(
+                &pipeline,
+                doc.conversations(),
+                &labels,
+                doc.format().as_str(),
+                now,
+                true,
+            )
+        }) else {
+            continue;
+        };
         let dir = args.snapshots.join(stem(file));
         std::fs::create_dir_all(&dir)
             .map_err(|e| Failure::run(format!("{}: {e}", dir.display())))?;
+        done += 1;
         let stage_count = rec.runs.first().map_or(0, |r| r.stages.len());
         for i in 0..stage_count {
             let name = &rec.runs[0].stages[i].name;
@@ -370,20 +385,17 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
             match old {
                 Some(old) => {
                     changed += 1;
-                    print!(
-                        "{}",
-                        unified(
-                            &old,
-                            &text,
-                            &snap.display().to_string(),
-                            &pending.display().to_string(),
-                            color
-                        )
-                    );
+                    crate::output::print(&unified(
+                        &old,
+                        &text,
+                        &snap.display().to_string(),
+                        &pending.display().to_string(),
+                        color,
+                    ))?;
                 }
                 None => {
                     added += 1;
-                    println!("new snapshot: {}", pending.display());
+                    crate::output::print(&format!("new snapshot: {}\n", pending.display()))?;
                 }
             }
         }

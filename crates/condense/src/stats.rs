@@ -59,8 +59,39 @@ pub struct Stats {
     pub warnings: Vec<String>,
     /// The budget of the largest conversation.
     pub budget: Budget,
-    /// Which conversation the budget is for (empty for a single one).
-    pub budget_for: String,
+    /// How the budget's reserve and buffer were set: the settings, and what a small window
+    /// scaled ("window 32,000: output reserve scaled to 8,000 ...").
+    pub budget_model: BudgetModel,
+    /// Which conversation the budget is for (absent for a single one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_for: Option<String>,
+}
+
+/// The settings the budget's numbers come from (one output reserve, explained once).
+#[derive(Debug, Serialize)]
+pub struct BudgetModel {
+    pub max_output_tokens: usize,
+    /// `[model] output_reserve`: the most the reserve may be.
+    pub output_reserve_cap: usize,
+    pub summary_output_cap: usize,
+    /// `[model] autocompact_buffer`, before any scaling.
+    pub autocompact_buffer: usize,
+    /// The buffer in use.
+    pub buffer: usize,
+    pub notes: Vec<String>,
+}
+
+impl BudgetModel {
+    fn of(config: &BudgetConfig) -> BudgetModel {
+        BudgetModel {
+            max_output_tokens: config.max_output_tokens,
+            output_reserve_cap: config.output_reserve,
+            summary_output_cap: config.summary_output_cap,
+            autocompact_buffer: config.autocompact_buffer,
+            buffer: config.buffer(),
+            notes: config.scaling_notes(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -223,9 +254,9 @@ pub fn compute(
                 usage_check(reported, outside + messages, &fixed)
             });
             let label = if convs.len() > 1 {
-                doc.labels().get(i).cloned().unwrap_or_default()
+                doc.labels().get(i).cloned().filter(|l| !l.is_empty())
             } else {
-                String::new()
+                None
             };
             (count.budget(budget), fixed, usage, label)
         }
@@ -238,7 +269,7 @@ pub fn compute(
                 tools_missing: true,
             },
             None,
-            String::new(),
+            None,
         ),
     };
     Stats {
@@ -259,6 +290,7 @@ pub fn compute(
         reported_usage,
         warnings: doc.warnings().to_vec(),
         budget: budget_of,
+        budget_model: BudgetModel::of(budget),
         budget_for,
     }
 }
@@ -366,11 +398,13 @@ pub fn render(s: &Stats) -> String {
         "By block type",
         &mut s.by_block_type.iter().map(|(k, v)| (k.clone(), *v)),
     );
-    let _ = writeln!(
-        o,
-        "\n{:<28} {:>12} {:>7} {:>7}",
-        "Top tools by result tokens", "tokens", "share", "calls"
-    );
+    if !s.top_tools.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:<28} {:>12} {:>7} {:>7}",
+            "Top tools by result tokens", "tokens", "share", "calls"
+        );
+    }
     for t in &s.top_tools {
         let _ = writeln!(
             o,
@@ -462,10 +496,9 @@ fn render_budget(o: &mut String, s: &Stats) {
     let _ = writeln!(
         o,
         "\nBudget{} (window {}):",
-        if s.budget_for.is_empty() {
-            String::new()
-        } else {
-            format!(" of the largest conversation, {}", s.budget_for)
+        match &s.budget_for {
+            None => String::new(),
+            Some(label) => format!(" of the largest conversation, {label}"),
         },
         num(b.context_window)
     );
@@ -490,10 +523,14 @@ fn render_budget(o: &mut String, s: &Stats) {
     };
     let _ = writeln!(o, "  fixed (system + tools)   {fixed}");
     let _ = writeln!(o, "  messages                 {:>12}", num(b.messages));
+    let m = &s.budget_model;
     let _ = writeln!(
         o,
-        "  output reserve           {:>12}",
-        num(b.output_reserve)
+        "  output reserve           {:>12}  for the response and a summary: min(max output {}, \
+         {}, window / 4)",
+        num(b.output_reserve),
+        num(m.max_output_tokens),
+        num(m.output_reserve_cap.min(m.summary_output_cap))
     );
     let available = if b.available < 0 {
         format!("-{}", num(b.available.unsigned_abs() as usize))
@@ -512,14 +549,18 @@ fn render_budget(o: &mut String, s: &Stats) {
     );
     let _ = writeln!(
         o,
-        "  effective window         {:>12}",
+        "  effective window         {:>12}  the window less the output reserve",
         num(b.effective_window)
     );
     let _ = writeln!(
         o,
-        "  autocompact threshold    {:>12}",
-        num(b.autocompact_threshold)
+        "  autocompact threshold    {:>12}  the effective window less a {} buffer",
+        num(b.autocompact_threshold),
+        num(m.buffer)
     );
+    for note in &m.notes {
+        let _ = writeln!(o, "  {note}");
+    }
 }
 
 #[cfg(test)]

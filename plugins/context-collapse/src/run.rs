@@ -79,9 +79,13 @@ impl<'a> Run<'a> {
         stored: State,
         host: &'a dyn Host,
     ) -> Self {
+        // The window less the model's output, as Claude Code reckons it. The autocompact
+        // buffer plays no part in when collapse commits, so it is left out: the reserve is
+        // scaled down only when the output alone would not fit the window.
         let budget = BudgetConfig {
             context_window: host.context_window(),
             max_output_tokens: host.max_output_tokens(),
+            autocompact_buffer: 0,
             ..BudgetConfig::default()
         };
         let effective = budget.effective_window();

@@ -48,7 +48,22 @@
 //! the conversation's own fields under `(conversation)`), count no tokens, and add nothing to
 //! `tokens_freed`. A file written back after this stage holds none of the secrets found.
 //!
-//! It does **not** look at images' data, opaque blocks or tool definitions.
+//! Image references (an image given by URL: a token in its query string, a password in it)
+//! and blocks of types the model does not know (Anthropic `document` blocks with a text source,
+//! search results, ...) are redacted string literal by string literal too, like tool inputs.
+//! Binary payloads inside them are skipped, since a match in random base64 would corrupt the
+//! file and they hold no text: `data:` URLs and base64-looking strings of 256 characters or
+//! more.
+//!
+//! It does **not** look at:
+//! - tool definitions (the agent's tool schemas): they are part of what keys a session's stage
+//!   state and archive, so changing them would cut a compressed file off from its archive;
+//! - tool_use ids: they pair each call with its result, and ids are generated, not secrets;
+//! - inline image data and document PDFs (base64), and `data:` URLs.
+//!
+//! Put it **first** in the pipeline: a stage before it archives the originals it changes,
+//! secrets included, in the store's `records/`; `condense pipeline check` and every run warn
+//! about that order.
 //!
 //! # Placeholders never make a text longer
 //!
@@ -70,7 +85,7 @@ pub mod patterns;
 
 use condense_abi::text::plural;
 use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Content, RawJson};
+use condense_model::{Block, Content, ImageSource, RawJson};
 use engine::{Hit, Redactor};
 use patterns::{builtin_names, valid_name, Pattern, BUILTINS};
 use serde::{Deserialize, Serialize};
@@ -234,6 +249,33 @@ impl Walker<'_> {
         }
     }
 
+    /// JSON the model sees that may carry binary payloads (image references, opaque blocks):
+    /// every string literal except `data:` URLs and long base64 (see [`is_binary`]).
+    fn json_text(
+        &mut self,
+        raw: &mut RawJson,
+        hits: &mut Vec<Hit>,
+        what: &str,
+    ) -> Result<(), String> {
+        if raw.is_empty() || !json::is_json(raw.as_str()) {
+            return Ok(());
+        }
+        self.scanned += 1;
+        let (redactor, count) = (self.redactor, self.count);
+        let new = json::redact_literals(raw.as_str(), &mut |value, key| {
+            if is_binary(value) {
+                None
+            } else {
+                redactor.redact_value(value, key, count, hits)
+            }
+        })
+        .map_err(|e| format!("{what}: {e}"))?;
+        if let Some(new) = new {
+            *raw = RawJson::from_string_unchecked(new);
+        }
+        Ok(())
+    }
+
     /// An `extra` or `envelope` field, unless `envelopes = false`.
     fn raw(&mut self, raw: &mut RawJson, hits: &mut Vec<Hit>, what: &str) -> Result<(), String> {
         if self.envelopes && self.json(raw, hits, what)? {
@@ -265,8 +307,14 @@ impl Walker<'_> {
                     self.content(&mut r.content, hits)?;
                     self.raw(&mut r.extra, &mut hits.extra, "tool_result extra")?;
                 }
-                Block::Image(i) => self.raw(&mut i.extra, &mut hits.extra, "image extra")?,
-                Block::Thinking(_) | Block::Opaque(_) => {}
+                Block::Image(i) => {
+                    if let ImageSource::Reference { json } = &mut i.source {
+                        self.json_text(json, &mut hits.content, "image reference")?;
+                    }
+                    self.raw(&mut i.extra, &mut hits.extra, "image extra")?;
+                }
+                Block::Opaque(o) => self.json_text(&mut o.json, &mut hits.content, "block")?,
+                Block::Thinking(_) => {}
             }
             if hits.content.len() > before {
                 changed += 1;
@@ -276,11 +324,24 @@ impl Walker<'_> {
     }
 }
 
+/// A binary payload, not text: a `data:` URL, or 256+ characters of the base64 alphabet alone
+/// (inline images and PDFs). Secrets are shorter, and PEM keys carry their header and newlines.
+fn is_binary(value: &str) -> bool {
+    value.starts_with("data:")
+        || (value.len() >= 256
+            && value.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_')
+            }))
+}
+
 impl Stage for RedactSecrets {
     type Config = Config;
     const NAME: &'static str = "redact-secrets";
     const DESCRIPTION: &'static str =
-        "Masks API keys, tokens, private keys and URL passwords with typed placeholders; the originals are not archived.";
+        "Masks API keys, tokens, private keys and URL passwords with typed placeholders; the originals are not archived. \
+         Looks at texts, thinking, tool inputs and results, the system prompt, image URLs, unknown blocks (documents) and the raw JSON kept verbatim; \
+         not at tool definitions, tool_use ids, base64 image or PDF data, or data: URLs. \
+         Put it first: stages before it archive the originals they change, secrets included (`condense pipeline check` warns).";
     const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
         (
             "patterns",

@@ -9,6 +9,7 @@ mod codex;
 mod edge;
 mod errors;
 mod mapping;
+mod passthrough;
 mod responses;
 mod robust;
 mod roundtrip;

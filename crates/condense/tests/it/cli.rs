@@ -56,7 +56,9 @@ fn stats_reads_stdin_and_takes_the_window() {
     // 20,000 fixed tokens + 5,103 of messages: 78% of the window, and over it with the reserve.
     assert_eq!(v["budget"]["fixed"], 20_000);
     assert_eq!(v["budget"]["level"], "elevated");
-    assert_eq!(v["budget"]["available"], 32_000 - 25_103 - 8_192);
+    // One output reserve: the 8,000 the model may write, also what the effective window keeps.
+    assert_eq!(v["budget"]["output_reserve"], 8_000);
+    assert_eq!(v["budget"]["available"], 32_000 - 25_103 - 8_000);
 }
 
 #[test]

@@ -234,7 +234,7 @@ fn a_failing_stage_is_one_line_naming_pipeline_file_and_what() {
     assert!(run.stdout.is_empty(), "no partial table: {}", run.stdout);
     let last = run.stderr.lines().last().unwrap();
     assert!(
-        last.starts_with("condense: pipeline `faulty.toml` on ")
+        last.starts_with("condense: error: pipeline `faulty.toml` on ")
             && last.contains("anthropic_body.json")
             && last.ends_with("stage `faulty` failed: test-faulty was told to fail"),
         "{}",
@@ -577,7 +577,7 @@ fn a_judge_answering_garbage_is_one_clear_line() {
     let last = run.stderr.lines().last().unwrap_or_default();
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
-        last.starts_with("condense: judge (anthropic): unreadable reply:"),
+        last.starts_with("condense: error: judge (anthropic): unreadable reply:"),
         "{}",
         run.stderr
     );

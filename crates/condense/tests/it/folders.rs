@@ -112,12 +112,14 @@ fn skipped_the_broken_file(run: &Run, dir: &Path) {
     let skips: Vec<&str> = run
         .stderr
         .lines()
-        .filter(|l| l.starts_with("condense: skipped "))
+        .filter(|l| l.starts_with("condense: warning: skipped "))
         .collect();
     let broken = dir.join("broken.jsonl").display().to_string();
     assert_eq!(skips.len(), 1, "{}", run.stderr);
     assert!(
-        skips[0].starts_with(&format!("condense: skipped {broken}:1: invalid JSON")),
+        skips[0].starts_with(&format!(
+            "condense: warning: skipped {broken}:1: invalid JSON"
+        )),
         "{}",
         skips[0]
     );
@@ -423,7 +425,7 @@ fn every_folder_command_says_so_in_its_help() {
 fn compress_fit_on_a_folder_writes_what_does_not_fit_and_exits_1() {
     let p = Project::new();
     std::fs::remove_file(p.dir.join("broken.jsonl")).unwrap();
-    // No stage can shrink anything, and neither session fits 14,000 less the output reserve.
+    // No stage can shrink anything, and neither session fits 6,000 less the 500 output reserve.
     let empty = p.root.join("empty.toml");
     std::fs::write(&empty, "").unwrap();
     let run = condense(&[
@@ -433,14 +435,16 @@ fn compress_fit_on_a_folder_writes_what_does_not_fit_and_exits_1() {
         "-p",
         empty.to_str().unwrap(),
         "--context-window",
-        "14000",
+        "6000",
         "--max-output-tokens",
         "500",
     ]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let last = run.stderr.lines().last().unwrap();
     assert!(
-        last.starts_with("condense: 2 files do not fit the window after forcing every level"),
+        last.starts_with(
+            "condense: error: 2 files do not fit the window after forcing every level"
+        ),
         "{last}"
     );
     let rows: Vec<&str> = run

@@ -216,7 +216,7 @@ fn format_flags_take_the_new_formats() {
     let run = condense(&["stats", file.to_str().unwrap(), "--format", "gemini"]);
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("openhands, codex, responses, cline)"),
+        run.stderr.contains("openhands, codex, responses, cline]"),
         "{}",
         run.stderr
     );

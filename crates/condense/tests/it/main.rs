@@ -8,10 +8,16 @@
 
 mod claude_code;
 mod cli;
+mod cli_polish;
 mod eval;
+mod expand_edges;
 mod folders;
 mod formats;
+mod fuzz;
+mod kill;
+mod plugin_edges;
 mod plugins;
+mod readme;
 mod retention;
 mod review;
 mod roundtrip;

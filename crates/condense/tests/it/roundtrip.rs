@@ -288,6 +288,9 @@ fn fit_escalates_until_the_conversation_fits_or_says_it_cannot() {
             window,
             "--fixed-tokens",
             "25057",
+            // An 8,192-token reserve (a 46,000 window would otherwise reserve a quarter).
+            "--max-output-tokens",
+            "8192",
             "--fit",
             "--now",
             hot,

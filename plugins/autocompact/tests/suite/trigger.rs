@@ -97,7 +97,9 @@ fn tokens_freed_by_earlier_stages_are_counted_once() {
 
 #[test]
 fn a_window_without_room_for_the_buffer_never_fires_on_its_own() {
-    // 30,000 - 20,000 = 10,000 effective, not larger than the 13,000 buffer.
+    // 30,000 - 20,000 = 10,000 effective would not be larger than the 13,000 buffer: a small
+    // window scales the reserve to a quarter of it instead (issue 12), 22,500 effective, so
+    // the threshold is 22,500 - 13,000 = 9,500.
     let h = Host::default()
         .with_window(30_000, 32_000)
         .with_conversation_tokens(9_000);
@@ -105,8 +107,20 @@ fn a_window_without_room_for_the_buffer_never_fires_on_its_own() {
     assert!(out.report.flags.is_empty());
     assert!(has_note(
         &out.report,
-        "no threshold: the effective window (10,000) is not larger than buffer_tokens (13,000)"
+        "below the threshold by 500 tokens: not compacting"
     ));
-    // With threshold_pct it has one: 0.5 × 10,000 = 5,000.
-    assert_eq!(trigger("threshold_pct = 0.5", &h).threshold, 5_000);
+    assert_eq!(trigger("", &h).threshold, 9_500);
+    // With threshold_pct: 0.5 × 22,500.
+    assert_eq!(trigger("threshold_pct = 0.5", &h).threshold, 11_250);
+    // Smaller still, where even the scaled reserve leaves no room for buffer_tokens: no
+    // threshold of its own.
+    let tiny = Host::default()
+        .with_window(12_000, 32_000)
+        .with_conversation_tokens(9_000);
+    let out = run_as_is(&stage(""), &conversation(), &tiny);
+    assert!(out.report.flags.is_empty());
+    assert!(has_note(
+        &out.report,
+        "no threshold: the effective window (9,000) is not larger than buffer_tokens (13,000)"
+    ));
 }

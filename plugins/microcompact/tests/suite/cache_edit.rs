@@ -243,7 +243,7 @@ fn both_conditions_true_the_time_path_wins() {
         result_of(&out.conversation, "t1").content.text(),
         CLEARED_MARKER
     );
-    assert!(out.report.notes[0].starts_with("gap 95 min > 60 min: cleared 4 old results"));
+    assert!(out.report.notes[0].starts_with("gap 1 h 35 min > 60 min: cleared 4 old results"));
     assert_eq!(
         out.report.notes[1],
         "dropped 4 pinned cache edits: the cache is cold and the results are cleared in the messages"

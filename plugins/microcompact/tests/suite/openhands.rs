@@ -55,7 +55,7 @@ fn zoneless_timestamps_give_a_gap_and_the_time_path_runs() {
         .with_format("openhands");
     let out = run(&stage(""), input, &cold);
     let note = &out.report.notes[0];
-    assert!(note.starts_with("gap 120 min > 60 min: cleared "), "{note}");
+    assert!(note.starts_with("gap 2 h > 60 min: cleared "), "{note}");
     assert!(out.report.blocks_changed > 0, "{:?}", out.report.notes);
     assert_eq!(
         cleared_results(&out.conversation),

@@ -50,7 +50,7 @@ fn gap_over_an_hour_clears_all_but_the_three_most_recent() {
     assert_eq!(out.report.blocks_changed, 4);
     assert_eq!(
         out.report.notes[0],
-        "gap 95 min > 60 min: cleared 4 old results, kept 3 most recent (1,445 tokens freed); \
+        "gap 1 h 35 min > 60 min: cleared 4 old results, kept 3 most recent (1,445 tokens freed); \
          1 no bigger than the marker left as is"
     );
     // Everything but tool results is as it was.
@@ -139,7 +139,7 @@ fn rerun_on_its_output_changes_nothing() {
     assert_eq!(twice.report.tokens_freed, Some(0));
     assert_eq!(
         twice.report.notes[0],
-        "gap 95 min > 60 min: cleared 0 old results, kept 3 most recent (0 tokens freed); \
+        "gap 1 h 35 min > 60 min: cleared 0 old results, kept 3 most recent (0 tokens freed); \
          4 already cleared; 1 input already cleared; 1 no bigger than the marker left as is"
     );
 }
@@ -173,7 +173,7 @@ fn without_timestamps_the_previous_run_gives_the_gap() {
     let second = run(&stage, &input, &later);
     assert_eq!(second.report.blocks_changed, 4);
     assert!(second.report.notes.last().unwrap().starts_with(
-        "gap 90 min: no timestamp on the last assistant message; time since the previous run"
+        "gap 1 h 30 min: no timestamp on the last assistant message; time since the previous run"
     ));
 
     // A shorter conversation than the previous run saw: the gap is unknown again.

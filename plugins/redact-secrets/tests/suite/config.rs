@@ -28,7 +28,7 @@ fn unknown_key_is_rejected() {
     );
     let err = build("patterns = [{ name = \"x\", regexp = \"y\" }]").unwrap_err();
     assert!(
-        err.starts_with("redact-secrets: unknown field `regexp`"),
+        err.starts_with("redact-secrets: `[stage.config] patterns`: unknown field `regexp`"),
         "{err}"
     );
 }

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod config;
+mod coverage;
 mod envelopes;
 mod fixture;
 mod inputs;

@@ -64,7 +64,10 @@ fn zero_limits_are_rejected() {
 #[test]
 fn keep_must_be_first_or_last() {
     let err = build("keep = \"middle\"").unwrap_err();
-    assert!(err.starts_with("snip: unknown variant `middle`"), "{err}");
+    assert!(
+        err.starts_with("snip: `[stage.config] keep`: unknown variant `middle`"),
+        "{err}"
+    );
     assert!(err.contains("`first`") && err.contains("`last`"), "{err}");
     assert!(build("keep = \"First\"").is_err());
 }

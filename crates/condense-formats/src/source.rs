@@ -1,0 +1,439 @@
+//! The input's own bytes, kept so that what no stage changed is written back exactly as read.
+//!
+//! A [`Source`] holds the text of the file and, per conversation, its *units*: the byte span of
+//! each message (a JSONL line, or an element of a JSON array) with a fingerprint of the
+//! message(s) read from it. At write, a message value-equal to one as read is emitted as its
+//! original bytes; only the others are serialized (in the input's style, [`Style`]), and the
+//! bytes between them (separators, blank lines, the wrapper) are copied. Value-equal messages
+//! that occur several times use their texts in file order.
+//!
+//! Texts given by [`crate::Document::set_original_text`] (what `expand` restores) come first.
+
+use crate::json::{Result, Style};
+use condense_model::{Conversation, Message};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::ops::Range;
+use xxhash_rust::xxh3::Xxh3;
+
+/// A 128-bit fingerprint of a value (xxh3 over its `Hash`): equal values, equal fingerprints;
+/// different ones collide with negligible probability.
+pub(crate) type Fp = u128;
+
+pub(crate) fn fingerprint<T: Hash + ?Sized>(value: &T) -> Fp {
+    let mut hasher = Xxh3::new();
+    value.hash(&mut hasher);
+    hasher.digest128()
+}
+
+/// The fingerprint of several messages written as one unit (a Codex `compacted` line and its
+/// replacement history).
+pub(crate) fn fingerprint_all(messages: &[Message]) -> Fp {
+    fingerprint(messages)
+}
+
+/// What a conversation holds besides its messages: a change there changes the wrapper.
+fn frame(conv: &Conversation) -> Fp {
+    fingerprint(&(&conv.system, &conv.tools, &conv.extra))
+}
+
+/// A conversation's fingerprint from its frame's and its messages' (each message is hashed
+/// once).
+fn whole(frame: Fp, messages: &[Fp]) -> Fp {
+    fingerprint(&(frame, messages))
+}
+
+/// The input's text and where each conversation's messages were in it.
+#[derive(Clone, Default)]
+pub(crate) struct Source {
+    /// The input without its byte order mark and incomplete last line.
+    pub text: String,
+    pub convs: Vec<ConvSource>,
+}
+
+impl std::fmt::Debug for Source {
+    /// The sizes only: the text can be megabytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let units: usize = self.convs.iter().map(|c| c.units.len()).sum();
+        write!(
+            f,
+            "Source {{ {} bytes, {} conversations, {units} units }}",
+            self.text.len(),
+            self.convs.len()
+        )
+    }
+}
+
+/// One conversation as read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConvSource {
+    /// The whole conversation's fingerprint as read.
+    pub whole: Fp,
+    /// The fingerprint of its system prompt, tools and other fields as read.
+    pub frame: Fp,
+    pub units: Vec<Unit>,
+    /// Unit indices by fingerprint, in file order.
+    by_fp: HashMap<Fp, Vec<usize>>,
+    /// Texts set by `set_original_text`, by message fingerprint, in the order given.
+    overrides: HashMap<Fp, Vec<String>>,
+    /// Units of one message by the message's id (the first one read with that id).
+    by_id: HashMap<String, usize>,
+}
+
+/// The text of one message (or of a few written together) as read.
+#[derive(Debug, Clone)]
+pub(crate) struct Unit {
+    /// The first message read from it and how many.
+    pub first: usize,
+    pub count: usize,
+    pub span: Range<usize>,
+    pub fp: Fp,
+}
+
+impl Source {
+    /// Fingerprints every conversation and unit (call once the conversations are final).
+    pub fn finish(&mut self, conversations: &[Conversation]) {
+        self.convs
+            .resize_with(conversations.len(), ConvSource::default);
+        for (conv, src) in conversations.iter().zip(&mut self.convs) {
+            let fps: Vec<Fp> = conv.messages.iter().map(fingerprint).collect();
+            src.frame = frame(conv);
+            src.whole = whole(src.frame, &fps);
+            for (i, unit) in src.units.iter_mut().enumerate() {
+                let range = unit.first..unit.first + unit.count;
+                let (Some(messages), Some(one)) = (conv.messages.get(range), fps.get(unit.first))
+                else {
+                    continue;
+                };
+                unit.fp = match messages {
+                    [_] => *one,
+                    many => fingerprint_all(many),
+                };
+                src.by_fp.entry(unit.fp).or_default().push(i);
+                if let [one] = messages {
+                    src.by_id.entry(one.id.clone()).or_insert(i);
+                }
+            }
+        }
+    }
+
+    /// Adds the unit of one message (or `count` messages) of conversation `conv`.
+    pub fn add_unit(&mut self, conv: usize, first: usize, count: usize, span: Range<usize>) {
+        if self.convs.len() <= conv {
+            self.convs.resize_with(conv + 1, ConvSource::default);
+        }
+        self.convs[conv].units.push(Unit {
+            first,
+            count,
+            span,
+            fp: 0,
+        });
+    }
+
+    /// Whether conversation `i` is as read (and no text was set for it).
+    pub fn unchanged(&self, i: usize, conv: &Conversation) -> bool {
+        self.convs.get(i).is_some_and(|s| {
+            let fps: Vec<Fp> = conv.messages.iter().map(fingerprint).collect();
+            s.overrides.is_empty() && s.whole == whole(frame(conv), &fps)
+        })
+    }
+
+    /// Whether conversation `i`'s system prompt, tools and other fields are as read.
+    pub fn frame_unchanged(&self, i: usize, conv: &Conversation) -> bool {
+        self.convs.get(i).is_some_and(|s| s.frame == frame(conv))
+    }
+
+    /// The text a single message had, when a message value-equal to it was read.
+    pub fn original_text(&self, i: usize, message: &Message) -> Option<&str> {
+        let src = self.convs.get(i)?;
+        let fp = fingerprint(message);
+        let unit = src
+            .by_fp
+            .get(&fp)?
+            .iter()
+            .map(|&u| &src.units[u])
+            .find(|u| u.count == 1)?;
+        self.text.get(unit.span.clone())
+    }
+
+    pub fn set_original_text(&mut self, i: usize, message: &Message, text: String) {
+        if self.convs.len() <= i {
+            self.convs.resize_with(i + 1, ConvSource::default);
+        }
+        let fp = fingerprint(message);
+        self.convs[i].overrides.entry(fp).or_default().push(text);
+    }
+
+    /// A cursor over conversation `i`'s texts for one write.
+    pub fn texts(&self, i: usize) -> Texts<'_> {
+        Texts {
+            text: &self.text,
+            src: self.convs.get(i),
+            used: HashMap::new(),
+        }
+    }
+}
+
+/// The original texts of one conversation, each used once per write, in file order.
+pub(crate) struct Texts<'s> {
+    text: &'s str,
+    src: Option<&'s ConvSource>,
+    /// By fingerprint: how many overrides and units were used.
+    used: HashMap<Fp, (usize, usize)>,
+}
+
+/// One piece of output: original text, or a value to serialize.
+#[derive(Debug)]
+pub(crate) enum Piece<'s> {
+    /// Original bytes (a unit's span, or a text set for expand).
+    Text(&'s str),
+    /// Text made from original bytes with something spliced in.
+    Owned(String),
+    Value(Value),
+    /// A value to serialize, its numbers spelled as in `like` (the text of the message it was
+    /// read as) where their values match: `1e5` stays `1e5`.
+    Respelled {
+        value: Value,
+        like: &'s str,
+    },
+}
+
+impl<'s> Texts<'s> {
+    /// The text for a message value-equal to one read (or set), not used yet in this write.
+    pub fn take(&mut self, message: &Message) -> Option<&'s str> {
+        self.take_fp(fingerprint(message))
+    }
+
+    /// [`Texts::take`] for a unit of several messages.
+    pub fn take_all(&mut self, messages: &[Message]) -> Option<&'s str> {
+        self.take_fp(fingerprint_all(messages))
+    }
+
+    fn take_fp(&mut self, fp: Fp) -> Option<&'s str> {
+        let src = self.src?;
+        let used = self.used.entry(fp).or_default();
+        if let Some(text) = src.overrides.get(&fp).and_then(|t| t.get(used.0)) {
+            used.0 += 1;
+            return Some(text);
+        }
+        let unit = src.by_fp.get(&fp)?.get(used.1)?;
+        used.1 += 1;
+        self.text.get(src.units[*unit].span.clone())
+    }
+
+    /// The text the message with this id was read from (to spell its numbers alike).
+    fn read_as(&self, id: &str) -> Option<&'s str> {
+        let src = self.src?;
+        let unit = src.units.get(*src.by_id.get(id)?)?;
+        self.text.get(unit.span.clone())
+    }
+
+    /// The piece for a message: its text, or what `write` makes of it (numbers spelled as in
+    /// the text it was read from).
+    pub fn piece(
+        &mut self,
+        message: &Message,
+        write: impl FnOnce() -> Result<Vec<Value>>,
+    ) -> Result<Vec<Piece<'s>>> {
+        if let Some(text) = self.take(message) {
+            return Ok(vec![Piece::Text(text)]);
+        }
+        let like = self.read_as(&message.id);
+        Ok(write()?
+            .into_iter()
+            .map(|value| match like {
+                Some(like) => Piece::Respelled { value, like },
+                None => Piece::Value(value),
+            })
+            .collect())
+    }
+}
+
+/// Serializes a value in `style`, its lines after the first indented by `indent` (the depth it
+/// sits at), with CRLF line ends when `crlf`.
+pub(crate) fn serialize_at(
+    value: &Value,
+    style: &Style,
+    indent: &str,
+    crlf: bool,
+) -> Result<String> {
+    let mut out = Vec::new();
+    style.write(value, &mut out)?;
+    // Serialized JSON is valid UTF-8.
+    let text = String::from_utf8_lossy(&out).into_owned();
+    if indent.is_empty() && !crlf {
+        return Ok(text);
+    }
+    let newline = if crlf { "\r\n" } else { "\n" };
+    Ok(text.replace('\n', &format!("{newline}{indent}")))
+}
+
+/// The text of one piece at `indent`.
+fn piece_text<'p>(
+    piece: &'p Piece<'_>,
+    style: &Style,
+    indent: &str,
+    crlf: bool,
+) -> Result<Cow<'p, str>> {
+    Ok(match piece {
+        Piece::Text(text) => Cow::Borrowed(text),
+        Piece::Owned(text) => Cow::Borrowed(text.as_str()),
+        Piece::Value(value) => Cow::Owned(serialize_at(value, style, indent, crlf)?),
+        Piece::Respelled { value, like } => {
+            Cow::Owned(respell(serialize_at(value, style, indent, crlf)?, like))
+        }
+    })
+}
+
+/// Spells the numbers of serialized `text` as `like` spelled the same values (`100000.0` →
+/// `1e5`, `-0.0` → `-0`, a big integer as written), where `like` spells each value one way.
+fn respell(text: String, like: &str) -> String {
+    // value as serde_json writes it -> as `like` wrote it (None: spelled several ways)
+    let mut spelling: HashMap<String, Option<&str>> = HashMap::new();
+    for span in crate::scan::numbers(like) {
+        let written = &like[span];
+        let Ok(value) = serde_json::from_str::<Value>(written) else {
+            continue;
+        };
+        // Every spelling counts, the canonical one too: a value spelled two ways is left alone.
+        spelling
+            .entry(value.to_string())
+            .and_modify(|s| {
+                if *s != Some(written) {
+                    *s = None;
+                }
+            })
+            .or_insert(Some(written));
+    }
+    spelling.retain(|canonical, s| s.is_some_and(|w| w != canonical));
+    if spelling.is_empty() {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for span in crate::scan::numbers(&text) {
+        if let Some(Some(written)) = spelling.get(&text[span.clone()]) {
+            out.push_str(&text[at..span.start]);
+            out.push_str(written);
+            at = span.end;
+        }
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Writes JSONL lines: each piece a line, the original line breaks, blank lines and the text
+/// before the first and after the last line kept by position (line `k` is preceded by what
+/// preceded line `k` in the input).
+pub(crate) fn join_lines(
+    text: &str,
+    spans: &[Range<usize>],
+    pieces: &[Piece<'_>],
+    style: &Style,
+    crlf: bool,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let newline = if crlf { "\r\n" } else { "\n" };
+    let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+        for (k, piece) in pieces.iter().enumerate() {
+            if k > 0 {
+                out.extend_from_slice(newline.as_bytes());
+            }
+            out.extend_from_slice(piece_text(piece, style, "", crlf)?.as_bytes());
+        }
+        if style.trailing_newline && !pieces.is_empty() {
+            out.extend_from_slice(newline.as_bytes());
+        }
+        return Ok(());
+    };
+    out.extend_from_slice(&text.as_bytes()[..first.start]);
+    for (k, piece) in pieces.iter().enumerate() {
+        if k > 0 {
+            let sep = match (spans.get(k - 1), spans.get(k)) {
+                (Some(before), Some(after)) => &text[before.end..after.start],
+                _ => newline,
+            };
+            out.extend_from_slice(sep.as_bytes());
+        }
+        out.extend_from_slice(piece_text(piece, style, "", crlf)?.as_bytes());
+    }
+    if !pieces.is_empty() {
+        out.extend_from_slice(&text.as_bytes()[last.end..]);
+    }
+    Ok(())
+}
+
+/// Writes a JSON array of pieces in place of the array at `span` whose elements were at
+/// `elements`: the original bracket spacing and separators are kept by position, new elements
+/// are serialized at the indent of the first one.
+pub(crate) fn splice_array(
+    text: &str,
+    span: Range<usize>,
+    elements: &[Range<usize>],
+    pieces: &[Piece<'_>],
+    style: &Style,
+    crlf: bool,
+) -> Result<String> {
+    let newline = if crlf { "\r\n" } else { "\n" };
+    let unit = style.indent.as_deref().unwrap_or("");
+    let (open, close, sep, indent) = match (elements.first(), elements.last()) {
+        (Some(first), Some(last)) => {
+            let indent = crate::scan::line_indent(text, first.start).unwrap_or("");
+            let sep = match elements.get(1) {
+                Some(second) => text[first.end..second.start].to_string(),
+                None if style.indent.is_some() => format!(",{newline}{indent}"),
+                None => default_comma(style).to_string(),
+            };
+            (
+                text[span.start..first.start].to_string(),
+                text[last.end..span.end].to_string(),
+                sep,
+                indent.to_string(),
+            )
+        }
+        _ if pieces.is_empty() => return Ok(text[span].to_string()),
+        _ => match &style.indent {
+            Some(_) => {
+                let outer = crate::scan::line_indent(text, span.start).unwrap_or("");
+                let indent = format!("{outer}{unit}");
+                (
+                    format!("[{newline}{indent}"),
+                    format!("{newline}{outer}]"),
+                    format!(",{newline}{indent}"),
+                    indent,
+                )
+            }
+            None => (
+                "[".into(),
+                "]".into(),
+                default_comma(style).to_string(),
+                String::new(),
+            ),
+        },
+    };
+    if pieces.is_empty() {
+        return Ok("[]".into());
+    }
+    let mut out = open;
+    for (k, piece) in pieces.iter().enumerate() {
+        if k > 0 {
+            match (elements.get(k - 1), elements.get(k)) {
+                (Some(before), Some(after)) => out.push_str(&text[before.end..after.start]),
+                _ => out.push_str(&sep),
+            }
+        }
+        out.push_str(&piece_text(piece, style, &indent, crlf)?);
+    }
+    out.push_str(&close);
+    Ok(out)
+}
+
+fn default_comma(style: &Style) -> &'static str {
+    if style.spaced_comma {
+        ", "
+    } else {
+        ","
+    }
+}

@@ -1,0 +1,260 @@
+//! The archive round trip on hand-made conversations: identical messages, lost records,
+//! placeholders without entries, original texts, how a conversation was read.
+
+use super::*;
+use condense_model::{Block, Content, Role, TextBlock, ToolResult};
+
+fn text(id: &str, role: Role, t: &str) -> Message {
+    Message::new(
+        id,
+        role,
+        vec![Block::Text(TextBlock {
+            text: t.to_string(),
+            extra: Default::default(),
+        })],
+    )
+}
+
+fn result(id: &str, tool: &str, t: &str) -> Message {
+    Message::new(
+        id,
+        Role::User,
+        vec![Block::ToolResult(ToolResult::new(
+            tool,
+            Content::blocks(vec![Block::Text(TextBlock {
+                text: t.to_string(),
+                extra: Default::default(),
+            })]),
+        ))],
+    )
+}
+
+fn conv(messages: Vec<Message>) -> Conversation {
+    Conversation {
+        messages,
+        ..Default::default()
+    }
+}
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    (dir, store)
+}
+
+const CLEARED: &str = "[Old tool result content cleared]";
+
+/// A duplicated line (same id, same content) whose two copies are cleared to the same
+/// placeholder: both come back. Before issue 12 the second entry was taken for a rerun's copy of
+/// the first and dropped, and expand left a placeholder behind.
+#[test]
+fn identical_messages_each_come_back() {
+    let (_dir, store) = store();
+    let before = conv(vec![
+        text("uuid-0", Role::User, "go"),
+        result("uuid-1", "t1", "the same long output"),
+        result("uuid-1", "t1", "the same long output"),
+        text("uuid-3", Role::Assistant, "done"),
+    ]);
+    let mut after = before.clone();
+    after.messages[1] = result("uuid-1", "t1", CLEARED);
+    after.messages[2] = result("uuid-1", "t1", CLEARED);
+    archive_stage(&store, "s", &before, &after, ArchiveOptions::default()).unwrap();
+    // A rerun of the same stage writes the same segment: still counted once.
+    archive_stage(&store, "s", &before, &after, ArchiveOptions::default()).unwrap();
+    let mut back = after.clone();
+    let expansion = expand(&store, "s", &mut back).unwrap();
+    assert_eq!(back, before);
+    assert_eq!(expansion.applied, 2);
+    assert!(expansion.unresolved.is_empty());
+}
+
+/// A duplicated JSONL line repeats its id: removing one copy must archive that copy.
+#[test]
+fn a_removed_copy_of_a_duplicated_line_comes_back() {
+    let (_dir, store) = store();
+    let line = text("uuid-1", Role::User, "same line twice");
+    let before = conv(vec![
+        line.clone(),
+        line.clone(),
+        text("uuid-2", Role::Assistant, "ok"),
+    ]);
+    let after = conv(vec![line.clone(), text("uuid-2", Role::Assistant, "ok")]);
+    archive_stage(&store, "s", &before, &after, ArchiveOptions::default()).unwrap();
+    let mut back = after.clone();
+    expand(&store, "s", &mut back).unwrap();
+    assert_eq!(back, before);
+}
+
+#[test]
+fn a_lost_record_is_reported_not_ignored() {
+    let (dir, store) = store();
+    let before = conv(vec![
+        text("#0", Role::User, "go"),
+        result("#1", "t1", "output one"),
+        result("#2", "t2", "output two"),
+    ]);
+    let mut after = before.clone();
+    after.messages[2] = result("#2", "t2", "[snipped]");
+    archive_stage(&store, "s", &before, &after, ArchiveOptions::default()).unwrap();
+    // A second stage's segment survives, the first's is deleted.
+    let mut after2 = after.clone();
+    after2.messages[1] = result("#1", "t1", "[short]");
+    archive_stage(&store, "s", &after, &after2, ArchiveOptions::default()).unwrap();
+    let segments = dir.path().join("store/records/expand-s");
+    let mut names: Vec<_> = std::fs::read_dir(&segments)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2);
+    let first = expand::load_segments(&store, "expand-s").unwrap();
+    let which = first
+        .iter()
+        .position(|s| s.messages.iter().any(|m| m == &before.messages[2]))
+        .unwrap();
+    std::fs::remove_file(&names[which]).unwrap();
+
+    let mut back = after2.clone();
+    let expansion = expand(&store, "s", &mut back).unwrap();
+    assert_eq!(
+        back.messages[1], before.messages[1],
+        "what is there is restored"
+    );
+    assert_eq!(
+        expansion.unresolved,
+        [Unresolved {
+            position: 2,
+            id: "#2".into(),
+            kind: UnresolvedKind::MissingRecord,
+        }]
+    );
+}
+
+#[test]
+fn placeholders_without_entries_are_reported_and_appended_messages_are_not() {
+    let (_dir, store) = store();
+    let mut compressed = conv(vec![
+        text("#0", Role::User, "go"),
+        result("#1", "t1", CLEARED),
+        text(
+            "#2",
+            Role::Assistant,
+            "[condense: summary of 3 earlier messages]",
+        ),
+    ]);
+    // An empty store: nothing applies, both placeholders are left.
+    let expansion = expand(&store, "s", &mut compressed.clone()).unwrap();
+    assert_eq!(expansion.applied, 0);
+    let found: Vec<(usize, UnresolvedKind)> = expansion
+        .unresolved
+        .into_iter()
+        .map(|u| (u.position, u.kind))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (1, UnresolvedKind::Placeholder(PLACEHOLDERS[0])),
+            (2, UnresolvedKind::Placeholder(PLACEHOLDERS[1])),
+        ]
+    );
+
+    // Archived, then extended by the agent: clean.
+    let original = conv(vec![
+        text("#0", Role::User, "go"),
+        result("#1", "t1", "the output"),
+    ]);
+    compressed.messages.truncate(2);
+    archive_stage(
+        &store,
+        "s",
+        &original,
+        &compressed,
+        ArchiveOptions::default(),
+    )
+    .unwrap();
+    compressed.messages.push(text(
+        "#2",
+        Role::Assistant,
+        "a new turn, mentions [Old tool result",
+    ));
+    let expansion = expand(&store, "s", &mut compressed).unwrap();
+    assert!(
+        expansion.unresolved.is_empty(),
+        "{:?}",
+        expansion.unresolved
+    );
+    assert_eq!(compressed.messages[1], original.messages[1]);
+}
+
+#[test]
+fn original_texts_come_back_with_the_messages_they_belong_to() {
+    let (_dir, store) = store();
+    let before = conv(vec![
+        text("#0", Role::User, "go"),
+        result("#1", "t1", "the output"),
+        text("#2", Role::Assistant, "removed"),
+        text("#3", Role::User, "kept"),
+    ]);
+    let mut after = before.clone();
+    after.messages[1] = result("#1", "t1", CLEARED);
+    after.messages.remove(2);
+    let texts = |m: &Message| Some(format!("{{ \"id\" : \"{}\" }}", m.id));
+    let opts = ArchiveOptions {
+        format: Some("anthropic"),
+        texts: Some(&texts),
+    };
+    archive_stage(&store, "s", &before, &after, opts).unwrap();
+    let mut back = after.clone();
+    let mut expansion = expand(&store, "s", &mut back).unwrap();
+    assert_eq!(back, before);
+    expansion.texts.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+    let got: Vec<(&str, &str)> = expansion
+        .texts
+        .iter()
+        .map(|(m, t)| (m.id.as_str(), t.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [("#1", "{ \"id\" : \"#1\" }"), ("#2", "{ \"id\" : \"#2\" }")]
+    );
+}
+
+#[test]
+fn the_store_tells_how_a_conversation_was_read() {
+    let (_dir, store) = store();
+    let before = conv(vec![
+        text("#0", Role::User, "go"),
+        result("#1", "t1", "out"),
+    ]);
+    let mut after = before.clone();
+    after.messages[1] = result("#1", "t1", CLEARED);
+    let opts = ArchiveOptions {
+        format: Some("anthropic"),
+        texts: None,
+    };
+    archive_stage(&store, "sess", &before, &after, opts).unwrap();
+    let read_as = ReadAs {
+        format: "anthropic".into(),
+        select: Some("/body".into()),
+    };
+    record_read_as(&store, "sess", &read_as).unwrap();
+
+    let index = ReadIndex::load(&store).unwrap();
+    assert_eq!(index.recorded("sess"), Some(&read_as));
+    assert_eq!(index.recorded("other"), None);
+    assert_eq!(index.hits("anthropic", &after), 1);
+    assert_eq!(index.hits("openai", &after), 0);
+    let formats: Vec<(String, Option<String>)> = index
+        .candidates()
+        .into_iter()
+        .map(|r| (r.format, r.select))
+        .collect();
+    assert_eq!(
+        formats,
+        [
+            ("anthropic".to_string(), None),
+            ("anthropic".to_string(), Some("/body".to_string()))
+        ]
+    );
+}

@@ -1,0 +1,263 @@
+//! The store under attack (issue 12 item 20): `condense compress` killed with SIGKILL at
+//! varied moments, each kill followed by a rerun that must succeed and an exact expand, no
+//! orphan temp file left at the end; expand with a wrong or damaged store; two sessions whose
+//! names differ only by characters the store cleans.
+
+use crate::support::{bin, condense, fixture};
+use condense_fuzz::binary::{Binary, NOW, PIPELINE};
+use condense_fuzz::kill::kill_loop;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// At least this many runs must be killed while running.
+const KILLS: usize = 50;
+
+fn session() -> Vec<u8> {
+    std::fs::read(fixture(
+        "transcripts/DRMacIver__claude-reliability/transcript.jsonl",
+    ))
+    .unwrap()
+}
+
+/// `compress` of `in.jsonl` in `dir` with the acting pipeline, not yet waited for.
+fn compress_cmd(dir: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.args([
+        "compress",
+        "in.jsonl",
+        "--pipeline",
+        "p.toml",
+        "--store",
+        "s",
+        "--out",
+        "out.jsonl",
+        "--now",
+        NOW,
+    ])
+    .current_dir(dir)
+    .env_remove("CONDENSE_PLUGIN_PATH")
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    c
+}
+
+#[test]
+fn sigkill_loop_then_rerun_and_exact_expand() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::env::var("CONDENSE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0x51_6B11);
+    let bin = Binary {
+        path: bin(),
+        timeout: None,
+    };
+    let report = kill_loop(&bin, &session(), KILLS, seed, dir.path())
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    assert!(report.kills >= KILLS, "{report:?}");
+    assert!(
+        report.orphans.is_empty(),
+        "{} orphan temp files after {} kills and a final run: {:?}",
+        report.orphans.len(),
+        report.kills,
+        report.orphans
+    );
+}
+
+/// A compressed session, its store, and a path to expand it to.
+struct Compressed {
+    dir: tempfile::TempDir,
+}
+
+impl Compressed {
+    fn new() -> Compressed {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("in.jsonl"), session()).unwrap();
+        std::fs::write(dir.path().join("p.toml"), PIPELINE).unwrap();
+        let out = compress_cmd(dir.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Compressed { dir }
+    }
+
+    fn path(&self, p: &str) -> String {
+        self.dir.path().join(p).display().to_string()
+    }
+
+    /// Expands with `store` to a new file; asserts exit 1, one line, and no file written.
+    fn expand_fails(&self, store: &Path, what: &str) -> String {
+        let back = self.path(&format!("back-{what}.jsonl"));
+        let run = condense(&[
+            "expand",
+            &self.path("out.jsonl"),
+            "--store",
+            store.to_str().unwrap(),
+            "--out",
+            &back,
+        ]);
+        let line = run.one_line_failure(1).to_string();
+        assert!(!Path::new(&back).exists(), "{what}: {back} written");
+        line
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// The record files of a store (what expand reads), biggest first.
+fn records(store: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![store.join("records")];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).unwrap().len()));
+    files
+}
+
+#[test]
+fn expand_with_a_wrong_or_damaged_store_fails_in_one_line() {
+    let c = Compressed::new();
+    let store = c.dir.path().join("s");
+    assert!(!records(&store).is_empty());
+
+    let empty = c.dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    c.expand_fails(&empty, "empty");
+
+    // Another session's store.
+    let other = tempfile::tempdir().unwrap();
+    let body = fixture("edge/openai-big-tool-results.json");
+    std::fs::write(other.path().join("p.toml"), PIPELINE).unwrap();
+    let o = |p: &str| other.path().join(p).display().to_string();
+    let run = condense(&[
+        "compress",
+        body.to_str().unwrap(),
+        "--pipeline",
+        &o("p.toml"),
+        "--store",
+        &o("s"),
+        "--out",
+        &o("out.json"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    c.expand_fails(&other.path().join("s"), "wrong");
+
+    // A record deleted, a record cut in half.
+    let deleted = c.dir.path().join("deleted");
+    copy_dir(&store, &deleted);
+    std::fs::remove_file(&records(&deleted)[0]).unwrap();
+    c.expand_fails(&deleted, "deleted");
+    let cut = c.dir.path().join("cut");
+    copy_dir(&store, &cut);
+    let victim = &records(&cut)[0];
+    let bytes = std::fs::read(victim).unwrap();
+    std::fs::write(victim, &bytes[..bytes.len() / 2]).unwrap();
+    c.expand_fails(&cut, "cut");
+
+    // --partial allows it explicitly: what can be restored is written.
+    let back = c.path("back-partial.jsonl");
+    let run = condense(&[
+        "expand",
+        &c.path("out.jsonl"),
+        "--store",
+        deleted.to_str().unwrap(),
+        "--out",
+        &back,
+        "--partial",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(Path::new(&back).exists());
+
+    // The intact store still restores exactly.
+    let run = condense(&[
+        "expand",
+        &c.path("out.jsonl"),
+        "--store",
+        store.to_str().unwrap(),
+        "--out",
+        &c.path("back.jsonl"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(std::fs::read(c.path("back.jsonl")).unwrap() == session());
+}
+
+/// The session with every `sessionId` replaced by `id`.
+fn session_named(id: &str) -> Vec<u8> {
+    let text = String::from_utf8(session()).unwrap();
+    text.replace(
+        "\"sessionId\":\"bf24c85a-4669-4693-aa2c-7297dc2549f3\"",
+        &format!("\"sessionId\":{}", serde_json::to_string(id).unwrap()),
+    )
+    .into_bytes()
+}
+
+#[test]
+fn colliding_session_names_do_not_share_a_store_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |p: &str| dir.path().join(p).display().to_string();
+    std::fs::write(d("p.toml"), PIPELINE).unwrap();
+    let names = [("dot.jsonl", ".s"), ("underscore.jsonl", "_s")];
+    for (file, id) in names {
+        let input = session_named(id);
+        assert_ne!(input, session());
+        std::fs::write(d(file), &input).unwrap();
+        let run = condense(&[
+            "compress",
+            &d(file),
+            "--pipeline",
+            &d("p.toml"),
+            "--store",
+            &d("s"),
+            "--out",
+            &d(&format!("out-{file}")),
+            "--now",
+            NOW,
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    // One folder of expansion records per session (and of stage state, when stages keep any).
+    let records: Vec<String> = std::fs::read_dir(dir.path().join("s").join("records"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("expand-"))
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    if let Ok(entries) = std::fs::read_dir(dir.path().join("s").join("state")) {
+        assert_eq!(entries.count(), 2, "state folders");
+    }
+    for (file, id) in names {
+        let back = d(&format!("back-{file}"));
+        let run = condense(&[
+            "expand",
+            &d(&format!("out-{file}")),
+            "--store",
+            &d("s"),
+            "--out",
+            &back,
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(std::fs::read(&back).unwrap() == session_named(id), "{file}");
+    }
+}
