@@ -9,17 +9,7 @@
 //! ```
 
 /// `n` with thousands separators: `1234567` → `1,234,567`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use condense_model::render::thousands;
 
 /// `n` and the noun that fits it: `plural(3, "file", "files")` → `3 files`.
 pub fn plural(n: usize, one: &str, many: &str) -> String {

@@ -45,7 +45,8 @@ fn command(bin: &Binary, dir: &Path, args: &[&str]) -> Command {
     c
 }
 
-const COMPRESS: &[&str] = &[
+/// The run the loop kills: `in.jsonl` in its folder, compressed with `p.toml` into store `s`.
+pub const COMPRESS: &[&str] = &[
     "compress",
     "in.jsonl",
     "--pipeline",

@@ -26,6 +26,7 @@
 //! window (7.2%). [`BudgetConfig::scaling_notes`] says so. Windows with room keep the numbers
 //! they had (a 40,000 window reserves 20,000), so nothing tuned for them moves.
 
+use condense_model::render::thousands;
 use serde::{Deserialize, Serialize};
 
 /// Budget settings, all in tokens except the `*_pct` fractions of the window. Fits a TOML
@@ -219,19 +220,6 @@ impl BudgetConfig {
 
 /// The effective window Claude Code's 13,000-token buffer was sized for (200,000 - 20,000).
 const REFERENCE_EFFECTIVE_WINDOW: usize = 180_000;
-
-/// 1234567 -> "1,234,567".
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 impl Default for BudgetConfig {
     fn default() -> Self {

@@ -5,7 +5,7 @@
 
 use crate::support::{bin, condense, fixture};
 use condense_fuzz::binary::{Binary, NOW, PIPELINE};
-use condense_fuzz::kill::kill_loop;
+use condense_fuzz::kill::{kill_loop, COMPRESS};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -22,23 +22,12 @@ fn session() -> Vec<u8> {
 /// `compress` of `in.jsonl` in `dir` with the acting pipeline, not yet waited for.
 fn compress_cmd(dir: &Path) -> Command {
     let mut c = Command::new(bin());
-    c.args([
-        "compress",
-        "in.jsonl",
-        "--pipeline",
-        "p.toml",
-        "--store",
-        "s",
-        "--out",
-        "out.jsonl",
-        "--now",
-        NOW,
-    ])
-    .current_dir(dir)
-    .env_remove("CONDENSE_PLUGIN_PATH")
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
+    c.args(COMPRESS)
+        .current_dir(dir)
+        .env_remove("CONDENSE_PLUGIN_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     c
 }
 
