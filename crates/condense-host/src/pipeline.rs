@@ -197,7 +197,16 @@ impl Pipeline {
                 file: source.to_string(),
                 line,
                 column,
-                message,
+                // Messages quote the file's values, which may hold line breaks: an error is
+                // one line, so control characters are shown escaped.
+                message: message
+                    .chars()
+                    .flat_map(|c| {
+                        let escaped = c.is_control().then(|| c.escape_default());
+                        let plain = (!c.is_control()).then_some(c);
+                        escaped.into_iter().flatten().chain(plain)
+                    })
+                    .collect(),
             }
         };
         let raw: RawPipeline = toml::from_str(text).map_err(|e| {
@@ -584,5 +593,13 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("fixed_tokens (19000)"), "{e}");
+    }
+
+    #[test]
+    fn errors_quoting_a_multi_line_value_stay_on_one_line() {
+        let e = parse("[summarizer]\nkind = \"\"\"multi\nline\"\"\"\n").unwrap_err();
+        let shown = e.to_string();
+        assert!(!shown.contains('\n'), "{shown}");
+        assert!(shown.contains("multi\\nline"), "{shown}");
     }
 }
