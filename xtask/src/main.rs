@@ -2,7 +2,8 @@
 //!
 //! - `plugins`: build every plugin under `plugins/` and put the libraries in `target/plugins/`
 //!   (test-only plugins go to `target/test-plugins/`), where `condense` finds them;
-//! - `test`: `plugins`, then the whole test suite (what `.ci/run` runs), then checks that
+//! - `test`: `plugins`, then the whole test suite (what `.ci/run` runs; the Python venv and
+//!   the pinned cargo-insta some tests drive are made first), then checks that
 //!   docs/stages.md and docs/quality.md are current;
 //! - `demo`: `plugins`, then `condense stats` and `condense compress` on a shipped transcript;
 //! - `bench`: release build, then the benchmarks (figures for docs/benchmarks.md);
@@ -12,9 +13,12 @@
 //! - `install [--prefix DIR]`: release build, `DIR/bin/condense` and its plugins in
 //!   `DIR/lib/condense/plugins/` (default prefix `~/.local`).
 
+mod bench;
 mod fuzz;
 mod install;
 mod quality;
+mod tools;
+mod venv;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -43,7 +47,7 @@ fn main() -> Result<()> {
                  plugins [--release]  build every plugin into target/plugins/\n  \
                  test [ARGS]          build plugins, then run every test (ARGS go to cargo test)\n  \
                  demo                 compress a shipped transcript and show the report\n  \
-                 bench                run the benchmarks (release build)\n  \
+                 bench [N] [--peers]  run the benchmarks (release build; --peers: Python side by side)\n  \
                  docs [--check]       regenerate docs/stages.md from plugin metadata (or check it)\n  \
                  eval [--check]       measure retention on the shipped transcripts into docs/quality.md\n  \
                  \x20                    (or check it is current)\n  \
@@ -189,6 +193,13 @@ fn test(extra: &[String]) -> Result<()> {
     t.args(["test", "--workspace"]).args(extra);
     // Snapshots never get written silently in a test run: a mismatch fails.
     t.env("INSTA_UPDATE", "no");
+    // Tests that drive real Python clients find them here (they fail, never skip, without).
+    t.env(
+        venv::TEST_PYTHON_ENV,
+        venv::ensure("test", venv::TEST_PACKAGES)?,
+    );
+    // The snapshot review tests run the real cargo-insta (they fail, never skip, without).
+    t.env(tools::CARGO_INSTA_ENV, tools::cargo_insta()?);
     run(t)?;
     // `cargo test --workspace` has just built the binary and the plugins are in place; with
     // extra arguments (a filter, `-p ...`) the binary may be missing or stale.
@@ -338,9 +349,5 @@ fn demo() -> Result<()> {
 }
 
 fn bench(extra: &[String]) -> Result<()> {
-    build_plugins(true)?;
-    let mut c = cargo();
-    c.args(["run", "--release", "--quiet", "-p", "condense-bench", "--"])
-        .args(extra);
-    run(c)
+    bench::bench(extra)
 }

@@ -8,129 +8,18 @@ use anyhow::{Context, Result};
 use condense_abi::{Host, Plugin};
 use condense_formats::{read, ReadOptions};
 use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions};
-use condense_model::{Block, Content, Conversation, Message, Role};
+use condense_model::Conversation;
 use condense_tokens::{TokenCounter, TokenizerKind};
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
-fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
-    let mut times: Vec<f64> = (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1000.0
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
+mod gen;
+mod peers;
+mod process;
+mod proxy;
+mod scaling;
+mod speed;
 
-/// The no-op-capable test plugin `cargo xtask plugins` builds.
-fn test_plugin_path() -> PathBuf {
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
-    target
-        .join("test-plugins")
-        .join(condense_host::discover::library_file_name("test-faulty"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A synthetic agent session of about `target_tokens` tokens: user asks, assistant calls tools,
-/// tool results of varied sizes (code, logs, JSON), some repeated.
-fn generated_conversation(target_tokens: usize, counter: &TokenCounter) -> Conversation {
-    let mut conv = Conversation::default();
-    let mut i = 0usize;
-    let mut total = 0usize;
-    while total < target_tokens {
-        let code: String = (0..(20 + i % 180))
-            .map(|k| format!("    let value_{k} = compute(input_{k}, {});\n", k * i % 97))
-            .collect();
-        let text = match i % 4 {
-            0 => format!("fn handler_{i}() {{\n{code}}}\n"),
-            1 => (0..(30 + i % 120)).map(|k| format!("2025-01-0{} INFO request {k} served in {}ms\n", i % 9 + 1, k * 3 % 250)).collect(),
-            2 => serde_json::json!({"items": (0..(10 + i % 60)).map(|k| serde_json::json!({"id": k, "name": format!("item-{k}"), "ok": k % 3 == 0})).collect::<Vec<_>>()}).to_string(),
-            _ => format!("fn handler_{}() {{\n{code}}}\n", i - 1),
-        };
-        let id = format!("call_{i}");
-        let msgs = [
-            Message::new(
-                format!("#{}", 3 * i),
-                Role::User,
-                vec![Block::text(format!(
-                    "Step {i}: look at module {i} and fix what fails."
-                ))],
-            ),
-            Message::new(
-                format!("#{}", 3 * i + 1),
-                Role::Assistant,
-                vec![
-                    Block::text(format!("Reading module {i}.")),
-                    Block::tool_use(
-                        id.clone(),
-                        ["Read", "Bash", "Grep"][i % 3],
-                        condense_model::RawJson::from_value(
-                            &serde_json::json!({"file_path": format!("src/module_{i}.rs")}),
-                        ),
-                    ),
-                ],
-            ),
-            Message::new(
-                format!("#{}", 3 * i + 2),
-                Role::User,
-                vec![Block::tool_result(id, Content::string(text))],
-            ),
-        ];
-        for (k, mut m) in msgs.into_iter().enumerate() {
-            // One message a minute from 2025-01-01, so time-based stages have a clock to read.
-            m.timestamp = Some(rfc3339(1_735_689_600 + 60 * (3 * i + k) as i64));
-            total += counter.count_message(&m);
-            conv.messages.push(m);
-        }
-        i += 1;
-    }
-    conv
-}
-
-/// Unix seconds as RFC 3339 UTC (civil-from-days, Howard Hinnant's algorithm).
-fn rfc3339(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-fn concatenated_text(conv: &Conversation) -> String {
-    let mut s = String::new();
-    for m in &conv.messages {
-        for b in &m.content.blocks {
-            match b {
-                Block::Text(t) => s.push_str(&t.text),
-                Block::ToolUse(t) => {
-                    s.push_str(&t.name);
-                    s.push_str(t.input.as_str());
-                }
-                Block::ToolResult(t) => s.push_str(&t.content.text()),
-                _ => {}
-            }
-        }
-    }
-    s
-}
+use gen::{concatenated_text, generated_conversation, median_ms, repo, test_plugin_path};
 
 struct NullHost<'a>(&'a TokenCounter);
 impl Host for NullHost<'_> {
@@ -181,11 +70,74 @@ impl Host for NullHost<'_> {
     }
 }
 
+/// The command line: `[RUNS] [--python PATH]`, or a mode first (`issue13`, `scaling`, the
+/// `profile-*` modes below).
+struct Options {
+    /// Runs per figure (the median is taken).
+    runs: usize,
+    /// The `peers` virtualenv's interpreter (`cargo xtask bench --peers` passes it).
+    python: Option<PathBuf>,
+}
+
+impl Options {
+    fn parse() -> Options {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        Options {
+            runs: args.iter().find_map(|a| a.parse().ok()).unwrap_or(7),
+            python: args
+                .iter()
+                .position(|a| a == "--python")
+                .and_then(|i| args.get(i + 1))
+                .map(PathBuf::from),
+        }
+    }
+}
+
 fn main() -> Result<()> {
-    let runs: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(7);
+    let opts = Options::parse();
+    // Peak memory first, while this process is still small: a child's peak (ru_maxrss) starts
+    // from its parent's high-water mark (the spawn shares the parent's memory until exec).
+    let memory = || speed::memory();
+    match std::env::args().nth(1).as_deref() {
+        // Only issue 13's figures (the last part of a full run).
+        Some("issue13") => return speed::run(opts.runs, opts.python.as_deref(), memory()?),
+        // Only the `condense serve` figures (issue 14).
+        Some("proxy") => return proxy::run(opts.runs),
+        // Only the scaling table: every stage at 1x, 2x, 4x (CONDENSE_BENCH_ONLY=a,b narrows).
+        Some("scaling") => {
+            let counter = TokenCounter::new(TokenizerKind::O200k);
+            let sizes: Vec<(usize, Conversation)> = [1, 2, 4]
+                .map(|k| (k, generated_conversation(k * 1_000_000, &counter)))
+                .into();
+            scaling::table(&sizes, opts.runs.min(3))?;
+            return Ok(());
+        }
+        // The generated sessions at 1x, 2x, 4x as request bodies in DIR, to profile the
+        // binary on them (`perf record target/release/condense compress DIR/x4.json ...`).
+        Some("inputs") => {
+            let dir = PathBuf::from(std::env::args().nth(2).unwrap_or_else(|| ".".into()));
+            let counter = TokenCounter::new(TokenizerKind::O200k);
+            for k in [1, 2, 4] {
+                let conv = generated_conversation(k * 1_000_000, &counter);
+                std::fs::write(dir.join(format!("x{k}.json")), gen::anthropic_file(&conv)?)?;
+            }
+            let mut tiny = Conversation::default();
+            tiny.messages.extend(gen::turn(0));
+            std::fs::write(dir.join("tiny.json"), gen::anthropic_file(&tiny)?)?;
+            return Ok(());
+        }
+        _ => {}
+    }
+    // The sections of a full run, in order; a new section is a module and a line here.
+    let memory = memory()?;
+    figures(opts.runs)?;
+    speed::run(opts.runs, opts.python.as_deref(), memory)?;
+    proxy::run(opts.runs)?;
+    Ok(())
+}
+
+/// The throughput figures (issues 2-6) and the `profile-*` modes.
+fn figures(runs: usize) -> Result<()> {
     // `condense-bench profile-rerun PLUGIN[,PLUGIN...]`: that pipeline (default configs) rerun
     // on the 1M-token conversation with the same store, in a loop, for a profiler;
     // `profile-first PLUGIN[,...]`: the same, each run on a fresh store (first runs).

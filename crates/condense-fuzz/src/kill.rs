@@ -97,11 +97,13 @@ pub fn kill_loop(
 ) -> Result<KillReport, KillError> {
     std::fs::write(dir.join("in.jsonl"), input)?;
     std::fs::write(dir.join("p.toml"), PIPELINE)?;
-    // One whole run first: it fills the store, and its length spreads the kills over a run
-    // (used only to choose when to kill).
-    let start = Instant::now();
+    // One whole run first: it fills the store. Then the length of one rerun (what the loop
+    // kills: with a filled store, a rerun is much shorter than the first run and its expand)
+    // spreads the kills over a run (used only to choose when to kill).
     rerun_and_expand(bin, dir, input, "of the first run")?;
-    let span = start.elapsed().as_micros().max(1000) as usize;
+    let start = Instant::now();
+    rerun_and_expand(bin, dir, input, "of the second run")?;
+    let span = start.elapsed().as_micros().max(1000) as usize / 2;
     let mut rng = Rng::new(seed);
     let mut report = KillReport::default();
     while report.kills < kills {

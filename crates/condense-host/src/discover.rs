@@ -7,6 +7,8 @@
 //!    `../lib/condense/plugins` (where `cargo xtask install --prefix DIR` puts them:
 //!    `DIR/bin/condense` and `DIR/lib/condense/plugins/`), and `target/plugins/` above it (where
 //!    `cargo xtask plugins` builds them in a checkout);
+//!    then the plugins a bundled binary unpacked ([`set_bundled_dir`]: a binary installed with
+//!    `cargo install --path crates/condense` carries the shipped plugins and unpacks them once);
 //! 4. the per-user data folder ([`user_plugin_dir`]: `$XDG_DATA_HOME/condense/plugins`, by
 //!    default `~/.local/share/condense/plugins`), for a binary installed on its own
 //!    (`cargo install`) and for the user's own stages.
@@ -19,6 +21,16 @@
 
 use condense_abi::libfile::{check_library, LibFileError};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Where this binary unpacked its bundled plugins, if it carries any.
+static BUNDLED_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Tells discovery where the plugins bundled in this binary are (set once, at start-up, by
+/// the binary; searched after the executable's own folders). Later calls are ignored.
+pub fn set_bundled_dir(dir: PathBuf) {
+    let _ = BUNDLED_DIR.set(dir);
+}
 
 /// The environment variable holding extra plugin folders.
 pub const PLUGIN_PATH_ENV: &str = "CONDENSE_PLUGIN_PATH";
@@ -65,6 +77,9 @@ pub fn search_dirs(pipeline_dirs: &[PathBuf]) -> Vec<PathBuf> {
             }
         }
     }
+    if let Some(bundled) = BUNDLED_DIR.get() {
+        dirs.push(bundled.clone());
+    }
     if let Some(user) = user_plugin_dir() {
         dirs.push(user);
     }
@@ -98,7 +113,7 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
 }
 
 /// How to get the shipped plugins, for the messages of a binary that found none.
-pub const HOW_TO_INSTALL: &str = "install them with `cargo xtask install` from a condense checkout (or `cargo xtask plugins` to use them in place)";
+pub const HOW_TO_INSTALL: &str = "from a condense checkout, install condense with its plugins (`cargo install --path crates/condense` or `cargo xtask install`), or build them in place (`cargo xtask plugins`)";
 
 /// Why a plugin was not found.
 #[derive(Debug, thiserror::Error)]

@@ -34,6 +34,18 @@ pub use services::StateMode;
 use condense_model::Conversation;
 use xxhash_rust::xxh3::xxh3_64;
 
+/// Flags the environment sets for every stage, for the binaries that run pipelines (stages
+/// never read the environment themselves): `CONDENSE_DISABLE_AUTOCOMPACT=1` (anything but
+/// empty, `0` or `false`) -> `disable:autocompact`.
+pub fn env_flags() -> Vec<String> {
+    let on = |v: &str| std::env::var(v).is_ok_and(|x| !x.is_empty() && x != "0" && x != "false");
+    let mut flags = Vec::new();
+    if on("CONDENSE_DISABLE_AUTOCOMPACT") {
+        flags.push("disable:autocompact".to_string());
+    }
+    flags
+}
+
 /// The session key under which a conversation's stage state and archive are kept: `explicit`
 /// (`--session`) or [`session_id`], plus the conversation's label in a file holding several
 /// (tau-bench's 200 conversations share one system prompt, but not their state).

@@ -60,6 +60,9 @@ struct RawPipeline {
     summarizer: SummarizerConfig,
     #[serde(default)]
     stage: Vec<RawStage>,
+    /// `[serve]`: the proxy's settings (`condense serve`), read by condense-serve.
+    #[serde(default)]
+    serve: toml::Table,
 }
 
 /// `[model]`: every key optional, defaults from [`BudgetConfig`].
@@ -147,6 +150,8 @@ pub struct Pipeline {
     /// The `[summarizer]` stages call through the host (default: offline extractive).
     pub summarizer: SummarizerConfig,
     pub stages: Vec<StageSpec>,
+    /// The `[serve]` table as written (empty when absent): `condense serve` validates it.
+    pub serve: toml::Table,
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -170,6 +175,7 @@ impl Pipeline {
             plugin_dirs: Vec::new(),
             summarizer: SummarizerConfig::default(),
             stages: Vec::new(),
+            serve: toml::Table::new(),
         })
     }
 
@@ -309,6 +315,7 @@ impl Pipeline {
             plugin_dirs: raw.plugins.dirs.into_iter().map(resolve).collect(),
             summarizer: raw.summarizer,
             stages,
+            serve: raw.serve,
         })
     }
 
@@ -374,6 +381,9 @@ impl Pipeline {
             #[serde(skip_serializing_if = "Option::is_none")]
             plugins: Option<PluginsOut<'a>>,
             summarizer: &'a SummarizerConfig,
+            // `condense serve`'s settings, as written (validated by condense-serve).
+            #[serde(skip_serializing_if = "toml::Table::is_empty")]
+            serve: &'a toml::Table,
             stage: &'a [StageSpec],
         }
         #[derive(Serialize)]
@@ -403,6 +413,7 @@ impl Pipeline {
                 dirs: &self.plugin_dirs,
             }),
             summarizer: &self.summarizer,
+            serve: &self.serve,
             stage: &self.stages,
         };
         let body = toml::to_string_pretty(&out).unwrap_or_default();
@@ -524,6 +535,21 @@ mod tests {
         let again = parse(&p.to_toml()).unwrap();
         assert_eq!(p.stages, again.stages);
         assert_eq!(p.budget, again.budget);
+    }
+
+    #[test]
+    fn show_keeps_the_serve_table() {
+        let text = "[serve]\non_error = \"fail\"\n[serve.models]\n\"my-model\" = 64000\n\n[[stage]]\nplugin = \"p\"\n";
+        let p = parse(text).unwrap();
+        let shown = p.to_toml();
+        let again = parse(&shown).unwrap();
+        assert_eq!(again.serve, p.serve, "{shown}");
+        assert_eq!(again.stages, p.stages);
+        // Without one, `pipeline show` prints no empty [serve] table.
+        assert!(!parse(DEFAULT_PIPELINE)
+            .unwrap()
+            .to_toml()
+            .contains("[serve]"));
     }
 
     #[test]

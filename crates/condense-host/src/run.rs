@@ -199,8 +199,30 @@ impl LoadedPipeline {
         opts: &RunOptions,
         texts: &OriginalTexts<'_>,
     ) -> Result<RunResult, HostError> {
-        let state = self.run_all(conversation, store, session, opts, texts)?;
-        state.finish(&self.pipeline, store, session, opts)
+        self.in_one_transaction(store, session, || {
+            let state = self.run_all(conversation, store, session, opts, texts)?;
+            state.finish(&self.pipeline, store, session, opts)
+        })
+    }
+
+    /// Runs `run` with the store's writes held back and committed together at its end (one
+    /// transaction: a run killed before it leaves the store as it was), the token counter
+    /// seeded with the counts `session`'s earlier runs stored, and the counts this run made
+    /// stored with the rest. A failed run writes nothing.
+    fn in_one_transaction<T>(
+        &self,
+        store: &Store,
+        session: &str,
+        run: impl FnOnce() -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        let batch = store.batch();
+        let tokenizer = self.counter.kind().as_str();
+        self.counter
+            .preload(store.token_counts(session, tokenizer)?);
+        let out = run()?;
+        store.token_counts_put(session, tokenizer, self.counter.take_fresh())?;
+        batch.commit()?;
+        Ok(out)
     }
 
     /// Every enabled stage once, in order: the state after the last.
@@ -240,6 +262,21 @@ impl LoadedPipeline {
     /// [`fit`](Self::fit) with the input's bytes of each message (see
     /// [`run_with_texts`](Self::run_with_texts)).
     pub fn fit_with_texts(
+        &self,
+        conversation: Conversation,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        prompt_too_long: bool,
+        texts: &OriginalTexts<'_>,
+    ) -> Result<FitResult, HostError> {
+        self.in_one_transaction(store, session, || {
+            self.fit_in(conversation, store, session, opts, prompt_too_long, texts)
+        })
+    }
+
+    /// [`fit_with_texts`](Self::fit_with_texts), inside its transaction.
+    fn fit_in(
         &self,
         conversation: Conversation,
         store: &Store,

@@ -1,17 +1,36 @@
 //! The condense store: where everything a stage removes from a conversation is kept.
 //!
-//! A store is a directory (default `.condense/` beside the input) holding:
-//! - `blobs/xx/<32 hex>`: content-addressed blobs (xxh3-128 of the bytes), written once;
-//! - `state/<session>/<stage>`: each stage's persistent state for one session;
-//! - `records/<namespace>/<name>`: small named records (the expansion index uses them).
+//! A store is a directory (default `.condense/` beside the input) holding one SQLite database,
+//! `store.db` (with its `-wal` and `-shm` files while it is open), with:
+//! - content-addressed blobs (key: 32 hex digits of the xxh3-128 of the bytes), written once;
+//! - each stage's persistent state for one session;
+//! - small named records, by namespace (the expansion index uses them);
+//! - token counts of the blocks a session's runs have counted, by tokenizer and block hash, so
+//!   a new process recounts only new blocks ([`Store::token_counts`]).
 //!
-//! Every write is atomic (temp file in the same directory, fsync, rename, fsync of the
-//! directory), so a crash never leaves a half-written blob or state. A temp file is named
-//! `.tmp-<pid>-<random>`; one that a killed run left behind (its process is gone, or it is over
-//! an hour old) is removed the next time the store is opened ([`remove_orphan_temps`]). Names
-//! that come from transcripts (session ids, tool_use ids) go through [`sanitize_component`],
-//! one-to-one, so nothing can be written outside the store directory, whatever a transcript
-//! says, and two sessions never share a folder.
+//! **Why SQLite.** The first layout wrote one file per entry (temp file, fsync, rename, fsync
+//! of the folder): a first run on a 1M-token conversation spent most of its time in the kernel
+//! creating inodes. SQLite keeps them in one file, and a run's writes go in one transaction
+//! ([`Store::batch`]). redb was the other candidate, but it locks its file for one process at
+//! a time, and several `condense` runs may share a store.
+//!
+//! **Crash safety.** WAL journal with `synchronous = NORMAL`: a transaction is atomic whatever
+//! moment the process is killed (SIGKILL included), so the next run sees the store as it was
+//! before the killed run's transaction or after it, never half of it. A commit is not synced to
+//! disk by itself (the log is synced at checkpoints): a power loss or OS crash can lose the
+//! last runs' commits, while their outputs, written with fsync, survive; expanding those
+//! outputs then fails with a clear error, and the database itself is never corrupt.
+//!
+//! **Concurrency.** Each [`Store`] has its own connection; readers never wait, writers wait for
+//! each other (busy timeout 60 s) and only for the length of one commit.
+//!
+//! **Older stores.** A directory of the first layout (`blobs/xx/<hex>`,
+//! `state/<session>/<stage>`, `records/<namespace>/<name>`) is migrated into the database the
+//! first time it is opened, then its folders are removed.
+//!
+//! Names that come from transcripts (session ids, tool_use ids) go through
+//! [`sanitize_component`], one-to-one, as they did when they were file names, so callers read
+//! back the same names as before and two sessions never share a key.
 //!
 //! ```
 //! let dir = tempfile::tempdir().unwrap();
@@ -20,15 +39,31 @@
 //! assert_eq!(store.get(&key).unwrap().as_deref(), Some(&b"a very long tool result"[..]));
 //! store.state_put("session-1", "snip", "{\"seen\":3}").unwrap();
 //! assert_eq!(store.state_get("session-1", "snip").unwrap().as_deref(), Some("{\"seen\":3}"));
+//! // A run's writes, in one transaction: none of them is visible to others before `commit`.
+//! let batch = store.batch();
+//! store.record_put("expand-session-1", "r1", b"...").unwrap();
+//! batch.commit().unwrap();
 //! ```
 
+mod db;
+mod legacy;
 mod sanitize;
+#[cfg(test)]
+mod tests;
 
+pub use db::{DB_FILE, DB_SIDE_FILES};
+pub use legacy::remove_orphan_temps;
 pub use sanitize::sanitize_component;
 
+use db::Pending;
+use rusqlite::Connection;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{self, Write};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, ThreadId};
 use xxhash_rust::xxh3::xxh3_128;
 
 /// A store failure: one line naming the path and what went wrong.
@@ -36,10 +71,19 @@ use xxhash_rust::xxh3::xxh3_128;
 pub enum StoreError {
     #[error("store {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    #[error("store {path}: {source}")]
+    Db {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("store: invalid blob key `{0}` (expected 32 hex digits)")]
     InvalidKey(String),
-    #[error("store {path}: state is not UTF-8")]
-    NotUtf8 { path: PathBuf },
+    #[error("store {path}: state of session `{session}`, stage `{stage}` is not UTF-8")]
+    NotUtf8 {
+        path: PathBuf,
+        session: String,
+        stage: String,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
@@ -49,10 +93,47 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     }
 }
 
-/// A store directory.
-#[derive(Debug, Clone)]
+/// A store: a handle on its database. Clones share one connection.
+#[derive(Clone)]
 pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     root: PathBuf,
+    db_path: PathBuf,
+    conn: Mutex<Conn>,
+}
+
+struct Conn {
+    db: Connection,
+    /// The open batches, by the thread that opened them (a thread without one commits each
+    /// write at once). By thread, because one handle may serve concurrent runs (`condense
+    /// serve`), each with its own transaction.
+    open: HashMap<ThreadId, Open>,
+}
+
+impl Conn {
+    /// The writes the current thread's batch holds back, if it has one open.
+    fn held(&self) -> Option<&Pending> {
+        self.open.get(&thread::current().id()).map(|o| &o.pending)
+    }
+}
+
+/// One thread's open batch.
+#[derive(Default)]
+struct Open {
+    pending: Pending,
+    /// How many [`Batch`]es the thread has open: only the outermost commits.
+    depth: usize,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("root", &self.inner.root)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The key of `bytes` in any store: 32 lowercase hex digits of their xxh3-128.
@@ -60,250 +141,358 @@ pub fn blob_key(bytes: &[u8]) -> String {
     format!("{:032x}", xxh3_128(bytes))
 }
 
+fn check_key(key: &str) -> Result<String, StoreError> {
+    let valid = key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit());
+    if !valid {
+        return Err(StoreError::InvalidKey(key.chars().take(80).collect()));
+    }
+    Ok(key.to_ascii_lowercase())
+}
+
+/// A run's writes held back and committed together by [`Batch::commit`]: one transaction, so
+/// a run killed before it leaves the store as it was, and one write lock instead of one per
+/// entry. A batch belongs to the thread that opened it: that thread's writes through the
+/// [`Store`] (or a clone) go into it, and its reads see them; other threads see them once
+/// committed. Dropped without a commit (an error on the way), the writes are discarded.
+/// Batches nest: only the outermost commits.
+#[must_use = "a batch's writes are discarded unless it is committed"]
+pub struct Batch<'a> {
+    store: &'a Store,
+    done: bool,
+    /// Committed or dropped on the thread that opened it (not `Send`).
+    _thread: PhantomData<*const ()>,
+}
+
+impl Batch<'_> {
+    /// Commits the batch's writes (when it is the outermost open batch of its thread).
+    pub fn commit(mut self) -> Result<(), StoreError> {
+        self.done = true;
+        let id = thread::current().id();
+        let mut conn = self.store.lock();
+        let Some(open) = conn.open.get_mut(&id) else {
+            return Ok(());
+        };
+        open.depth = open.depth.saturating_sub(1);
+        if open.depth > 0 {
+            return Ok(());
+        }
+        let Some(open) = conn.open.remove(&id) else {
+            return Ok(());
+        };
+        db::commit(&mut conn.db, &open.pending).map_err(|e| self.store.db_err(e))
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // The whole of the thread's batch goes: an outer batch cannot commit half a run.
+            self.store.lock().open.remove(&thread::current().id());
+        }
+    }
+}
+
 impl Store {
-    /// Opens (creating it if needed) the store at `root`, removing the temp files of writes
-    /// that a killed run left behind ([`remove_orphan_temps`]).
+    /// Opens (creating it if needed) the store at `root`, migrating the first layout's files
+    /// into the database when there are any.
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
         let root = root.into();
         fs::create_dir_all(&root).map_err(io_err(&root))?;
-        // Best effort: an orphan that cannot be removed only costs disk space, never a run.
-        let _ = remove_orphan_temps(&root, STORE_DEPTH);
-        Ok(Store { root })
+        let db_path = root.join(DB_FILE);
+        let db_err = |source| StoreError::Db {
+            path: db_path.clone(),
+            source,
+        };
+        let mut db = db::open(&db_path).map_err(db_err)?;
+        if legacy::present(&root) {
+            legacy::migrate(&root, &mut db)?;
+        }
+        Ok(Store {
+            inner: Arc::new(Inner {
+                root,
+                db_path,
+                conn: Mutex::new(Conn {
+                    db,
+                    open: HashMap::new(),
+                }),
+            }),
+        })
     }
 
-    fn blob_path(&self, key: &str) -> Result<PathBuf, StoreError> {
-        let valid = key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit());
-        if !valid {
-            return Err(StoreError::InvalidKey(key.chars().take(80).collect()));
+    /// The store's directory.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Conn> {
+        // A panic while the lock was held cannot leave the connection half-changed (SQLite
+        // rolls back an unfinished transaction), so a poisoned lock is still usable.
+        self.inner
+            .conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn db_err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Db {
+            path: self.inner.db_path.clone(),
+            source,
         }
-        let key = key.to_ascii_lowercase();
-        Ok(self.root.join("blobs").join(&key[..2]).join(&key))
+    }
+
+    /// Starts a [`Batch`]: this thread's writes until its commit go in one transaction.
+    pub fn batch(&self) -> Batch<'_> {
+        self.lock()
+            .open
+            .entry(thread::current().id())
+            .or_default()
+            .depth += 1;
+        Batch {
+            store: self,
+            done: false,
+            _thread: PhantomData,
+        }
+    }
+
+    /// Adds a write to this thread's open batch, or commits it at once when there is none.
+    fn write(&self, change: impl FnOnce(&mut Pending)) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        if let Some(open) = conn.open.get_mut(&thread::current().id()) {
+            change(&mut open.pending);
+            return Ok(());
+        }
+        let mut pending = Pending::default();
+        change(&mut pending);
+        db::commit(&mut conn.db, &pending).map_err(|e| self.db_err(e))
     }
 
     /// Stores `bytes`, returning their key. Storing the same bytes twice writes once.
     pub fn put(&self, bytes: &[u8]) -> Result<String, StoreError> {
         let key = blob_key(bytes);
-        let path = self.blob_path(&key)?;
-        if !path.exists() {
-            write_atomic(&path, bytes)?;
+        {
+            // Reruns put the same blobs again: a key lookup spares copying the bytes into the
+            // batch and binding them to an insert that would be ignored.
+            let conn = self.lock();
+            let held = conn.held().is_some_and(|p| p.blobs.contains_key(&key));
+            if held || db::has_blob(&conn.db, &key).map_err(|e| self.db_err(e))? {
+                return Ok(key);
+            }
         }
+        self.write(|p| {
+            p.blobs.entry(key.clone()).or_insert_with(|| bytes.to_vec());
+        })?;
         Ok(key)
     }
 
     /// The bytes stored under `key`, if any.
     pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        read_optional(&self.blob_path(key)?)
-    }
-
-    fn state_path(&self, session: &str, stage: &str) -> PathBuf {
-        self.root
-            .join("state")
-            .join(sanitize_component(session))
-            .join(sanitize_component(stage))
+        let key = check_key(key)?;
+        let conn = self.lock();
+        if let Some(bytes) = conn.held().and_then(|p| p.blobs.get(&key)) {
+            return Ok(Some(bytes.clone()));
+        }
+        db::get_blob(&conn.db, &key).map_err(|e| self.db_err(e))
     }
 
     /// A stage's state for a session.
     pub fn state_get(&self, session: &str, stage: &str) -> Result<Option<String>, StoreError> {
-        let path = self.state_path(session, stage);
-        read_optional(&path)?
-            .map(|bytes| String::from_utf8(bytes).map_err(|_| StoreError::NotUtf8 { path }))
+        let id = (sanitize_component(session), sanitize_component(stage));
+        let conn = self.lock();
+        let bytes = match conn.held().and_then(|p| p.state.get(&id)) {
+            Some(bytes) => Some(bytes.clone()),
+            None => db::get_state(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))?,
+        };
+        bytes
+            .map(|b| {
+                String::from_utf8(b).map_err(|_| StoreError::NotUtf8 {
+                    path: self.inner.db_path.clone(),
+                    session: id.0.clone(),
+                    stage: id.1.clone(),
+                })
+            })
             .transpose()
     }
 
-    /// The names of the states kept for a session, as they are on disk (sanitized), sorted.
+    /// The names of the states kept for a session, as stored (sanitized), sorted.
     pub fn state_names(&self, session: &str) -> Result<Vec<String>, StoreError> {
-        let mut names = list_dir(&self.root.join("state").join(sanitize_component(session)))?;
+        let session = sanitize_component(session);
+        let conn = self.lock();
+        let mut names = db::state_names(&conn.db, &session).map_err(|e| self.db_err(e))?;
+        if let Some(p) = conn.held() {
+            names.extend(
+                p.state
+                    .keys()
+                    .filter(|(s, _)| *s == session)
+                    .map(|(_, stage)| stage.clone()),
+            );
+        }
         names.sort();
+        names.dedup();
         Ok(names)
     }
 
     /// Replaces a stage's state for a session (no write when it is unchanged).
     pub fn state_put(&self, session: &str, stage: &str, state: &str) -> Result<(), StoreError> {
-        write_if_changed(&self.state_path(session, stage), state.as_bytes())
-    }
-
-    fn record_path(&self, namespace: &str, name: &str) -> PathBuf {
-        self.root
-            .join("records")
-            .join(sanitize_component(namespace))
-            .join(sanitize_component(name))
+        let id = (sanitize_component(session), sanitize_component(stage));
+        self.write(|p| {
+            p.state.insert(id, state.as_bytes().to_vec());
+        })
     }
 
     /// Writes a named record (replacing any previous one; no write when it is unchanged).
     pub fn record_put(&self, namespace: &str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        write_if_changed(&self.record_path(namespace, name), bytes)
+        let id = (sanitize_component(namespace), sanitize_component(name));
+        self.write(|p| {
+            p.records.insert(id, bytes.to_vec());
+        })
+    }
+
+    /// Removes a named record (nothing when there is none). Not held back by a batch: it is
+    /// for repairs and tests, not runs.
+    pub fn record_remove(&self, namespace: &str, name: &str) -> Result<(), StoreError> {
+        let (namespace, name) = (sanitize_component(namespace), sanitize_component(name));
+        let mut conn = self.lock();
+        if let Some(open) = conn.open.get_mut(&thread::current().id()) {
+            open.pending
+                .records
+                .remove(&(namespace.clone(), name.clone()));
+        }
+        db::remove_record(&conn.db, &namespace, &name).map_err(|e| self.db_err(e))
     }
 
     /// One named record, if it exists.
     pub fn record_get(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        read_optional(&self.record_path(namespace, name))
+        let id = (sanitize_component(namespace), sanitize_component(name));
+        let conn = self.lock();
+        if let Some(bytes) = conn.held().and_then(|p| p.records.get(&id)) {
+            return Ok(Some(bytes.clone()));
+        }
+        db::get_record(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))
     }
 
     /// Every record of a namespace, as (name, bytes), sorted by name.
     pub fn records(&self, namespace: &str) -> Result<Records, StoreError> {
-        read_records(
-            &self
-                .root
-                .join("records")
-                .join(sanitize_component(namespace)),
-        )
+        let namespace = sanitize_component(namespace);
+        let mut grouped = self.records_where(&namespace, true)?;
+        Ok(grouped.pop().unwrap_or_default())
     }
 
-    /// The records of every namespace whose name on disk starts with `prefix`, namespace by
-    /// namespace (sorted). Names on disk are sanitized already and are read as they are:
-    /// sanitizing is not idempotent for long names.
+    /// The records of every namespace whose stored (sanitized) name starts with `prefix`,
+    /// namespace by namespace (sorted). Stored names are sanitized already and are compared as
+    /// they are: sanitizing is not idempotent for long names.
     pub fn records_by_prefix(&self, prefix: &str) -> Result<Vec<Records>, StoreError> {
-        let dir = self.root.join("records");
-        let mut names: Vec<String> = list_dir(&dir)?
-            .into_iter()
-            .filter(|n| n.starts_with(prefix))
-            .collect();
-        names.sort();
-        names.iter().map(|n| read_records(&dir.join(n))).collect()
+        self.records_where(prefix, false)
     }
-}
 
-/// How deep files lie below a store's root: `blobs/xx/key`, `state/session/stage`,
-/// `records/namespace/name`.
-const STORE_DEPTH: usize = 3;
-
-/// The prefix of every temp file [`write_atomic`] makes; the writer's process id follows.
-const TEMP_PREFIX: &str = ".tmp-";
-
-/// A temp file older than this is an orphan even if a process with its pid is running (the pid
-/// was reused): no write takes that long.
-const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// Removes, in `dir` and its folders down to `depth` levels, the temp files of
-/// [`write_atomic`] that no running write owns: named `.tmp-<pid>-<random>` with a pid that is
-/// not a running process (checked through `/proc` where there is one) or older than an hour.
-/// A write in progress in another process is left alone. Returns how many were removed.
-pub fn remove_orphan_temps(dir: &Path, depth: usize) -> Result<usize, StoreError> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(io_err(dir)(e)),
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            if depth > 0 {
-                removed += remove_orphan_temps(&path, depth - 1)?;
-            }
-        } else if kind.is_file()
-            && is_orphan_temp(&entry.file_name().to_string_lossy(), &path)
-            && fs::remove_file(&path).is_ok()
-        {
-            removed += 1;
+    /// The stored (sanitized) names of the namespaces that start with `prefix`, sorted.
+    pub fn namespaces(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock();
+        let mut names = db::namespaces(&conn.db, prefix).map_err(|e| self.db_err(e))?;
+        if let Some(p) = conn.held() {
+            names.extend(
+                p.records
+                    .keys()
+                    .filter(|(namespace, _)| namespace.starts_with(prefix))
+                    .map(|(namespace, _)| namespace.clone()),
+            );
         }
+        names.sort();
+        names.dedup();
+        Ok(names)
     }
-    Ok(removed)
-}
 
-/// Whether `name` (at `path`) is a temp file of a write that will never finish.
-fn is_orphan_temp(name: &str, path: &Path) -> bool {
-    let Some(pid) = name
-        .strip_prefix(TEMP_PREFIX)
-        .and_then(|rest| rest.split_once('-'))
-        .and_then(|(pid, _)| pid.parse::<u32>().ok())
-    else {
-        return false;
-    };
-    let old = fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age > ORPHAN_AGE);
-    old || (pid != std::process::id() && process_gone(pid))
-}
+    /// The records of the namespaces `prefix` names (or starts, unless `exact`), committed and
+    /// held back alike, grouped by namespace, each sorted by name.
+    fn records_where(&self, prefix: &str, exact: bool) -> Result<Vec<Records>, StoreError> {
+        let conn = self.lock();
+        let rows = db::records(&conn.db, prefix, exact).map_err(|e| self.db_err(e))?;
+        let mut grouped: BTreeMap<String, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+        for (namespace, name, bytes) in rows {
+            grouped.entry(namespace).or_default().insert(name, bytes);
+        }
+        if let Some(p) = conn.held() {
+            let held = p.records.iter().filter(|((namespace, _), _)| {
+                if exact {
+                    namespace == prefix
+                } else {
+                    namespace.starts_with(prefix)
+                }
+            });
+            for ((namespace, name), bytes) in held {
+                grouped
+                    .entry(namespace.clone())
+                    .or_default()
+                    .insert(name.clone(), bytes.clone());
+            }
+        }
+        Ok(grouped
+            .into_values()
+            .map(|names| names.into_iter().collect())
+            .collect())
+    }
 
-/// Whether no process `pid` runs. Only known where `/proc` lists processes (Linux); elsewhere
-/// orphans go by age alone.
-fn process_gone(pid: u32) -> bool {
-    let proc = Path::new("/proc");
-    proc.join("self").exists() && !proc.join(pid.to_string()).exists()
+    /// The token counts stored for `session` with `tokenizer`, as (block hash, tokens): what
+    /// its earlier runs counted, to seed a new process's cache.
+    pub fn token_counts(
+        &self,
+        session: &str,
+        tokenizer: &str,
+    ) -> Result<Vec<(u64, u32)>, StoreError> {
+        let session = sanitize_component(session);
+        let conn = self.lock();
+        let mut counts =
+            db::token_counts(&conn.db, &session, tokenizer).map_err(|e| self.db_err(e))?;
+        if let Some(held) = conn
+            .held()
+            .and_then(|p| p.tokens.get(&(session, tokenizer.to_string())))
+        {
+            counts.extend_from_slice(held);
+        }
+        Ok(counts)
+    }
+
+    /// Adds token counts for `session` with `tokenizer` (block hash, tokens), as
+    /// `TokenCounter::take_fresh` gives them.
+    pub fn token_counts_put(
+        &self,
+        session: &str,
+        tokenizer: &str,
+        counts: Vec<(u64, u32)>,
+    ) -> Result<(), StoreError> {
+        if counts.is_empty() {
+            return Ok(());
+        }
+        let id = (sanitize_component(session), tokenizer.to_string());
+        self.write(|p| p.tokens.entry(id).or_default().extend(counts))
+    }
 }
 
 /// The records of one namespace: (name, bytes), sorted by name.
 pub type Records = Vec<(String, Vec<u8>)>;
 
-/// The folders a store's root holds, and nothing else: blobs, stage state, named records.
-pub const STORE_FOLDERS: [&str; 3] = ["blobs", "state", "records"];
+/// The folders of the first store layout (see the crate's overview): a directory holding them
+/// is a store too, migrated when it is opened.
+pub const STORE_FOLDERS: [&str; 3] = legacy::LEGACY_FOLDERS;
 
-/// Whether `dir` has a store's layout: at least one of [`STORE_FOLDERS`], and no other entry
-/// (hidden ones aside). Whatever it is called, such a folder holds condense's own data, not
-/// conversations, so commands that walk folders of sessions skip it.
+/// Whether `dir` is a store: it holds the store's database (or a first-layout folder), and
+/// nothing else (hidden entries aside). Whatever it is called, such a folder holds condense's
+/// own data, not conversations, so commands that walk folders of sessions skip it.
 pub fn looks_like_store(dir: &Path) -> bool {
-    let Ok(names) = list_dir(dir) else {
+    let Ok(names) = legacy::list_dir(dir) else {
         return false;
     };
     !names.is_empty()
-        && names
-            .iter()
-            .all(|n| STORE_FOLDERS.contains(&n.as_str()) && dir.join(n).is_dir())
+        && names.iter().all(|n| {
+            let path = dir.join(n);
+            (STORE_FOLDERS.contains(&n.as_str()) && path.is_dir())
+                || ((n == DB_FILE || DB_SIDE_FILES.contains(&n.as_str())) && path.is_file())
+        })
 }
 
-/// The entry names of `dir` (none when it does not exist), temp files of writes in progress
-/// (a leading dot) left out.
-fn list_dir(dir: &Path) -> Result<Vec<String>, StoreError> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_err(dir)(e)),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let name = entry.map_err(io_err(dir))?.file_name();
-        let name = name.to_string_lossy();
-        if !name.starts_with('.') {
-            out.push(name.into_owned());
-        }
-    }
-    Ok(out)
-}
-
-/// Every file of a namespace directory, as (name, bytes), sorted by name.
-fn read_records(dir: &Path) -> Result<Records, StoreError> {
-    let mut out = Vec::new();
-    for name in list_dir(dir)? {
-        let path = dir.join(&name);
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        out.push((name, bytes));
-    }
-    out.sort();
-    Ok(out)
-}
-
-fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(path)(e)),
-    }
-}
-
-/// [`write_atomic`], skipped when the file already holds exactly `bytes`: stages rewrite the
-/// same state on every run, and a read is much cheaper than a durable write.
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    match fs::metadata(path) {
-        Ok(meta) if meta.len() == bytes.len() as u64 => {
-            if read_optional(path)?.as_deref() == Some(bytes) {
-                return Ok(());
-            }
-            write_atomic(path, bytes)
-        }
-        _ => write_atomic(path, bytes),
-    }
-}
-
-/// Writes `bytes` to `path` atomically: temp file (uniquely named) in the same directory,
-/// fsync, rename, fsync of the directory, so a reader never sees a half-written file. The
-/// directory is created when missing. The store writes everything this way; so does the
-/// binary's `--out`.
+/// Writes `bytes` to `path` atomically: temp file (uniquely named `.tmp-<pid>-<random>`) in
+/// the same directory, fsync, rename, fsync of the directory, so a reader never sees a
+/// half-written file. The directory is created when missing. [`remove_orphan_temps`] removes
+/// what a killed write leaves.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path
         .parent()
@@ -312,7 +501,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     // `.tmp-<pid>-<random>`: the pid tells a later run whether the write can still finish.
     let mut tmp = tempfile::Builder::new()
-        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .prefix(&format!("{}{}-", legacy::TEMP_PREFIX, std::process::id()))
         .tempfile_in(dir)
         .map_err(io_err(dir))?;
     tmp.write_all(bytes).map_err(io_err(path))?;
@@ -324,195 +513,4 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let _ = d.sync_all();
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blobs_round_trip_and_dedupe() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let k1 = store.put(b"hello").unwrap();
-        let k2 = store.put(b"hello").unwrap();
-        assert_eq!(k1, k2);
-        assert_eq!(store.get(&k1).unwrap().unwrap(), b"hello");
-        assert_eq!(store.get(&blob_key(b"other")).unwrap(), None);
-    }
-
-    #[test]
-    fn bad_keys_are_refused_not_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        assert!(matches!(
-            store.get("../../etc/passwd"),
-            Err(StoreError::InvalidKey(_))
-        ));
-        assert!(matches!(store.get("zz"), Err(StoreError::InvalidKey(_))));
-    }
-
-    #[test]
-    fn hostile_session_and_stage_names_stay_inside() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("store");
-        let store = Store::open(&root).unwrap();
-        for hostile in [
-            "../../etc/passwd",
-            "/etc/passwd",
-            "..",
-            ".",
-            "a/../../b",
-            "c:\\x",
-            "",
-        ] {
-            store.state_put(hostile, hostile, "x").unwrap();
-            store.record_put(hostile, hostile, b"y").unwrap();
-            assert_eq!(
-                store.state_get(hostile, hostile).unwrap().as_deref(),
-                Some("x")
-            );
-        }
-        // Nothing was written beside the store.
-        let siblings: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(siblings, vec![std::ffi::OsString::from("store")]);
-        assert!(!dir.path().join("etc").exists());
-    }
-
-    #[test]
-    fn unchanged_state_is_not_rewritten() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        store.state_put("s", "st", "same").unwrap();
-        let path = dir.path().join("state/s/st");
-        let before = fs::metadata(&path).unwrap().modified().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        store.state_put("s", "st", "same").unwrap();
-        assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), before);
-        store.state_put("s", "st", "diff").unwrap();
-        assert_eq!(store.state_get("s", "st").unwrap().as_deref(), Some("diff"));
-    }
-
-    #[test]
-    fn a_store_is_recognised_by_its_layout() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("anything");
-        let store = Store::open(&root).unwrap();
-        assert!(!looks_like_store(&root), "empty: nothing to tell");
-        store.put(b"blob").unwrap();
-        assert!(looks_like_store(&root));
-        store.state_put("s", "stage", "{}").unwrap();
-        store.record_put("ns", "r", b"x").unwrap();
-        fs::write(root.join(".tmp-write"), b"").unwrap();
-        assert!(looks_like_store(&root), "hidden entries aside");
-        // A folder with anything else in it is not a store, nor is a file named like one.
-        fs::write(root.join("session.jsonl"), b"{}").unwrap();
-        assert!(!looks_like_store(&root));
-        let other = dir.path().join("other");
-        fs::create_dir_all(&other).unwrap();
-        fs::write(other.join("state"), b"").unwrap();
-        assert!(!looks_like_store(&other));
-        assert!(!looks_like_store(&dir.path().join("missing")));
-    }
-
-    #[test]
-    fn records_are_listed_by_namespace() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        store.record_put("ns", "b", b"2").unwrap();
-        store.record_put("ns", "a", b"1").unwrap();
-        store.record_put("other", "c", b"3").unwrap();
-        let names: Vec<String> = store
-            .records("ns")
-            .unwrap()
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
-        assert_eq!(names, ["a", "b"]);
-        assert!(store.records("empty").unwrap().is_empty());
-    }
-
-    #[test]
-    fn records_by_prefix_finds_long_and_unsafe_namespaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        // Sanitized on write to a name that sanitizing again would change.
-        let long = format!("archive-{}", "s".repeat(120));
-        store.record_put(&long, "r", b"long").unwrap();
-        store.record_put("archive-a/b", "r", b"unsafe").unwrap();
-        store.record_put("other", "r", b"other").unwrap();
-        let mut found: Vec<Vec<u8>> = store
-            .records_by_prefix("archive-")
-            .unwrap()
-            .into_iter()
-            .flatten()
-            .map(|(_, bytes)| bytes)
-            .collect();
-        found.sort();
-        assert_eq!(found, [b"long".to_vec(), b"unsafe".to_vec()]);
-    }
-
-    #[test]
-    fn colliding_session_names_keep_their_own_state() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        store.state_put(".s", "stage", "dot").unwrap();
-        store.state_put("_s", "stage", "underscore").unwrap();
-        assert_eq!(
-            store.state_get(".s", "stage").unwrap().as_deref(),
-            Some("dot")
-        );
-        assert_eq!(
-            store.state_get("_s", "stage").unwrap().as_deref(),
-            Some("underscore")
-        );
-        store.record_put("ns", ".r", b"1").unwrap();
-        store.record_put("ns", "_r", b"2").unwrap();
-        assert_eq!(store.records("ns").unwrap().len(), 2);
-    }
-
-    #[test]
-    fn temp_files_of_killed_writes_are_removed_on_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        store.state_put("s", "stage", "x").unwrap();
-        let state = dir.path().join("state/s");
-        // A pid that cannot be running (above any pid_max), as a SIGKILLed write leaves it.
-        let dead = state.join(".tmp-4294967295-AbCdEf");
-        fs::write(&dead, b"half").unwrap();
-        let blob_dir = dir.path().join("blobs/ab");
-        fs::create_dir_all(&blob_dir).unwrap();
-        let dead_blob = blob_dir.join(".tmp-4294967295-xyz123");
-        fs::write(&dead_blob, b"half").unwrap();
-        // A write in progress (this process) and files that are not ours stay.
-        let live = state.join(format!(".tmp-{}-LiVe01", std::process::id()));
-        fs::write(&live, b"writing").unwrap();
-        let foreign = state.join(".tmpAbCdEf");
-        fs::write(&foreign, b"not ours").unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        if Path::new("/proc/self").exists() {
-            assert!(!dead.exists(), "orphan of a dead process removed");
-            assert!(!dead_blob.exists(), "in every folder of the store");
-        }
-        assert!(live.exists(), "a live write is left alone");
-        assert!(foreign.exists(), "only our own temp names are touched");
-        assert_eq!(store.state_get("s", "stage").unwrap().as_deref(), Some("x"));
-    }
-
-    #[test]
-    fn state_is_replaced_atomically() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        store.state_put("s", "stage", "one").unwrap();
-        store.state_put("s", "stage", "two").unwrap();
-        assert_eq!(
-            store.state_get("s", "stage").unwrap().as_deref(),
-            Some("two")
-        );
-        let leftovers = fs::read_dir(dir.path().join("state/s")).unwrap().count();
-        assert_eq!(leftovers, 1, "no temp files left behind");
-    }
 }

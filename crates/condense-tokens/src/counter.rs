@@ -4,6 +4,7 @@ use crate::budget::{Budget, BudgetConfig};
 use crate::image::image_tokens;
 use crate::tokenizer::{tokenizer, Tokenizer, TokenizerKind};
 use condense_model::{Block, Content, Conversation, Message, Role, ToolDef};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -19,11 +20,24 @@ pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 /// about 16 bytes, so the default holds on to about 16 MB at most.
 pub const DEFAULT_CACHE_CAPACITY: usize = 1 << 20;
 
+/// Text to tokenize from which [`TokenCounter::count_conversation`] counts its cold blocks on
+/// all cores: about 64 KB is 16k tokens, 2-4 ms of one core; less is not worth waking threads.
+pub const PARALLEL_MIN_BYTES: usize = 64 * 1024;
+
 /// Seed of the hash that keys tool definitions, so they never collide with block hashes.
 const TOOL_DEF_SEED: u64 = 0x746f_6f6c_5f64_6566; // "tool_def"
 
 /// Block hash -> tokens. The keys are xxh3 hashes already: they are used as they are.
 type Cache = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
+
+/// The cache and the counts this process computed since the last [`TokenCounter::take_fresh`].
+/// Both live under one lock: every fresh count is inserted into the map under the write lock
+/// anyway, so recording it there costs a push and no second lock.
+#[derive(Default)]
+struct State {
+    map: Cache,
+    fresh: Vec<(u64, u32)>,
+}
 
 /// Token counts of a conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -78,7 +92,7 @@ pub struct CacheStats {
 pub struct TokenCounter {
     tokenizer: &'static dyn Tokenizer,
     kind: TokenizerKind,
-    cache: RwLock<Cache>,
+    cache: RwLock<State>,
     capacity: usize,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -187,22 +201,39 @@ impl TokenCounter {
     /// lock for what was missing), so a warm count costs little more than hashing the text.
     pub fn count_conversation(&self, conversation: &Conversation) -> ConversationCount {
         let system = self.count_system(conversation);
-        let tools = conversation.tools.iter().map(|t| self.count_tool(t)).sum();
+        let tools = self
+            .costs(
+                &conversation.tools,
+                |t| t.raw.as_str().len(),
+                |t| self.count_tool(t),
+            )
+            .iter()
+            .sum();
 
-        let keys: Vec<u64> = conversation
+        let blocks: Vec<&Block> = conversation
             .messages
             .iter()
             .filter(|m| m.is_chat())
-            .flat_map(|m| m.content.blocks.iter().map(Block::content_hash))
+            .flat_map(|m| m.content.blocks.iter())
             .collect();
+        let keys: Vec<u64> = blocks.iter().map(|b| b.content_hash()).collect();
         let found: Vec<Option<u32>> =
-            self.read_cache(|cache| keys.iter().map(|k| cache.get(k).copied()).collect());
-        let misses = found.iter().filter(|f| f.is_none()).count();
+            self.read_cache(|cache| keys.iter().map(|k| cache.map.get(k).copied()).collect());
+        let missing: Vec<&Block> = blocks
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(b, _)| *b)
+            .collect();
         self.hits
-            .fetch_add((keys.len() - misses) as u64, Ordering::Relaxed);
-        self.misses.fetch_add(misses as u64, Ordering::Relaxed);
+            .fetch_add((keys.len() - missing.len()) as u64, Ordering::Relaxed);
+        self.misses
+            .fetch_add(missing.len() as u64, Ordering::Relaxed);
+        let mut computed = self
+            .costs(&missing, |b| text_len(b), |b| self.block_cost(b))
+            .into_iter();
 
-        let mut fresh: Vec<(u64, usize)> = Vec::with_capacity(misses);
+        let mut fresh: Vec<(u64, usize)> = Vec::with_capacity(missing.len());
         let mut next = keys.iter().zip(found);
         let mut system_messages = 0;
         let messages: Vec<usize> = conversation
@@ -213,13 +244,14 @@ impl TokenCounter {
                     return 0;
                 }
                 let mut n = MESSAGE_OVERHEAD_TOKENS;
-                for block in &m.content.blocks {
-                    // `keys` holds one key per chat block, in this order.
+                for _ in &m.content.blocks {
+                    // `keys` holds one key per chat block, in this order, and `computed` one
+                    // count per miss, in this order too.
                     let Some((key, hit)) = next.next() else { break };
                     n += match hit {
                         Some(count) => count as usize,
                         None => {
-                            let count = self.block_cost(block);
+                            let count = computed.next().unwrap_or(0);
                             fresh.push((*key, count));
                             count
                         }
@@ -234,7 +266,7 @@ impl TokenCounter {
         if !fresh.is_empty() {
             self.write_cache(|cache| {
                 for (key, count) in fresh {
-                    self.insert_bounded(cache, key, count);
+                    self.insert_fresh(cache, key, count);
                 }
             });
         }
@@ -248,6 +280,63 @@ impl TokenCounter {
         }
     }
 
+    /// [`Self::count_conversation`] of each conversation, in order. Many small conversations
+    /// (a tau-bench file holds 200, each under [`PARALLEL_MIN_BYTES`]) are spread over the cores
+    /// together once their text adds up to the threshold; a big one also splits its own blocks.
+    pub fn count_conversations(&self, conversations: &[Conversation]) -> Vec<ConversationCount> {
+        let bytes = |c: &Conversation| -> usize {
+            let messages: usize = c
+                .messages
+                .iter()
+                .flat_map(|m| m.content.blocks.iter())
+                .map(text_len)
+                .sum();
+            messages + c.tools.iter().map(|t| t.raw.as_str().len()).sum::<usize>()
+        };
+        let parallel = conversations.len() > 1 && {
+            let mut total = 0;
+            conversations.iter().any(|c| {
+                total += bytes(c);
+                total >= PARALLEL_MIN_BYTES
+            })
+        };
+        if parallel {
+            conversations
+                .par_iter()
+                .map(|c| self.count_conversation(c))
+                .collect()
+        } else {
+            conversations
+                .iter()
+                .map(|c| self.count_conversation(c))
+                .collect()
+        }
+    }
+
+    /// `cost` of each item, in order: on the rayon pool when the items hold at least
+    /// [`PARALLEL_MIN_BYTES`] of text (by `bytes`), else on this thread. Below that, the work is
+    /// a few milliseconds at most, and the pool's start (once per process) and hand-offs would
+    /// eat what a second core saves; warm counts (no misses) never get here with any work.
+    fn costs<T: Sync>(
+        &self,
+        items: &[T],
+        bytes: impl Fn(&T) -> usize,
+        cost: impl Fn(&T) -> usize + Sync + Send,
+    ) -> Vec<usize> {
+        let parallel = items.len() > 1 && {
+            let mut total = 0;
+            items.iter().any(|t| {
+                total += bytes(t);
+                total >= PARALLEL_MIN_BYTES
+            })
+        };
+        if parallel {
+            items.par_iter().map(cost).collect()
+        } else {
+            items.iter().map(cost).collect()
+        }
+    }
+
     /// The budget of a conversation under a configuration.
     pub fn budget(&self, conversation: &Conversation, config: &BudgetConfig) -> Budget {
         self.count_conversation(conversation).budget(config)
@@ -255,12 +344,39 @@ impl TokenCounter {
 
     /// Entries in the cache.
     pub fn cache_len(&self) -> usize {
-        self.read_cache(|cache| cache.len())
+        self.read_cache(|cache| cache.map.len())
     }
 
-    /// Empties the cache (the statistics stay).
+    /// Empties the cache (the statistics and the fresh counts not yet taken stay).
     pub fn clear_cache(&self) {
-        self.write_cache(HashMap::clear);
+        self.write_cache(|cache| cache.map.clear());
+    }
+
+    /// Seeds the cache with counts an earlier process computed (keys as this cache makes them:
+    /// [`Block::content_hash`], [`Block::text_hash`] or a tool definition's key, all from
+    /// counters of the same [`TokenizerKind`]).
+    ///
+    /// Preloaded entries are not fresh (they are not returned by [`Self::take_fresh`]) and do
+    /// not count as hits or misses. One write lock for all of them; when they exceed the
+    /// capacity, the cache is cleared as it fills, like any insert.
+    pub fn preload(&self, entries: impl IntoIterator<Item = (u64, u32)>) {
+        self.write_cache(|cache| {
+            for (key, count) in entries {
+                if cache.map.len() >= self.capacity {
+                    cache.map.clear();
+                }
+                cache.map.insert(key, count);
+            }
+        });
+    }
+
+    /// Returns and forgets the counts this counter computed itself since the last call (what
+    /// a store persists so that the next process does not count them again): every cache miss
+    /// that was inserted, in the order computed, preloaded entries excluded. Costs a swap, not
+    /// a scan of the cache. A count computed by two threads at once may appear twice, with the
+    /// same value.
+    pub fn take_fresh(&self) -> Vec<(u64, u32)> {
+        self.write_cache(|cache| std::mem::take(&mut cache.fresh))
     }
 
     /// Cache hits, misses and size.
@@ -292,37 +408,51 @@ impl TokenCounter {
     }
 
     fn cached(&self, key: u64, count: impl FnOnce() -> usize) -> usize {
-        if let Some(n) = self.read_cache(|cache| cache.get(&key).copied()) {
+        if let Some(n) = self.read_cache(|cache| cache.map.get(&key).copied()) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return n as usize;
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let n = count();
-        self.write_cache(|cache| self.insert_bounded(cache, key, n));
+        self.write_cache(|cache| self.insert_fresh(cache, key, n));
         n
     }
 
     // A panic while holding the lock cannot leave the map inconsistent (every critical section
     // is one std map call), so a poisoned lock is used as is.
-    fn read_cache<R>(&self, f: impl FnOnce(&Cache) -> R) -> R {
+    fn read_cache<R>(&self, f: impl FnOnce(&State) -> R) -> R {
         let guard = self.cache.read().unwrap_or_else(|e| e.into_inner());
         f(&guard)
     }
 
-    fn write_cache<R>(&self, f: impl FnOnce(&mut Cache) -> R) -> R {
+    fn write_cache<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut guard = self.cache.write().unwrap_or_else(|e| e.into_inner());
         f(&mut guard)
     }
 
-    /// Caches `count` under `key`, emptying the cache first when it is full. Counts above
-    /// u32::MAX (a 16 GB block) are not cached.
-    fn insert_bounded(&self, cache: &mut Cache, key: u64, count: usize) {
+    /// Caches `count`, which this process computed, under `key` and records it as fresh,
+    /// emptying the cache first when it is full. Counts above u32::MAX (a 16 GB block) are
+    /// neither cached nor recorded.
+    fn insert_fresh(&self, cache: &mut State, key: u64, count: usize) {
         if let Ok(stored) = u32::try_from(count) {
-            if cache.len() >= self.capacity {
-                cache.clear();
+            if cache.map.len() >= self.capacity {
+                cache.map.clear();
             }
-            cache.insert(key, stored);
+            cache.map.insert(key, stored);
+            cache.fresh.push((key, stored));
         }
+    }
+}
+
+/// About how many bytes of text counting a block tokenizes (images: none).
+fn text_len(block: &Block) -> usize {
+    match block {
+        Block::Text(t) => t.text.len(),
+        Block::Thinking(t) => t.thinking.len(),
+        Block::ToolUse(t) => t.name.len() + t.input.as_str().len(),
+        Block::ToolResult(t) => t.content.blocks.iter().map(text_len).sum(),
+        Block::Image(_) => 0,
+        Block::Opaque(o) => o.json.as_str().len(),
     }
 }
 
@@ -344,5 +474,57 @@ impl Hasher for PassThrough {
 
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    #[test]
+    fn big_batches_run_on_two_threads_at_once() {
+        // Each item waits until both are in flight: on one thread the first would wait alone
+        // until the (deadlock-guard) timeout and report false.
+        let started = Mutex::new(0);
+        let both = Condvar::new();
+        let meet = || {
+            let mut n = started.lock().unwrap();
+            *n += 1;
+            both.notify_all();
+            let (n, timeout) = both
+                .wait_timeout_while(n, Duration::from_secs(30), |n| *n < 2)
+                .unwrap();
+            usize::from(!timeout.timed_out() && *n >= 2)
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let counter = TokenCounter::new(TokenizerKind::Estimate);
+        let items = [PARALLEL_MIN_BYTES, PARALLEL_MIN_BYTES];
+        let met = pool.install(|| counter.costs(&items, |n| *n, |_| meet()));
+        assert_eq!(met, vec![1, 1]);
+    }
+
+    #[test]
+    fn small_batches_stay_on_the_calling_thread() {
+        let me = std::thread::current().id();
+        let counter = TokenCounter::new(TokenizerKind::Estimate);
+        let items = vec![100usize; 50];
+        let on_me = counter.costs(
+            &items,
+            |n| *n,
+            |_| usize::from(std::thread::current().id() == me),
+        );
+        assert_eq!(on_me, vec![1; 50]);
+        // One big item has nothing to share either.
+        let on_me = counter.costs(
+            &[10 * PARALLEL_MIN_BYTES],
+            |n| *n,
+            |_| usize::from(std::thread::current().id() == me),
+        );
+        assert_eq!(on_me, vec![1]);
     }
 }

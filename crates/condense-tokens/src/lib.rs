@@ -1,10 +1,12 @@
 //! Token counting for condense: tokenizers, a cached conversation counter and the budget.
 //!
 //! - [`Tokenizer`] / [`TokenizerKind`] / [`tokenizer`]: `o200k_base` (the default) and
-//!   `cl100k_base` with GitHub's `bpe-openai` (linear time, no pathological inputs);
+//!   `cl100k_base` from static tables laid out at build time, with a hand-written pre-tokenizer
+//!   and tiktoken's merge (nothing to build at start-up; pieces over 512 bytes, rare, go to
+//!   `bpe-openai`, built on that first need; the same counts as `bpe-openai` and `tiktoken-rs`);
 //!   `tiktoken-o200k_base` and `tiktoken-cl100k_base` with `tiktoken-rs`, guarded so that it
 //!   never panics and stays linear (see [`tiktoken_guard`]); `estimate`, bytes / 4 rounded up.
-//!   Tables are built once per process, on first use.
+//!   The `tiktoken-rs` tables are built once per process, on first use.
 //! - [`TokenCounter`]: what blocks, messages and whole conversations cost, cached by
 //!   [`Block::content_hash`](condense_model::Block::content_hash) so that counting again after a
 //!   stage only tokenizes the blocks that changed. Text and thinking count their text, a tool
@@ -42,13 +44,17 @@
 
 pub mod budget;
 mod counter;
+mod fast;
 pub mod image;
+mod pretokenize;
 pub mod tiktoken_guard;
 mod tokenizer;
+mod vocab_hash;
 
 pub use budget::{Budget, BudgetConfig, BudgetConfigError, Level};
 pub use counter::{
     CacheStats, ConversationCount, TokenCounter, DEFAULT_CACHE_CAPACITY, MESSAGE_OVERHEAD_TOKENS,
+    PARALLEL_MIN_BYTES,
 };
 pub use tokenizer::{
     estimate_count, tokenizer, ParseTokenizerKindError, Tokenizer, TokenizerKind,

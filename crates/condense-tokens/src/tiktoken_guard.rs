@@ -4,7 +4,7 @@
 //! backtracking engine). Measured on 0.12: a run of about 1M spaces fills fancy-regex's
 //! backtracking stack (a heap `Vec` capped at 1,000,000 entries), `encode_ordinary` unwraps the
 //! resulting `RuntimeError(StackOverflow)` and panics; long runs of one character are 30-100x
-//! slower than `bpe-openai`.
+//! slower than the default engine.
 //!
 //! The guard, in order:
 //!
@@ -16,10 +16,10 @@
 //!    against unguarded `tiktoken-rs` with tiny chunks on adversarial alphabets.
 //! 2. A chunk longer than [`MAX_TIKTOKEN_CHUNK_BYTES`] (text with no safe boundary for that
 //!    long: one huge run, minified code, base64) or holding a run of one character of at least
-//!    [`LONG_RUN_CHARS`] is counted by `bpe-openai` with the same encoding, which gives the same
-//!    counts (the `bpe-openai` crate tests its equivalence with tiktoken, and so do we).
+//!    [`LONG_RUN_CHARS`] is counted by the default engine (`crate::fast`) with the same
+//!    encoding, which gives the same counts (tests compare it with tiktoken-rs and bpe-openai).
 //! 3. Every other chunk goes to `tiktoken-rs` inside `catch_unwind`; a panic falls back to
-//!    `bpe-openai` for that chunk.
+//!    the default engine for that chunk.
 //!
 //! So `tiktoken-rs` only ever sees inputs of bounded size with no long runs, and the cost is
 //! linear in the input. A real (uncatchable) thread stack overflow is not possible on this
@@ -32,10 +32,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Preferred chunk size for `tiktoken-rs`.
 pub const CHUNK_TARGET_BYTES: usize = 8 * 1024;
 
-/// Chunks longer than this (no safe boundary nearby) are counted with `bpe-openai` instead.
+/// Chunks longer than this (no safe boundary nearby) are counted by the default engine instead.
 pub const MAX_TIKTOKEN_CHUNK_BYTES: usize = 64 * 1024;
 
-/// A chunk holding a run of one repeated character this long is counted with `bpe-openai`.
+/// A chunk holding a run of one repeated character this long is counted by the default engine.
 pub const LONG_RUN_CHARS: usize = 256;
 
 /// Counts `text` with `tiktoken-rs`, guarded (see the module docs). Never panics.
@@ -230,7 +230,11 @@ mod tests {
                 .collect();
             for encoding in [Encoding::O200k, Encoding::Cl100k] {
                 let expected = raw(encoding, &text);
-                assert_eq!(bpe_count(encoding, &text), expected, "bpe-openai {text:?}");
+                assert_eq!(
+                    bpe_count(encoding, &text),
+                    expected,
+                    "default engine {text:?}"
+                );
                 for target in [1, 3, 16] {
                     assert_eq!(
                         count_with_target(encoding, &text, target),

@@ -1,9 +1,9 @@
 //! Tokenizers: the [`Tokenizer`] trait, the selectable [`TokenizerKind`]s and their backends.
 
+use crate::fast::{self, Vocab};
 use crate::tiktoken_guard;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::str::FromStr;
 
 /// Something that counts the tokens of a text.
@@ -25,11 +25,12 @@ pub trait Tokenizer: Send + Sync {
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
 pub enum TokenizerKind {
-    /// OpenAI's `o200k_base` (GPT-4o, GPT-4.1, o-series, GPT-5) with GitHub's `bpe-openai`.
+    /// OpenAI's `o200k_base` (GPT-4o, GPT-4.1, o-series, GPT-5) with condense's static tables
+    /// (nothing built at start-up; see `crate::fast`).
     #[default]
     #[serde(rename = "o200k_base")]
     O200k,
-    /// OpenAI's `cl100k_base` (GPT-4, GPT-3.5) with GitHub's `bpe-openai`.
+    /// OpenAI's `cl100k_base` (GPT-4, GPT-3.5) with condense's static tables.
     #[serde(rename = "cl100k_base")]
     Cl100k,
     /// `o200k_base` with `tiktoken-rs`, guarded (see [`crate`] docs). Same counts, slower.
@@ -96,13 +97,13 @@ impl FromStr for TokenizerKind {
     }
 }
 
-/// The process-wide tokenizer of a kind. Its tables are built once per process, on first use
-/// (`bpe-openai` and `tiktoken-rs` keep them in `LazyLock`s); the first count of a kind pays that
-/// (about 0.1 s for `bpe-openai`, 0.3-0.4 s for `tiktoken-rs` in a debug build).
+/// The process-wide tokenizer of a kind. The default kinds read static tables in place: getting
+/// one and counting a word costs microseconds. The `tiktoken-rs` kinds build their tables once
+/// per process, on first use (0.3-0.4 s in a debug build).
 pub fn tokenizer(kind: TokenizerKind) -> &'static dyn Tokenizer {
     match kind {
-        TokenizerKind::O200k => &BPE_O200K,
-        TokenizerKind::Cl100k => &BPE_CL100K,
+        TokenizerKind::O200k => &FAST_O200K,
+        TokenizerKind::Cl100k => &FAST_CL100K,
         TokenizerKind::TiktokenO200k => &TIKTOKEN_O200K,
         TokenizerKind::TiktokenCl100k => &TIKTOKEN_CL100K,
         TokenizerKind::Estimate => &Estimate,
@@ -116,43 +117,40 @@ pub(crate) enum Encoding {
     Cl100k,
 }
 
-/// GitHub's `bpe-openai`: linear-time counting with a regex-automata pre-tokenizer and a
-/// backtracking byte-pair encoder.
-struct BpeOpenAi {
-    encoding: Encoding,
+/// The default backend ([`crate::fast`]): static tables, nothing built at start-up; the same
+/// counts as `bpe-openai` and `tiktoken-rs`.
+struct Fast {
+    vocab: &'static Vocab,
     name: &'static str,
 }
 
-static BPE_O200K: BpeOpenAi = BpeOpenAi {
-    encoding: Encoding::O200k,
+static FAST_O200K: Fast = Fast {
+    vocab: &fast::O200K,
     name: TokenizerKind::O200k.as_str(),
 };
-static BPE_CL100K: BpeOpenAi = BpeOpenAi {
-    encoding: Encoding::Cl100k,
+static FAST_CL100K: Fast = Fast {
+    vocab: &fast::CL100K,
     name: TokenizerKind::Cl100k.as_str(),
 };
 
-impl Tokenizer for BpeOpenAi {
+impl Tokenizer for Fast {
     fn name(&self) -> &'static str {
         self.name
     }
 
     fn count(&self, text: &str) -> usize {
-        bpe_count(self.encoding, text)
+        self.vocab.count(text)
     }
 }
 
-/// Counts with `bpe-openai`. The crate asserts two internal invariants while splitting; should
-/// one ever fail, the count falls back to the byte estimate rather than panicking.
+/// Counts with the default engine ([`crate::fast`]) of the same encoding: what the
+/// `tiktoken-rs` guard falls back to on the inputs it keeps away from `tiktoken-rs`. The same
+/// counts, and linear.
 pub(crate) fn bpe_count(encoding: Encoding, text: &str) -> usize {
-    if text.is_empty() {
-        return 0;
+    match encoding {
+        Encoding::O200k => fast::O200K.count(text),
+        Encoding::Cl100k => fast::CL100K.count(text),
     }
-    let tok = match encoding {
-        Encoding::O200k => bpe_openai::o200k_base(),
-        Encoding::Cl100k => bpe_openai::cl100k_base(),
-    };
-    catch_unwind(AssertUnwindSafe(|| tok.count(text))).unwrap_or_else(|_| estimate_count(text))
 }
 
 /// `tiktoken-rs`, guarded against its pathological inputs (see [`tiktoken_guard`]).

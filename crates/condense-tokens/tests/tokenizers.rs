@@ -119,7 +119,7 @@ fn backends_agree_with_tiktoken_on_a_varied_corpus() {
         assert_eq!(
             tokenizer(TokenizerKind::O200k).count(text),
             o,
-            "bpe o200k {head:?}"
+            "default o200k {head:?}"
         );
         assert_eq!(
             tokenizer(TokenizerKind::TiktokenO200k).count(text),
@@ -129,7 +129,7 @@ fn backends_agree_with_tiktoken_on_a_varied_corpus() {
         assert_eq!(
             tokenizer(TokenizerKind::Cl100k).count(text),
             c,
-            "bpe cl100k {head:?}"
+            "default cl100k {head:?}"
         );
         assert_eq!(
             tokenizer(TokenizerKind::TiktokenCl100k).count(text),

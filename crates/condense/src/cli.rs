@@ -36,7 +36,8 @@ macro_rules! folders_help {
         "Folders: given a folder, the command runs on every session in it: the .json, .jsonl and \
          .traj files, searched recursively (~/.claude/projects/<project>/, ~/.codex/sessions/). \
          Hidden folders, condense's stores (.condense/, or any folder with a store's layout: \
-         only blobs/, state/, records/), compress outputs (NAME.condensed.EXT) and other files \
+         only store.db and its -wal/-shm files, or an older store's blobs/, state/, records/), \
+         compress outputs (NAME.condensed.EXT) and other files \
          are skipped. A session file that cannot be read or parsed is named on stderr in one \
          line and skipped; the others still run.\n\n\
          Exit codes: 0 done; 1 when a file was skipped (the others were done) or anything \
@@ -75,7 +76,16 @@ pub enum Command {
     Diff(DiffArgs),
     /// Render every stage's output for transcripts and compare with stored snapshots (a CI
     /// gate for pipeline changes: exit 1 and `.snap.new` files when anything differs).
-    #[command(after_help = folders_help!())]
+    #[command(after_help = concat!(
+        "Snapshots: one folder per transcript under --snapshots, holding 00-retention.snap \
+         (tokens, cut and condense eval's probes on the pipeline's output) and NN-STAGE.snap \
+         per stage, in insta's format. A changed one is written beside as .snap.new. Review \
+         them with --review, or with cargo-insta (the snapshot folder gets a Cargo.toml for \
+         it): cargo insta review --manifest-path SNAPSHOTS/Cargo.toml (accept and reject \
+         take the same flag). The exit code is 1 while a snapshot differs (left pending, \
+         skipped or rejected).\n\n",
+        folders_help!()
+    ))]
     Snapshot(SnapshotArgs),
     /// Run several pipelines on the same transcripts and print them side by side.
     #[command(after_help = folders_help!())]
@@ -134,6 +144,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff): `condense man | man -l -`.
     Man,
+    /// Run a proxy in front of the model API: every request kept inside the window.
+    #[command(after_help = crate::serve::AFTER_HELP)]
+    Serve(crate::serve::ServeArgs),
 }
 
 /// The shells `condense completions` writes for.
@@ -365,6 +378,9 @@ pub struct DiffArgs {
     pub now: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Print JSON instead: per stage its figures, what it did to the probes and its diff.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -375,12 +391,28 @@ pub struct SnapshotArgs {
     /// The pipeline file; the embedded default when omitted.
     #[arg(long, short, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
-    /// Where snapshots live: one folder per transcript, one `NN-stage.snap` per stage.
+    /// Where snapshots live: one folder per transcript, with `00-retention.snap` and one
+    /// `NN-stage.snap` per stage (and a `Cargo.toml` for cargo-insta, written once).
     #[arg(long, value_name = "OUTDIR")]
     pub snapshots: PathBuf,
-    /// Take the new versions as the reference (write `.snap`, remove `.snap.new`).
+    /// Take the new versions as the reference (write `.snap`, remove `.snap.new`); with
+    /// names, only those: a snapshot (`TRANSCRIPT/02-snip`, or a path ending so), or a
+    /// transcript's folder name (all its snapshots). Put the names after the inputs.
+    #[arg(long, value_name = "NAME", num_args = 0.., conflicts_with = "review")]
+    pub accept: Option<Vec<String>>,
+    /// Go through each changed snapshot: show the retention change and the diff, then ask
+    /// accept (a), reject (r), skip (s) or quit (q). Answers are read from the terminal, or
+    /// one per line from piped standard input; when the answers run out, the rest are skipped.
+    #[arg(long, conflicts_with_all = ["json", "markdown"])]
+    pub review: bool,
+    /// Print JSON instead of diffs: per transcript its retention (before and now) and each
+    /// snapshot's status.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print a Markdown summary instead of diffs (per transcript: tokens, cut, probes, stages
+    /// that changed), for a pull request comment.
     #[arg(long)]
-    pub accept: bool,
+    pub markdown: bool,
     /// The time stages see (RFC 3339 or Unix ms). Default: 1970-01-01T00:00:00Z, pinned (not
     /// the clock) so snapshots are reproducible: a time gap is measured from 1970, so the
     /// prompt cache always reads as hot. Give --now to snapshot time-based behaviour.
@@ -406,8 +438,12 @@ pub struct CompareArgs {
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
     /// Print JSON instead of tables.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// Print a Markdown summary instead (per transcript: tokens, cut, probes, stages that
+    /// changed the conversation), for a pull request comment.
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Plugin(crate::cli::PluginCommand::New(args)) => crate::scaffold::plugin_new(args),
         Command::Completions(args) => crate::docs::completions(args.shell),
         Command::Man => crate::docs::man(),
+        Command::Serve(args) => crate::serve::serve(args),
     }
 }
 
@@ -229,11 +230,14 @@ pub(crate) fn compress_input(
     args: &CompressArgs,
 ) -> Result<Compressed, Failure> {
     let store = Store::open(store_dir).map_err(|e| Failure::run(e.to_string()))?;
+    // Every conversation's run and the records below, in one transaction, committed before
+    // the output is written: a run killed on the way leaves the store as it was.
+    let batch = store.batch();
     let opts = RunOptions {
         now_ms,
         format: input.doc.format().as_str().to_string(),
         record_outputs: false,
-        flags: env_flags(),
+        flags: condense_host::env_flags(),
         state: if args.fresh {
             condense_host::StateMode::Fresh
         } else {
@@ -297,6 +301,7 @@ pub(crate) fn compress_input(
     }
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
     archive_as_written(input, &out, &runs, &store)?;
+    batch.commit().map_err(|e| Failure::run(e.to_string()))?;
     Ok(Compressed {
         out,
         runs,
@@ -331,17 +336,6 @@ fn archive_as_written(
             .map_err(|e| Failure::run(e.to_string()))?;
     }
     Ok(())
-}
-
-/// Flags the environment sets for every stage: `CONDENSE_DISABLE_AUTOCOMPACT=1` →
-/// `disable:autocompact` (stages never read the environment themselves).
-fn env_flags() -> Vec<String> {
-    let on = |v: &str| std::env::var(v).is_ok_and(|x| !x.is_empty() && x != "0" && x != "false");
-    let mut flags = Vec::new();
-    if on("CONDENSE_DISABLE_AUTOCOMPACT") {
-        flags.push("disable:autocompact".to_string());
-    }
-    flags
 }
 
 pub(crate) fn build_report<'a>(

@@ -4,9 +4,14 @@
 //! `compress` does (or `--now`), so it never touches real stage state. A transcript that cannot
 //! be read, or that a pipeline fails on, is named in one line and skipped; the others go on and
 //! the exit code is 1.
+//!
+//! Each pipeline's output is also scored with `condense eval`'s probes (in the JSON, and in
+//! `--markdown`'s summary for a pull request comment).
 
 use crate::cli::CompareArgs;
 use crate::input::{collect_inputs, read_path, Skipped};
+use crate::review::report::cell;
+use crate::review::retention::{listed, signed, Retention, KINDS};
 use crate::review::{load, review_now, run_recorded};
 use crate::stats::num;
 use crate::Failure;
@@ -32,6 +37,8 @@ struct PipelineResult {
     /// tokens_after of the largest conversation / context window.
     window_share: f64,
     millis: f64,
+    /// Tokens, cut and `condense eval`'s probes on the output.
+    retention: Retention,
 }
 
 #[derive(Debug, Serialize)]
@@ -111,6 +118,12 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
                     .flat_map(|r| r.stages.iter())
                     .map(|s| s.millis)
                     .sum(),
+                retention: Retention::measure(
+                    rec.before,
+                    &rec.runs.iter().map(|r| &r.conversation).collect::<Vec<_>>(),
+                    cmp.tokens_before,
+                    after,
+                ),
             });
         }
         if !failed {
@@ -119,6 +132,12 @@ pub fn compare(args: CompareArgs) -> Result<(), Failure> {
     }
     if args.json {
         crate::output::print_json(&all)?;
+    } else if args.markdown {
+        let mut text = "### condense compare\n\n".to_string();
+        for c in &all {
+            text.push_str(&markdown(c));
+        }
+        crate::output::print(&text)?;
     } else {
         for c in &all {
             crate::output::print(&render(c))?;
@@ -174,6 +193,84 @@ fn render(c: &Comparison) -> String {
             p.millis,
             chain.join(" → ")
         );
+    }
+    o.push('\n');
+    o
+}
+
+/// `--markdown`: a table per transcript, one row per pipeline; the first pipeline is the
+/// reference the others' token change is measured from.
+fn markdown(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "#### `{}` ({}, {} conversation{}, {} tokens)\n",
+        cell(&c.transcript),
+        c.format,
+        c.conversations,
+        if c.conversations == 1 { "" } else { "s" },
+        num(c.tokens_before)
+    );
+    o.push_str(
+        "| pipeline | tokens | cut | artifact | errors | request | integrity | stages that changed it |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+    );
+    let reference = c.pipelines.first().map(|p| p.tokens_after);
+    let mut lost = String::new();
+    for (i, p) in c.pipelines.iter().enumerate() {
+        let tokens = match reference {
+            Some(r) if i > 0 && r != p.tokens_after => format!(
+                "{} ({})",
+                num(p.tokens_after),
+                signed(p.tokens_after as i64 - r as i64)
+            ),
+            _ => num(p.tokens_after),
+        };
+        let probes: Vec<String> = KINDS
+            .iter()
+            .map(|k| p.retention.kind(k).0.to_string())
+            .collect();
+        let mut before = c.tokens_before;
+        let mut stages = Vec::new();
+        for s in &p.stages {
+            if s.tokens_after != before {
+                stages.push(format!(
+                    "`{}` {}",
+                    cell(&s.name),
+                    signed(s.tokens_after as i64 - before as i64)
+                ));
+            }
+            before = s.tokens_after;
+        }
+        let _ = writeln!(
+            o,
+            "| `{}` | {tokens} | {} | {} | {} |",
+            cell(&p.pipeline),
+            p.retention.cut,
+            probes.join(" | "),
+            if stages.is_empty() {
+                "none".to_string()
+            } else {
+                stages.join(", ")
+            }
+        );
+        let gone: Vec<String> = KINDS
+            .iter()
+            .filter(|k| !p.retention.kind(k).1.is_empty())
+            .map(|k| format!("{k}: {}", listed(p.retention.kind(k).1)))
+            .collect();
+        if !gone.is_empty() {
+            let _ = writeln!(
+                lost,
+                "- `{}` lost {}",
+                cell(&p.pipeline),
+                cell(&gone.join("; "))
+            );
+        }
+    }
+    if !lost.is_empty() {
+        o.push('\n');
+        o.push_str(&lost);
     }
     o.push('\n');
     o

@@ -5,6 +5,7 @@
 //! report of what each stage did. `condense --help` lists the commands; every failure is one
 //! line on stderr and a non-zero exit (2 for usage and config errors, 1 for anything else).
 
+mod bundle;
 mod cli;
 mod commands;
 mod compare;
@@ -16,6 +17,7 @@ mod input;
 mod output;
 mod review;
 mod scaffold;
+mod serve;
 mod stats;
 mod term;
 
@@ -109,6 +111,7 @@ fn main() -> ExitCode {
         }
     };
     let verbose = args.verbose;
+    bundle::activate();
     match std::panic::catch_unwind(|| commands::run(args)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(failure)) if failure.code == 0 => ExitCode::SUCCESS,

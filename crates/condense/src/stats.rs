@@ -166,8 +166,9 @@ pub fn compute(
     let (mut messages, mut total, mut tool_calls, mut dups, mut images) = (0, 0, 0, 0, 0);
     let mut largest: Option<(usize, ConversationCount)> = None;
 
-    for (ci, conv) in convs.iter().enumerate() {
-        let count = counter.count_conversation(conv);
+    // Counted together first: many small conversations then share the cores.
+    let counts = counter.count_conversations(convs);
+    for (ci, (conv, count)) in convs.iter().zip(counts).enumerate() {
         total += count.total;
         if count.fixed() > 0 {
             *by_role.entry("system prompt + tools".into()).or_default() +=

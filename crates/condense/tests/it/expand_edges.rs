@@ -120,24 +120,17 @@ fn a_lost_record_fails_expand_and_names_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     compressed_session(dir.path());
     // Delete the segment holding the cleared results (the biggest record).
-    let records = dir.path().join(".condense/records");
-    let mut segments: Vec<(u64, std::path::PathBuf)> = Vec::new();
-    for ns in std::fs::read_dir(&records).unwrap() {
-        let ns = ns.unwrap().path();
-        if ns
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("expand-")
-        {
-            for f in std::fs::read_dir(&ns).unwrap() {
-                let f = f.unwrap().path();
-                segments.push((std::fs::metadata(&f).unwrap().len(), f));
-            }
+    let store = condense_store::Store::open(dir.path().join(".condense")).unwrap();
+    let mut segments: Vec<(usize, String, String)> = Vec::new();
+    for namespace in store.namespaces("expand-").unwrap() {
+        for (name, bytes) in store.records(&namespace).unwrap() {
+            segments.push((bytes.len(), namespace.clone(), name));
         }
     }
     segments.sort();
-    std::fs::remove_file(&segments.last().unwrap().1).unwrap();
+    let (_, namespace, name) = segments.last().unwrap();
+    store.record_remove(namespace, name).unwrap();
+    drop(store);
 
     let run = condense_in(
         &["expand", "small.jsonl", "--out", "back.jsonl"],
@@ -218,13 +211,10 @@ fn the_next_run_removes_temp_files_of_killed_writes() {
     }
     let dir = tempfile::tempdir().unwrap();
     compressed_session(dir.path());
-    let state = dir.path().join(".condense/state");
-    let session = std::fs::read_dir(&state)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    // Where the first store layout kept state (issue 13 moved it into store.db; such folders
+    // are migrated, temp files and all, on the next open).
+    let session = dir.path().join(".condense/state/some-session");
+    std::fs::create_dir_all(&session).unwrap();
     let orphan = session.join(".tmp-4294967295-Zq8xYw");
     std::fs::write(&orphan, b"half a state").unwrap();
     let blobs = dir.path().join(".condense/blobs/00");

@@ -78,14 +78,18 @@ impl Project {
             let run = condense(&refs);
             assert_eq!(run.code, 0, "{}", run.stderr);
         }
-        assert!(p.dir.join(".condense/state").is_dir());
+        assert!(p
+            .dir
+            .join(".condense")
+            .join(condense_store::DB_FILE)
+            .is_file());
         // A store may hold records with any name: one that looks like a session must not be
         // taken for one.
         condense_store::Store::open(p.dir.join("archive"))
             .unwrap()
             .record_put("notes", "saved.json", br#"{"messages": []}"#)
             .unwrap();
-        assert!(p.dir.join("archive/records/notes/saved.json").is_file());
+        assert!(condense_store::looks_like_store(&p.dir.join("archive")));
         p
     }
 
@@ -372,13 +376,16 @@ fn eval_compare_snapshot_and_diff_take_the_same_files() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     folders.sort();
-    assert_eq!(folders, ["01__run.traj", "project__session.jsonl"]);
+    assert_eq!(
+        folders,
+        ["01__run.traj", "Cargo.toml", "project__session.jsonl"]
+    );
     assert!(run.stderr.contains("2 transcripts"), "{}", run.stderr);
     // Snapshots that match: still exit 1, for the broken file.
     let run = condense(&args);
     skipped_the_broken_file(&run, &p.dir);
     assert!(
-        run.stderr.contains("2 unchanged, 0 changed"),
+        run.stderr.contains("4 unchanged, 0 changed"),
         "{}",
         run.stderr
     );

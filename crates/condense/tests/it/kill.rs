@@ -1,12 +1,13 @@
-//! The store under attack (issue 12 item 20): `condense compress` killed with SIGKILL at
-//! varied moments, each kill followed by a rerun that must succeed and an exact expand, no
-//! orphan temp file left at the end; expand with a wrong or damaged store; two sessions whose
+//! The store under attack (issue 12 item 20, issue 13): `condense compress` killed with SIGKILL
+//! at varied moments, each kill followed by a rerun that must succeed and an exact expand, no
+//! orphan temp file left at the end (the database's `-wal` and `-shm` files are not orphans:
+//! SQLite replays or removes them); expand with a wrong or damaged store; two sessions whose
 //! names differ only by characters the store cleans.
 
 use crate::support::{bin, condense, fixture};
 use condense_fuzz::binary::{Binary, NOW, PIPELINE};
 use condense_fuzz::kill::{kill_loop, COMPRESS};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// At least this many runs must be killed while running.
@@ -107,22 +108,22 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The record files of a store (what expand reads), biggest first.
-fn records(store: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut dirs = vec![store.join("records")];
-    while let Some(d) = dirs.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else {
-                files.push(p);
-            }
+/// The session id of [`session`].
+const SESSION: &str = "bf24c85a-4669-4693-aa2c-7297dc2549f3";
+
+/// The records of [`SESSION`] in a store (what expand reads), as (namespace, name, size),
+/// biggest first.
+fn records(store: &Path) -> Vec<(String, String, usize)> {
+    let open = condense_store::Store::open(store).unwrap();
+    let mut all = Vec::new();
+    for kind in ["expand", "outputs", "retain"] {
+        let namespace = format!("{kind}-{SESSION}");
+        for (name, bytes) in open.records(&namespace).unwrap() {
+            all.push((namespace.clone(), name, bytes.len()));
         }
     }
-    files.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).unwrap().len()));
-    files
+    all.sort_by_key(|r| std::cmp::Reverse(r.2));
+    all
 }
 
 #[test]
@@ -153,17 +154,32 @@ fn expand_with_a_wrong_or_damaged_store_fails_in_one_line() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     c.expand_fails(&other.path().join("s"), "wrong");
 
-    // A record deleted, a record cut in half.
+    // A record deleted, a record cut in half, the database file cut in half.
     let deleted = c.dir.path().join("deleted");
     copy_dir(&store, &deleted);
-    std::fs::remove_file(&records(&deleted)[0]).unwrap();
+    let (namespace, name, _) = &records(&deleted)[0];
+    condense_store::Store::open(&deleted)
+        .unwrap()
+        .record_remove(namespace, name)
+        .unwrap();
     c.expand_fails(&deleted, "deleted");
     let cut = c.dir.path().join("cut");
     copy_dir(&store, &cut);
-    let victim = &records(&cut)[0];
-    let bytes = std::fs::read(victim).unwrap();
-    std::fs::write(victim, &bytes[..bytes.len() / 2]).unwrap();
+    let (namespace, name, _) = &records(&cut)[0];
+    let damaged = condense_store::Store::open(&cut).unwrap();
+    let bytes = damaged.record_get(namespace, name).unwrap().unwrap();
+    damaged
+        .record_put(namespace, name, &bytes[..bytes.len() / 2])
+        .unwrap();
+    drop(damaged);
     c.expand_fails(&cut, "cut");
+    let broken = c.dir.path().join("broken");
+    copy_dir(&store, &broken);
+    let db = broken.join(condense_store::DB_FILE);
+    let bytes = std::fs::read(&db).unwrap();
+    std::fs::write(&db, &bytes[..bytes.len() / 2]).unwrap();
+    let line = c.expand_fails(&broken, "broken");
+    assert!(line.contains(&db.display().to_string()), "{line}");
 
     // --partial allows it explicitly: what can be restored is written.
     let back = c.path("back-partial.jsonl");
@@ -226,16 +242,11 @@ fn colliding_session_names_do_not_share_a_store_folder() {
         ]);
         assert_eq!(run.code, 0, "{}", run.stderr);
     }
-    // One folder of expansion records per session (and of stage state, when stages keep any).
-    let records: Vec<String> = std::fs::read_dir(dir.path().join("s").join("records"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with("expand-"))
-        .collect();
+    // One namespace of expansion records per session.
+    let store = condense_store::Store::open(dir.path().join("s")).unwrap();
+    let records = store.records_by_prefix("expand-").unwrap();
     assert_eq!(records.len(), 2, "{records:?}");
-    if let Ok(entries) = std::fs::read_dir(dir.path().join("s").join("state")) {
-        assert_eq!(entries.count(), 2, "state folders");
-    }
+    drop(store);
     for (file, id) in names {
         let back = d(&format!("back-{file}"));
         let run = condense(&[

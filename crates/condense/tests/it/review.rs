@@ -87,7 +87,7 @@ fn snapshot_gate_passes_fails_and_accepts() {
     let again = run_with(&p, &[]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
-        again.stderr.contains("1 unchanged, 0 changed"),
+        again.stderr.contains("2 unchanged, 0 changed"),
         "{}",
         again.stderr
     );

@@ -1,5 +1,6 @@
 //! Shared helpers: run the binary, find fixtures and test plugins.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -111,15 +112,57 @@ pub struct Received {
 
 impl Received {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).expect("request body is JSON")
     }
+}
+
+/// The first line and the headers (names lower-cased) of an HTTP/1.1 message; `None` at the
+/// end of the stream.
+pub fn read_head(reader: &mut impl BufRead) -> Option<(String, Vec<(String, String)>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    Some((line, headers))
+}
+
+/// The value of header `name` (lower-case) in `headers`.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// One HTTP/1.1 request (a `content-length` body); `None` at the end of the stream.
+pub fn read_request(reader: &mut impl BufRead) -> Option<Received> {
+    let (line, headers) = read_head(reader)?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let len = header(&headers, "content-length").map_or(0, |v| v.parse().unwrap_or(0));
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok();
+    Some(Received {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 /// An HTTP/1.1 server on 127.0.0.1 answering every request with `answer(request)` (status,
@@ -131,7 +174,7 @@ pub struct LocalServer {
 
 impl LocalServer {
     pub fn start(answer: impl Fn(&Received) -> (u16, String) + Send + 'static) -> LocalServer {
-        use std::io::{BufRead, BufReader, Read, Write};
+        use std::io::{BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -143,33 +186,8 @@ impl LocalServer {
                     .set_read_timeout(Some(std::time::Duration::from_secs(10)))
                     .ok();
                 let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut line = String::new();
-                reader.read_line(&mut line).ok();
-                let mut parts = line.split_whitespace();
-                let method = parts.next().unwrap_or("").to_string();
-                let path = parts.next().unwrap_or("").to_string();
-                let mut headers = Vec::new();
-                loop {
-                    let mut h = String::new();
-                    if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-                        break;
-                    }
-                    if let Some((k, v)) = h.split_once(':') {
-                        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-                    }
-                }
-                let len = headers
-                    .iter()
-                    .find(|(k, _)| k == "content-length")
-                    .and_then(|(_, v)| v.parse::<usize>().ok())
-                    .unwrap_or(0);
-                let mut body = vec![0; len];
-                reader.read_exact(&mut body).ok();
-                let request = Received {
-                    method,
-                    path,
-                    headers,
-                    body: String::from_utf8_lossy(&body).into_owned(),
+                let Some(request) = read_request(&mut reader) else {
+                    continue;
                 };
                 let (status, reply) = answer(&request);
                 rec.lock().unwrap().push(request);

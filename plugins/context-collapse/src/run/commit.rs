@@ -134,7 +134,10 @@ impl Run<'_> {
         let span_tokens = self.tokens_of_range(range.clone());
         let first_id = self.messages[range.start].id.clone();
         let last_id = ids.last().cloned().unwrap_or_default();
-        let previous = merge_into.map(|c| self.collapses[c].collapse.clone());
+        // The collapse merged into, without its ids: they grow with every merge of a running
+        // summary, and copying them at each commit made a long session quadratic. They are
+        // moved into the merged collapse once the commit is sure (below).
+        let previous = merge_into.map(|c| without_ids(&self.collapses[c].collapse));
         let prior_replaced = merge_into.map_or(0, |c| self.replaced_tokens(&self.collapses[c]));
         let replaced = prior_replaced + span_tokens;
         let old_summary = previous.as_ref().map_or(0, |p| self.summary_tokens(p));
@@ -156,11 +159,11 @@ impl Run<'_> {
             .saturating_sub(self.projected.saturating_sub(span_tokens + old_summary))
             .saturating_sub(header);
         let budget = if room > scaled { room.min(cap) } else { scaled };
+        let id_count = ids.len();
         let describe = |what: &str| {
             format!(
-                "{what} {} ({} messages, ids {first_id}…{last_id}, {} tokens)",
+                "{what} {} ({id_count} messages, ids {first_id}…{last_id}, {} tokens)",
                 plural(turn_idx.len(), "turn", "turns"),
-                ids.len(),
                 thousands(span_tokens)
             )
         };
@@ -202,16 +205,15 @@ impl Run<'_> {
             ));
         }
         let now = self.host.now_ms();
-        let collapse = match &previous {
+        let mut collapse = match &previous {
             Some(p) => {
-                let mut ids_all = p.ids.clone();
-                ids_all.extend(ids.iter().cloned());
                 Collapse {
                     first: p.first.clone(),
                     last: last_id.clone(),
                     count: p.count + ids.len(),
                     turns: p.turns + turn_idx.len(),
-                    ids: ids_all,
+                    // Filled once the commit is sure: the summary message does not show them.
+                    ids: Vec::new(),
                     summary,
                     merges: p.merges + 1,
                     committed_ms: now,
@@ -223,7 +225,7 @@ impl Run<'_> {
                 last: last_id.clone(),
                 count: ids.len(),
                 turns: turn_idx.len(),
-                ids: ids.clone(),
+                ids: Vec::new(),
                 summary,
                 merges: 0,
                 committed_ms: now,
@@ -242,6 +244,14 @@ impl Run<'_> {
                 "a summary would not have been smaller",
             ));
         }
+        collapse.ids = match merge_into {
+            Some(c) => {
+                let mut all = std::mem::take(&mut self.collapses[c].collapse.ids);
+                all.extend(ids);
+                all
+            }
+            None => ids,
+        };
         let saving = span_tokens + old_summary - new_summary;
         self.projected = self.projected.saturating_sub(saving);
         let detail = match &previous {
@@ -291,5 +301,20 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// `c` without its ids (see `commit_span`).
+fn without_ids(c: &Collapse) -> Collapse {
+    Collapse {
+        first: c.first.clone(),
+        last: c.last.clone(),
+        count: c.count,
+        turns: c.turns,
+        ids: Vec::new(),
+        summary: c.summary.clone(),
+        merges: c.merges,
+        committed_ms: c.committed_ms,
+        replaced_tokens: c.replaced_tokens,
     }
 }

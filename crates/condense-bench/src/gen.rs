@@ -1,0 +1,192 @@
+//! What every benchmark shares: the timing helper, where things are, and the generated agent
+//! session (any size) that the scaling and whole-process figures run on.
+
+use condense_model::{Block, Content, Conversation, Message, Role};
+use condense_tokens::TokenCounter;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub(crate) fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// The no-op-capable test plugin `cargo xtask plugins` builds.
+pub(crate) fn test_plugin_path() -> PathBuf {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from);
+    target
+        .join("test-plugins")
+        .join(condense_host::discover::library_file_name("test-faulty"))
+}
+
+/// Where the plugins are: `target/plugins` (`cargo xtask bench` builds them there in
+/// release), or `CONDENSE_BENCH_PLUGINS` (a private copy while others rebuild the shared one).
+pub(crate) fn plugin_dir() -> PathBuf {
+    std::env::var_os("CONDENSE_BENCH_PLUGINS")
+        .map_or_else(|| target().join("plugins"), PathBuf::from)
+}
+
+fn target() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from)
+}
+
+pub(crate) fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A synthetic agent session of about `target_tokens` tokens: user asks, assistant calls tools,
+/// tool results of varied sizes (code, logs, JSON), some repeated.
+pub(crate) fn generated_conversation(target_tokens: usize, counter: &TokenCounter) -> Conversation {
+    let mut conv = Conversation::default();
+    let mut i = 0usize;
+    let mut total = 0usize;
+    while total < target_tokens {
+        for m in turn(i) {
+            total += counter.count_message(&m);
+            conv.messages.push(m);
+        }
+        i += 1;
+    }
+    conv
+}
+
+/// Turn `i` of the generated session: the user's ask, the assistant's tool call, its result.
+pub(crate) fn turn(i: usize) -> [Message; 3] {
+    let code: String = (0..(20 + i % 180))
+        .map(|k| format!("    let value_{k} = compute(input_{k}, {});\n", k * i % 97))
+        .collect();
+    let text = match i % 4 {
+        0 => format!("fn handler_{i}() {{\n{code}}}\n"),
+        1 => (0..(30 + i % 120))
+            .map(|k| format!("2025-01-0{} INFO request {k} served in {}ms\n", i % 9 + 1, k * 3 % 250))
+            .collect(),
+        2 => serde_json::json!({"items": (0..(10 + i % 60)).map(|k| serde_json::json!({"id": k, "name": format!("item-{k}"), "ok": k % 3 == 0})).collect::<Vec<_>>()}).to_string(),
+        _ => format!("fn handler_{}() {{\n{code}}}\n", i - 1),
+    };
+    let id = format!("call_{i}");
+    let mut msgs = [
+        Message::new(
+            format!("#{}", 3 * i),
+            Role::User,
+            vec![Block::text(format!(
+                "Step {i}: look at module {i} and fix what fails."
+            ))],
+        ),
+        Message::new(
+            format!("#{}", 3 * i + 1),
+            Role::Assistant,
+            vec![
+                Block::text(format!("Reading module {i}.")),
+                Block::tool_use(
+                    id.clone(),
+                    ["Read", "Bash", "Grep"][i % 3],
+                    condense_model::RawJson::from_value(
+                        &serde_json::json!({"file_path": format!("src/module_{i}.rs")}),
+                    ),
+                ),
+            ],
+        ),
+        Message::new(
+            format!("#{}", 3 * i + 2),
+            Role::User,
+            vec![Block::tool_result(id, Content::string(text))],
+        ),
+    ];
+    for (k, m) in msgs.iter_mut().enumerate() {
+        // One message a minute from 2025-01-01, so time-based stages have a clock to read.
+        m.timestamp = Some(rfc3339(1_735_689_600 + 60 * (3 * i + k) as i64));
+    }
+    msgs
+}
+
+/// `conv` as an Anthropic Messages request body, the file the whole-process figures read (an
+/// agent sends one of these every turn).
+pub(crate) fn anthropic_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
+    const SEED: &[u8] =
+        br#"{"model": "claude-sonnet-4-5", "max_tokens": 32000, "messages": [{"role": "user", "content": "hi"}]}"#;
+    let mut doc = condense_formats::read(SEED, "seed", &condense_formats::ReadOptions::default())?;
+    let mut conv = conv.clone();
+    // Event lines are never sent to the model (nor counted); a request body has no place for
+    // them, nor for another format's per-message fields (a Claude Code line's wrapper).
+    conv.messages
+        .retain(|m| m.role != condense_model::Role::Event);
+    for m in &mut conv.messages {
+        m.envelope = Default::default();
+        m.extra = Default::default();
+    }
+    doc.conversations_mut()[0] = conv;
+    Ok(doc.write()?)
+}
+
+/// Unix seconds as RFC 3339 UTC (civil-from-days, Howard Hinnant's algorithm).
+pub(crate) fn rfc3339(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+pub(crate) fn concatenated_text(conv: &Conversation) -> String {
+    let mut s = String::new();
+    for m in &conv.messages {
+        for b in &m.content.blocks {
+            match b {
+                Block::Text(t) => s.push_str(&t.text),
+                Block::ToolUse(t) => {
+                    s.push_str(&t.name);
+                    s.push_str(t.input.as_str());
+                }
+                Block::ToolResult(t) => s.push_str(&t.content.text()),
+                _ => {}
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_tokens::TokenizerKind;
+
+    /// The request body the whole-process figures run on reads back as the same conversation
+    /// (same messages, about the same tokens): the binary and the in-process figures measure one
+    /// input.
+    #[test]
+    fn the_request_body_reads_back_as_the_conversation() {
+        let counter = TokenCounter::new(TokenizerKind::O200k);
+        let conv = generated_conversation(20_000, &counter);
+        let bytes = anthropic_file(&conv).unwrap();
+        let doc = condense_formats::read(&bytes, "x.json", &Default::default()).unwrap();
+        let back = &doc.conversations()[0];
+        assert_eq!(back.messages.len(), conv.messages.len());
+        // Read from the file, tool inputs and results keep their JSON form: a few more tokens.
+        let (read, made) = (
+            counter.count_conversation(back).total as f64,
+            counter.count_conversation(&conv).total as f64,
+        );
+        assert!((1.0..1.1).contains(&(read / made)), "{read} vs {made}");
+        let appended = turn(conv.messages.len() / 3);
+        assert_eq!(appended[0].role, Role::User);
+    }
+}

@@ -1,0 +1,378 @@
+//! `condense serve` figures (issue 14): the release binary as a child proxy in front of a fake
+//! upstream on 127.0.0.1 (a thread answering a small JSON body), driven by a plain HTTP/1.1
+//! client over loopback.
+//!
+//! - added latency p50 / p99 on a turn that needs no compression: each request timed through
+//!   the proxy and straight to the upstream, alternately; the figures are the differences;
+//! - cost per turn of one session growing turn by turn to 200k tokens (the generated agent
+//!   session; its tool results over 4 KiB make snip act on most turns), against one cold count
+//!   of the request (a fresh counter);
+//! - requests per second with 32 concurrent sessions;
+//! - the proxy's peak memory (`VmHWM` of the child);
+//! - the cache-stability share of the growing session (`GET /condense/status`).
+
+use crate::gen::{anthropic_file, plugin_dir, turn};
+use anyhow::{bail, Context, Result};
+use condense_model::{Block, Conversation, Message, Role};
+use condense_tokens::{TokenCounter, TokenizerKind};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+const UPSTREAM_ANSWER: &str = r#"{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}"#;
+
+pub(crate) fn run(runs: usize) -> Result<()> {
+    let upstream = fake_upstream()?;
+    let store = tempfile::tempdir()?;
+    let mut proxy = Proxy::start(&upstream, store.path())?;
+    let result = figures(&proxy, &upstream, runs);
+    let peak = proxy.peak_kib();
+    proxy.stop();
+    let lines = result?;
+    println!("\n## condense serve (issue 14)\n");
+    println!("| figure | value |\n|---|---|");
+    for (k, v) in lines {
+        println!("| {k} | {v} |");
+    }
+    println!(
+        "| proxy peak memory (VmHWM, the whole run above) | {} MiB |",
+        peak.map_or("?".into(), |k| format!("{:.1}", k as f64 / 1024.0))
+    );
+    Ok(())
+}
+
+fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let counter = TokenCounter::new(TokenizerKind::O200k);
+
+    // 1. Added latency, a 20k-token conversation no stage changes.
+    let plain = prose_conversation(20_000, &counter);
+    let body = anthropic_file(&plain)?;
+    let n = (runs * 30).max(100);
+    for _ in 0..5 {
+        post(&proxy.url, &body, "latency")?;
+    }
+    let (mut via, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let t = Instant::now();
+        post(&proxy.url, &body, "latency")?;
+        via.push(ms(t));
+        let t = Instant::now();
+        post(upstream, &body, "latency")?;
+        direct.push(ms(t));
+    }
+    let (vp50, vp99, dp50, dp99) = (
+        pct(&mut via, 50),
+        pct(&mut via, 99),
+        pct(&mut direct, 50),
+        pct(&mut direct, 99),
+    );
+    out.push((
+        format!("added latency, a {}-token turn needing no compression ({n} requests)", thousands(counter.count_conversation(&plain).total)),
+        format!("p50 {:.2} ms, p99 {:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50:.2} / {dp99:.2})", vp50 - dp50, vp99 - dp99),
+    ));
+
+    // 2. One session growing turn by turn to 200k tokens.
+    let mut conv = Conversation {
+        system: Some(condense_model::Content::string("You are a coding agent.")),
+        ..Conversation::default()
+    };
+    let mut i = 0;
+    let mut samples: Vec<(usize, f64, f64, usize)> = Vec::new(); // tokens, added ms, cold count ms, saved
+    let mut total_tokens = 0;
+    let direct_ms = dp50;
+    let mut reruns = (0u64, 0u64);
+    while total_tokens < 200_000 {
+        for m in turn(i) {
+            total_tokens += counter.count_message(&m);
+            conv.messages.push(m);
+        }
+        i += 1;
+        let body = anthropic_file(&conv)?;
+        let t = Instant::now();
+        let saved = post(&proxy.url, &body, "growing")?;
+        let first = ms(t) - direct_ms;
+        if i % 25 == 0 || total_tokens >= 200_000 {
+            // The same turn again, `runs` times (a rerun costs what the turn cost: the stages
+            // make the same decisions): the median, and the median of as many cold counts.
+            // The reruns are taken out of the stability share below.
+            let before = stability(&proxy.url)?;
+            let mut added = vec![first];
+            for _ in 0..runs {
+                let t = Instant::now();
+                post(&proxy.url, &body, "growing")?;
+                added.push(ms(t) - direct_ms);
+            }
+            let after = stability(&proxy.url)?;
+            reruns.0 += after.0 - before.0;
+            reruns.1 += after.1 - before.1;
+            let mut cold: Vec<f64> = (0..runs.max(1))
+                .map(|_| {
+                    let counter = TokenCounter::new(TokenizerKind::O200k);
+                    let t = Instant::now();
+                    let _ = counter.count_conversation(&conv);
+                    ms(t)
+                })
+                .collect();
+            samples.push((total_tokens, pct(&mut added, 50), pct(&mut cold, 50), saved));
+        }
+    }
+    for (tokens, added, cold, saved) in &samples {
+        out.push((
+            format!(
+                "turn at {} tokens (session growing turn by turn; median)",
+                thousands(*tokens)
+            ),
+            format!(
+                "{added:.1} ms added, {saved} tokens saved; one cold count {cold:.1} ms ({:.2}x)",
+                added / cold
+            ),
+        ));
+    }
+    let (stable, compared) = stability(&proxy.url)?;
+    out.push((
+        format!("cache-stability share ({i} turns to 200k tokens)"),
+        format!(
+            "{} of {} turns sent a prefix equal to the previous turn's",
+            stable - reruns.0,
+            compared - reruns.1
+        ),
+    ));
+
+    // 3. 32 concurrent sessions.
+    let per = (runs * 4).max(10);
+    let url = proxy.url.clone();
+    let t = Instant::now();
+    let threads: Vec<_> = (0..32)
+        .map(|s| {
+            let (url, body) = (url.clone(), body_for(&plain, s));
+            std::thread::spawn(move || -> Result<()> {
+                let body = body?;
+                for _ in 0..per {
+                    post(&url, &body, &format!("c{s}"))?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join()
+            .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    out.push((
+        format!(
+            "requests per second, 32 concurrent sessions ({} requests of {} tokens)",
+            32 * per,
+            thousands(counter.count_conversation(&plain).total)
+        ),
+        format!("{:.0}", (32 * per) as f64 / secs),
+    ));
+    Ok(out)
+}
+
+/// `conv` with its first message made unique to session `s` (its own hash session).
+fn body_for(conv: &Conversation, s: usize) -> Result<Vec<u8>> {
+    let mut c = conv.clone();
+    c.system = Some(condense_model::Content::string(format!(
+        "You are agent {s}."
+    )));
+    anthropic_file(&c)
+}
+
+/// User and assistant prose only, about `target` tokens: nothing for any stage to do.
+fn prose_conversation(target: usize, counter: &TokenCounter) -> Conversation {
+    let mut conv = Conversation::default();
+    let mut total = 0;
+    let mut i = 0;
+    while total < target {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        let text: String = (0..40)
+            .map(|k| format!("Sentence {k} of message {i} talks about the module and its tests. "))
+            .collect();
+        let m = Message::new(format!("#{i}"), role, vec![Block::text(text)]);
+        total += counter.count_message(&m);
+        conv.messages.push(m);
+        i += 1;
+    }
+    if conv
+        .messages
+        .last()
+        .is_some_and(|m| m.role == Role::Assistant)
+    {
+        conv.messages.push(Message::new(
+            format!("#{i}"),
+            Role::User,
+            vec![Block::text("Go on.")],
+        ));
+    }
+    conv
+}
+
+struct Proxy {
+    child: Child,
+    url: String,
+}
+
+impl Proxy {
+    fn start(upstream: &str, store: &std::path::Path) -> Result<Proxy> {
+        let bin = crate::process::condense_binary()?;
+        let mut child = Command::new(bin)
+            .args([
+                "serve",
+                "--quiet",
+                "--listen",
+                "127.0.0.1:0",
+                "--anthropic-upstream",
+                upstream,
+                "--store",
+            ])
+            .arg(store)
+            .env("CONDENSE_PLUGIN_PATH", plugin_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting condense serve")?;
+        let stderr = child.stderr.take().context("the proxy's stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        let first = lines.next().transpose()?.unwrap_or_default();
+        let Some(url) = first
+            .split_once("listening on ")
+            .and_then(|(_, r)| r.split_whitespace().next())
+        else {
+            let _ = child.kill();
+            bail!("condense serve did not start: {first}");
+        };
+        // Keep reading so the proxy never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Ok(Proxy {
+            url: url.to_string(),
+            child,
+        })
+    }
+
+    /// The child's peak resident set (`VmHWM`), in KiB, where /proc says it.
+    fn peak_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fake_upstream() -> Result<String> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = answer_one(stream);
+            });
+        }
+    });
+    Ok(url)
+}
+
+fn answer_one(stream: TcpStream) -> Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let len = read_head(&mut reader)?.1;
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    let mut w = stream;
+    write!(
+        w,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{UPSTREAM_ANSWER}",
+        UPSTREAM_ANSWER.len()
+    )?;
+    Ok(())
+}
+
+/// The status line and content length of a request or answer whose head `reader` is at, plus
+/// `x-condense-tokens-saved`.
+fn read_head(reader: &mut impl BufRead) -> Result<(String, usize, usize)> {
+    let mut first = String::new();
+    reader.read_line(&mut first)?;
+    let (mut len, mut saved) = (0, 0);
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            match k.trim().to_ascii_lowercase().as_str() {
+                "content-length" => len = v.trim().parse().unwrap_or(0),
+                "x-condense-tokens-saved" => saved = v.trim().parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    Ok((first, len, saved))
+}
+
+/// POSTs an Anthropic body in `session`; the tokens the proxy saved.
+fn post(url: &str, body: &[u8], session: &str) -> Result<usize> {
+    let addr = url.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr)?;
+    s.set_nodelay(true)?;
+    write!(
+        s,
+        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nx-api-key: bench\r\nanthropic-version: 2023-06-01\r\nx-condense-session: {session}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )?;
+    s.write_all(body)?;
+    let mut reader = BufReader::new(s);
+    let (status, len, saved) = read_head(&mut reader)?;
+    let mut answer = vec![0; len];
+    reader.read_exact(&mut answer)?;
+    if !status.contains(" 200") {
+        bail!("{url}: {}", status.trim());
+    }
+    Ok(saved)
+}
+
+fn get(url: &str, path: &str) -> Result<String> {
+    let addr = url.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr)?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    )?;
+    let mut reader = BufReader::new(s);
+    let (_, len, _) = read_head(&mut reader)?;
+    let mut answer = vec![0; len];
+    reader.read_exact(&mut answer)?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// The growing session's `cache_stable` and `cache_compared` so far.
+fn stability(url: &str) -> Result<(u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(&get(url, "/condense/status")?)?;
+    let g = &v["sessions"]["growing"];
+    Ok((
+        g["cache_stable"].as_u64().unwrap_or(0),
+        g["cache_compared"].as_u64().unwrap_or(0),
+    ))
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+fn pct(v: &mut [f64], p: usize) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) * p / 100).min(v.len() - 1)]
+}
+
+fn thousands(n: usize) -> String {
+    condense_model::render::thousands(n)
+}

@@ -1,0 +1,310 @@
+//! Issue 13's "Done when", from one run: first runs against one cold count, the per-turn cost
+//! of a new `condense compress` process, start-up, scaling per stage, peak memory, and (with
+//! `--peers`) Python tiktoken and LangChain side by side. Ends with one table of the ratios.
+
+use crate::gen::{anthropic_file, generated_conversation, median_ms, turn};
+use crate::process::{self, condense, Finished};
+use crate::scaling;
+use anyhow::{Context, Result};
+use condense_model::Conversation;
+use condense_tokens::{TokenCounter, TokenizerKind};
+use std::path::{Path, PathBuf};
+
+/// `--now` for whole processes: the same clock as [`scaling::LATE_MS`].
+const NOW: &str = "2030-01-01T00:00:00Z";
+
+/// One row of the closing table.
+pub(crate) struct Row {
+    pub what: String,
+    pub measured: String,
+    pub target: &'static str,
+    pub met: Option<bool>,
+}
+
+/// Where the inputs of the whole-process figures are written.
+struct Files {
+    dir: tempfile::TempDir,
+}
+
+impl Files {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn write(&self, name: &str, conv: &Conversation) -> Result<(PathBuf, u64)> {
+        let bytes = anthropic_file(conv)?;
+        let path = self.path(name);
+        std::fs::write(&path, &bytes).with_context(|| path.display().to_string())?;
+        Ok((path, bytes.len() as u64))
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap_or_default()
+}
+
+/// A first `condense compress` of `input` on a fresh store (removed before each run).
+fn cold_compress(runs: usize, input: &Path, store: &Path, out: &Path) -> Result<Finished> {
+    process::median(
+        runs,
+        |_| {
+            if store.exists() {
+                std::fs::remove_dir_all(store)?;
+            }
+            Ok(())
+        },
+        |_| {
+            condense(&[
+                "compress",
+                s(input),
+                "--store",
+                s(store),
+                "--out",
+                s(out),
+                "--now",
+                NOW,
+            ])
+        },
+    )
+}
+
+/// Peak memory of whole `condense compress` runs (default pipeline, fresh store) on the tiny
+/// input and on 1x, 2x, 4x, measured before this process grows: the inputs are written by a
+/// child (`condense-bench inputs DIR`), so this process never holds them.
+pub(crate) struct Memory {
+    /// This process's own high-water mark when it spawned them (a floor of every figure).
+    parent: u64,
+    runs: Vec<(&'static str, u64, Finished)>,
+}
+
+pub(crate) fn memory() -> Result<Memory> {
+    let dir = tempfile::tempdir()?;
+    let exe = std::env::current_exe()?;
+    process::run(
+        std::process::Command::new(exe)
+            .arg("inputs")
+            .arg(dir.path()),
+    )?;
+    let (store, out) = (dir.path().join("store"), dir.path().join("out.json"));
+    let parent = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|st| {
+            st.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024);
+    let mut runs = Vec::new();
+    for (label, name) in [
+        ("tiny (the fixed part)", "tiny.json"),
+        ("1x", "x1.json"),
+        ("2x", "x2.json"),
+        ("4x", "x4.json"),
+    ] {
+        let input = dir.path().join(name);
+        let bytes = std::fs::metadata(&input)?.len();
+        runs.push((label, bytes, cold_compress(1, &input, &store, &out)?));
+    }
+    Ok(Memory { parent, runs })
+}
+
+pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<()> {
+    let kind = TokenizerKind::O200k;
+    let counter = TokenCounter::new(kind);
+    println!("\n## Issue 13: speed users feel (medians of {runs} runs unless said)\n");
+    let x1 = generated_conversation(1_000_000, &counter);
+    let x2 = generated_conversation(2_000_000, &counter);
+    let x4 = generated_conversation(4_000_000, &counter);
+    let mut rows = Vec::new();
+
+    // In-process: the default pipeline's first run against one cold count of the same input.
+    let cold = median_ms(runs, || {
+        let _ = TokenCounter::new(kind).count_conversation(&x1);
+    });
+    let default = scaling::load(condense_host::pipeline::DEFAULT_PIPELINE)?;
+    let first = scaling::first_run_ms(&default, &x1, runs)?;
+    println!("| figure | median | ratio |\n|---|---|---|");
+    println!("| 1M-token conversation: one cold count, in-process | {cold:.1} ms | |");
+    println!(
+        "| default pipeline, first run on a fresh store, in-process | {first:.1} ms | {:.2}x one cold count |",
+        first / cold
+    );
+    rows.push(Row {
+        what: "default pipeline, first run on a fresh store, 1M tokens / one cold count".into(),
+        measured: format!("{:.2}x", first / cold),
+        target: "<= 1.5x",
+        met: Some(first / cold <= 1.5),
+    });
+
+    // Whole processes, the real binary, on the same conversation written as a request body.
+    let files = Files {
+        dir: tempfile::tempdir()?,
+    };
+    let (f1, b1) = files.write("x1.json", &x1)?;
+    let mut tiny = Conversation::default();
+    tiny.messages.extend(turn(0));
+    let (ft, bt) = files.write("tiny.json", &tiny)?;
+    let mut plus = x1.clone();
+    let next = x1.messages.len() / 3;
+    plus.messages
+        .extend(turn(next).into_iter().enumerate().map(|(k, mut m)| {
+            m.id = format!("#{}", x1.messages.len() + k);
+            m
+        }));
+    let (fp, _) = files.write("x1-plus-one-turn.json", &plus)?;
+    let (store, out) = (files.path("store"), files.path("out.json"));
+    let whole = runs.min(5);
+    let cold_proc = cold_compress(whole, &f1, &store, &out)?;
+    let stats_1x = process::median(runs, |_| Ok(()), |_| condense(&["stats", s(&f1)]))?;
+    let append = process::median(
+        whole,
+        |_| {
+            if store.exists() {
+                std::fs::remove_dir_all(&store)?;
+            }
+            let mut once = condense(&[
+                "compress",
+                s(&f1),
+                "--store",
+                s(&store),
+                "--out",
+                s(&out),
+                "--now",
+                NOW,
+            ])?;
+            process::run(&mut once).map(|_| ())
+        },
+        |_| {
+            condense(&[
+                "compress",
+                s(&fp),
+                "--store",
+                s(&store),
+                "--out",
+                s(&out),
+                "--now",
+                NOW,
+            ])
+        },
+    )?;
+    let stats_small = process::median(runs.max(21), |_| Ok(()), |_| condense(&["stats", s(&ft)]))?;
+    println!(
+        "| `condense stats`, 1M-token request body ({:.1} MB), whole process | {:.1} ms | |",
+        b1 as f64 / 1e6,
+        stats_1x.ms
+    );
+    println!(
+        "| `condense compress`, default pipeline, fresh store, whole process (the cold run) | {:.1} ms | {:.2}x `stats` |",
+        cold_proc.ms,
+        cold_proc.ms / stats_1x.ms
+    );
+    println!(
+        "| one turn appended, a new `condense compress` on the same store, whole process | {:.1} ms | {:.1}% of the cold run |",
+        append.ms,
+        append.ms / cold_proc.ms * 100.0
+    );
+    println!(
+        "| `condense stats` on a small file ({bt} bytes), default tokenizer, whole process | {:.2} ms | |",
+        stats_small.ms
+    );
+    rows.push(Row {
+        what: "one turn appended: new `condense compress` process / the cold run".into(),
+        measured: format!("{:.1}%", append.ms / cold_proc.ms * 100.0),
+        target: "<= 10%",
+        met: Some(append.ms <= cold_proc.ms * 0.10),
+    });
+    rows.push(Row {
+        what: "`condense stats` on a small file, default tokenizer".into(),
+        measured: format!("{:.2} ms", stats_small.ms),
+        target: "< 10 ms",
+        met: Some(stats_small.ms < 10.0),
+    });
+
+    // Peak memory of whole `condense compress` processes against the input's size.
+    println!(
+        "\n| `condense compress`, default pipeline, first run (spawned from a parent of {:.0} MB) | input | time | peak RSS | (RSS - fixed) / input |\n|---|---|---|---|---|",
+        memory.parent as f64 / 1e6
+    );
+    let fixed = memory.runs.first().map_or(0, |r| r.2.max_rss);
+    let mut worst_mem = 0.0f64;
+    for (i, (label, bytes, f)) in memory.runs.iter().enumerate() {
+        let per = f.max_rss.saturating_sub(fixed) as f64 / *bytes as f64;
+        let shown = if i == 0 {
+            String::new()
+        } else {
+            worst_mem = worst_mem.max(per);
+            format!("{per:.2}x")
+        };
+        println!(
+            "| {label} | {:.2} MB | {:.1} ms | {:.1} MB | {shown} |",
+            *bytes as f64 / 1e6,
+            f.ms,
+            f.max_rss as f64 / 1e6
+        );
+    }
+    rows.push(Row {
+        what: format!(
+            "peak memory up to 4x: (RSS - fixed {:.0} MB) / input size, worst",
+            fixed as f64 / 1e6
+        ),
+        measured: format!("{worst_mem:.2}x"),
+        target: "<= 3x",
+        met: Some(worst_mem <= 3.0),
+    });
+    let doublings: Vec<f64> = memory.runs[1..]
+        .windows(2)
+        .map(|w| w[1].2.ms / w[0].2.ms)
+        .collect();
+    println!(
+        "\nWhole process (`condense compress`, default pipeline, first run) per doubling: {}",
+        doublings
+            .iter()
+            .map(|r| format!("{r:.2}x"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+
+    // Scaling, in-process, every stage.
+    let sizes = [(1, x1.clone()), (2, x2), (4, x4)];
+    let (worst, stage) = scaling::table(&sizes, runs.min(3))?;
+    rows.push(Row {
+        what: format!("each stage per doubling, up to 4x: worst ({stage})"),
+        measured: format!("{worst:.2}x"),
+        target: "about 2x",
+        met: Some(worst <= 2.3),
+    });
+
+    match python {
+        Some(py) => rows.extend(crate::peers::run(
+            py,
+            runs,
+            files.dir.path(),
+            &x1,
+            &f1,
+            &stats_1x,
+        )?),
+        None => rows.push(Row::peers_missing()),
+    }
+
+    println!("\n### Done when (issue 13), this run\n");
+    println!("| figure | measured | target | met |\n|---|---|---|---|");
+    for r in rows {
+        let met = match r.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "-",
+        };
+        println!("| {} | {} | {} | {met} |", r.what, r.measured, r.target);
+    }
+    Ok(())
+}
+
+impl Row {
+    fn peers_missing() -> Row {
+        Row {
+            what: "Python tiktoken and LangChain side by side".into(),
+            measured: "not run: `cargo xtask bench --peers`".into(),
+            target: "",
+            met: None,
+        }
+    }
+}

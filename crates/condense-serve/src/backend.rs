@@ -1,0 +1,173 @@
+//! Where the proxy keeps what outlives a request: the store (archives and per-session stage
+//! state) and each session's lock and totals, behind one trait so that a shared backend
+//! (several replicas behind a load balancer) can replace the local one.
+
+use condense_store::Store;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+/// One request's figures, recorded into its session's totals.
+#[derive(Debug, Clone, Default)]
+pub struct Turn {
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    /// The body sent upstream differs from the client's.
+    pub compressed: bool,
+    /// Compression failed and the original went upstream (`on_error = "pass"`), or 502.
+    pub failed: bool,
+    /// A hash per element of what was sent (system and tools first, then each message): the
+    /// next turn's prefix is compared with it (prompt-cache stability).
+    pub prefix: Vec<u64>,
+}
+
+/// A session's totals, as `GET /condense/status` shows them.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Totals {
+    pub requests: u64,
+    pub compressed: u64,
+    pub failed: u64,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub tokens_saved: u64,
+    /// Turns whose sent prefix equals what the session's previous turn sent.
+    pub cache_stable: u64,
+    /// Turns that had a previous turn to compare with.
+    pub cache_compared: u64,
+}
+
+impl Totals {
+    fn add(&mut self, other: &Totals) {
+        self.requests += other.requests;
+        self.compressed += other.compressed;
+        self.failed += other.failed;
+        self.tokens_before += other.tokens_before;
+        self.tokens_after += other.tokens_after;
+        self.tokens_saved += other.tokens_saved;
+        self.cache_stable += other.cache_stable;
+        self.cache_compared += other.cache_compared;
+    }
+}
+
+/// `GET /condense/status`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Status {
+    pub totals: Totals,
+    pub sessions: BTreeMap<String, Totals>,
+}
+
+/// The proxy's state across requests. A shared backend implements the same four calls: the
+/// store on shared storage, the session lock as a distributed lock (or sticky routing), the
+/// totals and last prefix in a shared table.
+pub trait SessionBackend: Send + Sync {
+    /// The store holding every session's archive and stage state.
+    fn store(&self) -> &Store;
+    /// The lock that orders a session's compressions: two requests of one session never race
+    /// on its stage state; sessions never wait for each other.
+    fn lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>>;
+    /// Adds a turn to its session's totals; whether its prefix equals what the previous turn
+    /// sent (`None` for a session's first turn).
+    fn record(&self, session: &str, turn: Turn) -> Option<bool>;
+    /// Every session's totals.
+    fn status(&self) -> Status;
+}
+
+#[derive(Default)]
+struct Entry {
+    lock: Arc<tokio::sync::Mutex<()>>,
+    totals: Totals,
+    last_prefix: Option<Vec<u64>>,
+}
+
+/// One process: the store on the local disk, sessions in memory.
+pub struct LocalBackend {
+    store: Store,
+    sessions: Mutex<HashMap<String, Entry>>,
+}
+
+impl LocalBackend {
+    pub fn new(store: Store) -> LocalBackend {
+        LocalBackend {
+            store,
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn with<R>(&self, session: &str, f: impl FnOnce(&mut Entry) -> R) -> R {
+        // A panic while the map was held cannot leave it inconsistent (every update is one
+        // field assignment), so a poisoned lock is used as it is.
+        let mut map = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        f(map.entry(session.to_string()).or_default())
+    }
+}
+
+impl SessionBackend for LocalBackend {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.with(session, |e| Arc::clone(&e.lock))
+    }
+
+    fn record(&self, session: &str, turn: Turn) -> Option<bool> {
+        self.with(session, |e| {
+            let stable = e.last_prefix.as_ref().map(|prev| {
+                prev.len() <= turn.prefix.len() && turn.prefix[..prev.len()] == prev[..]
+            });
+            let t = &mut e.totals;
+            t.requests += 1;
+            t.compressed += u64::from(turn.compressed);
+            t.failed += u64::from(turn.failed);
+            t.tokens_before += turn.tokens_before as u64;
+            t.tokens_after += turn.tokens_after as u64;
+            t.tokens_saved += turn.tokens_before.saturating_sub(turn.tokens_after) as u64;
+            if let Some(s) = stable {
+                t.cache_compared += 1;
+                t.cache_stable += u64::from(s);
+            }
+            if !turn.prefix.is_empty() {
+                e.last_prefix = Some(turn.prefix);
+            }
+            stable
+        })
+    }
+
+    fn status(&self) -> Status {
+        let map = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut status = Status::default();
+        for (id, e) in map.iter() {
+            status.totals.add(&e.totals);
+            status.sessions.insert(id.clone(), e.totals.clone());
+        }
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stability_compares_with_the_previous_turn() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let b = LocalBackend::new(Store::open(dir.path())?);
+        let turn = |prefix: Vec<u64>| Turn {
+            tokens_before: 10,
+            tokens_after: 4,
+            compressed: true,
+            prefix,
+            ..Turn::default()
+        };
+        assert_eq!(b.record("s", turn(vec![1, 2])), None);
+        assert_eq!(b.record("s", turn(vec![1, 2, 3, 4])), Some(true));
+        assert_eq!(b.record("s", turn(vec![1, 9, 3, 4, 5])), Some(false));
+        assert_eq!(b.record("t", turn(vec![1])), None);
+        let st = b.status();
+        assert_eq!(st.sessions["s"].cache_stable, 1);
+        assert_eq!(st.sessions["s"].cache_compared, 2);
+        assert_eq!(st.totals.requests, 4);
+        assert_eq!(st.totals.tokens_saved, 24);
+        Ok(())
+    }
+}

@@ -1,0 +1,144 @@
+//! One request body through the pipeline, on the blocking pool: read it in its API's format,
+//! run the stages (with the first `level` levels forced when the upstream said the prompt was
+//! too long), write it back, archive it as written (so `condense expand` restores it).
+
+use crate::Api;
+use condense_formats::{Document, ReadOptions};
+use condense_host::{LoadedPipeline, RunOptions, StateMode};
+use condense_model::Conversation;
+use condense_store::Store;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+/// What the pipeline made of a body.
+#[derive(Debug)]
+pub struct Compressed {
+    /// The body to send; `None` when it is the client's, byte for byte.
+    pub body: Option<Vec<u8>>,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    /// The stages that saved tokens, in order.
+    pub acted: Vec<String>,
+    /// See [`crate::backend::Turn::prefix`].
+    pub prefix: Vec<u64>,
+}
+
+/// Reads a request body as its API's format: exactly one conversation.
+pub fn read(body: &[u8], api: Api) -> Result<Document, String> {
+    let opts = ReadOptions {
+        format: Some(api.format()),
+        select: None,
+    };
+    let doc = condense_formats::read(body, "<request body>", &opts).map_err(|e| e.to_string())?;
+    match doc.conversations().len() {
+        1 => Ok(doc),
+        n => Err(format!(
+            "<request body>: holds {n} conversations, not one request"
+        )),
+    }
+}
+
+/// The plugins of the enabled stages, lightest first: the recovery chain's levels.
+pub fn levels(pipeline: &LoadedPipeline) -> Vec<String> {
+    pipeline
+        .stages
+        .iter()
+        .filter(|s| s.path.is_some())
+        .map(|s| s.spec.plugin.clone())
+        .collect()
+}
+
+/// Runs the pipeline over the document read from `body`, forcing the first `level` levels.
+pub fn run(
+    mut doc: Document,
+    body: &[u8],
+    pipeline: &LoadedPipeline,
+    store: &Store,
+    session: &str,
+    level: usize,
+) -> Result<Compressed, String> {
+    let format = doc.format();
+    let mut flags = condense_host::env_flags();
+    flags.extend(
+        levels(pipeline)
+            .into_iter()
+            .take(level)
+            .map(|p| format!("force:{p}")),
+    );
+    let opts = RunOptions {
+        now_ms: None,
+        format: format.as_str().to_string(),
+        record_outputs: false,
+        flags,
+        state: StateMode::Saved,
+    };
+    let conv = std::mem::take(&mut doc.conversations_mut()[0]);
+    let result = {
+        let doc = &doc;
+        let texts = |m: &condense_model::Message| doc.original_text(0, m).map(str::to_string);
+        pipeline
+            .run_with_texts(conv, store, session, &opts, &texts)
+            .map_err(|e| e.to_string())?
+    };
+    let acted = result
+        .stages
+        .iter()
+        .filter(|s| s.tokens_saved > 0)
+        .map(|s| s.name.clone())
+        .collect();
+    let prefix = prefix_hashes(&result.conversation);
+    let (tokens_before, tokens_after) = (result.tokens_before, result.tokens_after);
+    doc.conversations_mut()[0] = result.conversation;
+    let out = doc.write().map_err(|e| e.to_string())?;
+    let body = if out == body {
+        None
+    } else {
+        archive_as_written(&doc, &out, store, session)?;
+        Some(out)
+    };
+    Ok(Compressed {
+        body,
+        tokens_before,
+        tokens_after,
+        acted,
+        prefix,
+    })
+}
+
+/// What `condense compress` does after writing: reads the output back as `expand` will and
+/// archives any message that reads back differently from what the stages produced.
+fn archive_as_written(
+    doc: &Document,
+    out: &[u8],
+    store: &Store,
+    session: &str,
+) -> Result<(), String> {
+    let opts = ReadOptions {
+        format: Some(doc.format()),
+        select: None,
+    };
+    let reread = condense_formats::read(out, "<compressed body>", &opts)
+        .map_err(|e| format!("the compressed body does not read back: {e}"))?;
+    if let (Some(produced), Some(back)) =
+        (doc.conversations().first(), reread.conversations().first())
+    {
+        condense_host::archive::archive_written(store, session, produced, back)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// One hash for the system prompt and tools, then one per message.
+pub fn prefix_hashes(conv: &Conversation) -> Vec<u64> {
+    let hash = |v: &dyn Fn(&mut DefaultHasher)| {
+        let mut h = DefaultHasher::new();
+        v(&mut h);
+        h.finish()
+    };
+    let mut out = Vec::with_capacity(conv.messages.len() + 1);
+    out.push(hash(&|h| {
+        conv.system.hash(h);
+        conv.tools.hash(h);
+    }));
+    out.extend(conv.messages.iter().map(|m| hash(&|h| m.hash(h))));
+    out
+}

@@ -1,0 +1,193 @@
+//! The proxy's settings: the pipeline file's `[serve]` table, then flags over it, and the
+//! table of known models' context windows the file can override (`[serve.models]`).
+
+use crate::ServeError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// What the proxy does when it cannot parse a body or a stage fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// Forward the original body unchanged and log one line: an agent must never be broken by
+    /// its compressor.
+    #[default]
+    Pass,
+    /// Answer 502 with a one-line reason.
+    Fail,
+}
+
+impl std::str::FromStr for OnError {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "pass" => Ok(OnError::Pass),
+            "fail" => Ok(OnError::Fail),
+            other => Err(format!("expected `pass` or `fail`, got `{other}`")),
+        }
+    }
+}
+
+/// The public endpoints, used when neither the file nor a flag names an upstream.
+pub const ANTHROPIC_UPSTREAM: &str = "https://api.anthropic.com";
+pub const OPENAI_UPSTREAM: &str = "https://api.openai.com";
+/// Bodies over this answer 413 (32 MiB: far above any model's window in text).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 32 << 20;
+
+/// Every setting of a running proxy.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where Anthropic requests go (`/v1/messages`, and other paths Anthropic clients call).
+    pub anthropic_upstream: String,
+    /// Where OpenAI requests go (`/v1/chat/completions`, `/v1/responses`, the rest).
+    pub openai_upstream: String,
+    pub on_error: OnError,
+    pub max_body_bytes: usize,
+    /// `[serve.models]`: model name (or name prefix) -> context window, over the built-in table.
+    pub models: BTreeMap<String, usize>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            anthropic_upstream: ANTHROPIC_UPSTREAM.to_string(),
+            openai_upstream: OPENAI_UPSTREAM.to_string(),
+            on_error: OnError::Pass,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            models: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServe {
+    anthropic_upstream: Option<String>,
+    openai_upstream: Option<String>,
+    on_error: Option<OnError>,
+    max_body_bytes: Option<usize>,
+    #[serde(default)]
+    models: BTreeMap<String, usize>,
+}
+
+impl Settings {
+    /// The settings of a pipeline file's `[serve]` table (`source` names the file in errors).
+    pub fn from_table(table: &toml::Table, source: &str) -> Result<Settings, ServeError> {
+        let bad = |m: String| ServeError::Settings(format!("{source}: [serve]: {m}"));
+        let raw: RawServe = toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| bad(e.message().trim().replace('\n', " ")))?;
+        let mut s = Settings::default();
+        if let Some(u) = raw.anthropic_upstream {
+            s.anthropic_upstream =
+                check_upstream(&u).map_err(|m| bad(format!("anthropic_upstream: {m}")))?;
+        }
+        if let Some(u) = raw.openai_upstream {
+            s.openai_upstream =
+                check_upstream(&u).map_err(|m| bad(format!("openai_upstream: {m}")))?;
+        }
+        s.on_error = raw.on_error.unwrap_or_default();
+        if let Some(n) = raw.max_body_bytes {
+            if n == 0 {
+                return Err(bad("max_body_bytes: must be above 0".into()));
+            }
+            s.max_body_bytes = n;
+        }
+        for (model, window) in &raw.models {
+            if *window == 0 {
+                return Err(bad(format!("models.\"{model}\": a window must be above 0")));
+            }
+        }
+        s.models = raw.models;
+        Ok(s)
+    }
+
+    /// The context window of `model`: `[serve.models]` first, then the built-in table, by the
+    /// longest matching name prefix; `None` for a model neither knows (the pipeline's
+    /// `[model] context_window` then applies).
+    pub fn window_for(&self, model: &str) -> Option<usize> {
+        let longest = |pairs: &mut dyn Iterator<Item = (&str, usize)>| {
+            pairs
+                .filter(|(prefix, _)| model.starts_with(prefix))
+                .max_by_key(|(prefix, _)| prefix.len())
+                .map(|(_, w)| w)
+        };
+        longest(&mut self.models.iter().map(|(k, v)| (k.as_str(), *v)))
+            .or_else(|| longest(&mut KNOWN_MODELS.iter().copied()))
+    }
+}
+
+/// An upstream base URL: `http://` or `https://`, a host, an optional path prefix; kept
+/// without its trailing slash (the request's path is appended).
+pub fn check_upstream(url: &str) -> Result<String, String> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    match (uri.scheme_str(), uri.authority()) {
+        (Some("http" | "https"), Some(_)) => Ok(url.trim_end_matches('/').to_string()),
+        _ => Err(format!(
+            "`{url}` is not an http:// or https:// URL with a host"
+        )),
+    }
+}
+
+/// Known models' context windows (input + output), by name prefix; the longest prefix wins.
+/// From the providers' model pages; a model not listed uses the pipeline's window.
+pub const KNOWN_MODELS: &[(&str, usize)] = &[
+    ("claude-", 200_000),
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4-", 8_192),
+    ("gpt-4", 8_192),
+    ("gpt-3.5-turbo", 16_385),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    ("codex-mini", 200_000),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_by_longest_prefix_with_overrides_first() {
+        let mut s = Settings::default();
+        assert_eq!(s.window_for("claude-sonnet-4-5-20250929"), Some(200_000));
+        assert_eq!(s.window_for("gpt-4o-mini"), Some(128_000));
+        assert_eq!(s.window_for("gpt-4-turbo-2024-04-09"), Some(128_000));
+        assert_eq!(s.window_for("gpt-4-0613"), Some(8_192));
+        assert_eq!(s.window_for("gpt-4.1-mini"), Some(1_047_576));
+        assert_eq!(s.window_for("my-local-model"), None);
+        s.models.insert("claude-sonnet-4-5".into(), 1_000_000);
+        assert_eq!(s.window_for("claude-sonnet-4-5-20250929"), Some(1_000_000));
+        assert_eq!(s.window_for("claude-opus-4-1"), Some(200_000));
+    }
+
+    #[test]
+    fn serve_table_is_checked_key_by_key() {
+        let table: toml::Table = toml::from_str(
+            "openai_upstream = \"http://127.0.0.1:9/v1/\"\non_error = \"fail\"\n[models]\nx = 8000\n",
+        )
+        .unwrap_or_default();
+        let s = Settings::from_table(&table, "p.toml").map_err(|e| e.to_string());
+        let s = s
+            .as_ref()
+            .map(|s| (s.openai_upstream.as_str(), s.on_error, s.window_for("x1")));
+        assert_eq!(s, Ok(("http://127.0.0.1:9/v1", OnError::Fail, Some(8000))));
+
+        let table: toml::Table = toml::from_str("upstream = 1").unwrap_or_default();
+        let err = Settings::from_table(&table, "p.toml")
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert!(
+            matches!(&err, Err(m) if m.starts_with("p.toml: [serve]: unknown field `upstream`") && !m.contains('\n')),
+            "{err:?}"
+        );
+        let table: toml::Table =
+            toml::from_str("anthropic_upstream = \"ftp://x\"").unwrap_or_default();
+        assert!(Settings::from_table(&table, "p.toml").is_err());
+    }
+}

@@ -1,0 +1,269 @@
+//! The SQLite side of the store: opening the database file with the settings that make it
+//! crash-safe and shareable between processes, its schema, and writing a batch of changes in
+//! one transaction.
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+/// The database file's name inside the store directory (SQLite adds `-wal` and `-shm` beside
+/// it while connections are open).
+pub const DB_FILE: &str = "store.db";
+
+/// The files SQLite keeps beside [`DB_FILE`]: the write-ahead log, its shared-memory index, and
+/// the rollback journal (only while the journal mode is being switched to WAL).
+pub const DB_SIDE_FILES: [&str; 3] = ["store.db-wal", "store.db-shm", "store.db-journal"];
+
+/// How long a write waits for another process's transaction before it fails. Runs hold the
+/// write lock only for their final commit (milliseconds), so this is only ever reached when
+/// something is badly stuck.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The schema version this code writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+/// Names are stored sanitized ([`crate::sanitize_component`]), as the file layout did, so what
+/// callers read back is the same names the old layout gave them. Blobs and records are only
+/// ever inserted or replaced whole; a store is read far more than it is written.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS blobs (
+    key TEXT PRIMARY KEY NOT NULL,
+    bytes BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS state (
+    session TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (session, stage)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records (
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    bytes BLOB NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    session TEXT NOT NULL,
+    tokenizer TEXT NOT NULL,
+    hash INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (session, tokenizer, hash)
+) WITHOUT ROWID;
+";
+
+/// Opens (creating it when missing) the database at `path`: WAL journal, `synchronous =
+/// NORMAL`, a busy timeout, and the schema.
+///
+/// WAL + NORMAL: a commit is atomic whatever moment the process is killed (the log is only
+/// replayed up to its last complete commit), readers never wait for writers, and a commit costs
+/// no fsync (the log is synced at checkpoints). A power loss or OS crash can lose the last
+/// commits, never corrupt the database.
+pub fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Switching to WAL needs a moment alone with the file; it is recorded in the file, so
+    // only the very first open (or one racing it) does it.
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)))?;
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version < SCHEMA_VERSION {
+        retry_busy(|| {
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))
+            .inspect_err(|_| {
+                let _ = conn.execute_batch("ROLLBACK");
+            })
+        })?;
+    }
+    Ok(conn)
+}
+
+/// Runs `f` again while SQLite answers "busy" without waiting in its busy handler (it does not
+/// for a journal-mode switch racing another process's first open), for up to the busy timeout.
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Writes not yet committed: everything a batch (or one call outside a batch) changes.
+#[derive(Debug, Default)]
+pub struct Pending {
+    pub blobs: HashMap<String, Vec<u8>>,
+    /// (sanitized session, sanitized stage) -> state.
+    pub state: BTreeMap<(String, String), Vec<u8>>,
+    /// (sanitized namespace, sanitized name) -> bytes.
+    pub records: BTreeMap<(String, String), Vec<u8>>,
+    /// (sanitized session, tokenizer) -> (block hash, tokens).
+    pub tokens: BTreeMap<(String, String), Vec<(u64, u32)>>,
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.blobs.is_empty()
+            && self.state.is_empty()
+            && self.records.is_empty()
+            && self.tokens.is_empty()
+    }
+}
+
+/// Commits `pending` in one transaction, taking the write lock at its start (so it waits for
+/// other writers through the busy timeout rather than failing half-way). Unchanged state and
+/// records are not rewritten: the upsert's WHERE leaves their pages clean.
+pub fn commit(conn: &mut Connection, pending: &Pending) -> rusqlite::Result<()> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut put =
+            tx.prepare_cached("INSERT OR IGNORE INTO blobs (key, bytes) VALUES (?1, ?2)")?;
+        for (key, bytes) in &pending.blobs {
+            put.execute(params![key, bytes])?;
+        }
+        let mut put = tx.prepare_cached(
+            "INSERT INTO state (session, stage, value) VALUES (?1, ?2, ?3)
+             ON CONFLICT (session, stage) DO UPDATE SET value = excluded.value
+             WHERE value IS NOT excluded.value",
+        )?;
+        for ((session, stage), value) in &pending.state {
+            put.execute(params![session, stage, value])?;
+        }
+        let mut put = tx.prepare_cached(
+            "INSERT INTO records (namespace, name, bytes) VALUES (?1, ?2, ?3)
+             ON CONFLICT (namespace, name) DO UPDATE SET bytes = excluded.bytes
+             WHERE bytes IS NOT excluded.bytes",
+        )?;
+        for ((namespace, name), bytes) in &pending.records {
+            put.execute(params![namespace, name, bytes])?;
+        }
+        let mut put = tx.prepare_cached(
+            "INSERT OR REPLACE INTO tokens (session, tokenizer, hash, tokens) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for ((session, tokenizer), entries) in &pending.tokens {
+            for &(hash, tokens) in entries {
+                // SQLite integers are signed: the hash is kept as its bit pattern.
+                put.execute(params![session, tokenizer, hash as i64, tokens])?;
+            }
+        }
+    }
+    tx.commit()
+}
+
+pub fn has_blob(conn: &Connection, key: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM blobs WHERE key = ?1")?
+        .exists([key])
+}
+
+pub fn get_blob(conn: &Connection, key: &str) -> rusqlite::Result<Option<Vec<u8>>> {
+    conn.prepare_cached("SELECT bytes FROM blobs WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
+        .optional()
+}
+
+pub fn get_state(
+    conn: &Connection,
+    session: &str,
+    stage: &str,
+) -> rusqlite::Result<Option<Vec<u8>>> {
+    conn.prepare_cached("SELECT value FROM state WHERE session = ?1 AND stage = ?2")?
+        .query_row([session, stage], |r| r.get(0))
+        .optional()
+}
+
+pub fn state_names(conn: &Connection, session: &str) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached("SELECT stage FROM state WHERE session = ?1")?
+        .query_map([session], |r| r.get(0))?
+        .collect()
+}
+
+pub fn get_record(
+    conn: &Connection,
+    namespace: &str,
+    name: &str,
+) -> rusqlite::Result<Option<Vec<u8>>> {
+    conn.prepare_cached("SELECT bytes FROM records WHERE namespace = ?1 AND name = ?2")?
+        .query_row([namespace, name], |r| r.get(0))
+        .optional()
+}
+
+pub fn remove_record(conn: &Connection, namespace: &str, name: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM records WHERE namespace = ?1 AND name = ?2")?
+        .execute([namespace, name])
+        .map(|_| ())
+}
+
+/// Every record whose namespace starts with `prefix` (an exact namespace when `exact`), as
+/// (namespace, name, bytes), in key order.
+pub fn records(
+    conn: &Connection,
+    prefix: &str,
+    exact: bool,
+) -> rusqlite::Result<Vec<(String, String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    if exact {
+        let mut stmt =
+            conn.prepare_cached("SELECT namespace, name, bytes FROM records WHERE namespace = ?1")?;
+        for row in stmt.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))? {
+            out.push(row?);
+        }
+        return Ok(out);
+    }
+    // Keys sort by their UTF-8 bytes, so the namespaces that start with `prefix` are the ones
+    // from `prefix` on, up to the first that does not.
+    let mut stmt = conn.prepare_cached(
+        "SELECT namespace, name, bytes FROM records WHERE namespace >= ?1 ORDER BY namespace",
+    )?;
+    let mut rows = stmt.query([prefix])?;
+    while let Some(r) = rows.next()? {
+        let namespace: String = r.get(0)?;
+        if !namespace.starts_with(prefix) {
+            break;
+        }
+        out.push((namespace, r.get(1)?, r.get(2)?));
+    }
+    Ok(out)
+}
+
+/// The namespaces that start with `prefix` (see [`records`] for the range).
+pub fn namespaces(conn: &Connection, prefix: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT namespace FROM records WHERE namespace >= ?1 ORDER BY namespace",
+    )?;
+    let mut rows = stmt.query([prefix])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let namespace: String = r.get(0)?;
+        if !namespace.starts_with(prefix) {
+            break;
+        }
+        out.push(namespace);
+    }
+    Ok(out)
+}
+
+pub fn token_counts(
+    conn: &Connection,
+    session: &str,
+    tokenizer: &str,
+) -> rusqlite::Result<Vec<(u64, u32)>> {
+    conn.prepare_cached("SELECT hash, tokens FROM tokens WHERE session = ?1 AND tokenizer = ?2")?
+        .query_map([session, tokenizer], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, u32>(1)?))
+        })?
+        .collect()
+}

@@ -1,0 +1,241 @@
+//! The pre-tokenizers of `o200k_base` and `cl100k_base`, written out by hand.
+//!
+//! OpenAI splits text into pieces with a regex before byte-pair encoding each piece. Compiling
+//! that regex (Unicode classes, several alternatives) costs milliseconds at every start-up, so
+//! the two patterns, as bpe-openai states them, are matched here directly with leftmost-first
+//! (backtracking priority) semantics, over Unicode classes that build.rs takes from regex-syntax:
+//!
+//! ```text
+//! o200k_base:  [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//!            | [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//!            | \p{N}{1,3} |  ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+$
+//! cl100k_base: (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,3}
+//!            |  ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+$
+//! then, both:  \s+(?!\S) (a run of whitespace but its last character) | \s+
+//! ```
+//!
+//! Every character starts some alternative (a letter the word ones, a number the digits, a
+//! space the whitespace ones, anything else the punctuation one), so a piece is never empty.
+//! Tests compare the counts with bpe-openai and tiktoken-rs on every shipped transcript.
+
+/// Flags of a character (kept in step with build.rs).
+const LETTER: u8 = 1;
+const NUMBER: u8 = 2;
+const SPACE: u8 = 4;
+/// `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
+const UPPERISH: u8 = 8;
+/// `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
+const LOWERISH: u8 = 16;
+
+static ASCII: &[u8; 128] = include_bytes!(concat!(env!("OUT_DIR"), "/ascii.bin"));
+/// Runs of equal flags above ASCII: u32 LE first, last, flags; sorted, disjoint.
+static RUNS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/classes.bin"));
+
+/// Which pattern splits the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pattern {
+    O200k,
+    Cl100k,
+}
+
+fn read_u32(bytes: &[u8], at: usize) -> u32 {
+    match bytes.get(at..at + 4) {
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        None => 0,
+    }
+}
+
+fn flags_of(c: char) -> u8 {
+    let cp = u32::from(c);
+    if let Some(&f) = ASCII.get(cp as usize) {
+        return f;
+    }
+    let (mut lo, mut hi) = (0, RUNS.len() / 12);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if cp < read_u32(RUNS, mid * 12) {
+            hi = mid;
+        } else if cp > read_u32(RUNS, mid * 12 + 4) {
+            lo = mid + 1;
+        } else {
+            return read_u32(RUNS, mid * 12 + 8) as u8;
+        }
+    }
+    0
+}
+
+/// The character at byte `i` of `t` (a char boundary) and its flags.
+#[inline]
+fn at(t: &str, i: usize) -> Option<(char, u8)> {
+    let &b = t.as_bytes().get(i)?;
+    if b < 0x80 {
+        return Some((char::from(b), ASCII[usize::from(b)]));
+    }
+    let c = t.get(i..)?.chars().next()?;
+    Some((c, flags_of(c)))
+}
+
+/// `[^\r\n\p{L}\p{N}]`
+fn is_prefix(c: char, f: u8) -> bool {
+    c != '\r' && c != '\n' && f & (LETTER | NUMBER) == 0
+}
+
+/// `[^\s\p{L}\p{N}]`
+fn is_punct(f: u8) -> bool {
+    f & (SPACE | LETTER | NUMBER) == 0
+}
+
+/// The end of the run of characters that have `flag`, from `i`.
+fn run(t: &str, mut i: usize, flag: u8) -> usize {
+    while let Some((c, f)) = at(t, i) {
+        if f & flag == 0 {
+            break;
+        }
+        i += c.len_utf8();
+    }
+    i
+}
+
+/// The end of `(?i:'s|'t|'re|'ve|'m|'ll|'d)` at `i`, or `i` when there is none. build.rs checks
+/// that `ſ` is the only case fold of these letters beyond ASCII.
+fn contraction(t: &str, i: usize) -> usize {
+    let Some(rest) = t.get(i..).and_then(|r| r.strip_prefix('\'')) else {
+        return i;
+    };
+    let mut cs = rest.chars();
+    let second = |c: Option<char>, want: char| c.is_some_and(|c| c.eq_ignore_ascii_case(&want));
+    match cs.next() {
+        Some(c @ ('s' | 'S' | 'ſ' | 't' | 'T' | 'm' | 'M' | 'd' | 'D')) => i + 1 + c.len_utf8(),
+        Some('r' | 'R') if second(cs.next(), 'e') => i + 3,
+        Some('v' | 'V') if second(cs.next(), 'e') => i + 3,
+        Some('l' | 'L') if second(cs.next(), 'l') => i + 3,
+        _ => i,
+    }
+}
+
+/// `[upperish]*[lowerish]+` from `i`, with backtracking: the greedy upperish run, then a
+/// lowerish run after it, or else the run given back to its last lowerish character.
+fn upper_star_lower_plus(t: &str, mut i: usize) -> Option<usize> {
+    let mut last_lower_end = None;
+    while let Some((c, f)) = at(t, i) {
+        if f & UPPERISH == 0 {
+            break;
+        }
+        i += c.len_utf8();
+        if f & LOWERISH != 0 {
+            last_lower_end = Some(i);
+        }
+    }
+    match at(t, i) {
+        Some((_, f)) if f & LOWERISH != 0 => Some(run(t, i, LOWERISH)),
+        _ => last_lower_end,
+    }
+}
+
+/// The end of the piece that starts at byte `s` (< `t.len()`) of `t`.
+pub(crate) fn next_piece(pattern: Pattern, t: &str, s: usize) -> usize {
+    let Some((c0, f0)) = at(t, s) else {
+        return t.len();
+    };
+    let after0 = s + c0.len_utf8();
+    let prefixed = is_prefix(c0, f0).then_some(after0);
+    match pattern {
+        Pattern::O200k => {
+            for q in [prefixed, Some(s)].into_iter().flatten() {
+                if let Some(e) = upper_star_lower_plus(t, q) {
+                    return contraction(t, e);
+                }
+            }
+            for q in [prefixed, Some(s)].into_iter().flatten() {
+                let k = run(t, q, UPPERISH);
+                if k > q {
+                    return contraction(t, run(t, k, LOWERISH));
+                }
+            }
+        }
+        Pattern::Cl100k => {
+            let e = contraction(t, s);
+            if e > s {
+                return e;
+            }
+            for q in [prefixed, Some(s)].into_iter().flatten() {
+                let e = run(t, q, LETTER);
+                if e > q {
+                    return e;
+                }
+            }
+        }
+    }
+    if f0 & NUMBER != 0 {
+        let mut e = after0;
+        for _ in 0..2 {
+            match at(t, e) {
+                Some((c, f)) if f & NUMBER != 0 => e += c.len_utf8(),
+                _ => break,
+            }
+        }
+        return e;
+    }
+    // ` ?[^\s\p{L}\p{N}]+` then `[\r\n/]*` (o200k) or `[\r\n]*` (cl100k). Without the space the
+    // run would have to start with it, which is not punctuation: one try is enough.
+    let q = if c0 == ' ' { after0 } else { s };
+    if matches!(at(t, q), Some((_, f)) if is_punct(f)) {
+        let mut e = q;
+        while let Some((c, f)) = at(t, e) {
+            if !is_punct(f) {
+                break;
+            }
+            e += c.len_utf8();
+        }
+        let tail: &[u8] = match pattern {
+            Pattern::O200k => b"\r\n/",
+            Pattern::Cl100k => b"\r\n",
+        };
+        while t.as_bytes().get(e).is_some_and(|b| tail.contains(b)) {
+            e += 1;
+        }
+        return e;
+    }
+    if f0 & SPACE != 0 {
+        // One pass over the whitespace run serves the four whitespace alternatives.
+        let (mut i, mut chars, mut last_start, mut last_newline_end) = (s, 0usize, s, None);
+        while let Some((c, f)) = at(t, i) {
+            if f & SPACE == 0 {
+                break;
+            }
+            chars += 1;
+            last_start = i;
+            i += c.len_utf8();
+            if c == '\r' || c == '\n' {
+                last_newline_end = Some(i);
+            }
+        }
+        return match last_newline_end {
+            // `\s*[\r\n]+`: the run given back to its last line break.
+            Some(e) => e,
+            // `\s+$`
+            None if i == t.len() => i,
+            // `\s+(?!\S)`: all but the last character, which starts the next piece.
+            None if chars >= 2 => last_start,
+            // `\s+`
+            None => i,
+        };
+    }
+    // Not reached (every character starts one of the alternatives above); one character keeps
+    // the split moving should the classes ever disagree.
+    after0
+}
+
+/// The pieces of `text`.
+pub(crate) fn pieces(pattern: Pattern, text: &str) -> impl Iterator<Item = &str> {
+    let mut s = 0;
+    std::iter::from_fn(move || {
+        if s >= text.len() {
+            return None;
+        }
+        let e = next_piece(pattern, text, s);
+        let piece = text.get(s..e);
+        s = e;
+        piece
+    })
+}

@@ -1,0 +1,349 @@
+//! What the `condense serve` tests share: a fake upstream on 127.0.0.1 that records what it
+//! receives and answers as each test scripts it (JSON, or SSE events sent one at a time, held
+//! or cut), the proxy as a child process, and a small HTTP/1.1 client that reads chunked
+//! answers frame by frame.
+
+use crate::support::{bin, header, read_head, read_request, Received};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a test waits for something that must happen (a bound, not a timing assertion).
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// What the fake upstream answers.
+pub enum Reply {
+    Json(u16, String),
+    /// SSE events, each written as its own chunk; before each event after the first, waits for
+    /// `gate` (when set) so a test can prove the first reached the client first; `cut`: the
+    /// connection closes before the last chunk.
+    Sse {
+        events: Vec<String>,
+        gate: Option<Arc<Mutex<mpsc::Receiver<()>>>>,
+        cut: bool,
+    },
+}
+
+pub struct Upstream {
+    pub url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Upstream {
+    /// Starts the fake; `answer(request, n)` where `n` counts the requests before it.
+    pub fn start(answer: impl Fn(&Received, usize) -> Reply + Send + Sync + 'static) -> Upstream {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let rec = Arc::clone(&received);
+        let answer = Arc::new(answer);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let (rec, answer) = (Arc::clone(&rec), Arc::clone(&answer));
+                std::thread::spawn(move || serve_one(stream, &rec, answer.as_ref()));
+            }
+        });
+        Upstream { url, received }
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+fn serve_one(
+    mut stream: TcpStream,
+    rec: &Mutex<Vec<Received>>,
+    answer: &(dyn Fn(&Received, usize) -> Reply + Send + Sync),
+) {
+    stream.set_read_timeout(Some(PATIENCE)).ok();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let Some(request) = read_request(&mut reader) else {
+        return;
+    };
+    let n = {
+        let mut r = rec.lock().unwrap();
+        r.push(request.clone());
+        r.len() - 1
+    };
+    match answer(&request, n) {
+        Reply::Json(status, reply) => {
+            let out = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\nrequest-id: req_fake\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+            stream.write_all(out.as_bytes()).ok();
+        }
+        Reply::Sse { events, gate, cut } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+            stream.write_all(head.as_bytes()).ok();
+            for (i, e) in events.iter().enumerate() {
+                if i > 0 {
+                    if let Some(g) = &gate {
+                        g.lock().unwrap().recv_timeout(PATIENCE).ok();
+                    }
+                }
+                let chunk = format!("{:x}\r\n{e}\r\n", e.len());
+                stream.write_all(chunk.as_bytes()).ok();
+                stream.flush().ok();
+            }
+            if !cut {
+                stream.write_all(b"0\r\n\r\n").ok();
+            }
+        }
+    }
+    stream.flush().ok();
+    stream.shutdown(std::net::Shutdown::Both).ok();
+}
+
+/// `condense serve` as a child process on a free port, pointed at `upstream` for both APIs.
+pub struct Serve {
+    child: Child,
+    pub url: String,
+    pub store: tempfile::TempDir,
+    log: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    pub fn start(upstream: &str, extra: &[&str]) -> Serve {
+        let store = tempfile::tempdir().unwrap();
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--store"])
+            .arg(store.path())
+            .args([
+                "--anthropic-upstream",
+                upstream,
+                "--openai-upstream",
+                upstream,
+            ])
+            .args(extra)
+            .env_remove("CONDENSE_PLUGIN_PATH")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if let Some(rest) = line.split_once("listening on ").map(|(_, r)| r) {
+                    let url = rest.split_whitespace().next().unwrap_or("").to_string();
+                    tx.send(url).ok();
+                }
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let url = rx.recv_timeout(PATIENCE).unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("condense serve did not start: {}", log.lock().unwrap())
+        });
+        Serve {
+            child,
+            url,
+            store,
+            log,
+        }
+    }
+
+    /// Everything the proxy wrote on stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until the log holds `n` lines containing `needle` (log lines are written after
+    /// the answer's headers are sent).
+    pub fn wait_log(&self, needle: &str, n: usize) -> String {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let log = self.log();
+            if log.matches(needle).count() >= n || std::time::Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An answer as the client read it.
+#[derive(Debug, Default)]
+pub struct Answer {
+    /// 0: the connection closed before a status line.
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The body ended as announced (its length, or the last chunk).
+    pub complete: bool,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header(&self.headers, name)
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.text()))
+    }
+}
+
+/// Sends one request and reads the answer, calling `on_chunk` with each chunk of a chunked
+/// body as it arrives.
+pub fn request(
+    url: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    mut on_chunk: impl FnMut(&[u8]),
+) -> Answer {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).ok();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).ok();
+    let mut reader = BufReader::new(stream);
+    let Some((line, headers)) = read_head(&mut reader) else {
+        return Answer::default();
+    };
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut answer = Answer {
+        status,
+        headers,
+        ..Answer::default()
+    };
+    let chunked = answer
+        .header("transfer-encoding")
+        .is_some_and(|v| v.contains("chunked"));
+    if chunked {
+        loop {
+            let mut size = String::new();
+            if reader.read_line(&mut size).unwrap_or(0) == 0 {
+                break;
+            }
+            let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+                break;
+            };
+            if n == 0 {
+                answer.complete = true;
+                break;
+            }
+            let mut chunk = vec![0; n + 2];
+            if reader.read_exact(&mut chunk).is_err() {
+                break;
+            }
+            chunk.truncate(n);
+            on_chunk(&chunk);
+            answer.body.extend(chunk);
+        }
+    } else if let Some(n) = answer.header("content-length").and_then(|v| v.parse().ok()) {
+        let mut body = vec![0; n];
+        answer.complete = reader.read_exact(&mut body).is_ok();
+        answer.body = body;
+    } else {
+        reader.read_to_end(&mut answer.body).ok();
+        answer.complete = true;
+    }
+    answer
+}
+
+pub fn post(url: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    request(url, "POST", path, headers, body, |_| {})
+}
+
+/// An Anthropic Messages answer.
+pub fn anthropic_answer(text: &str) -> String {
+    serde_json::json!({
+        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+        "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 3}
+    })
+    .to_string()
+}
+
+/// An OpenAI Chat Completions answer.
+pub fn openai_answer(text: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+    })
+    .to_string()
+}
+
+/// Anthropic's streamed answer with `text`, one SSE event per element.
+pub fn anthropic_events(text: &str) -> Vec<String> {
+    let ev = |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
+    vec![
+        ev(
+            "message_start",
+            serde_json::json!({"type": "message_start", "message": {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        ev(
+            "content_block_start",
+            serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        ev(
+            "content_block_delta",
+            serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        ),
+        ev(
+            "content_block_stop",
+            serde_json::json!({"type": "content_block_stop", "index": 0}),
+        ),
+        ev(
+            "message_delta",
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 3}}),
+        ),
+        ev("message_stop", serde_json::json!({"type": "message_stop"})),
+    ]
+}
+
+/// OpenAI's streamed chat answer with `text`.
+pub fn openai_events(text: &str) -> Vec<String> {
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        let c = serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "gpt-4o", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    vec![
+        chunk(
+            serde_json::json!({"role": "assistant", "content": ""}),
+            serde_json::Value::Null,
+        ),
+        chunk(
+            serde_json::json!({"content": text}),
+            serde_json::Value::Null,
+        ),
+        chunk(serde_json::json!({}), serde_json::json!("stop")),
+        "data: [DONE]\n\n".to_string(),
+    ]
+}

@@ -1,0 +1,218 @@
+//! The store (issue 13): a store of the first layout (one file per entry, written by the
+//! binary before issue 13: tests/fixtures/stores/v1/) still expands byte for byte and is
+//! migrated; 8 `condense compress` processes on one store at once, each output expanding
+//! exactly; a new process reuses the token counts of the session's earlier runs.
+
+use crate::support::{bin, condense, fixture};
+use condense_fuzz::binary::{NOW, PIPELINE};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_first_layout_store_expands_exactly_and_is_migrated() {
+    let v1 = fixture("stores/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    copy_dir(&v1.join("store"), &store);
+    assert!(store.join("blobs").is_dir() && store.join("state").is_dir());
+    let d = |p: &str| dir.path().join(p).display().to_string();
+    let out = v1.join("out.jsonl");
+    let run = condense(&[
+        "expand",
+        out.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--out",
+        &d("back.jsonl"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let input = std::fs::read(v1.join("in.jsonl")).unwrap();
+    assert!(
+        std::fs::read(d("back.jsonl")).unwrap() == input,
+        "not exact"
+    );
+    // Migrated: the database holds it all, the old folders are gone.
+    assert!(store.join(condense_store::DB_FILE).is_file());
+    for folder in condense_store::STORE_FOLDERS {
+        assert!(!store.join(folder).exists(), "{folder} left");
+    }
+    // The stages' state came along: a rerun on the migrated store gives the same output the
+    // first layout's run gave, and it expands exactly too.
+    let run = condense(&[
+        "compress",
+        v1.join("in.jsonl").to_str().unwrap(),
+        "--pipeline",
+        v1.join("p.toml").to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--out",
+        &d("again.jsonl"),
+        "--now",
+        NOW,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(std::fs::read(d("again.jsonl")).unwrap() == std::fs::read(&out).unwrap());
+    let run = condense(&[
+        "expand",
+        &d("again.jsonl"),
+        "--store",
+        store.to_str().unwrap(),
+        "--out",
+        &d("back2.jsonl"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        std::fs::read(d("back2.jsonl")).unwrap() == input,
+        "not exact"
+    );
+}
+
+/// The Claude Code session of the kill test, its session id replaced by `id`.
+fn session_named(id: &str) -> Vec<u8> {
+    let text = std::fs::read_to_string(fixture(
+        "transcripts/DRMacIver__claude-reliability/transcript.jsonl",
+    ))
+    .unwrap();
+    let named = text.replace(
+        "\"sessionId\":\"bf24c85a-4669-4693-aa2c-7297dc2549f3\"",
+        &format!("\"sessionId\":\"{id}\""),
+    );
+    assert_ne!(named, text);
+    named.into_bytes()
+}
+
+#[test]
+fn eight_concurrent_runs_on_one_store_each_expand_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |p: &str| dir.path().join(p).display().to_string();
+    std::fs::write(d("p.toml"), PIPELINE).unwrap();
+    let sessions: Vec<String> = (0..8).map(|i| format!("concurrent-{i}")).collect();
+    for id in &sessions {
+        std::fs::write(d(&format!("{id}.jsonl")), session_named(id)).unwrap();
+    }
+    // All eight started before any is waited for; the store does not exist yet, so they also
+    // race to create it.
+    let children: Vec<_> = sessions
+        .iter()
+        .map(|id| {
+            Command::new(bin())
+                .args([
+                    "compress",
+                    &format!("{id}.jsonl"),
+                    "--pipeline",
+                    "p.toml",
+                    "--store",
+                    "s",
+                    "--out",
+                    &format!("out-{id}.jsonl"),
+                    "--now",
+                    NOW,
+                ])
+                .current_dir(dir.path())
+                .env_remove("CONDENSE_PLUGIN_PATH")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (id, child) in sessions.iter().zip(children) {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{id}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for id in &sessions {
+        let back = d(&format!("back-{id}.jsonl"));
+        let run = condense(&[
+            "expand",
+            &d(&format!("out-{id}.jsonl")),
+            "--store",
+            &d("s"),
+            "--out",
+            &back,
+        ]);
+        assert_eq!(run.code, 0, "{id}: {}", run.stderr);
+        assert!(std::fs::read(&back).unwrap() == session_named(id), "{id}");
+    }
+}
+
+/// The numbers of the report's `total` line (tokens before, after, saved).
+fn totals(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("total"))
+        .unwrap_or_else(|| panic!("no total line in: {stderr}"))
+        .split_whitespace()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn a_new_process_reuses_the_token_counts_of_earlier_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |p: &str| dir.path().join(p).display().to_string();
+    std::fs::write(d("p.toml"), PIPELINE).unwrap();
+    std::fs::write(d("in.jsonl"), session_named("counted")).unwrap();
+    let compress = || {
+        let run = condense(&[
+            "compress",
+            &d("in.jsonl"),
+            "--pipeline",
+            &d("p.toml"),
+            "--store",
+            &d("s"),
+            "--out",
+            &d("out.jsonl"),
+            "--now",
+            NOW,
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        totals(&run.stderr)
+    };
+    let first = compress();
+    let store = condense_store::Store::open(dir.path().join("s")).unwrap();
+    let counts = store.token_counts("counted", "o200k_base").unwrap();
+    assert!(counts.len() > 100, "{} counts stored", counts.len());
+    drop(store);
+    assert_eq!(compress(), first, "a rerun reports the same");
+    // Every stored count made one token bigger: a new process that takes its counts from the
+    // store (and counts nothing it finds there) reports a bigger conversation.
+    let store = condense_store::Store::open(dir.path().join("s")).unwrap();
+    let bigger = counts.iter().map(|&(hash, n)| (hash, n + 1)).collect();
+    store
+        .token_counts_put("counted", "o200k_base", bigger)
+        .unwrap();
+    drop(store);
+    let before = |totals: &str| -> usize {
+        totals
+            .split(' ')
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    let tampered = compress();
+    assert!(
+        before(&tampered) > before(&first),
+        "{tampered} against {first}"
+    );
+}
