@@ -427,43 +427,59 @@ fn errors_are_not_coloured_when_piped_or_with_no_color() {
     assert!(!run.stderr.contains('\u{1b}'), "{}", run.stderr);
 }
 
-#[test]
-fn errors_are_coloured_on_a_terminal() {
-    // `script` gives the command a terminal; without it (not util-linux) there is nothing to see.
-    // Its typescript goes to a temporary file, never to /dev/null.
+/// The standard output of `condense ARGS` run on a terminal: `script` (util-linux) gives it a
+/// pseudo-terminal, whose input ends at once. Its typescript goes to a temporary file, never to
+/// /dev/null.
+fn on_a_terminal(args: &str, no_color: bool) -> String {
     let dir = tempfile::tempdir().unwrap();
     let typescript = dir.path().join("typescript");
-    let Ok(out) = std::process::Command::new("script")
-        .args([
-            "-qec",
-            &format!("{} stats --bogus", bin().display()),
-            typescript.to_str().unwrap(),
-        ])
-        .env_remove("NO_COLOR")
-        .env("TERM", "xterm")
-        .stdin(Stdio::null())
+    let mut cmd = std::process::Command::new("script");
+    cmd.args([
+        "-qec",
+        &format!("{} {args}", bin().display()),
+        typescript.to_str().unwrap(),
+    ])
+    .env("TERM", "xterm")
+    .stdin(Stdio::null());
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    } else {
+        cmd.env_remove("NO_COLOR");
+    }
+    let out = cmd
         .output()
-    else {
-        return;
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
+        .expect("this test needs `script` (util-linux) to give condense a terminal");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn errors_are_coloured_on_a_terminal() {
+    let text = on_a_terminal("stats --bogus", false);
     assert!(
         text.contains("condense: \u{1b}[1;31merror:\u{1b}[0m unexpected argument '--bogus'"),
         "{text:?}"
     );
-    let out = std::process::Command::new("script")
-        .args([
-            "-qec",
-            &format!("{} stats --bogus", bin().display()),
-            typescript.to_str().unwrap(),
-        ])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = on_a_terminal("stats --bogus", true);
     assert!(
         text.contains("condense: error: unexpected argument"),
         "{text:?}"
     );
+}
+
+#[test]
+fn stats_says_it_is_reading_a_terminal_and_not_a_pipe() {
+    // On a terminal the user may not know condense waits for them: it says so, once.
+    let text = on_a_terminal("stats", true);
+    assert!(
+        text.contains("condense: reading a conversation from standard input (end it with Ctrl-D"),
+        "{text:?}"
+    );
+    // Piped (here: empty), the message would be noise: only the error.
+    let run = condense(&["stats", "-"]);
+    assert!(
+        !run.stderr.contains("reading a conversation"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("the input is empty"), "{}", run.stderr);
 }
