@@ -119,29 +119,9 @@ fn compress_expand(
     file_name: &str,
     work: &Path,
 ) -> std::io::Result<Verdict> {
-    let dir = tempfile::tempdir_in(work)?;
+    let (dir, out, run) = compress_in_scratch(bin, input, file_name, work, &["--report", "json"])?;
     let d = dir.path();
-    std::fs::write(d.join(file_name), input)?;
-    std::fs::write(d.join("p.toml"), PIPELINE)?;
-    let out = format!("out-{file_name}");
     let back = format!("back-{file_name}");
-    let run = bin.run(
-        &[
-            "compress",
-            file_name,
-            "--pipeline",
-            "p.toml",
-            "--store",
-            "s",
-            "--out",
-            &out,
-            "--now",
-            NOW,
-            "--report",
-            "json",
-        ],
-        d,
-    )?;
     if let Some(f) = judge("compress", &run) {
         return Ok(Verdict::Failed(f));
     }
@@ -169,6 +149,38 @@ fn compress_expand(
     Ok(Verdict::Accepted)
 }
 
+/// `condense compress` of `input` (as `file_name`) with [`PIPELINE`] at [`NOW`], in a fresh
+/// folder under `work` with its store `s`, plus `extra` arguments; returns the folder, the
+/// output's name and the run.
+fn compress_in_scratch(
+    bin: &Binary,
+    input: &[u8],
+    file_name: &str,
+    work: &Path,
+    extra: &[&str],
+) -> std::io::Result<(tempfile::TempDir, String, Run)> {
+    let dir = tempfile::tempdir_in(work)?;
+    let d = dir.path();
+    std::fs::write(d.join(file_name), input)?;
+    std::fs::write(d.join("p.toml"), PIPELINE)?;
+    let out = format!("out-{file_name}");
+    let mut args = vec![
+        "compress",
+        file_name,
+        "--pipeline",
+        "p.toml",
+        "--store",
+        "s",
+        "--out",
+        &out,
+        "--now",
+        NOW,
+    ];
+    args.extend_from_slice(extra);
+    let run = bin.run(&args, d)?;
+    Ok((dir, out, run))
+}
+
 /// A compressed file and the store it was written with.
 #[derive(Debug)]
 pub struct Compressed {
@@ -184,26 +196,8 @@ pub fn compress_once(
     file_name: &str,
     work: &Path,
 ) -> std::io::Result<Option<Compressed>> {
-    let dir = tempfile::tempdir_in(work)?;
+    let (dir, out, run) = compress_in_scratch(bin, input, file_name, work, &[])?;
     let d = dir.path();
-    std::fs::write(d.join(file_name), input)?;
-    std::fs::write(d.join("p.toml"), PIPELINE)?;
-    let out = format!("out-{file_name}");
-    let run = bin.run(
-        &[
-            "compress",
-            file_name,
-            "--pipeline",
-            "p.toml",
-            "--store",
-            "s",
-            "--out",
-            &out,
-            "--now",
-            NOW,
-        ],
-        d,
-    )?;
     // Refused, or (a stage left nothing to write) no output: nothing for expand to test.
     let Ok(bytes) = std::fs::read(d.join(&out)) else {
         return Ok(None);

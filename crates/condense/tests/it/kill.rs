@@ -4,7 +4,7 @@
 //! SQLite replays or removes them); expand with a wrong or damaged store; two sessions whose
 //! names differ only by characters the store cleans.
 
-use crate::support::{bin, condense, fixture};
+use crate::support::{assert_expands_to, bin, condense, fixture};
 use condense_fuzz::binary::{Binary, NOW, PIPELINE};
 use condense_fuzz::kill::{kill_loop, COMPRESS};
 use std::path::Path;
@@ -208,14 +208,15 @@ fn expand_with_a_wrong_or_damaged_store_fails_in_one_line() {
     assert!(std::fs::read(c.path("back.jsonl")).unwrap() == session());
 }
 
-/// The session with every `sessionId` replaced by `id`.
-fn session_named(id: &str) -> Vec<u8> {
+/// The session with every `sessionId` replaced by `id` (also the store tests' input).
+pub fn session_named(id: &str) -> Vec<u8> {
     let text = String::from_utf8(session()).unwrap();
-    text.replace(
+    let named = text.replace(
         "\"sessionId\":\"bf24c85a-4669-4693-aa2c-7297dc2549f3\"",
         &format!("\"sessionId\":{}", serde_json::to_string(id).unwrap()),
-    )
-    .into_bytes()
+    );
+    assert_ne!(named, text, "the fixture's session id changed");
+    named.into_bytes()
 }
 
 #[test]
@@ -248,16 +249,11 @@ fn colliding_session_names_do_not_share_a_store_folder() {
     assert_eq!(records.len(), 2, "{records:?}");
     drop(store);
     for (file, id) in names {
-        let back = d(&format!("back-{file}"));
-        let run = condense(&[
-            "expand",
+        assert_expands_to(
             &d(&format!("out-{file}")),
-            "--store",
             &d("s"),
-            "--out",
-            &back,
-        ]);
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        assert!(std::fs::read(&back).unwrap() == session_named(id), "{file}");
+            &d(&format!("back-{file}")),
+            &session_named(id),
+        );
     }
 }

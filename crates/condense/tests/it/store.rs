@@ -3,7 +3,8 @@
 //! migrated; 8 `condense compress` processes on one store at once, each output expanding
 //! exactly; a new process reuses the token counts of the session's earlier runs.
 
-use crate::support::{bin, condense, fixture};
+use crate::kill::session_named;
+use crate::support::{assert_expands_to, bin, condense, fixture};
 use condense_fuzz::binary::{NOW, PIPELINE};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -80,20 +81,6 @@ fn a_first_layout_store_expands_exactly_and_is_migrated() {
     );
 }
 
-/// The Claude Code session of the kill test, its session id replaced by `id`.
-fn session_named(id: &str) -> Vec<u8> {
-    let text = std::fs::read_to_string(fixture(
-        "transcripts/DRMacIver__claude-reliability/transcript.jsonl",
-    ))
-    .unwrap();
-    let named = text.replace(
-        "\"sessionId\":\"bf24c85a-4669-4693-aa2c-7297dc2549f3\"",
-        &format!("\"sessionId\":\"{id}\""),
-    );
-    assert_ne!(named, text);
-    named.into_bytes()
-}
-
 #[test]
 fn eight_concurrent_runs_on_one_store_each_expand_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -139,17 +126,12 @@ fn eight_concurrent_runs_on_one_store_each_expand_exactly() {
         );
     }
     for id in &sessions {
-        let back = d(&format!("back-{id}.jsonl"));
-        let run = condense(&[
-            "expand",
+        assert_expands_to(
             &d(&format!("out-{id}.jsonl")),
-            "--store",
             &d("s"),
-            "--out",
-            &back,
-        ]);
-        assert_eq!(run.code, 0, "{id}: {}", run.stderr);
-        assert!(std::fs::read(&back).unwrap() == session_named(id), "{id}");
+            &d(&format!("back-{id}.jsonl")),
+            &session_named(id),
+        );
     }
 }
 

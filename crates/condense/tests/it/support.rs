@@ -65,6 +65,16 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// `condense expand OUT --store STORE --out BACK` succeeds and BACK is `expected`, byte for byte.
+pub fn assert_expands_to(out: &str, store: &str, back: &str, expected: &[u8]) {
+    let run = condense(&["expand", out, "--store", store, "--out", back]);
+    assert_eq!(run.code, 0, "{out}: {}", run.stderr);
+    assert!(
+        std::fs::read(back).unwrap() == expected,
+        "{out}: not the original"
+    );
+}
+
 pub fn condense(args: &[&str]) -> Run {
     condense_in(args, None)
 }
