@@ -2,8 +2,8 @@
 //!
 //! - `plugins`: build every plugin under `plugins/` and put the libraries in `target/plugins/`
 //!   (test-only plugins go to `target/test-plugins/`), where `condense` finds them;
-//! - `test`: `plugins`, then the whole test suite (what `.ci/run` runs; the Python venv and
-//!   the pinned cargo-insta some tests drive are made first), then checks that
+//! - `test`: `tidy`, `plugins`, then the whole test suite (what `.ci/run` runs; the Python
+//!   venv and the pinned cargo-insta some tests drive are made first), then checks that
 //!   docs/stages.md and docs/quality.md are current;
 //! - `demo`: `plugins`, then `condense stats` and `condense compress` on a shipped transcript;
 //! - `bench`: release build, then the benchmarks (figures for docs/benchmarks.md);
@@ -11,12 +11,16 @@
 //!   fail when that file is out of date);
 //! - `fuzz --minutes N`: the reliability campaign with random seeds (see xtask/src/fuzz.rs);
 //! - `install [--prefix DIR]`: release build, `DIR/bin/condense` and its plugins in
-//!   `DIR/lib/condense/plugins/` (default prefix `~/.local`).
+//!   `DIR/lib/condense/plugins/` (default prefix `~/.local`);
+//! - `tidy`: the project rules no compiler checks (module docs, docs/ARCHITECTURE.md naming
+//!   every crate and task, the plugin dependency allowlist, no I/O in plugins, no
+//!   `unwrap_or_default()` on serialization or hashing; see xtask/src/tidy.rs).
 
 mod bench;
 mod fuzz;
 mod install;
 mod quality;
+mod tidy;
 mod tools;
 mod venv;
 
@@ -40,6 +44,7 @@ fn main() -> Result<()> {
         "eval" => eval(rest.iter().any(|a| a == "--check")),
         "fuzz" => fuzz::fuzz(rest),
         "install" => install::install(rest),
+        "tidy" => tidy::tidy(&root()),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
@@ -53,7 +58,8 @@ fn main() -> Result<()> {
                  \x20                    (or check it is current)\n  \
                  fuzz --minutes N     the fuzz campaign with random seeds (docs/reliability.md)\n  \
                  install [--prefix DIR]  release build into DIR/bin and DIR/lib/condense/plugins\n  \
-                 \x20                    (default ~/.local)"
+                 \x20                    (default ~/.local)\n  \
+                 tidy                 check the rules no compiler checks (xtask/src/tidy.rs)"
             );
             if task == "help" || task == "--help" {
                 Ok(())
@@ -188,6 +194,8 @@ fn build_plugins(release: bool) -> Result<PathBuf> {
 }
 
 fn test(extra: &[String]) -> Result<()> {
+    // The cheapest check first: a broken project rule fails before minutes of building.
+    tidy::tidy(&root())?;
     build_plugins(false)?;
     let mut t = cargo();
     t.args(["test", "--workspace"]).args(extra);

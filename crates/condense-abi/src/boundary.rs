@@ -4,7 +4,7 @@
 //! the `last_prefix_field` marker; a new host then still loads old plugins for the appended
 //! items it can do without, and an old host loads new plugins.
 
-use crate::ffi::{FfiConversation, FfiMessage};
+use crate::ffi::{FfiBlock, FfiConversation, FfiMessage};
 use abi_stable::library::RootModule;
 use abi_stable::sabi_types::RRef;
 use abi_stable::sabi_types::VersionStrings;
@@ -30,8 +30,27 @@ pub struct FfiReport {
     pub events: RVec<FfiEvent>,
     /// Whether the host may archive what the stage removed (false for secret redaction).
     pub archive_removed: bool,
-    /// Structured state the stage wants later stages to see (e.g. "collapse active").
-    pub flags: RVec<RString>,
+    /// Signals for the later stages of the run ([`crate::Signal`] codes).
+    pub signals: RVec<u8>,
+}
+
+/// The facts of one stage call ([`crate::RunContext`]), crossing once per call.
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct FfiRunContext {
+    pub now_ms: i64,
+    pub context_window: u64,
+    pub max_output_tokens: u64,
+    pub output_reserve: u64,
+    pub tokens_freed_before: u64,
+    pub conversation_tokens: u64,
+    pub session: RString,
+    /// 0: unknown; otherwise 1 + the index in `Format::ALL`.
+    pub format: u8,
+    pub forced: bool,
+    pub disabled: bool,
+    /// [`crate::Signal`] codes raised earlier in the run.
+    pub signals: RVec<u8>,
 }
 
 #[repr(C)]
@@ -61,22 +80,16 @@ pub struct FfiConfigKey {
     pub description: RString,
 }
 
-/// Services the host gives every stage. Plugins never do I/O themselves.
+/// The host's services. Plugins never do I/O themselves; the plain facts of a call come in
+/// [`FfiRunContext`] instead.
 #[sabi_trait]
 pub trait FfiHost {
     fn count_tokens(&self, text: RStr<'_>) -> u64;
-    fn now_ms(&self) -> i64;
+    fn count_block(&self, block: FfiBlock) -> u64;
     fn store_put(&self, bytes: RSlice<'_, u8>) -> RResult<RString, RString>;
     fn store_get(&self, key: RStr<'_>) -> RResult<ROption<RVec<u8>>, RString>;
     fn state_get(&self) -> RResult<ROption<RString>, RString>;
     fn state_put(&self, state: RStr<'_>) -> RResult<(), RString>;
-    fn tokens_freed_before(&self) -> u64;
-    fn context_window(&self) -> u64;
-    fn max_output_tokens(&self) -> u64;
-    fn has_flag(&self, flag: RStr<'_>) -> bool;
-    fn session_id(&self) -> RString;
-    fn source_format(&self) -> RString;
-    fn conversation_tokens(&self) -> u64;
     #[sabi(last_prefix_field)]
     fn summarize(
         &self,
@@ -85,8 +98,6 @@ pub trait FfiHost {
         max_tokens: u64,
         purpose: RStr<'_>,
     ) -> RResult<RString, RString>;
-    // Appended in ABI 0.3.0.
-    fn output_reserve(&self) -> u64;
 }
 
 /// The conversation a stage is handed, held by the host. The plugin asks for an owned copy only
@@ -103,6 +114,7 @@ pub trait FfiStage: Send + Sync {
     #[sabi(last_prefix_field)]
     fn apply(
         &self,
+        run: &FfiRunContext,
         input: FfiInput_TO<'_, RRef<'_, ()>>,
         host: FfiHost_TO<'_, RRef<'_, ()>>,
     ) -> RResult<FfiStageOutput, RString>;

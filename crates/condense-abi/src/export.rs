@@ -5,16 +5,19 @@
 //! into an error here, inside the plugin, with the panic message and location.
 
 use crate::boundary::{
-    FfiConfigKey, FfiEvent, FfiHost_TO, FfiInput_TO, FfiMetadata, FfiReport, FfiStage, FfiStageBox,
-    FfiStageOutput, FfiStage_TO, PluginMod,
+    FfiConfigKey, FfiEvent, FfiHost_TO, FfiInput_TO, FfiMetadata, FfiReport, FfiRunContext,
+    FfiStage, FfiStageBox, FfiStageOutput, FfiStage_TO, PluginMod,
 };
-use crate::ffi::{FfiConversation, FfiMessage};
-use crate::sdk::{build_stage, metadata_of, Host, Input, Stage, StageReport, SummaryRequest};
+use crate::config::{build_stage, metadata_of};
+use crate::context::{Context, RunContext, RunFlags, Signal};
+use crate::ffi::{FfiBlock, FfiConversation, FfiMessage};
+use crate::sdk::{Input, Stage, StageError, StageReport, SummaryRequest};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
 use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
 use condense_model::Conversation;
+use condense_model::{Block, Format};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
@@ -52,11 +55,11 @@ pub fn describe_panic(info: &std::panic::PanicHookInfo<'_>) -> (String, Option<S
 }
 
 /// Runs `f`, turning a panic into `Err("panicked: <message> at <file>:<line>")`.
-fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
+fn guarded<T>(f: impl FnOnce() -> Result<T, StageError>) -> RResult<T, RString> {
     install_quiet_panic_hook();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => RResult::ROk(v),
-        Ok(Err(e)) => RResult::RErr(e.into()),
+        Ok(Err(e)) => RResult::RErr(e.into_message().into()),
         Err(_) => {
             let msg = LAST_PANIC
                 .with(|p| p.borrow_mut().take())
@@ -66,15 +69,27 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
     }
 }
 
-/// The plugin-side view of the host services.
+/// The plugin-side view of the host services: the FFI object, read through
+/// [`Context`](crate::Context). A crate-private trait only so that the context can hold it
+/// without naming the FFI object's lifetimes; stages never see it.
+pub(crate) trait RemoteHost {
+    fn count_tokens(&self, text: &str) -> usize;
+    fn count_block(&self, block: &Block) -> usize;
+    fn store_put(&self, bytes: &[u8]) -> Result<String, String>;
+    fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, String>;
+    fn state_get(&self) -> Result<Option<String>, String>;
+    fn state_put(&self, state: &str) -> Result<(), String>;
+    fn summarize(&self, request: SummaryRequest) -> Result<String, String>;
+}
+
 struct PluginHost<'r, 'a, 'b>(&'r FfiHost_TO<'a, RRef<'b, ()>>);
 
-impl Host for PluginHost<'_, '_, '_> {
+impl RemoteHost for PluginHost<'_, '_, '_> {
     fn count_tokens(&self, text: &str) -> usize {
         self.0.count_tokens(RStr::from_str(text)) as usize
     }
-    fn now_ms(&self) -> i64 {
-        self.0.now_ms()
+    fn count_block(&self, block: &Block) -> usize {
+        self.0.count_block(FfiBlock::from(block.clone())) as usize
     }
     fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
         self.0
@@ -103,30 +118,6 @@ impl Host for PluginHost<'_, '_, '_> {
             .into_result()
             .map_err(RString::into_string)
     }
-    fn tokens_freed_before(&self) -> usize {
-        self.0.tokens_freed_before() as usize
-    }
-    fn context_window(&self) -> usize {
-        self.0.context_window() as usize
-    }
-    fn max_output_tokens(&self) -> usize {
-        self.0.max_output_tokens() as usize
-    }
-    fn has_flag(&self, flag: &str) -> bool {
-        self.0.has_flag(RStr::from_str(flag))
-    }
-    fn session_id(&self) -> String {
-        self.0.session_id().into_string()
-    }
-    fn source_format(&self) -> String {
-        self.0.source_format().into_string()
-    }
-    fn conversation_tokens(&self) -> usize {
-        self.0.conversation_tokens() as usize
-    }
-    fn output_reserve(&self) -> usize {
-        self.0.output_reserve() as usize
-    }
     fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
         let messages = request.messages.into_iter().map(FfiMessage::from).collect();
         self.0
@@ -139,6 +130,58 @@ impl Host for PluginHost<'_, '_, '_> {
             .into_result()
             .map(RString::into_string)
             .map_err(RString::into_string)
+    }
+}
+
+/// The FFI code of a format: 0 for none, else 1 + its index in [`Format::ALL`].
+pub(crate) fn format_code(format: Option<Format>) -> u8 {
+    format
+        .and_then(|f| Format::ALL.iter().position(|g| *g == f))
+        .map_or(0, |i| i as u8 + 1)
+}
+
+fn format_from_code(code: u8) -> Option<Format> {
+    usize::from(code)
+        .checked_sub(1)
+        .and_then(|i| Format::ALL.get(i).copied())
+}
+
+/// Signal codes back to signals; codes this build does not know (from a newer peer) are dropped.
+pub(crate) fn signals_from_codes(codes: &[u8]) -> Vec<Signal> {
+    codes.iter().filter_map(|c| Signal::from_code(*c)).collect()
+}
+
+pub(crate) fn run_to_ffi(run: &RunContext) -> FfiRunContext {
+    FfiRunContext {
+        now_ms: run.now_ms,
+        context_window: run.context_window as u64,
+        max_output_tokens: run.max_output_tokens as u64,
+        output_reserve: run.output_reserve as u64,
+        tokens_freed_before: run.tokens_freed_before as u64,
+        conversation_tokens: run.conversation_tokens as u64,
+        session: run.session.as_str().into(),
+        format: format_code(run.format),
+        forced: run.flags.forced,
+        disabled: run.flags.disabled,
+        signals: run.flags.signals.iter().map(|s| s.code()).collect(),
+    }
+}
+
+fn run_from_ffi(run: &FfiRunContext) -> RunContext {
+    RunContext {
+        now_ms: run.now_ms,
+        context_window: run.context_window as usize,
+        max_output_tokens: run.max_output_tokens as usize,
+        output_reserve: run.output_reserve as usize,
+        tokens_freed_before: run.tokens_freed_before as usize,
+        conversation_tokens: run.conversation_tokens as usize,
+        session: run.session.as_str().to_string(),
+        format: format_from_code(run.format),
+        flags: RunFlags {
+            forced: run.forced,
+            disabled: run.disabled,
+            signals: signals_from_codes(&run.signals),
+        },
     }
 }
 
@@ -158,7 +201,7 @@ pub(crate) fn report_to_ffi(r: StageReport) -> FfiReport {
             })
             .collect(),
         archive_removed: r.archive_removed,
-        flags: r.flags.into_iter().map(RString::from).collect(),
+        signals: r.signals.into_iter().map(Signal::code).collect(),
     }
 }
 
@@ -168,20 +211,22 @@ struct Adapter<S>(S);
 impl<S: Stage> FfiStage for Adapter<S> {
     fn apply(
         &self,
+        run: &FfiRunContext,
         input: FfiInput_TO<'_, RRef<'_, ()>>,
         host: FfiHost_TO<'_, RRef<'_, ()>>,
     ) -> RResult<FfiStageOutput, RString> {
         guarded(|| {
-            let materialize = || -> Result<Conversation, String> {
-                input
+            let materialize = || -> Result<Conversation, StageError> {
+                let ffi = input
                     .materialize()
                     .into_result()
-                    .map_err(RString::into_string)?
-                    .try_into()
+                    .map_err(|e| StageError::new(e.into_string()))?;
+                Ok(Conversation::try_from(ffi)?)
             };
-            let out = self
-                .0
-                .apply(Input::lazy(&materialize), &PluginHost(&host))?;
+            let run = run_from_ffi(run);
+            let host = PluginHost(&host);
+            let cx = Context::plugin(&run, &host);
+            let out = self.0.apply(Input::lazy(&materialize), &cx)?;
             Ok(FfiStageOutput {
                 conversation: out.conversation.map(FfiConversation::from).into(),
                 report: report_to_ffi(out.report),
@@ -190,11 +235,13 @@ impl<S: Stage> FfiStage for Adapter<S> {
     }
 }
 
+/// `stage` as the FFI stage object.
+pub(crate) fn stage_object<S: Stage>(stage: S) -> FfiStageBox {
+    FfiStage_TO::from_value(Adapter(stage), TD_Opaque)
+}
+
 extern "C" fn new_stage<S: Stage>(config: RStr<'_>) -> RResult<FfiStageBox, RString> {
-    guarded(|| {
-        let stage = build_stage::<S>(config.as_str())?;
-        Ok(FfiStage_TO::from_value(Adapter(stage), TD_Opaque))
-    })
+    guarded(|| Ok(stage_object(build_stage::<S>(config.as_str())?)))
 }
 
 /// The module a plugin exports: metadata and the stage constructor for `S`.
@@ -213,7 +260,7 @@ pub fn plugin_module<S: Stage>(
 #[doc(hidden)]
 pub fn metadata_ffi<S: Stage>(version: &'static str) -> RResult<FfiMetadata, RString> {
     guarded(|| {
-        let m = metadata_of::<S>(version);
+        let m = metadata_of::<S>(version)?;
         Ok(FfiMetadata {
             name: m.name.into(),
             version: m.version.into(),
@@ -257,23 +304,30 @@ mod tests {
         }
     }
 
-    /// Reads the conversation only when `read`; appends a message only when `change`.
+    /// Reads the conversation only when `read`; appends a message only when `change`; asks the
+    /// host to count a text when `count`.
     struct Probe {
         read: bool,
         change: bool,
+        count: bool,
     }
 
     impl Stage for Probe {
         type Config = ();
         const NAME: &'static str = "probe";
         const DESCRIPTION: &'static str = "Test stage.";
-        fn new(_: ()) -> Result<Self, String> {
+        fn new(_: ()) -> Result<Self, StageError> {
             Ok(Probe {
                 read: false,
                 change: false,
+                count: false,
             })
         }
-        fn apply(&self, input: Input<'_>, _host: &dyn Host) -> Result<StageOutput, String> {
+        fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
+            if self.count {
+                // A stage that swallows what the host answers still fails when the host panicked.
+                let _ = cx.count_tokens("some text");
+            }
             if !self.read {
                 return Ok(StageOutput::unchanged(StageReport::default()));
             }
@@ -288,27 +342,76 @@ mod tests {
         }
     }
 
-    fn run(read: bool, change: bool) -> (usize, Option<Conversation>) {
+    fn conversation() -> Conversation {
         let mut conversation = Conversation::default();
         conversation
             .messages
             .push(Message::new("m1", Role::User, vec![Block::text("hello")]));
+        conversation
+    }
+
+    fn run(read: bool, change: bool) -> (usize, Option<Conversation>) {
         let input = CountingInput {
-            conversation,
+            conversation: conversation(),
             materialized: Cell::new(0),
         };
         let memory = MemoryHost::default();
-        let host = crate::loader::HostAdapter(&memory);
+        let host = crate::loader::HostAdapter::new(&memory);
         let host_to = FfiHost_TO::from_ptr(RRef::new(&host), TD_Opaque);
         let input_to = FfiInput_TO::from_ptr(RRef::new(&input), TD_Opaque);
-        let out = Adapter(Probe { read, change })
-            .apply(input_to, host_to)
+        let probe = Probe {
+            read,
+            change,
+            count: false,
+        };
+        let out = Adapter(probe)
+            .apply(&run_to_ffi(&RunContext::default()), input_to, host_to)
             .unwrap();
         let conversation = out
             .conversation
             .into_option()
             .map(|c| Conversation::try_from(c).unwrap());
         (input.materialized.get(), conversation)
+    }
+
+    #[test]
+    fn the_run_context_crosses_whole() {
+        let mut run = RunContext {
+            format: Some(Format::Cline),
+            flags: RunFlags {
+                forced: true,
+                disabled: false,
+                signals: vec![Signal::Compacted, Signal::CollapseActive],
+            },
+            conversation_tokens: 12_345,
+            ..RunContext::default()
+        };
+        assert_eq!(run_from_ffi(&run_to_ffi(&run)), run);
+        run.format = None;
+        assert_eq!(run_from_ffi(&run_to_ffi(&run)), run);
+    }
+
+    #[test]
+    fn a_panicking_host_service_fails_the_stage_in_one_line() {
+        let memory = MemoryHost::default().with_counter(|_| panic!("tokenizer table missing"));
+        let stage = Adapter(Probe {
+            read: false,
+            change: false,
+            count: true,
+        });
+        let err = crate::loader::call_stage(
+            &|run, input, host| stage.apply(run, input, host),
+            &RunContext::default(),
+            &conversation(),
+            &memory,
+        )
+        .unwrap_err();
+        let line = err.to_string();
+        assert!(
+            line.starts_with("host service `count_tokens` panicked: tokenizer table missing"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'), "{line}");
     }
 
     #[test]

@@ -24,23 +24,31 @@
 //! `__private`, each with its safety argument.
 #![allow(unsafe_code, non_local_definitions, non_camel_case_types)]
 
+// `#[derive(StageConfig)]` names `::condense_abi::StageConfig`; this crate's own tests derive it.
+#[cfg(test)]
+extern crate self as condense_abi;
+
 mod boundary;
+mod config;
 mod config_words;
+mod context;
 mod export;
 mod ffi;
 pub mod libfile;
 mod loader;
 mod sdk;
+mod state;
 pub mod testing;
-pub mod text;
 
+pub use condense_sdk_derive::StageConfig;
+pub use config::{build_stage, metadata_of, parse_config, ConfigKey, StageConfig, StageMetadata};
+pub use context::{Context, RunContext, RunFlags, Signal};
 pub use export::describe_panic;
-pub use loader::{LoadError, LoadedStage, Plugin, StageCallError};
+pub use loader::{in_host_service, LoadError, LoadedStage, Plugin, StageCallError};
 pub use sdk::{
-    build_stage, load_state, metadata_of, parse_config, parse_state, save_state, state_json,
-    ConfigKey, Host, Input, Stage, StageEvent, StageMetadata, StageOutput, StageReport, StageState,
-    SummaryRequest,
+    Host, Input, Stage, StageError, StageEvent, StageOutput, StageReport, SummaryRequest,
 };
+pub use state::{StageState, Versioned};
 
 /// The ABI version host and plugins must agree on (this crate's version).
 pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,17 +1,20 @@
 //! The host side of the boundary: load a plugin library, build stages, call them.
 
 use crate::boundary::{
-    FfiHost, FfiHost_TO, FfiInput, FfiInput_TO, FfiReport, FfiStageBox, PluginModRef,
+    FfiHost, FfiHost_TO, FfiInput, FfiInput_TO, FfiReport, FfiRunContext, FfiStageBox,
+    FfiStageOutput, PluginModRef,
 };
-use crate::ffi::{FfiConversation, FfiMessage};
-use crate::sdk::{
-    ConfigKey, Host, StageEvent, StageMetadata, StageOutput, StageReport, SummaryRequest,
-};
+use crate::config::{ConfigKey, StageMetadata};
+use crate::context::RunContext;
+use crate::export::{run_to_ffi, signals_from_codes};
+use crate::ffi::{FfiBlock, FfiConversation, FfiMessage};
+use crate::sdk::{Host, StageEvent, StageOutput, StageReport, SummaryRequest};
 use abi_stable::library::{lib_header_from_path, LibraryError};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
 use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 use condense_model::Conversation;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -216,33 +219,69 @@ impl std::fmt::Debug for LoadedStage {
 }
 
 impl LoadedStage {
+    /// A stage of this process behind the same FFI objects a plugin library exports, without a
+    /// library: for hosts' tests of the runner, and for embedding a stage in a binary.
+    pub fn from_stage<S: crate::Stage>(stage: S) -> LoadedStage {
+        LoadedStage {
+            inner: crate::export::stage_object(stage),
+        }
+    }
+
     /// Runs the stage over `conversation`, which stays here: the plugin copies it in only if
     /// the stage reads it, and hands a new one back only if the stage changed it (`None` in the
-    /// output means "unchanged"). Nothing is serialized either way; a panic inside the stage
-    /// comes back as [`StageCallError::Failed`].
+    /// output means "unchanged"). Nothing is serialized either way; a panic inside the stage,
+    /// or inside one of `host`'s services while the stage runs, comes back as
+    /// [`StageCallError::Failed`].
     pub fn apply(
         &self,
         conversation: &Conversation,
+        run: &RunContext,
         host: &dyn Host,
     ) -> Result<StageOutput, StageCallError> {
-        let adapter = HostAdapter(host);
-        let host_to = FfiHost_TO::from_ptr(RRef::new(&adapter), TD_Opaque);
-        let input = HostInput(conversation);
-        let input_to = FfiInput_TO::from_ptr(RRef::new(&input), TD_Opaque);
-        let out = self
-            .inner
-            .apply(input_to, host_to)
-            .into_result()
-            .map_err(|e| StageCallError::Failed(e.into_string()))?;
-        let conversation = match out.conversation.into_option() {
-            Some(c) => Some(c.try_into().map_err(StageCallError::Malformed)?),
-            None => None,
-        };
-        Ok(StageOutput {
+        call_stage(
+            &|run, input, host| self.inner.apply(run, input, host),
+            run,
             conversation,
-            report: report_from_ffi(out.report),
-        })
+            host,
+        )
     }
+}
+
+/// The FFI stage call of [`LoadedStage::apply`], over any stage object (tests call it on an
+/// in-process adapter).
+type FfiApply<'s> = dyn Fn(
+        &FfiRunContext,
+        FfiInput_TO<'_, RRef<'_, ()>>,
+        FfiHost_TO<'_, RRef<'_, ()>>,
+    ) -> RResult<FfiStageOutput, RString>
+    + 's;
+
+/// Calls a stage through the boundary with `host`'s services, turning a host service that
+/// panicked during the call into the stage's failure (the stage saw a neutral answer, which it
+/// must not be trusted with).
+pub(crate) fn call_stage(
+    apply: &FfiApply<'_>,
+    run: &RunContext,
+    conversation: &Conversation,
+    host: &dyn Host,
+) -> Result<StageOutput, StageCallError> {
+    let adapter = HostAdapter::new(host);
+    let host_to = FfiHost_TO::from_ptr(RRef::new(&adapter), TD_Opaque);
+    let input = HostInput(conversation);
+    let input_to = FfiInput_TO::from_ptr(RRef::new(&input), TD_Opaque);
+    let out = apply(&run_to_ffi(run), input_to, host_to).into_result();
+    if let Some(panic) = adapter.panic.take() {
+        return Err(StageCallError::Failed(panic));
+    }
+    let out = out.map_err(|e| StageCallError::Failed(e.into_string()))?;
+    let conversation = match out.conversation.into_option() {
+        Some(c) => Some(c.try_into().map_err(StageCallError::Malformed)?),
+        None => None,
+    };
+    Ok(StageOutput {
+        conversation,
+        report: report_from_ffi(out.report),
+    })
 }
 
 /// The host's conversation as the FFI input object: copied out only when the stage asks.
@@ -250,7 +289,9 @@ struct HostInput<'a>(&'a Conversation);
 
 impl FfiInput for HostInput<'_> {
     fn materialize(&self) -> RResult<FfiConversation, RString> {
-        guard_res(|| Ok(FfiConversation::from(self.0.clone())))
+        // Cloning and converting plain data has nothing that panics short of allocation failure,
+        // which aborts anyway.
+        RResult::ROk(FfiConversation::from(self.0.clone()))
     }
 }
 
@@ -270,69 +311,106 @@ fn report_from_ffi(r: FfiReport) -> StageReport {
             })
             .collect(),
         archive_removed: r.archive_removed,
-        flags: r.flags.into_iter().map(RString::into_string).collect(),
+        signals: signals_from_codes(&r.signals),
     }
 }
 
-/// The host services as the FFI object. A panic in host code must not cross the boundary
-/// either, so each call is guarded and degrades to an error (or a neutral value).
-pub(crate) struct HostAdapter<'a>(pub(crate) &'a dyn Host);
-
-fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+thread_local! {
+    /// Set while a host service runs under [`HostAdapter`]'s guard on this thread.
+    static IN_HOST_SERVICE: Cell<bool> = const { Cell::new(false) };
 }
 
-fn guard_res<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => RResult::ROk(v),
-        Ok(Err(e)) => RResult::RErr(e.into()),
-        Err(_) => RResult::RErr("host service panicked".into()),
+/// Whether the current thread is inside a host service called by a stage. A host binary's panic
+/// hook checks it to stay quiet: such a panic is caught and reported as the stage's failure, in
+/// one line.
+pub fn in_host_service() -> bool {
+    IN_HOST_SERVICE.with(Cell::get)
+}
+
+/// The host services as the FFI object. A panic in host code must not cross the boundary
+/// either: each call is guarded, answers a neutral value (or an error), and the first panic is
+/// kept so [`call_stage`] fails the stage with it.
+pub(crate) struct HostAdapter<'a> {
+    host: &'a dyn Host,
+    panic: RefCell<Option<String>>,
+}
+
+impl<'a> HostAdapter<'a> {
+    pub(crate) fn new(host: &'a dyn Host) -> Self {
+        HostAdapter {
+            host,
+            panic: RefCell::new(None),
+        }
+    }
+
+    /// Runs service `name`, answering `fallback` if it panics.
+    fn guard<T>(&self, name: &str, fallback: T, f: impl FnOnce() -> T) -> T {
+        let was = IN_HOST_SERVICE.with(|c| c.replace(true));
+        let result = catch_unwind(AssertUnwindSafe(f));
+        IN_HOST_SERVICE.with(|c| c.set(was));
+        match result {
+            Ok(v) => v,
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic payload".to_string());
+                let line = format!("host service `{name}` panicked: {message}");
+                let line = line.lines().next().unwrap_or_default().to_string();
+                self.panic.borrow_mut().get_or_insert(line);
+                fallback
+            }
+        }
+    }
+
+    fn guard_res<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce() -> Result<T, String>,
+    ) -> RResult<T, RString> {
+        self.guard(name, Err(format!("host service `{name}` panicked")), f)
+            .map_err(RString::from)
+            .into()
     }
 }
 
 impl FfiHost for HostAdapter<'_> {
     fn count_tokens(&self, text: RStr<'_>) -> u64 {
-        guard(0, || self.0.count_tokens(text.as_str()) as u64)
+        self.guard("count_tokens", 0, || {
+            self.host.count_tokens(text.as_str()) as u64
+        })
     }
-    fn now_ms(&self) -> i64 {
-        guard(0, || self.0.now_ms())
+    fn count_block(&self, block: FfiBlock) -> u64 {
+        match condense_model::Block::try_from(block) {
+            Ok(block) => self.guard("count_block", 0, || self.host.count_block(&block) as u64),
+            Err(e) => {
+                self.panic.borrow_mut().get_or_insert(format!(
+                    "host service `count_block` refused a malformed block: {e}"
+                ));
+                0
+            }
+        }
     }
     fn store_put(&self, bytes: RSlice<'_, u8>) -> RResult<RString, RString> {
-        guard_res(|| self.0.store_put(bytes.as_slice()).map(RString::from))
+        self.guard_res("store_put", || {
+            self.host.store_put(bytes.as_slice()).map(RString::from)
+        })
     }
     fn store_get(&self, key: RStr<'_>) -> RResult<ROption<RVec<u8>>, RString> {
-        guard_res(|| {
-            self.0
+        self.guard_res("store_get", || {
+            self.host
                 .store_get(key.as_str())
                 .map(|o| o.map(RVec::from).into())
         })
     }
     fn state_get(&self) -> RResult<ROption<RString>, RString> {
-        guard_res(|| self.0.state_get().map(|o| o.map(RString::from).into()))
+        self.guard_res("state_get", || {
+            self.host.state_get().map(|o| o.map(RString::from).into())
+        })
     }
     fn state_put(&self, state: RStr<'_>) -> RResult<(), RString> {
-        guard_res(|| self.0.state_put(state.as_str()))
-    }
-    fn tokens_freed_before(&self) -> u64 {
-        guard(0, || self.0.tokens_freed_before() as u64)
-    }
-    fn context_window(&self) -> u64 {
-        guard(0, || self.0.context_window() as u64)
-    }
-    fn max_output_tokens(&self) -> u64 {
-        guard(0, || self.0.max_output_tokens() as u64)
-    }
-    fn has_flag(&self, flag: RStr<'_>) -> bool {
-        guard(false, || self.0.has_flag(flag.as_str()))
-    }
-    fn session_id(&self) -> RString {
-        guard(RString::new(), || self.0.session_id().into())
-    }
-    fn source_format(&self) -> RString {
-        guard(RString::new(), || self.0.source_format().into())
-    }
-    fn conversation_tokens(&self) -> u64 {
-        guard(0, || self.0.conversation_tokens() as u64)
+        self.guard_res("state_put", || self.host.state_put(state.as_str()))
     }
     fn summarize(
         &self,
@@ -341,7 +419,7 @@ impl FfiHost for HostAdapter<'_> {
         max_tokens: u64,
         purpose: RStr<'_>,
     ) -> RResult<RString, RString> {
-        guard_res(|| {
+        self.guard_res("summarize", || {
             let messages = messages
                 .into_iter()
                 .map(condense_model::Message::try_from)
@@ -352,10 +430,7 @@ impl FfiHost for HostAdapter<'_> {
                 max_tokens: max_tokens as usize,
                 purpose: purpose.as_str().to_string(),
             };
-            self.0.summarize(request).map(RString::from)
+            self.host.summarize(request).map(RString::from)
         })
-    }
-    fn output_reserve(&self) -> u64 {
-        guard(0, || self.0.output_reserve() as u64)
     }
 }

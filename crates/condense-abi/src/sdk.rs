@@ -1,22 +1,26 @@
 //! The stage authoring surface: ordinary Rust over the model types.
 //!
 //! A stage author implements [`Stage`] and writes one [`export_stage!`](crate::export_stage)
-//! line; this module does the rest (conversion, config parsing with unknown keys rejected,
-//! metadata, and `catch_unwind` around every entry point). A stage that remembers its decisions
-//! across runs keeps them as versioned JSON with [`StageState`].
+//! line; the crate does the rest (conversion, config parsing with unknown keys rejected,
+//! metadata, and `catch_unwind` around every entry point). A stage reads the facts of the call
+//! and the host's services from its [`Context`](crate::Context), keeps its decisions across
+//! runs in a [`Versioned`](crate::Versioned) state, and fails with a [`StageError`].
 
-use condense_model::Conversation;
-use serde::de::DeserializeOwned;
+use crate::context::{Context, Signal};
+use crate::StageConfig;
+use condense_model::{Block, Conversation};
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
-/// Services the host gives a stage. Stages never do I/O, read clocks or load tokenizers
-/// themselves: everything outside the conversation comes through here, which is what makes
-/// every stage deterministic and snapshot-testable.
+/// The services a host gives stages: counting, the store, the stage's state and the
+/// summarizer. Implemented by the real host (`condense-host`) and the test host
+/// ([`crate::testing::MemoryHost`]); stages reach it through their [`Context`], which also
+/// carries the plain facts of the call.
 pub trait Host {
     /// Tokens in `text` with the pipeline's tokenizer.
     fn count_tokens(&self, text: &str) -> usize;
-    /// The current time, Unix milliseconds (injected: tests pin it).
-    fn now_ms(&self) -> i64;
+    /// Tokens of `block` exactly as the host counts it for the conversation's total.
+    fn count_block(&self, block: &Block) -> usize;
     /// Stores bytes in the content-addressed store, returning their key.
     fn store_put(&self, bytes: &[u8]) -> Result<String, String>;
     /// Reads bytes stored under `key`.
@@ -25,31 +29,52 @@ pub trait Host {
     fn state_get(&self) -> Result<Option<String>, String>;
     /// Replaces this stage's persistent state for this session.
     fn state_put(&self, state: &str) -> Result<(), String>;
-    /// Tokens freed by the stages that ran before this one in this pipeline run.
-    fn tokens_freed_before(&self) -> usize;
-    /// The model's context window, in tokens.
-    fn context_window(&self) -> usize;
-    /// The model's maximum output tokens.
-    fn max_output_tokens(&self) -> usize;
-    /// Tokens kept free for the next response (the pipeline's `[model] output_reserve`): the
-    /// request fits when the conversation takes at most `context_window() - output_reserve()`.
-    fn output_reserve(&self) -> usize;
-    /// Whether an earlier stage in this run raised `flag` (see [`StageReport::flags`]).
-    fn has_flag(&self, flag: &str) -> bool;
-    /// The session this conversation belongs to (stable across runs of the same session).
-    fn session_id(&self) -> String;
-    /// The format the conversation was read from and will be written back in: `anthropic`,
-    /// `openai`, `claude-code`, `openhands` (empty when unknown). Stages that write
-    /// format-specific request fields (Anthropic `context_management`) check it.
-    fn source_format(&self) -> String;
-    /// Tokens of the conversation as handed to this stage (system prompt, tools and messages),
-    /// counted by the host with the pipeline's tokenizer and its block cache, plus the
-    /// pipeline's `[model] fixed_tokens` (a system prompt and tool definitions the file does not
-    /// hold): what the real request carries, so thresholds compare the request's size.
-    fn conversation_tokens(&self) -> usize;
-    /// Summarizes `request.messages` with the pipeline's summarizer (offline extractive by
-    /// default, or an LLM the host calls). Stages never talk to a model themselves.
+    /// Summarizes `request.messages` with the pipeline's summarizer.
     fn summarize(&self, request: SummaryRequest) -> Result<String, String>;
+}
+
+/// Why a stage failed: one line, without the stage's name (the host puts it in front, once).
+///
+/// Any error that displays converts into it, so `?` works on `String`s, `serde_json` errors,
+/// `format!(..)` messages and the SDK's own errors alike:
+///
+/// ```
+/// use condense_abi::StageError;
+/// fn check(max: usize) -> Result<(), StageError> {
+///     if max == 0 {
+///         return Err("max_bytes must be > 0, got 0".into());
+///     }
+///     let _n: u32 = "12".parse()?; // a ParseIntError converts too
+///     Ok(())
+/// }
+/// assert_eq!(check(0).unwrap_err().message(), "max_bytes must be > 0, got 0");
+/// ```
+// No `Display` impl on purpose: it would make the blanket `From<E: Display>` overlap with
+// `From<StageError> for StageError`. Read the text with `message()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageError(String);
+
+impl StageError {
+    /// An error saying `message` (one line).
+    pub fn new(message: impl Into<String>) -> Self {
+        StageError(message.into())
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+
+    /// The message, owned.
+    pub fn into_message(self) -> String {
+        self.0
+    }
+}
+
+impl<E: fmt::Display> From<E> for StageError {
+    fn from(e: E) -> Self {
+        StageError(e.to_string())
+    }
 }
 
 /// What a stage asks the host's summarizer for.
@@ -76,8 +101,10 @@ pub struct StageReport {
     pub events: Vec<StageEvent>,
     /// False only for stages whose removals must NOT be kept (secret redaction).
     pub archive_removed: bool,
-    /// Facts later stages can test with [`Host::has_flag`] (e.g. `context-collapse:active`).
-    pub flags: Vec<String>,
+    /// Facts later stages of this run see in [`RunFlags::signals`](crate::RunFlags::signals).
+    /// Reports show them under `flags`, by their names (`context-collapse:active`).
+    #[serde(rename = "flags")]
+    pub signals: Vec<Signal>,
 }
 
 impl Default for StageReport {
@@ -88,7 +115,7 @@ impl Default for StageReport {
             notes: Vec::new(),
             events: Vec::new(),
             archive_removed: true,
-            flags: Vec::new(),
+            signals: Vec::new(),
         }
     }
 }
@@ -97,6 +124,13 @@ impl StageReport {
     /// Adds a free-form note.
     pub fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());
+    }
+
+    /// Raises `signal` for the stages after this one.
+    pub fn raise(&mut self, signal: Signal) {
+        if !self.signals.contains(&signal) {
+            self.signals.push(signal);
+        }
     }
 }
 
@@ -131,12 +165,12 @@ pub struct Input<'a> {
 
 enum InputSource<'a> {
     Owned(Conversation),
-    Lazy(&'a dyn Fn() -> Result<Conversation, String>),
+    Lazy(&'a dyn Fn() -> Result<Conversation, StageError>),
 }
 
 impl<'a> Input<'a> {
     /// An input that is built only if the stage asks for it (what the plugin adapter uses).
-    pub fn lazy(materialize: &'a dyn Fn() -> Result<Conversation, String>) -> Self {
+    pub fn lazy(materialize: &'a dyn Fn() -> Result<Conversation, StageError>) -> Self {
         Input {
             source: InputSource::Lazy(materialize),
         }
@@ -144,7 +178,7 @@ impl<'a> Input<'a> {
 
     /// The conversation, as an owned value the stage may change freely. In a plugin this is
     /// where the copy across the boundary happens; the error names a malformed value.
-    pub fn into_conversation(self) -> Result<Conversation, String> {
+    pub fn into_conversation(self) -> Result<Conversation, StageError> {
         match self.source {
             InputSource::Owned(conversation) => Ok(conversation),
             InputSource::Lazy(materialize) => materialize(),
@@ -209,11 +243,14 @@ impl StageOutput {
 /// A compression stage.
 ///
 /// ```
-/// use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
+/// use condense_abi::{Context, Input, Stage, StageConfig, StageError, StageOutput, StageReport};
 ///
-/// #[derive(serde::Serialize, serde::Deserialize, Default)]
+/// #[derive(Default, serde::Serialize, serde::Deserialize, StageConfig)]
 /// #[serde(deny_unknown_fields, default)]
-/// struct Config { min_tokens: usize }
+/// struct Config {
+///     /// The conversation is dropped from this many tokens on.
+///     min_tokens: usize,
+/// }
 ///
 /// /// Drops every message once the conversation reaches `min_tokens`.
 /// struct DropAll(Config);
@@ -221,9 +258,9 @@ impl StageOutput {
 ///     type Config = Config;
 ///     const NAME: &'static str = "drop-all";
 ///     const DESCRIPTION: &'static str = "Drops every message past a size.";
-///     fn new(config: Config) -> Result<Self, String> { Ok(DropAll(config)) }
-///     fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
-///         if host.conversation_tokens() < self.0.min_tokens {
+///     fn new(config: Config) -> Result<Self, StageError> { Ok(DropAll(config)) }
+///     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
+///         if cx.conversation_tokens < self.0.min_tokens {
 ///             // Decided without reading the conversation: nothing crosses the boundary.
 ///             return Ok(StageOutput::unchanged(StageReport::default()));
 ///         }
@@ -236,326 +273,18 @@ impl StageOutput {
 /// // In a plugin crate: condense_abi::export_stage!(DropAll);
 /// ```
 pub trait Stage: Sized + Send + Sync + 'static {
-    /// The `[stage.config]` table. Its `Default` gives the defaults; every key it serializes is
-    /// a known key, and any other key a user writes is rejected.
-    type Config: DeserializeOwned + Serialize + Default;
+    /// The `[stage.config]` table: `#[derive(StageConfig)]` on a struct whose fields are the
+    /// keys, each documented by its `///` comment; `Default` gives the defaults.
+    type Config: StageConfig;
     /// The plugin name users write in pipeline files.
     const NAME: &'static str;
     /// One line saying what the stage does.
     const DESCRIPTION: &'static str;
-    /// `(key, description)` for each config key, for `condense plugins --details`. Keys listed
-    /// here are accepted even when their default does not serialize (an `Option` set to None).
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[];
 
     /// Builds the stage, validating the config ("max_result_bytes must be > 0, got 0").
-    fn new(config: Self::Config) -> Result<Self, String>;
+    fn new(config: Self::Config) -> Result<Self, StageError>;
 
     /// Runs the stage over one conversation. Read it with [`Input::into_conversation`] only
     /// when needed, and return [`StageOutput::unchanged`] whenever nothing changed.
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String>;
-}
-
-/// One config key, as documented by a plugin's metadata.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigKey {
-    pub name: String,
-    /// TOML type of the default: `integer`, `string`, `boolean`, `array`, `table`, `float`.
-    pub ty: String,
-    /// The default as TOML text (empty when there is none).
-    pub default: String,
-    pub description: String,
-}
-
-/// What a plugin says about itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StageMetadata {
-    pub name: String,
-    pub version: String,
-    pub description: String,
-    pub config_keys: Vec<ConfigKey>,
-}
-
-fn toml_type(value: &toml::Value) -> &'static str {
-    match value {
-        toml::Value::String(_) => "string",
-        toml::Value::Integer(_) => "integer",
-        toml::Value::Float(_) => "float",
-        toml::Value::Boolean(_) => "boolean",
-        toml::Value::Datetime(_) => "datetime",
-        toml::Value::Array(_) => "array",
-        toml::Value::Table(_) => "table",
-    }
-}
-
-fn default_table<S: Stage>() -> toml::Table {
-    toml::Table::try_from(S::Config::default()).unwrap_or_default()
-}
-
-/// The metadata of stage type `S`, built from its constants and its config's defaults.
-pub fn metadata_of<S: Stage>(version: &str) -> StageMetadata {
-    let defaults = default_table::<S>();
-    let mut keys: Vec<ConfigKey> = defaults
-        .iter()
-        .map(|(name, value)| ConfigKey {
-            name: name.clone(),
-            ty: toml_type(value).to_string(),
-            default: value.to_string(),
-            description: doc_for::<S>(name).to_string(),
-        })
-        .collect();
-    for (name, description) in S::CONFIG_DOCS {
-        if !defaults.contains_key(*name) {
-            keys.push(ConfigKey {
-                name: name.to_string(),
-                ty: "optional".to_string(),
-                default: String::new(),
-                description: description.to_string(),
-            });
-        }
-    }
-    StageMetadata {
-        name: S::NAME.to_string(),
-        version: version.to_string(),
-        description: S::DESCRIPTION.to_string(),
-        config_keys: keys,
-    }
-}
-
-fn doc_for<S: Stage>(key: &str) -> &'static str {
-    S::CONFIG_DOCS
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map_or("", |(_, d)| *d)
-}
-
-/// Builds stage `S` from its `[stage.config]` table given as TOML text: the config is parsed
-/// with [`parse_config`], then validated by [`Stage::new`], whose error gets the stage's name.
-/// This is what the host's constructor call runs inside the plugin.
-pub fn build_stage<S: Stage>(config_toml: &str) -> Result<S, String> {
-    let config = parse_config::<S>(config_toml)?;
-    S::new(config).map_err(|e| format!("{}: {e}", S::NAME))
-}
-
-/// Parses a `[stage.config]` table given as TOML text into `S::Config`, rejecting unknown keys.
-pub fn parse_config<S: Stage>(toml_text: &str) -> Result<S::Config, String> {
-    let table: toml::Table = toml::from_str(toml_text)
-        .map_err(|e| format!("{}: config is not valid TOML: {}", S::NAME, e.message()))?;
-    let defaults = default_table::<S>();
-    let mut unknown: Vec<&str> = table
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !defaults.contains_key(*k) && !S::CONFIG_DOCS.iter().any(|(d, _)| d == k))
-        .collect();
-    if !unknown.is_empty() {
-        unknown.sort_unstable();
-        let mut known: Vec<&str> = defaults.keys().map(String::as_str).collect();
-        known.extend(
-            S::CONFIG_DOCS
-                .iter()
-                .map(|(k, _)| *k)
-                .filter(|k| !defaults.contains_key(*k)),
-        );
-        return Err(format!(
-            "{}: unknown config key{} `{}` (known: {})",
-            S::NAME,
-            if unknown.len() > 1 { "s" } else { "" },
-            unknown.join("`, `"),
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        ));
-    }
-    S::Config::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
-        let words =
-            crate::config_words::explain::<S::Config>(&table, &defaults, e.message().trim_end());
-        format!("{}: {words}", S::NAME)
-    })
-}
-
-/// A stage's persistent state, kept as versioned JSON through [`Host::state_get`] and
-/// [`Host::state_put`]. In a stage, read it with [`load_state`] and write it with
-/// [`save_state`] (which skips writes that change nothing); [`parse_state`] and [`state_json`]
-/// are the text conversions underneath.
-///
-/// ```
-/// use condense_abi::{parse_state, state_json, StageState};
-///
-/// #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
-/// struct State { version: u32, seen: usize }
-/// impl Default for State {
-///     fn default() -> Self { State { version: Self::VERSION, seen: 0 } }
-/// }
-/// impl StageState for State {
-///     const VERSION: u32 = 1;
-///     fn version(&self) -> u32 { self.version }
-/// }
-///
-/// let state: State = parse_state("my-stage", None)?;
-/// assert_eq!(state_json("my-stage", &state)?, r#"{"version":1,"seen":0}"#);
-/// # Ok::<(), String>(())
-/// ```
-pub trait StageState: Serialize + DeserializeOwned + Default {
-    /// The format version this stage reads and writes.
-    const VERSION: u32;
-    /// The version the parsed value carries.
-    fn version(&self) -> u32;
-}
-
-/// Parses a stage's stored state text: none yet (or blank) gives `S::default()`; otherwise
-/// the text must be valid JSON for `S` and carry version `S::VERSION`. `stage` names the stage
-/// in the errors.
-pub fn parse_state<S: StageState>(stage: &str, text: Option<&str>) -> Result<S, String> {
-    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-        return Ok(S::default());
-    };
-    let state: S = serde_json::from_str(text)
-        .map_err(|e| format!("{stage}: stored state is not valid: {e}"))?;
-    if state.version() != S::VERSION {
-        return Err(format!(
-            "{stage}: stored state has version {}, this stage reads version {}",
-            state.version(),
-            S::VERSION
-        ));
-    }
-    Ok(state)
-}
-
-/// The JSON text [`parse_state`] reads back (compact, fields in declaration order). `stage`
-/// names the stage in the error.
-pub fn state_json<S: Serialize>(stage: &str, state: &S) -> Result<String, String> {
-    serde_json::to_string(state).map_err(|e| format!("{stage}: cannot serialize state: {e}"))
-}
-
-/// This stage's state for this session, read through the host and parsed with
-/// [`parse_state`] (the default when there is none), with the stored text, which
-/// [`save_state`] compares against.
-pub fn load_state<S: StageState>(
-    stage: &str,
-    host: &dyn Host,
-) -> Result<(S, Option<String>), String> {
-    let stored = host
-        .state_get()
-        .map_err(|e| format!("{stage}: cannot read the stage state: {e}"))?;
-    let state = parse_state(stage, stored.as_deref())?;
-    Ok((state, stored))
-}
-
-/// Writes `state` through the host unless that would change nothing: its text is `stored` (what
-/// [`load_state`] read), or nothing was stored and `state` is the default. Returns whether it
-/// wrote.
-pub fn save_state<S: StageState>(
-    stage: &str,
-    host: &dyn Host,
-    state: &S,
-    stored: Option<&str>,
-) -> Result<bool, String> {
-    let text = state_json(stage, state)?;
-    let unchanged = match stored {
-        Some(old) => old == text,
-        None => text == state_json(stage, &S::default())?,
-    };
-    if unchanged {
-        return Ok(false);
-    }
-    host.state_put(&text)
-        .map_err(|e| format!("{stage}: cannot write the stage state: {e}"))?;
-    Ok(true)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct State {
-        version: u32,
-        #[serde(default)]
-        seen: BTreeMap<String, usize>,
-    }
-
-    impl Default for State {
-        fn default() -> Self {
-            State {
-                version: Self::VERSION,
-                seen: BTreeMap::new(),
-            }
-        }
-    }
-
-    impl StageState for State {
-        const VERSION: u32 = 3;
-        fn version(&self) -> u32 {
-            self.version
-        }
-    }
-
-    #[test]
-    fn no_state_or_blank_state_is_the_default() {
-        for text in [None, Some(""), Some(" \n\t")] {
-            assert_eq!(parse_state::<State>("s", text), Ok(State::default()));
-        }
-    }
-
-    #[test]
-    fn invalid_json_names_the_stage_and_the_parse_error() {
-        assert_eq!(
-            parse_state::<State>("my-stage", Some("{")).unwrap_err(),
-            "my-stage: stored state is not valid: EOF while parsing an object at line 1 column 1"
-        );
-        let err = parse_state::<State>("my-stage", Some(r#"{"version":3,"x":1}"#)).unwrap_err();
-        assert!(
-            err.starts_with("my-stage: stored state is not valid: unknown field `x`"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn another_version_is_refused() {
-        assert_eq!(
-            parse_state::<State>("my-stage", Some(r#"{"version":7}"#)).unwrap_err(),
-            "my-stage: stored state has version 7, this stage reads version 3"
-        );
-    }
-
-    #[test]
-    fn round_trip() {
-        let mut state = State::default();
-        state.seen.insert("b".into(), 2);
-        state.seen.insert("a".into(), 1);
-        let json = state_json("s", &state).unwrap();
-        assert_eq!(json, r#"{"version":3,"seen":{"a":1,"b":2}}"#);
-        assert_eq!(parse_state::<State>("s", Some(&json)), Ok(state));
-    }
-
-    #[test]
-    fn save_writes_only_what_changes_and_load_reads_it_back() {
-        let host = crate::testing::MemoryHost::default();
-        let (mut state, stored) = load_state::<State>("s", &host).unwrap();
-        assert_eq!((state.clone(), stored.clone()), (State::default(), None));
-        // Nothing stored and nothing to store: no write.
-        assert!(!save_state("s", &host, &state, stored.as_deref()).unwrap());
-        state.seen.insert("a".into(), 1);
-        assert!(save_state("s", &host, &state, stored.as_deref()).unwrap());
-        let (again, stored) = load_state::<State>("s", &host).unwrap();
-        assert_eq!(again, state);
-        // The same state again: no write.
-        assert!(!save_state("s", &host, &again, stored.as_deref()).unwrap());
-        assert_eq!(host.state_puts.get(), 1);
-    }
-
-    #[test]
-    fn a_serialize_failure_names_the_stage() {
-        // serde_json refuses maps whose keys are not strings.
-        let state = BTreeMap::from([((1, 2), 0)]);
-        let err = state_json("my-stage", &state).unwrap_err();
-        assert_eq!(
-            err,
-            "my-stage: cannot serialize state: key must be a string"
-        );
-    }
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError>;
 }

@@ -1,21 +1,25 @@
-//! An in-memory [`Host`] for testing stages without loading them: a content-addressed store in a
-//! map, state in a cell, a fixed clock, tokens = bytes / 4 rounded up (or any counter you give).
+//! The test host: an in-memory [`Host`] for testing stages without loading them (a
+//! content-addressed store in a map, state in a cell, tokens = bytes / 4 rounded up or any
+//! counter you give, a fake summarizer) together with the [`RunContext`] a stage call sees (a
+//! fixed clock, a 200k window, no flags), both set with builder methods.
 //!
 //! ```
 //! use condense_abi::testing::MemoryHost;
-//! use condense_abi::Host;
-//! let host = MemoryHost::default().with_now_ms(1_000).with_flag("context-collapse:active");
+//! use condense_abi::{Host, Signal};
+//! let host = MemoryHost::default().with_now_ms(1_000).with_signal(Signal::CollapseActive);
 //! let key = host.store_put(b"removed text").unwrap();
 //! assert_eq!(host.store_get(&key).unwrap().as_deref(), Some(&b"removed text"[..]));
-//! assert!(host.has_flag("context-collapse:active"));
+//! assert!(host.run.flags.raised(Signal::CollapseActive));
 //! ```
 //!
 //! [`apply`] runs a stage the way the host does (lazily handing it the conversation) and
 //! always gives back a conversation, so tests read `out.conversation` whether or not the stage
 //! changed anything.
 
-use crate::{Host, Input, Stage, StageReport, SummaryRequest};
-use condense_model::Conversation;
+use crate::{
+    Context, Host, Input, RunContext, Signal, Stage, StageError, StageReport, SummaryRequest,
+};
+use condense_model::{Block, Conversation, Format};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -33,17 +37,19 @@ pub struct Applied {
 
 /// Runs `stage` over `conversation` as the host would: the conversation is copied in only if
 /// the stage reads it.
+/// The call's facts are `host.run`.
 pub fn apply<S: Stage>(
     stage: &S,
     conversation: &Conversation,
-    host: &dyn Host,
-) -> Result<Applied, String> {
+    host: &MemoryHost,
+) -> Result<Applied, StageError> {
     let read = Cell::new(false);
     let materialize = || {
         read.set(true);
         Ok(conversation.clone())
     };
-    let out = stage.apply(Input::lazy(&materialize), host)?;
+    let cx = Context::local(&host.run, host);
+    let out = stage.apply(Input::lazy(&materialize), &cx)?;
     Ok(Applied {
         changed: out.conversation.is_some(),
         conversation: out.conversation.unwrap_or_else(|| conversation.clone()),
@@ -62,17 +68,8 @@ pub struct MemoryHost {
     pub puts: Cell<usize>,
     /// Number of `state_put` calls.
     pub state_puts: Cell<usize>,
-    pub now_ms: i64,
-    pub tokens_freed_before: usize,
-    /// What `conversation_tokens()` answers (set it to the fixture's size in tests).
-    pub conversation_tokens: usize,
-    pub context_window: usize,
-    pub max_output_tokens: usize,
-    /// What `output_reserve()` answers (the default `[model] output_reserve`).
-    pub output_reserve: usize,
-    pub flags: Vec<String>,
-    pub session: String,
-    pub format: String,
+    /// The facts a stage call sees ([`RunContext::default`] unless set).
+    pub run: RunContext,
     counter: Box<dyn Fn(&str) -> usize>,
     summarizer: Box<SummarizeFn>,
     /// Every summary request made, in order.
@@ -86,15 +83,7 @@ impl Default for MemoryHost {
             state: RefCell::default(),
             puts: Cell::new(0),
             state_puts: Cell::new(0),
-            now_ms: 1_750_000_000_000,
-            tokens_freed_before: 0,
-            conversation_tokens: 0,
-            context_window: 200_000,
-            max_output_tokens: 32_000,
-            output_reserve: 8_192,
-            flags: Vec::new(),
-            session: "test-session".into(),
-            format: "anthropic".into(),
+            run: RunContext::default(),
             counter: Box::new(|t: &str| t.len().div_ceil(4)),
             summarizer: Box::new(|r: &SummaryRequest| {
                 let ids: Vec<&str> = r.messages.iter().map(|m| m.id.as_str()).collect();
@@ -115,33 +104,48 @@ impl Default for MemoryHost {
 
 impl MemoryHost {
     pub fn with_now_ms(mut self, now_ms: i64) -> Self {
-        self.now_ms = now_ms;
+        self.run.now_ms = now_ms;
         self
     }
-    pub fn with_flag(mut self, flag: &str) -> Self {
-        self.flags.push(flag.to_string());
+    /// The host forces the stage (its recovery chain).
+    pub fn forced(mut self) -> Self {
+        self.run.flags.forced = true;
         self
     }
-    pub fn with_format(mut self, format: &str) -> Self {
-        self.format = format.to_string();
+    /// The host turned the stage off for this run.
+    pub fn disabled(mut self) -> Self {
+        self.run.flags.disabled = true;
+        self
+    }
+    /// An earlier stage raised `signal`.
+    pub fn with_signal(mut self, signal: Signal) -> Self {
+        self.run.flags.signals.push(signal);
+        self
+    }
+    /// The source format (`None`: unknown).
+    pub fn with_format(mut self, format: Option<Format>) -> Self {
+        self.run.format = format;
         self
     }
     pub fn with_window(mut self, context_window: usize, max_output_tokens: usize) -> Self {
-        self.context_window = context_window;
-        self.max_output_tokens = max_output_tokens;
+        self.run.context_window = context_window;
+        self.run.max_output_tokens = max_output_tokens;
         self
     }
-    /// Sets what `output_reserve()` answers.
     pub fn with_output_reserve(mut self, output_reserve: usize) -> Self {
-        self.output_reserve = output_reserve;
+        self.run.output_reserve = output_reserve;
         self
     }
     pub fn with_conversation_tokens(mut self, tokens: usize) -> Self {
-        self.conversation_tokens = tokens;
+        self.run.conversation_tokens = tokens;
         self
     }
     pub fn with_tokens_freed_before(mut self, tokens: usize) -> Self {
-        self.tokens_freed_before = tokens;
+        self.run.tokens_freed_before = tokens;
+        self
+    }
+    pub fn with_session(mut self, session: &str) -> Self {
+        self.run.session = session.to_string();
         self
     }
     /// Counts tokens with `counter` instead of bytes / 4.
@@ -171,8 +175,17 @@ impl Host for MemoryHost {
     fn count_tokens(&self, text: &str) -> usize {
         (self.counter)(text)
     }
-    fn now_ms(&self) -> i64 {
-        self.now_ms
+    /// The texts of the block with the counter; an image counts as the host's fallback estimate
+    /// (1,600 tokens).
+    fn count_block(&self, block: &Block) -> usize {
+        match block {
+            Block::Text(t) => self.count_tokens(&t.text),
+            Block::Thinking(t) => self.count_tokens(&t.thinking),
+            Block::ToolUse(t) => self.count_tokens(&t.name) + self.count_tokens(t.input.as_str()),
+            Block::ToolResult(t) => t.content.blocks.iter().map(|b| self.count_block(b)).sum(),
+            Block::Image(_) => 1_600,
+            Block::Opaque(o) => self.count_tokens(o.json.as_str()),
+        }
     }
     fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
         self.puts.set(self.puts.get() + 1);
@@ -191,33 +204,15 @@ impl Host for MemoryHost {
         *self.state.borrow_mut() = Some(state.to_string());
         Ok(())
     }
-    fn tokens_freed_before(&self) -> usize {
-        self.tokens_freed_before
-    }
-    fn context_window(&self) -> usize {
-        self.context_window
-    }
-    fn max_output_tokens(&self) -> usize {
-        self.max_output_tokens
-    }
-    fn output_reserve(&self) -> usize {
-        self.output_reserve
-    }
-    fn has_flag(&self, flag: &str) -> bool {
-        self.flags.iter().any(|f| f == flag)
-    }
-    fn session_id(&self) -> String {
-        self.session.clone()
-    }
-    fn source_format(&self) -> String {
-        self.format.clone()
-    }
-    fn conversation_tokens(&self) -> usize {
-        self.conversation_tokens
-    }
     fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
         let out = (self.summarizer)(&request);
         self.summary_requests.borrow_mut().push(request);
         out
+    }
+}
+
+impl condense_model::CountTokens for MemoryHost {
+    fn count_tokens(&self, text: &str) -> usize {
+        (self.counter)(text)
     }
 }

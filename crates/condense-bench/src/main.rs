@@ -5,7 +5,8 @@
 //! docs/benchmarks.md.
 
 use anyhow::{Context, Result};
-use condense_abi::{Host, Plugin};
+use condense_abi::testing::MemoryHost;
+use condense_abi::Plugin;
 use condense_formats::{read, ReadOptions};
 use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions};
 use condense_model::Conversation;
@@ -21,53 +22,12 @@ mod speed;
 
 use gen::{concatenated_text, generated_conversation, median_ms, repo, test_plugin_path};
 
-struct NullHost<'a>(&'a TokenCounter);
-impl Host for NullHost<'_> {
-    fn count_tokens(&self, text: &str) -> usize {
-        self.0.count_text(text)
-    }
-    fn now_ms(&self) -> i64 {
-        0
-    }
-    fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
-        Ok(condense_store::blob_key(bytes))
-    }
-    fn store_get(&self, _: &str) -> Result<Option<Vec<u8>>, String> {
-        Ok(None)
-    }
-    fn state_get(&self) -> Result<Option<String>, String> {
-        Ok(None)
-    }
-    fn state_put(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    fn tokens_freed_before(&self) -> usize {
-        0
-    }
-    fn context_window(&self) -> usize {
-        200_000
-    }
-    fn max_output_tokens(&self) -> usize {
-        32_000
-    }
-    fn output_reserve(&self) -> usize {
-        8_192
-    }
-    fn has_flag(&self, _: &str) -> bool {
-        false
-    }
-    fn session_id(&self) -> String {
-        "bench".into()
-    }
-    fn source_format(&self) -> String {
-        "anthropic".into()
-    }
-    fn conversation_tokens(&self) -> usize {
-        0
-    }
-    fn summarize(&self, _: condense_abi::SummaryRequest) -> Result<String, String> {
-        Err("no summarizer in this benchmark".into())
-    }
+/// The test host counting with `kind` (the boundary benchmarks need only counting).
+fn bench_host(kind: TokenizerKind) -> MemoryHost {
+    let counter = TokenCounter::new(kind);
+    MemoryHost::default()
+        .with_session("bench")
+        .with_counter(move |text| counter.count_text(text))
 }
 
 /// The command line: `[RUNS] [--python PATH]`, or a mode first (`issue13`, `scaling`, the
@@ -211,9 +171,9 @@ fn figures(runs: usize) -> Result<()> {
         let stage = plugin
             .instantiate(&format!("mode = \"{mode}\""))
             .map_err(|e| anyhow::anyhow!(e))?;
-        let host = NullHost(&counter);
+        let host = bench_host(TokenizerKind::O200k);
         let t = median_ms(300, || {
-            let _ = stage.apply(&big, &host);
+            let _ = stage.apply(&big, &host.run, &host);
         });
         println!("{mode} stage: {t:.3} ms");
         return Ok(());
@@ -298,7 +258,7 @@ fn figures(runs: usize) -> Result<()> {
     //    decides without reading (the boundary itself), `read` copies the conversation in and
     //    changes nothing, `echo` copies it in and hands it all back (the most a stage can cost).
     let plugin = Plugin::load(&test_plugin_path()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let host = NullHost(&counter);
+    let host = bench_host(kind);
     for (mode, what) in [
         (
             "noop",
@@ -319,7 +279,7 @@ fn figures(runs: usize) -> Result<()> {
         // What is timed must be what is claimed: a successful run, handing back a conversation
         // exactly when the mode says so.
         let out = stage
-            .apply(&big, &host)
+            .apply(&big, &host.run, &host)
             .map_err(|e| anyhow::anyhow!("{mode}: {e}"))?;
         anyhow::ensure!(
             out.conversation.is_some() == (mode == "echo"),
@@ -328,7 +288,7 @@ fn figures(runs: usize) -> Result<()> {
         // The no-op is microseconds: more runs keep its median stable.
         let n = if mode == "noop" { runs * 100 } else { runs };
         let t = median_ms(n, || {
-            let _ = stage.apply(&big, &host);
+            let _ = stage.apply(&big, &host.run, &host);
         });
         let (shown, target) = if mode == "noop" {
             (format!("{:.1} µs", t * 1000.0), " (target < 1%)")

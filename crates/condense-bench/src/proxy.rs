@@ -14,6 +14,7 @@
 use crate::gen::{anthropic_file, plugin_dir, turn};
 use anyhow::{bail, Context, Result};
 use condense_model::{Block, Conversation, Message, Role};
+use condense_text::thousands;
 use condense_tokens::{TokenCounter, TokenizerKind};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -371,8 +372,4 @@ fn ms(t: Instant) -> f64 {
 fn pct(v: &mut [f64], p: usize) -> f64 {
     v.sort_by(f64::total_cmp);
     v[((v.len() - 1) * p / 100).min(v.len() - 1)]
-}
-
-fn thousands(n: usize) -> String {
-    condense_model::render::thousands(n)
 }

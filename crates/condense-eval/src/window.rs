@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use condense_eval::Window;
-//! use condense_tokens::BudgetConfig;
+//! use condense_budget::BudgetConfig;
 //!
 //! let w = Window::for_cut(70_000, 0.85);
 //! assert_eq!(w.limit(), 10_500);
@@ -22,7 +22,7 @@
 //! ```
 
 use crate::EvalError;
-use condense_tokens::BudgetConfig;
+use condense_budget::BudgetConfig;
 use serde::Serialize;
 
 /// A context window and its output reserve.

@@ -14,8 +14,24 @@
 //!
 //! The usage the session reported for its last model call (the last main-thread assistant line's
 //! `message.usage`) is read as a [`ReportedUsage`].
+//!
+//! Public: what other crates need to know of Claude Code's lines and requests ([`LineFlags`],
+//! [`line_flags`], [`is_sidechain_work`], [`line_template`], [`session_from_user_id`]), so that
+//! knowledge stays in this crate:
+//!
+//! ```
+//! use condense_formats::claude_code::is_sidechain_work;
+//! use condense_model::{Block, Message, RawJson, Role};
+//!
+//! let mut line = Message::new("x1", Role::Event, vec![Block::text("a sub-agent's prompt")]);
+//! line.envelope = RawJson::from_string_unchecked(r#"{"isSidechain":true}"#.into());
+//! assert!(is_sidechain_work(&line));
+//! ```
 
+mod fields;
 mod thread;
+
+pub use fields::{is_sidechain_work, line_flags, line_template, session_from_user_id, LineFlags};
 
 use crate::anthropic;
 use crate::body::{conversation_name, write_event};

@@ -165,13 +165,7 @@ impl<'a> Ctx<'a> {
 /// A short description of a value for "found ..." messages.
 pub(crate) fn describe(value: &Value) -> String {
     match value {
-        Value::String(s) => {
-            let mut short: String = s.chars().take(40).collect();
-            if short.len() < s.len() {
-                short.push('…');
-            }
-            format!("the string {short:?}")
-        }
+        Value::String(s) => format!("the string {:?}", condense_text::ellipsize(s, 40)),
         Value::Object(map) => {
             let keys: Vec<&str> = map.keys().take(6).map(String::as_str).collect();
             if keys.is_empty() {
@@ -189,4 +183,10 @@ pub(crate) fn describe(value: &Value) -> String {
 pub(crate) fn push_token(pointer: &str, token: &str) -> String {
     let escaped = token.replace('~', "~0").replace('/', "~1");
     format!("{pointer}/{escaped}")
+}
+
+impl From<crate::UnknownFormat> for FormatError {
+    fn from(e: crate::UnknownFormat) -> Self {
+        FormatError::UnknownFormat(e.0)
+    }
 }

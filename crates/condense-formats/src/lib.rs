@@ -79,6 +79,13 @@
 //! [`Document::original_text`] and [`Document::set_original_text`] let `expand` put back the exact
 //! text of the messages it restores.
 //!
+//! Format knowledge other crates need, without reading a file, lives here too, so no other crate
+//! spells a format's field names: [`claude_code`] (a line's `isMeta` / `isSidechain` flags, a
+//! sub-agent's lines, the session in a request's `metadata.user_id`), [`openhands`] (an observation's failed exit code),
+//! [`envelope_template`] (the
+//! wrapper a stage gives a message it writes, by [`Format`]) and [`files`] (which files in a
+//! folder are sessions).
+//!
 //! ```
 //! use condense_formats::{read, Format, ReadOptions};
 //!
@@ -94,18 +101,20 @@
 
 mod anthropic;
 mod body;
-mod claude_code;
+pub mod claude_code;
 mod cline;
 mod codex;
 mod container;
 mod detect;
+mod envelope;
 mod error;
+pub mod files;
 mod items;
 mod json;
 mod lines;
 mod notes;
 mod openai;
-mod openhands;
+pub mod openhands;
 mod responses;
 mod scan;
 mod select;
@@ -115,80 +124,12 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use envelope::envelope_template;
 pub use error::FormatError;
 
 use condense_model::Conversation;
-use std::fmt;
-use std::str::FromStr;
 
-/// A conversation file format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// Anthropic Messages API request body (`system`, `messages`, `tools`, ...).
-    Anthropic,
-    /// OpenAI Chat Completions request body or message list.
-    OpenAi,
-    /// Claude Code session JSONL.
-    ClaudeCode,
-    /// OpenHands event list.
-    OpenHands,
-    /// Codex CLI rollout JSONL.
-    Codex,
-    /// OpenAI Responses API request body or input item list.
-    Responses,
-    /// Cline / Roo Code `api_conversation_history.json`: Anthropic messages with XML tool calls.
-    Cline,
-}
-
-impl Format {
-    /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 7] = [
-        Format::Anthropic,
-        Format::OpenAi,
-        Format::ClaudeCode,
-        Format::OpenHands,
-        Format::Codex,
-        Format::Responses,
-        Format::Cline,
-    ];
-
-    /// The name `--format` takes: `anthropic`, `openai`, `claude-code`, `openhands`, `codex`,
-    /// `responses`, `cline`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Anthropic => "anthropic",
-            Format::OpenAi => "openai",
-            Format::ClaudeCode => "claude-code",
-            Format::OpenHands => "openhands",
-            Format::Codex => "codex",
-            Format::Responses => "responses",
-            Format::Cline => "cline",
-        }
-    }
-
-    /// Every name, comma-separated (for messages).
-    pub fn names() -> String {
-        Format::ALL.map(Format::as_str).join(", ")
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Format {
-    type Err = FormatError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let wanted = s.trim().to_ascii_lowercase();
-        Format::ALL
-            .into_iter()
-            .find(|f| f.as_str() == wanted)
-            .ok_or_else(|| FormatError::UnknownFormat(s.to_string()))
-    }
-}
+pub use condense_model::{Format, UnknownFormat};
 
 /// What [`read`] should not guess.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

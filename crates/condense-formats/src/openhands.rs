@@ -12,6 +12,28 @@
 //! the message's `envelope`. The event's `message` field usually repeats a text message's text;
 //! when it does, it is a placeholder too (a hint in `extra` says so) and is written from the
 //! model, so compressing the text shrinks both.
+//!
+//! Public: [`failed_exit`], whether an observation's event records a failed command, for the
+//! crates that judge tool results without knowing the event's fields:
+//!
+//! ```
+//! use condense_formats::openhands::failed_exit;
+//! use condense_model::RawJson;
+//!
+//! let event = |code: i64| RawJson::from_value(&serde_json::json!(
+//!     {"observation": "run", "extras": {"metadata": {"exit_code": code}}}
+//! ));
+//! assert!(failed_exit(&event(127)));
+//! assert!(!failed_exit(&event(0)));
+//! assert!(!failed_exit(&RawJson::default()));
+//! // Only the metadata's code counts, and only a number.
+//! let elsewhere = serde_json::json!({"exit_code": 1, "extras": {"metadata": {"exit_code": 0}}});
+//! assert!(!failed_exit(&RawJson::from_value(&elsewhere)));
+//! let text = serde_json::json!({"extras": {"metadata": {"exit_code": "1"}}});
+//! assert!(!failed_exit(&RawJson::from_value(&text)));
+//! let float = serde_json::json!({"extras": {"metadata": {"exit_code": 2.0}}});
+//! assert!(failed_exit(&RawJson::from_value(&float)));
+//! ```
 
 use crate::body::{conversation_name, write_event};
 use crate::claude_code::put_timestamp;
@@ -283,4 +305,38 @@ fn new_event(msg: &Message) -> Map {
         event.extend(fields);
     }
     event
+}
+
+/// Whether a message's envelope (an OpenHands observation event) records a failed command:
+/// its `extras.metadata.exit_code` is a non-zero number. The event is parsed only when some
+/// `"exit_code"` key in its text holds a non-zero number (OpenHands events are large, and
+/// nearly every one says `"exit_code": 0`).
+pub fn failed_exit(envelope: &RawJson) -> bool {
+    let mut rest = envelope.as_str();
+    let mut nonzero = false;
+    while let Some(at) = rest.find("\"exit_code\"") {
+        rest = &rest[at + "\"exit_code\"".len()..];
+        let value = rest
+            .trim_start()
+            .strip_prefix(':')
+            .unwrap_or("")
+            .trim_start();
+        let end = value
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
+            .unwrap_or(value.len());
+        if value[..end].parse::<f64>().is_ok_and(|x| x != 0.0) {
+            nonzero = true;
+            break;
+        }
+    }
+    if !nonzero {
+        return false;
+    }
+    let Ok(value) = envelope.to_value() else {
+        return false;
+    };
+    match value.pointer("/extras/metadata/exit_code") {
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        _ => false,
+    }
 }

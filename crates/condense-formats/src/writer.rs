@@ -224,7 +224,8 @@ impl Document {
                 };
                 let indent = scan::line_indent(text, span.start).unwrap_or("");
                 let written = serialize_at(&value, style, indent, self.crlf)?;
-                let placeholder = serde_json::to_string(ARRAY_PLACEHOLDER).unwrap_or_default();
+                // The placeholder as JSON text (`Display` of a `Value` cannot fail).
+                let placeholder = Value::String(ARRAY_PLACEHOLDER.into()).to_string();
                 match spliced {
                     Some(array_text) if splice && written.matches(&placeholder).count() == 1 => {
                         Ok(Cow::Owned(written.replacen(&placeholder, &array_text, 1)))

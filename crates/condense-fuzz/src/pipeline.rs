@@ -148,8 +148,12 @@ pub fn check(bytes: &[u8]) -> Verdict {
         Ok(Ok(p)) => p,
     };
     let shown = catch_unwind(AssertUnwindSafe(|| {
-        let toml = pipeline.to_toml();
-        Pipeline::parse(&toml, SOURCE, None).map(|_| ())
+        let toml = pipeline
+            .to_toml()
+            .map_err(|e| format!("it has no TOML form: {e}"))?;
+        Pipeline::parse(&toml, SOURCE, None)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }));
     match shown {
         Err(panic) => Verdict::Failed(Failure::crash("Pipeline::to_toml", &panic)),

@@ -139,25 +139,33 @@ fn header_of(c: &Conversation) -> Header {
     }
 }
 
+/// `value` serialized for a record or a key. An error, never empty bytes: keys hashed from
+/// nothing would collide and expand would put back the wrong originals.
+fn encode<T: Serialize + ?Sized>(what: &'static str, value: &T) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(value).map_err(|e| StoreError::Encode {
+        what,
+        source: Box::new(e),
+    })
+}
+
 /// Hash of a message as the output format shows it (synthetic `#n` ids left out).
-pub(crate) fn message_hash(m: &Message) -> String {
+pub(crate) fn message_hash(m: &Message) -> Result<String, StoreError> {
     let mut bytes = Vec::new();
     if !m.id.starts_with('#') {
         bytes.extend_from_slice(m.id.as_bytes());
     }
     bytes.push(0);
-    // Serializing the model cannot fail: it holds only strings, options and enums.
-    let body = serde_json::to_vec(&(&m.role, &m.timestamp, &m.content, &m.extra, &m.envelope))
-        .unwrap_or_default();
+    let body = encode(
+        "a message for its archive key",
+        &(&m.role, &m.timestamp, &m.content, &m.extra, &m.envelope),
+    )?;
     bytes.extend_from_slice(&body);
-    format!("{:032x}", xxh3_128(&bytes))
+    Ok(format!("{:032x}", xxh3_128(&bytes)))
 }
 
-fn header_hash(h: &Header) -> String {
-    format!(
-        "{HEADER_KEY}-{:032x}",
-        xxh3_128(&serde_json::to_vec(h).unwrap_or_default())
-    )
+fn header_hash(h: &Header) -> Result<String, StoreError> {
+    let bytes = encode("a conversation header for its archive key", h)?;
+    Ok(format!("{HEADER_KEY}-{:032x}", xxh3_128(&bytes)))
 }
 
 impl Segment {
@@ -171,11 +179,16 @@ impl Segment {
     }
 
     /// A header entry restoring `before`'s header, keyed by `after`'s, when they differ.
-    fn add_header(&mut self, before: &Conversation, after: &Conversation) {
+    fn add_header(
+        &mut self,
+        before: &Conversation,
+        after: &Conversation,
+    ) -> Result<(), StoreError> {
         if !same_header(before, after) {
-            self.add(header_hash(&header_of(after)), Entry::Header);
+            self.add(header_hash(&header_of(after))?, Entry::Header);
             self.header = Some(header_of(before));
         }
+        Ok(())
     }
 
     fn add(&mut self, key: String, entry: Entry) {
@@ -208,7 +221,7 @@ pub fn archive_stage(
     opts: ArchiveOptions<'_>,
 ) -> Result<usize, StoreError> {
     let mut seg = Segment::default();
-    seg.add_header(before, after);
+    seg.add_header(before, after)?;
 
     let before_ids = identities(&before.messages);
     let after_ids = identities(&after.messages);
@@ -225,7 +238,7 @@ pub fn archive_stage(
         if let Some(orig) = before_by_id.get(id) {
             if *orig != m {
                 let original = seg.keep(orig, opts.texts);
-                seg.add(message_hash(m), Entry::Replace { original });
+                seg.add(message_hash(m)?, Entry::Replace { original });
             }
         }
     }
@@ -237,27 +250,29 @@ pub fn archive_stage(
     let flush = |seg: &mut Segment,
                  run: &mut Vec<usize>,
                  last_kept: Option<usize>,
-                 anchored: &mut std::collections::HashSet<usize>| {
+                 anchored: &mut std::collections::HashSet<usize>|
+     -> Result<(), StoreError> {
         if run.is_empty() {
-            return;
+            return Ok(());
         }
         let originals = std::mem::take(run);
         let next = last_kept.map_or(0, |i| i + 1);
         if let Some(anchor) = after.messages.get(next) {
             if before_by_id.contains_key(&after_ids[next]) {
-                seg.add(message_hash(anchor), Entry::InsertBefore { originals });
+                seg.add(message_hash(anchor)?, Entry::InsertBefore { originals });
             } else {
                 anchored.insert(next);
-                seg.add(message_hash(anchor), Entry::ReplaceNew { originals });
+                seg.add(message_hash(anchor)?, Entry::ReplaceNew { originals });
             }
         } else if let Some(last) = after.messages.last() {
-            seg.add(message_hash(last), Entry::InsertAfter { originals });
+            seg.add(message_hash(last)?, Entry::InsertAfter { originals });
         }
+        Ok(())
     };
     for (m, id) in before.messages.iter().zip(&before_ids) {
         match after_pos.get(id) {
             Some(&pos) => {
-                flush(&mut seg, &mut run, last_kept, &mut anchored_new);
+                flush(&mut seg, &mut run, last_kept, &mut anchored_new)?;
                 last_kept = Some(pos);
             }
             None => {
@@ -266,12 +281,12 @@ pub fn archive_stage(
             }
         }
     }
-    flush(&mut seg, &mut run, last_kept, &mut anchored_new);
+    flush(&mut seg, &mut run, last_kept, &mut anchored_new)?;
 
     // New messages that stand for nothing.
     for (i, (m, id)) in after.messages.iter().zip(&after_ids).enumerate() {
         if !before_by_id.contains_key(id) && !anchored_new.contains(&i) {
-            seg.add(message_hash(m), Entry::Remove);
+            seg.add(message_hash(m)?, Entry::Remove);
         }
     }
 
@@ -298,7 +313,7 @@ pub fn archive_written(
         return archive_stage(store, session, produced, reread, opts);
     }
     let mut seg = Segment::default();
-    seg.add_header(produced, reread);
+    seg.add_header(produced, reread)?;
     // Positional: synthetic `#n` ids renumber when a stage removed messages, but the hash
     // leaves them out, so only messages that really read back differently get an entry.
     for (p, r) in produced.messages.iter().zip(&reread.messages) {
@@ -306,8 +321,8 @@ pub fn archive_written(
         if p == r {
             continue;
         }
-        let key = message_hash(r);
-        if message_hash(p) != key {
+        let key = message_hash(r)?;
+        if message_hash(p)? != key {
             let original = seg.keep(p, None);
             seg.add(key, Entry::Replace { original });
         }
@@ -324,7 +339,7 @@ fn write_segment(
 ) -> Result<usize, StoreError> {
     let count = seg.entries.values().map(Vec::len).sum();
     if count > 0 {
-        let bytes = serde_json::to_vec(seg).unwrap_or_default();
+        let bytes = encode("an archive segment", seg)?;
         let name = format!("{:032x}", xxh3_128(&bytes));
         // The segment first: a run killed between the two writes leaves a segment without its
         // index (it still expands; only its loss would go unnoticed), never an index naming a
@@ -334,7 +349,7 @@ fn write_segment(
             format: format.filter(|f| !f.is_empty()).map(str::to_string),
             keys: seg.entries.keys().cloned().collect(),
         };
-        let index = serde_json::to_vec(&index).unwrap_or_default();
+        let index = encode("an archive index", &index)?;
         store.record_put(&format!("{INDEX_PREFIX}{session}"), &name, &index)?;
     }
     Ok(count)
@@ -342,7 +357,7 @@ fn write_segment(
 
 /// Records how `session`'s conversation was read (replacing what an earlier run recorded).
 pub fn record_read_as(store: &Store, session: &str, read_as: &ReadAs) -> Result<(), StoreError> {
-    let bytes = serde_json::to_vec(read_as).unwrap_or_default();
+    let bytes = encode("how the conversation was read", read_as)?;
     store.record_put(READ_AS_NAMESPACE, session, &bytes)
 }
 
@@ -414,7 +429,8 @@ impl ReadIndex {
         self.keys.get(format).map_or(0, |keys| {
             conv.messages
                 .iter()
-                .filter(|m| keys.contains(&message_hash(m)))
+                // A message that cannot be hashed was never archived (archiving it fails).
+                .filter(|m| message_hash(m).is_ok_and(|k| keys.contains(&k)))
                 .count()
         })
     }
@@ -468,10 +484,14 @@ impl Rewrites {
     /// The original of `m`, unwinding every rewrite (a result truncated by one stage and cleared
     /// by the next unwinds twice); `None` when `m` was never rewritten.
     pub fn original(&self, m: &Message) -> Option<Message> {
-        let mut current = self.by_hash.get(&message_hash(m))?;
+        // A message that cannot be hashed was never archived (archiving it fails): no original.
+        let mut current = self.by_hash.get(&message_hash(m).ok()?)?;
         // Each step uses another entry: bounded by their number even if entries form a cycle.
         for _ in 0..self.by_hash.len() {
-            match self.by_hash.get(&message_hash(current)) {
+            match message_hash(current)
+                .ok()
+                .and_then(|k| self.by_hash.get(&k))
+            {
                 Some(earlier) if earlier != current => current = earlier,
                 _ => break,
             }

@@ -34,16 +34,16 @@ pub use services::StateMode;
 use condense_model::Conversation;
 use xxhash_rust::xxh3::xxh3_64;
 
-/// Flags the environment sets for every stage, for the binaries that run pipelines (stages
+/// Plugins the environment turns off for this run, for the binaries that run pipelines (stages
 /// never read the environment themselves): `CONDENSE_DISABLE_AUTOCOMPACT=1` (anything but
-/// empty, `0` or `false`) -> `disable:autocompact`.
-pub fn env_flags() -> Vec<String> {
+/// empty, `0` or `false`) turns off `autocompact`. Goes to [`RunOptions::disabled`].
+pub fn env_disabled() -> Vec<String> {
     let on = |v: &str| std::env::var(v).is_ok_and(|x| !x.is_empty() && x != "0" && x != "false");
-    let mut flags = Vec::new();
+    let mut disabled = Vec::new();
     if on("CONDENSE_DISABLE_AUTOCOMPACT") {
-        flags.push("disable:autocompact".to_string());
+        disabled.push("autocompact".to_string());
     }
-    flags
+    disabled
 }
 
 /// The session key under which a conversation's stage state and archive are kept: `explicit`
@@ -69,11 +69,19 @@ pub fn session_id(conv: &Conversation) -> String {
             }
         }
     }
-    let mut basis = serde_json::to_vec(&(&conv.system, &conv.tools)).unwrap_or_default();
+    let mut basis = model_bytes(&(&conv.system, &conv.tools));
     if conv.system.is_none() && conv.tools.is_empty() {
         if let Some(first) = conv.messages.first() {
-            basis.extend(serde_json::to_vec(&first.content).unwrap_or_default());
+            basis.extend(model_bytes(&first.content));
         }
     }
     format!("h{:016x}", xxh3_64(&basis))
+}
+
+/// The JSON bytes of a part of the model, hashed into a session id. The model's serialization
+/// cannot fail (derived impls, string keys, `RawJson` is text), and the ids of existing stores
+/// are hashes of exactly these bytes. (Failing instead would change [`session_key`]'s
+/// signature for every caller.)
+fn model_bytes(part: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(part).unwrap_or_default() // tidy: the model always serializes
 }

@@ -22,8 +22,9 @@
 //! max_result_size_chars = 50000
 //! ```
 
+use condense_budget::BudgetConfig;
 use condense_summarize::SummarizerConfig;
-use condense_tokens::{BudgetConfig, TokenizerKind};
+use condense_tokens::TokenizerKind;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -371,8 +372,9 @@ impl Pipeline {
         )]
     }
 
-    /// The effective pipeline as TOML (what `condense pipeline show` prints).
-    pub fn to_toml(&self) -> String {
+    /// The effective pipeline as TOML (what `condense pipeline show` prints). An error when a
+    /// value has no TOML form, rather than printing an empty pipeline.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
         #[derive(Serialize)]
         struct Out<'a> {
             model: ModelOut<'a>,
@@ -416,7 +418,7 @@ impl Pipeline {
             serve: &self.serve,
             stage: &self.stages,
         };
-        let body = toml::to_string_pretty(&out).unwrap_or_default();
+        let body = toml::to_string_pretty(&out)?;
         // The one [model] key a user must set by hand for some formats: say what it is for.
         let body = body.replacen(
             "\nfixed_tokens = ",
@@ -425,7 +427,10 @@ impl Pipeline {
              fixed_tokens = ",
             1,
         );
-        format!("# effective pipeline (from {})\n{body}", self.source)
+        Ok(format!(
+            "# effective pipeline (from {})\n{body}",
+            self.source
+        ))
     }
 }
 
@@ -532,7 +537,7 @@ mod tests {
     #[test]
     fn show_round_trips() {
         let p = parse(DEFAULT_PIPELINE).unwrap();
-        let again = parse(&p.to_toml()).unwrap();
+        let again = parse(&p.to_toml().unwrap()).unwrap();
         assert_eq!(p.stages, again.stages);
         assert_eq!(p.budget, again.budget);
     }
@@ -541,7 +546,7 @@ mod tests {
     fn show_keeps_the_serve_table() {
         let text = "[serve]\non_error = \"fail\"\n[serve.models]\n\"my-model\" = 64000\n\n[[stage]]\nplugin = \"p\"\n";
         let p = parse(text).unwrap();
-        let shown = p.to_toml();
+        let shown = p.to_toml().unwrap();
         let again = parse(&shown).unwrap();
         assert_eq!(again.serve, p.serve, "{shown}");
         assert_eq!(again.stages, p.stages);
@@ -549,6 +554,7 @@ mod tests {
         assert!(!parse(DEFAULT_PIPELINE)
             .unwrap()
             .to_toml()
+            .unwrap()
             .contains("[serve]"));
     }
 
@@ -611,7 +617,7 @@ mod tests {
     fn fixed_tokens_are_read_shown_and_checked() {
         let p = parse("[model]\nfixed_tokens = 16500\n").unwrap();
         assert_eq!(p.budget.fixed_tokens, 16_500);
-        let shown = p.to_toml();
+        let shown = p.to_toml().unwrap();
         assert!(shown.contains("fixed_tokens = 16500"), "{shown}");
         assert_eq!(parse(&shown).unwrap().budget, p.budget);
         let e = parse(

@@ -5,11 +5,14 @@ use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
 use crate::services::{record_rewrites, state_slot, RunServices, Services, StateMode};
-use condense_abi::{LoadError, LoadedStage, Plugin, StageCallError, StageReport};
+use condense_abi::{
+    LoadError, LoadedStage, Plugin, RunContext, RunFlags, Signal, StageCallError, StageReport,
+};
+use condense_budget::Budget;
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
-use condense_tokens::{Budget, ConversationCount, TokenCounter};
+use condense_tokens::{ConversationCount, TokenCounter};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -89,8 +92,12 @@ pub struct RunOptions {
     pub format: String,
     /// Keep each stage's output conversation in [`StageRun::output`] (for diffs and snapshots).
     pub record_outputs: bool,
-    /// Flags every stage sees from the start (e.g. `disable:autocompact`).
-    pub flags: Vec<String>,
+    /// Plugins forced past their thresholds in every call of this run (`condense serve`'s
+    /// retry after a prompt-too-long answer): their stages see `flags.forced`.
+    pub forced: Vec<String>,
+    /// Plugins the host turns off for this run ([`crate::env_disabled`]): their stages see
+    /// `flags.disabled`.
+    pub disabled: Vec<String>,
     /// Whether stages see the state saved by earlier runs (`--fresh`: they do not).
     pub state: StateMode,
 }
@@ -132,16 +139,7 @@ impl LoadedPipeline {
     /// Finds, loads and configures every enabled stage's plugin.
     pub fn load(pipeline: Pipeline) -> Result<LoadedPipeline, HostError> {
         let dirs = search_dirs(&pipeline.plugin_dirs);
-        let mut stages = Vec::new();
-        for spec in &pipeline.stages {
-            if !spec.enabled {
-                stages.push(LoadedSpec {
-                    spec: spec.clone(),
-                    path: None,
-                    stage: None,
-                });
-                continue;
-            }
+        Self::build(pipeline, |pipeline, spec| {
             let path = find_plugin(&spec.plugin, pipeline.base_dir.as_deref(), &dirs).map_err(
                 |source| HostError::Find {
                     stage: spec.name.clone(),
@@ -152,17 +150,51 @@ impl LoadedPipeline {
                 stage: spec.name.clone(),
                 source,
             })?;
-            let config = toml::to_string(&spec.config).unwrap_or_default();
-            let stage = plugin
-                .instantiate(&config)
-                .map_err(|message| HostError::Config {
+            let stage =
+                plugin
+                    .instantiate(&config_text(spec)?)
+                    .map_err(|message| HostError::Config {
+                        stage: spec.name.clone(),
+                        message: pipeline.locate_config_error(spec, &message),
+                    })?;
+            Ok((Some(path), stage))
+        })
+    }
+
+    /// A pipeline whose enabled stages `stage` builds in this process (by plugin name and
+    /// config text) instead of loading plugin libraries: the runner's own tests, and any host
+    /// that links its stages in.
+    pub fn in_process(
+        pipeline: Pipeline,
+        stage: impl Fn(&str, &str) -> Result<LoadedStage, String>,
+    ) -> Result<LoadedPipeline, HostError> {
+        Self::build(pipeline, |pipeline, spec| {
+            let built =
+                stage(&spec.plugin, &config_text(spec)?).map_err(|message| HostError::Config {
                     stage: spec.name.clone(),
                     message: pipeline.locate_config_error(spec, &message),
                 })?;
+            Ok((None, built))
+        })
+    }
+
+    /// The pipeline with each enabled stage made by `make`, the counter and the summarizer.
+    fn build(
+        pipeline: Pipeline,
+        make: impl Fn(&Pipeline, &StageSpec) -> Result<(Option<PathBuf>, LoadedStage), HostError>,
+    ) -> Result<LoadedPipeline, HostError> {
+        let mut stages = Vec::new();
+        for spec in &pipeline.stages {
+            let (path, stage) = if spec.enabled {
+                let (path, stage) = make(&pipeline, spec)?;
+                (path, Some(stage))
+            } else {
+                (None, None)
+            };
             stages.push(LoadedSpec {
                 spec: spec.clone(),
-                path: Some(path),
-                stage: Some(stage),
+                path,
+                stage,
             });
         }
         let counter = Arc::new(TokenCounter::new(pipeline.tokenizer));
@@ -236,7 +268,7 @@ impl LoadedPipeline {
     ) -> Result<RunState, HostError> {
         let mut state = RunState::new(&self.counter, conversation, opts);
         for loaded in &self.stages {
-            let run = self.run_stage(loaded, &mut state, store, session, opts, None, texts)?;
+            let run = self.run_stage(loaded, &mut state, store, session, opts, false, texts)?;
             state.runs.push(run);
         }
         Ok(state)
@@ -244,8 +276,8 @@ impl LoadedPipeline {
 
     /// The recovery chain: runs the pipeline, and while the result does not fit the budget
     /// (or, with `prompt_too_long`, until at least one forced level has shrunk it), runs the
-    /// levels again from lightest to heaviest with their triggers forced (flag
-    /// `force:<plugin>`), stopping at the first that makes it fit.
+    /// levels again from lightest to heaviest with their triggers forced (`flags.forced`),
+    /// stopping at the first that makes it fit.
     pub fn fit(
         &self,
         conversation: Conversation,
@@ -299,16 +331,7 @@ impl LoadedPipeline {
         let mut fit_by = None;
         let mut shrunk = false;
         for loaded in self.stages.iter().filter(|l| l.stage.is_some()) {
-            let force = format!("force:{}", loaded.spec.plugin);
-            let run = self.run_stage(
-                loaded,
-                &mut state,
-                store,
-                session,
-                opts,
-                Some(&force),
-                texts,
-            )?;
+            let run = self.run_stage(loaded, &mut state, store, session, opts, true, texts)?;
             shrunk |= run.tokens_saved > 0;
             state.runs.push(run);
             if fits(&state, shrunk) {
@@ -325,7 +348,7 @@ impl LoadedPipeline {
     }
 
     /// Runs one stage over the run's current conversation, applying the host's guards and
-    /// archiving what it changed. `force` is an extra flag for this call only.
+    /// archiving what it changed. `recovery` forces it for this call (the recovery chain).
     #[allow(clippy::too_many_arguments)]
     fn run_stage(
         &self,
@@ -334,7 +357,7 @@ impl LoadedPipeline {
         store: &Store,
         session: &str,
         opts: &RunOptions,
-        force: Option<&str>,
+        recovery: bool,
         texts: &OriginalTexts<'_>,
     ) -> Result<StageRun, HostError> {
         let spec = &loaded.spec;
@@ -357,23 +380,37 @@ impl LoadedPipeline {
         let Some(stage) = &loaded.stage else {
             return Ok(base("disabled", None, 0.0, &state.current));
         };
-        let mut flags = state.flags.clone();
-        flags.extend(force.map(str::to_string));
+        let budget = &self.pipeline.budget;
+        let run = RunContext {
+            now_ms: state.now_ms,
+            context_window: budget.context_window,
+            max_output_tokens: budget.max_output_tokens,
+            // The reserve in use (scaled for small windows), the one the host's budget counts.
+            output_reserve: budget.reserve(),
+            tokens_freed_before: state.freed,
+            // What the real request carries: the file's tokens and the fixed tokens it lacks.
+            conversation_tokens: current_tokens + budget.fixed_tokens,
+            session: session.to_string(),
+            format: opts.format.parse().ok(),
+            flags: RunFlags {
+                forced: recovery || opts.forced.contains(&spec.plugin),
+                disabled: opts.disabled.contains(&spec.plugin),
+                signals: state.signals.clone(),
+            },
+        };
+        let slot = state_slot(&self.pipeline, spec).map_err(|message| HostError::Config {
+            stage: spec.name.clone(),
+            message,
+        })?;
         let services = Services {
             counter: &self.counter,
             store,
             session,
             stage: &spec.name,
-            slot: state_slot(&self.pipeline, spec),
+            slot,
             state_mode: opts.state,
-            now_ms: state.now_ms,
-            freed_before: state.freed,
-            budget: &self.pipeline.budget,
-            flags: &flags,
-            format: &opts.format,
+            budget,
             summarizer: self.summarizer.as_ref(),
-            // What the real request carries: the file's tokens and the fixed tokens it lacks.
-            conversation_tokens: current_tokens + self.pipeline.budget.fixed_tokens,
             run: &state.services,
             notes: Default::default(),
         };
@@ -381,7 +418,7 @@ impl LoadedPipeline {
         // The stage borrows the conversation: the host keeps it, to archive what changed and to
         // carry on unchanged when the stage fails, is refused, or changes nothing.
         let outcome = stage
-            .apply(&state.current, &services)
+            .apply(&state.current, &run, &services)
             .map_err(|e| match e {
                 StageCallError::Failed(m) => (m, None),
                 other => (other.to_string(), None),
@@ -442,9 +479,9 @@ impl LoadedPipeline {
                 }
                 let saved = current_tokens - after;
                 state.freed += saved;
-                state.flags.extend(report.flags.iter().cloned());
+                state.signals.extend(report.signals.iter().copied());
                 Ok(StageRun {
-                    status: if force.is_some() { "forced" } else { "ran" },
+                    status: if recovery { "forced" } else { "ran" },
                     tokens_after: after,
                     tokens_saved: saved,
                     report,
@@ -465,6 +502,16 @@ impl LoadedPipeline {
     }
 }
 
+/// A stage's `[stage.config]` table as the TOML text the plugin parses. Serializing a table
+/// read from TOML does not fail in practice; if it did, saying so beats handing the stage an
+/// empty config (its defaults) in silence.
+fn config_text(spec: &StageSpec) -> Result<String, HostError> {
+    toml::to_string(&spec.config).map_err(|e| HostError::Config {
+        stage: spec.name.clone(),
+        message: format!("cannot pass its config on: {e}"),
+    })
+}
+
 /// What [`LoadedPipeline::fit`] found.
 #[derive(Debug, Clone, Serialize)]
 pub struct FitResult {
@@ -483,7 +530,8 @@ struct RunState {
     /// The token count of `current` (kept whole: the budget is computed from it).
     count: ConversationCount,
     freed: usize,
-    flags: Vec<String>,
+    /// What the stages that ran so far raised.
+    signals: Vec<Signal>,
     /// Invariants the conversation already breaks: not the next stage's fault (see `guard`).
     violations: Vec<guard::Violation>,
     runs: Vec<StageRun>,
@@ -502,7 +550,7 @@ impl RunState {
             violations: guard::violations(&conversation),
             current: conversation,
             freed: 0,
-            flags: opts.flags.clone(),
+            signals: Vec::new(),
             runs: Vec::new(),
             services: RunServices::default(),
         }
@@ -555,3 +603,7 @@ fn system_now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

@@ -15,10 +15,11 @@
 use crate::originals::Originals;
 use crate::pipeline::{Pipeline, StageSpec};
 use condense_abi::Host;
+use condense_budget::BudgetConfig;
 use condense_model::Conversation;
 use condense_store::{sanitize_component, Store};
 use condense_summarize::Summarizer;
-use condense_tokens::{BudgetConfig, TokenCounter};
+use condense_tokens::TokenCounter;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use xxhash_rust::xxh3::xxh3_64;
@@ -36,25 +37,28 @@ pub enum StateMode {
 /// Separates a stage's name from its settings in a slot name.
 const SLOT_SEPARATOR: &str = "--";
 
-/// The slot `spec`'s state is kept in under `pipeline`'s settings (see the module docs).
-pub(crate) fn state_slot(pipeline: &Pipeline, spec: &StageSpec) -> String {
+/// The slot `spec`'s state is kept in under `pipeline`'s settings (see the module docs). The
+/// settings are serialized to be hashed; that failing is an error, never an empty text (which
+/// would merge the slots of different settings).
+pub(crate) fn state_slot(pipeline: &Pipeline, spec: &StageSpec) -> Result<String, String> {
     let b = &pipeline.budget;
-    // Serializing these plain values cannot fail; an empty text would only merge slots.
+    let config = toml::to_string(&spec.config)
+        .map_err(|e| format!("cannot name its state slot (config): {e}"))?;
     let settings = serde_json::to_string(&(
         b.output_reserve,
         pipeline.tokenizer.as_str(),
         &pipeline.summarizer,
         &spec.plugin,
-        toml::to_string(&spec.config).unwrap_or_default(),
+        config,
     ))
-    .unwrap_or_default();
-    format!(
+    .map_err(|e| format!("cannot name its state slot (settings): {e}"))?;
+    Ok(format!(
         "{}{SLOT_SEPARATOR}w{}-o{}-{:016x}",
         spec.name,
         b.context_window,
         b.max_output_tokens,
         xxh3_64(settings.as_bytes())
-    )
+    ))
 }
 
 /// What a run keeps across its stages for the services.
@@ -80,14 +84,8 @@ pub(crate) struct Services<'a> {
     /// Where its state is kept.
     pub(crate) slot: String,
     pub(crate) state_mode: StateMode,
-    pub(crate) now_ms: i64,
-    pub(crate) freed_before: usize,
     pub(crate) budget: &'a BudgetConfig,
-    pub(crate) flags: &'a [String],
-    pub(crate) format: &'a str,
     pub(crate) summarizer: &'a dyn Summarizer,
-    /// The conversation's tokens plus the pipeline's `fixed_tokens` (what the request carries).
-    pub(crate) conversation_tokens: usize,
     pub(crate) run: &'a RunServices,
     /// Notes the host adds in front of the stage's own (state not used, ...).
     pub(crate) notes: RefCell<Vec<String>>,
@@ -124,8 +122,8 @@ fn describe_slot(name: &str) -> String {
     match (figure(parts.next(), 'w'), figure(parts.next(), 'o')) {
         (Some(w), Some(o)) => format!(
             "window {}, max output {}",
-            condense_abi::text::thousands(w),
-            condense_abi::text::thousands(o)
+            condense_text::thousands(w),
+            condense_text::thousands(o)
         ),
         _ => "an earlier condense".to_string(),
     }
@@ -135,8 +133,8 @@ impl Host for Services<'_> {
     fn count_tokens(&self, text: &str) -> usize {
         self.counter.count_text_cached(text)
     }
-    fn now_ms(&self) -> i64 {
-        self.now_ms
+    fn count_block(&self, block: &condense_model::Block) -> usize {
+        self.counter.count_block(block)
     }
     fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
         self.store.put(bytes).map_err(|e| e.to_string())
@@ -176,8 +174,8 @@ impl Host for Services<'_> {
                     "state saved for other settings ({}) is not used: this run's settings \
                      (window {}, max output {}, or the stage's config) start from none",
                     made.join("; "),
-                    condense_abi::text::thousands(self.budget.context_window),
-                    condense_abi::text::thousands(self.budget.max_output_tokens)
+                    condense_text::thousands(self.budget.context_window),
+                    condense_text::thousands(self.budget.max_output_tokens)
                 ));
             }
         }
@@ -188,31 +186,6 @@ impl Host for Services<'_> {
         self.store
             .state_put(self.session, &self.slot, state)
             .map_err(|e| e.to_string())
-    }
-    fn tokens_freed_before(&self) -> usize {
-        self.freed_before
-    }
-    fn context_window(&self) -> usize {
-        self.budget.context_window
-    }
-    fn max_output_tokens(&self) -> usize {
-        self.budget.max_output_tokens
-    }
-    fn output_reserve(&self) -> usize {
-        // The reserve in use (scaled for small windows), the one the host's budget counts.
-        self.budget.reserve()
-    }
-    fn has_flag(&self, flag: &str) -> bool {
-        self.flags.iter().any(|f| f == flag)
-    }
-    fn session_id(&self) -> String {
-        self.session.to_string()
-    }
-    fn source_format(&self) -> String {
-        self.format.to_string()
-    }
-    fn conversation_tokens(&self) -> usize {
-        self.conversation_tokens
     }
     fn summarize(&self, request: condense_abi::SummaryRequest) -> Result<String, String> {
         crate::summaries::summarize(self, request)
@@ -236,6 +209,7 @@ pub(crate) fn record_rewrites(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -243,17 +217,17 @@ mod tests {
     fn slots_name_the_window_and_change_with_the_settings() {
         let mut p = Pipeline::default_pipeline();
         let spec = p.stages[3].clone();
-        let a = state_slot(&p, &spec);
+        let a = state_slot(&p, &spec).unwrap();
         assert!(a.starts_with("context-collapse--w200000-o32000-"), "{a}");
         assert_eq!(describe_slot(&a), "window 200,000, max output 32,000");
         p.budget.context_window = 32_000;
-        let b = state_slot(&p, &spec);
+        let b = state_slot(&p, &spec).unwrap();
         assert_ne!(a, b);
         let mut other = spec.clone();
         other
             .config
             .insert("commit_at".into(), toml::Value::Float(0.5));
-        assert_ne!(state_slot(&p, &other), b);
+        assert_ne!(state_slot(&p, &other).unwrap(), b);
         assert_eq!(describe_slot("context-collapse"), "an earlier condense");
     }
 }

@@ -21,12 +21,29 @@
 //! ```
 
 mod block;
+mod format;
 mod raw_json;
 pub mod render;
 pub mod time;
+pub mod visit;
 
 pub use block::{Block, Image, ImageSource, Opaque, TextBlock, ThinkingBlock, ToolResult, ToolUse};
+pub use format::{Format, UnknownFormat};
 pub use raw_json::{kind_of, RawJson};
+pub use visit::{ToolResultAt, ToolResultMut, ToolResultRef};
+
+/// How every message condense writes in place of others starts (a context-collapse or
+/// autocompact summary, a restored file): `[condense: `. Stages, the summarizer, the archive and
+/// the retention rules all recognise condense's own messages by it.
+pub const CONDENSE_MARKER: &str = "[condense: ";
+
+/// Counts tokens the way the pipeline does. The host's token counter, the services a stage is
+/// handed and the test host all implement it, so the measuring helpers (`condense-turns`) work
+/// on either side of the plugin boundary.
+pub trait CountTokens {
+    /// Tokens in `text` with the pipeline's tokenizer.
+    fn count_tokens(&self, text: &str) -> usize;
+}
 
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};

@@ -22,9 +22,9 @@ impl RawJson {
     pub fn from_value(value: &serde_json::Value) -> Self {
         match value {
             serde_json::Value::Object(map) if map.is_empty() => RawJson::default(),
-            // Serializing a `Value` cannot fail: its keys are strings and it holds no
-            // non-finite floats.
-            other => RawJson(serde_json::to_string(other).unwrap_or_default()),
+            // `Value`'s `Display` is its compact JSON (as `serde_json::to_string`), and cannot
+            // fail: its keys are strings and it holds no non-finite floats.
+            other => RawJson(other.to_string()),
         }
     }
 

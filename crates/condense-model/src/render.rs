@@ -170,19 +170,6 @@ fn render_text(out: &mut String, text: &str, indent: &str) {
     }
 }
 
-/// `n` with thousands separators, as every report words numbers: `1234567` → `1,234,567`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

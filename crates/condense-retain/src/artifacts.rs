@@ -459,12 +459,12 @@ mod tests {
         t.record("src/a.rs", Create);
         t.record("src/a.rs", Delete);
         t.record("b", MoveFrom);
-        let json = serde_json::to_string(&t).unwrap_or_default();
+        let json = serde_json::to_string(&t).unwrap();
         assert_eq!(
             json,
             r#"[{"path":"src/a.rs","status":"deleted","created_here":true,"op":"delete","ops":2},{"path":"b","status":"deleted","op":"move-from","ops":1}]"#
         );
-        let back: ArtifactTrail = serde_json::from_str(&json).unwrap_or_default();
+        let back: ArtifactTrail = serde_json::from_str(&json).unwrap();
         assert_eq!(back, t);
     }
 }

@@ -25,9 +25,10 @@
 //! only that header has no line. (npm prints `npm warn Unknown env
 //! config ...` before the real `error TS2307: ...`: a warning is never the error.) Lines are trimmed, then cut to 200 characters. An empty text has no line.
 
-use crate::text::{find_ci, prefix_chars};
+use crate::text::find_ci;
+use condense_formats::openhands::failed_exit;
 use condense_model::{Block, Content, RawJson, ToolResult};
-use serde_json::Value;
+use condense_text::prefix_chars;
 
 /// Characters kept of an error line.
 pub const ERROR_LINE_CHARS: usize = 200;
@@ -114,45 +115,11 @@ fn nonzero_exit(piece: &str) -> bool {
     false
 }
 
-/// The envelope's `extras.metadata.exit_code` is a non-zero number (OpenHands observations).
-/// The envelope is parsed only when some `"exit_code"` key in its text holds a non-zero number
-/// (OpenHands envelopes are large, and nearly every one says `"exit_code": 0`).
-fn envelope_exit(envelope: &RawJson) -> bool {
-    let raw = envelope.as_str();
-    let mut rest = raw;
-    let mut nonzero = false;
-    while let Some(at) = rest.find("\"exit_code\"") {
-        rest = &rest[at + "\"exit_code\"".len()..];
-        let value = rest
-            .trim_start()
-            .strip_prefix(':')
-            .unwrap_or("")
-            .trim_start();
-        let end = value
-            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
-            .unwrap_or(value.len());
-        if value[..end].parse::<f64>().is_ok_and(|x| x != 0.0) {
-            nonzero = true;
-            break;
-        }
-    }
-    if !nonzero {
-        return false;
-    }
-    let Ok(value) = envelope.to_value() else {
-        return false;
-    };
-    match value.pointer("/extras/metadata/exit_code") {
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
-        _ => false,
-    }
-}
-
 /// Whether `result` is an error result (see the module docs). `envelope` is its message's.
 /// Cheap when it is not: no text is copied.
 pub fn is_error_result(result: &ToolResult, envelope: &RawJson) -> bool {
     result.is_error == Some(true)
-        || envelope_exit(envelope)
+        || failed_exit(envelope)
         || any_piece(&result.content, &mut |p| {
             p.contains(TRACEBACK) || nonzero_exit(p)
         })

@@ -72,14 +72,13 @@ pub use errors::{error_line, is_error_result, meaningful_line, ERROR_LINE_CHARS}
 pub use ledger::{ErrorEntry, ErrorLedger, Fix};
 pub use parse::strip_rendered;
 pub use render::{Rendered, ERRORS_HEADING, FILES_HEADING, REQUESTS_HEADING};
-pub use requests::{
-    clean_request, envelope_flags, is_sidechain_work, request_text, CONDENSE_MARKER,
-};
+pub use requests::{clean_request, request_text, CONDENSE_MARKER};
 pub use tools::{
     is_file_tool, is_shell_tool, normalize_name, patch_ops, shell_command, tool_file_ops,
     ShellCommand,
 };
 
+use condense_formats::claude_code::is_sidechain_work;
 use condense_model::{Block, Message};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};

@@ -44,8 +44,9 @@
 
 use crate::artifacts::{Artifact, FileStatus};
 use crate::ledger::ErrorEntry;
-use crate::text::{code_span, cut_marked, first_line_marked, longest_backtick_run};
+use crate::text::{code_span, first_line_marked, longest_backtick_run};
 use crate::Retained;
+use condense_text::cut_chars;
 
 pub const REQUESTS_HEADING: &str = "User requests";
 pub const FILES_HEADING: &str = "Files (artifact trail)";
@@ -479,7 +480,7 @@ pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize)
             .map(|t| {
                 [
                     bullet(&first_line_marked(t, REQUEST_LINE_CHARS)),
-                    bullet(&cut_marked(t, REQUEST_CHARS)),
+                    bullet(&cut_chars(t, REQUEST_CHARS)),
                     bullet(t),
                 ]
             })

@@ -2,7 +2,8 @@
 //!
 //! A *user prompt* is a [`Role::User`] message with at least one text block, that is not a
 //! sidechain or meta line (Claude Code envelope `isSidechain: true` or `isMeta: true`: a
-//! sub-agent's prompt, an expanded slash-command prompt, a caveat) and not a condense message
+//! sub-agent's prompt, an expanded slash-command prompt, a caveat; read by
+//! `condense_formats::claude_code::line_flags`) and not a condense message
 //! (its text starts with `[condense: `). Its *request text*: its text blocks joined with `\n`;
 //! every `<system-reminder>…</system-reminder>` span removed; when it holds
 //! `<command-name>N</command-name>`, instead `N`, a space and the trimmed `<command-args>`
@@ -11,12 +12,10 @@
 //! the user while running local commands` or `This session is being continued from a previous
 //! conversation` is not a request.
 
-use condense_model::{Block, Message, RawJson, Role};
-use serde::Deserialize;
-use serde_json::Value;
+use condense_formats::claude_code::line_flags;
+use condense_model::{Block, Message, Role};
 
-/// The start of every condense message's text.
-pub const CONDENSE_MARKER: &str = "[condense: ";
+pub use condense_model::CONDENSE_MARKER;
 
 const NOT_REQUESTS: [&str; 6] = [
     "[Request interrupted by user",
@@ -28,38 +27,6 @@ const NOT_REQUESTS: [&str; 6] = [
     "<environment_context>",
     "<user_instructions>",
 ];
-
-/// Claude Code envelope flags `(isMeta, isSidechain)`; both false elsewhere.
-pub fn envelope_flags(envelope: &RawJson) -> (bool, bool) {
-    /// The two flags only: the rest of the line (for an event, its whole message) is skipped
-    /// by the parser, not built into a map.
-    #[derive(Deserialize)]
-    struct Flags {
-        #[serde(rename = "isMeta")]
-        meta: Option<Value>,
-        #[serde(rename = "isSidechain")]
-        sidechain: Option<Value>,
-    }
-    let env = envelope.as_str();
-    if !env.contains("isMeta") && !env.contains("isSidechain") {
-        return (false, false);
-    }
-    let Ok(flags) = serde_json::from_str::<Flags>(env) else {
-        return (false, false);
-    };
-    let flag = |v: Option<Value>| v.and_then(|v| v.as_bool()).unwrap_or(false);
-    (flag(flags.meta), flag(flags.sidechain))
-}
-
-/// Whether `message` is a sub-agent's work carried beside the context: a [`Role::Event`] with
-/// content whose envelope says `isSidechain: true` (how the Claude Code reader keeps a `Task`
-/// agent's lines, which the model never sees). Its tool calls and results are the session's:
-/// the files it wrote are on disk, its errors happened.
-pub fn is_sidechain_work(message: &Message) -> bool {
-    message.role == Role::Event
-        && !message.content.blocks.is_empty()
-        && envelope_flags(&message.envelope).1
-}
 
 /// The request text of `message`, or `None` when it is not a user prompt or not a request.
 ///
@@ -92,8 +59,8 @@ pub fn request_text(message: &Message) -> Option<String> {
     if joined.starts_with(CONDENSE_MARKER) {
         return None;
     }
-    let (meta, sidechain) = envelope_flags(&message.envelope);
-    if meta || sidechain {
+    let flags = line_flags(&message.envelope);
+    if flags.meta || flags.sidechain {
         return None;
     }
     clean_request(&joined)
@@ -144,6 +111,7 @@ fn tag_content<'a>(text: &'a str, tag: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use condense_model::RawJson;
 
     fn user(text: &str, envelope: &str) -> Message {
         let mut m = Message::new("u", Role::User, vec![Block::text(text)]);

@@ -1,23 +1,8 @@
-//! Small text helpers: cutting at char boundaries, case-insensitive search without allocating,
-//! stable keys, Markdown code spans that never escape their content.
+//! Small text helpers of the record's own: first lines marked where cut, case-insensitive
+//! search without allocating, stable keys, Markdown code spans that never escape their content.
+//! The general cuts (`prefix_chars`, `cut_chars`) are `condense-text`'s.
 
-/// The first `max` characters of `s` (at a char boundary), nothing appended.
-pub(crate) fn prefix_chars(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        None => s,
-        Some((byte, _)) => &s[..byte],
-    }
-}
-
-/// The first `max` characters of `s`, with `…` appended when something was cut.
-pub(crate) fn cut_marked(s: &str, max: usize) -> String {
-    let head = prefix_chars(s, max);
-    if head.len() == s.len() {
-        s.to_string()
-    } else {
-        format!("{}…", head.trim_end())
-    }
-}
+use condense_text::prefix_chars;
 
 /// The first line of `s` (trimmed), cut to `max` characters; `…` marks anything left out
 /// (the rest of the line or further lines).
@@ -160,9 +145,6 @@ mod tests {
 
     #[test]
     fn cutting() {
-        assert_eq!(prefix_chars("héllo", 2), "hé");
-        assert_eq!(cut_marked("hello world", 5), "hello…");
-        assert_eq!(cut_marked("hello", 5), "hello");
         assert_eq!(first_line_marked("  fix it\nplease ", 100), "fix it…");
         assert_eq!(first_line_marked("fix it", 3), "fix…");
         assert_eq!(first_line_marked("fix it", 10), "fix it");

@@ -42,7 +42,7 @@ pub fn levels(pipeline: &LoadedPipeline) -> Vec<String> {
     pipeline
         .stages
         .iter()
-        .filter(|s| s.path.is_some())
+        .filter(|s| s.spec.enabled)
         .map(|s| s.spec.plugin.clone())
         .collect()
 }
@@ -57,18 +57,12 @@ pub fn run(
     level: usize,
 ) -> Result<Compressed, String> {
     let format = doc.format();
-    let mut flags = condense_host::env_flags();
-    flags.extend(
-        levels(pipeline)
-            .into_iter()
-            .take(level)
-            .map(|p| format!("force:{p}")),
-    );
     let opts = RunOptions {
         now_ms: None,
         format: format.as_str().to_string(),
         record_outputs: false,
-        flags,
+        forced: levels(pipeline).into_iter().take(level).collect(),
+        disabled: condense_host::env_disabled(),
         state: StateMode::Saved,
     };
     let conv = std::mem::take(&mut doc.conversations_mut()[0]);

@@ -7,12 +7,12 @@ use crate::compress::{self, Compressed};
 use crate::session::{hashed_session, named_session, Head, SESSION_HEADER};
 use crate::settings::{OnError, Settings};
 use crate::wire::{
-    answer, build, error_answer, error_chain, forward_headers, full, ms, one_line, set_saved,
-    stream_back, strip_hop_by_hop,
+    answer, build, error_answer, error_chain, forward_headers, full, ms, set_saved, stream_back,
+    strip_hop_by_hop,
 };
 use crate::{Api, Pipelines, ServeError};
 use bytes::Bytes;
-use condense_model::render::thousands;
+use condense_text::{one_line, thousands};
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::combinators::BoxBody;
@@ -81,8 +81,10 @@ impl Proxy {
         let started = Instant::now();
         let path = req.uri().path().to_string();
         if req.method() == Method::GET && path == "/condense/status" {
-            let json = serde_json::to_vec(&self.backend.status()).unwrap_or_default();
-            return Ok(answer(StatusCode::OK, json));
+            return Ok(match serde_json::to_vec(&self.backend.status()) {
+                Ok(json) => answer(StatusCode::OK, json),
+                Err(e) => error_answer(StatusCode::INTERNAL_SERVER_ERROR, &format!("status: {e}")),
+            });
         }
         match Api::of_path(&path).filter(|_| req.method() == Method::POST) {
             Some(api) => self.compressed_route(req, api, started).await,
@@ -386,8 +388,9 @@ impl Proxy {
                 .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
             // The top-level fields condense does not map (`model`, `metadata`, `stream`) are
             // the conversation's `extra`: read there, not by parsing the body again.
-            let head: Head =
-                serde_json::from_str(doc.conversations()[0].extra.as_str()).unwrap_or_default();
+            // An empty extra, or one of another shape, reads as no head: nothing is named.
+            let extra = doc.conversations()[0].extra.as_str();
+            let head: Head = serde_json::from_str(extra).unwrap_or_default(); // tidy: names nothing
             let named = match level {
                 Some(_) => session,
                 None => named_session(session.as_deref(), &head),

@@ -1,9 +1,11 @@
 //! Which session a request belongs to: the `x-condense-session` header if sent; otherwise the
-//! session id Claude Code puts in `metadata.user_id`; otherwise a stable hash of the system
+//! session id Claude Code puts in `metadata.user_id` (read by
+//! `condense_formats::claude_code::session_from_user_id`); otherwise a stable hash of the system
 //! prompt and the first user message (both stay fixed while a conversation grows).
 
+use condense_formats::claude_code::session_from_user_id;
 use condense_model::{Conversation, Role};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// The header a client sets to name its session.
@@ -32,41 +34,18 @@ pub fn named_session(header: Option<&str>, head: &Head) -> Option<String> {
         return Some(h.to_string());
     }
     let user_id = head.metadata.as_ref()?.user_id.as_ref()?;
-    claude_code_session(user_id).map(|s| format!("cc-{s}"))
-}
-
-/// Claude Code's `user_id`: `user_<hash>_account_<uuid>_session_<uuid>`, or in newer
-/// versions a JSON object (or its text) with `session_id`.
-fn claude_code_session(user_id: &serde_json::Value) -> Option<String> {
-    let from_object = |v: &serde_json::Value| {
-        v.get("session_id")
-            .and_then(|s| s.as_str())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    match user_id {
-        serde_json::Value::String(s) => {
-            if let Some((_, id)) = s.rsplit_once("_session_") {
-                return (!id.is_empty()).then(|| id.to_string());
-            }
-            serde_json::from_str::<serde_json::Value>(s)
-                .ok()
-                .as_ref()
-                .and_then(from_object)
-        }
-        v => from_object(v),
-    }
+    session_from_user_id(user_id).map(|s| format!("cc-{s}"))
 }
 
 /// A stable hash of the system prompt (top-level, or the system messages before the first
 /// user message) and the first user message.
 pub fn hashed_session(conv: &Conversation) -> String {
-    let mut basis = serde_json::to_vec(&conv.system).unwrap_or_default();
+    let mut basis = model_bytes(&conv.system);
     for m in &conv.messages {
         match m.role {
-            Role::System => basis.extend(serde_json::to_vec(&m.content).unwrap_or_default()),
+            Role::System => basis.extend(model_bytes(&m.content)),
             Role::User => {
-                basis.extend(serde_json::to_vec(&m.content).unwrap_or_default());
+                basis.extend(model_bytes(&m.content));
                 break;
             }
             _ => {}
@@ -75,12 +54,19 @@ pub fn hashed_session(conv: &Conversation) -> String {
     format!("h{:016x}", xxh3_64(&basis))
 }
 
+/// The JSON bytes of a part of the model, hashed into a session id. The model's serialization
+/// cannot fail (derived impls, string keys, `RawJson` is text), and the ids of existing
+/// sessions are hashes of exactly these bytes.
+fn model_bytes(part: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(part).unwrap_or_default() // tidy: the model always serializes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn head(json: &str) -> Head {
-        serde_json::from_str(json).unwrap_or_default()
+        serde_json::from_str(json).unwrap()
     }
 
     #[test]

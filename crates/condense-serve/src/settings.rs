@@ -171,14 +171,14 @@ mod tests {
         let table: toml::Table = toml::from_str(
             "openai_upstream = \"http://127.0.0.1:9/v1/\"\non_error = \"fail\"\n[models]\nx = 8000\n",
         )
-        .unwrap_or_default();
+        .unwrap();
         let s = Settings::from_table(&table, "p.toml").map_err(|e| e.to_string());
         let s = s
             .as_ref()
             .map(|s| (s.openai_upstream.as_str(), s.on_error, s.window_for("x1")));
         assert_eq!(s, Ok(("http://127.0.0.1:9/v1", OnError::Fail, Some(8000))));
 
-        let table: toml::Table = toml::from_str("upstream = 1").unwrap_or_default();
+        let table: toml::Table = toml::from_str("upstream = 1").unwrap();
         let err = Settings::from_table(&table, "p.toml")
             .map(|_| ())
             .map_err(|e| e.to_string());
@@ -186,8 +186,7 @@ mod tests {
             matches!(&err, Err(m) if m.starts_with("p.toml: [serve]: unknown field `upstream`") && !m.contains('\n')),
             "{err:?}"
         );
-        let table: toml::Table =
-            toml::from_str("anthropic_upstream = \"ftp://x\"").unwrap_or_default();
+        let table: toml::Table = toml::from_str("anthropic_upstream = \"ftp://x\"").unwrap();
         assert!(Settings::from_table(&table, "p.toml").is_err());
     }
 }

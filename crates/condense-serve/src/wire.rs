@@ -4,6 +4,7 @@
 use crate::proxy::{BoxError, ProxyBody, TOKENS_SAVED_HEADER};
 use crate::session::SESSION_HEADER;
 use bytes::Bytes;
+use condense_text::one_line;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
@@ -109,7 +110,8 @@ pub(crate) fn error_answer(status: StatusCode, message: &str) -> Response<ProxyB
         "type": "error",
         "error": {"type": "condense_error", "message": one_line(message)},
     });
-    answer(status, serde_json::to_vec(&json).unwrap_or_default())
+    // `Display` of a `Value` is its JSON and cannot fail.
+    answer(status, json.to_string().into_bytes())
 }
 
 /// Headers that belong to one connection, never forwarded (RFC 9110 7.6.1).
@@ -162,8 +164,4 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     s
-}
-
-pub(crate) fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -84,6 +84,13 @@ pub enum StoreError {
         session: String,
         stage: String,
     },
+    /// A value could not be serialized to be stored, or to be hashed into a key: writing or
+    /// keying empty bytes instead would corrupt the store without a word.
+    #[error("store: cannot encode {what}: {source}")]
+    Encode {
+        what: &'static str,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {

@@ -168,7 +168,7 @@ pub fn summary_body(message: &Message) -> Option<&str> {
     let [condense_model::Block::Text(t)] = message.content.blocks.as_slice() else {
         return None;
     };
-    let rest = t.text.strip_prefix("[condense: ")?;
+    let rest = t.text.strip_prefix(condense_model::CONDENSE_MARKER)?;
     // Restored files and pinned items are condense messages too, but not summaries.
     if !(rest.starts_with("summary of ") || rest.starts_with("conversation compacted")) {
         return None;

@@ -1,19 +1,7 @@
-//! Small text helpers shared by the summarizers.
+//! Text cut to a token budget, shared by the summarizers (the general text helpers, cuts by
+//! characters and one-line forms, are `condense-text`'s).
 
 use condense_tokens::TokenCounter;
-
-/// The first `max` characters of `s`, with `…` appended when something was cut.
-pub(crate) fn cut_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((byte, _)) => format!("{}…", s[..byte].trim_end()),
-    }
-}
-
-/// `s` with every run of whitespace (newlines included) made one space, trimmed.
-pub(crate) fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 /// The longest prefix of `text` that fits `max_tokens`, cut at a line end when one is close,
 /// with `marker` appended when something was cut (the marker is dropped when even it does not
@@ -77,13 +65,6 @@ pub(crate) fn fit_tokens(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cut_chars_marks_the_cut() {
-        assert_eq!(cut_chars("hello", 10), "hello");
-        assert_eq!(cut_chars("hello world", 5), "hello…");
-        assert_eq!(cut_chars("héllo", 2), "hé…");
-    }
 
     #[test]
     fn fit_tokens_never_exceeds() {

@@ -1,20 +1,15 @@
 //! [`TokenCounter`]: what blocks, messages and conversations cost, with a cache by content hash.
 
-use crate::budget::{Budget, BudgetConfig};
-use crate::image::image_tokens;
 use crate::tokenizer::{tokenizer, Tokenizer, TokenizerKind};
-use condense_model::{Block, Content, Conversation, Message, Role, ToolDef};
+use condense_budget::image::image_tokens;
+use condense_budget::{Budget, BudgetConfig, MESSAGE_OVERHEAD_TOKENS};
+use condense_model::{Block, Content, Conversation, CountTokens, Message, Role, ToolDef};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
-
-/// Tokens added to every message (and to a system prompt) for its role and the separators
-/// around it. OpenAI's chat format costs 3 per message plus the role name (1 for all roles);
-/// Goose and the OpenAI cookbook use the same figure.
-pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 
 /// Default cache capacity (entries); the cache is cleared when it grows past it. An entry is
 /// about 16 bytes, so the default holds on to about 16 MB at most.
@@ -107,6 +102,15 @@ impl std::fmt::Debug for TokenCounter {
     }
 }
 
+/// Counts with the text cache ([`TokenCounter::count_text_cached`]): what stages get through
+/// the host, so a measuring helper (`condense-turns`) gives the same figures on either side of
+/// the plugin boundary.
+impl CountTokens for TokenCounter {
+    fn count_tokens(&self, text: &str) -> usize {
+        self.count_text_cached(text)
+    }
+}
+
 impl Default for TokenCounter {
     fn default() -> Self {
         TokenCounter::new(TokenizerKind::default())
@@ -158,7 +162,7 @@ impl TokenCounter {
 
     /// Tokens of a block, cached: text and thinking count their text; a tool use its name and
     /// its input JSON text; a tool result the blocks it holds; an image an estimate from its
-    /// dimensions (see [`crate::image`]); an opaque block its JSON text.
+    /// dimensions (see [`condense_budget::image`]); an opaque block its JSON text.
     pub fn count_block(&self, block: &Block) -> usize {
         self.cached(block.content_hash(), || self.block_cost(block))
     }
@@ -526,5 +530,23 @@ mod tests {
             |_| usize::from(std::thread::current().id() == me),
         );
         assert_eq!(on_me, vec![1]);
+    }
+
+    #[test]
+    fn count_tokens_counts_through_the_text_cache() {
+        let counter = TokenCounter::new(TokenizerKind::O200k);
+        let text = "a sentence long enough to be cached by the counter";
+        let counted = CountTokens::count_tokens(&counter, text);
+        assert_eq!(counted, counter.count_text(text));
+        let misses = counter.stats().misses;
+        assert_eq!(CountTokens::count_tokens(&counter, text), counted);
+        assert_eq!(
+            counter.stats().misses,
+            misses,
+            "the second count is a cache hit"
+        );
+        // Through a trait object too, the way the measuring helpers take it.
+        let dynamic: &dyn CountTokens = &counter;
+        assert_eq!(dynamic.count_tokens(text), counted);
     }
 }

@@ -1,4 +1,6 @@
-//! Token counting for condense: tokenizers, a cached conversation counter and the budget.
+//! Token counting for condense: the tokenizers and a cached conversation counter. The pure
+//! budget arithmetic they feed (window, reserve, image estimates, the per-message overhead)
+//! is `condense-budget`'s, so that stages can use it without linking a tokenizer.
 //!
 //! - [`Tokenizer`] / [`TokenizerKind`] / [`tokenizer`]: `o200k_base` (the default) and
 //!   `cl100k_base` from static tables laid out at build time, with a hand-written pre-tokenizer
@@ -11,15 +13,16 @@
 //!   [`Block::content_hash`](condense_model::Block::content_hash) so that counting again after a
 //!   stage only tokenizes the blocks that changed. Text and thinking count their text, a tool
 //!   use its name and input JSON, a tool result its blocks, an image an estimate from its
-//!   dimensions ([`image`]), an opaque block its JSON; every message adds
-//!   [`MESSAGE_OVERHEAD_TOKENS`]; [`Role::Event`](condense_model::Role::Event) lines cost 0.
-//!   The system prompt and each tool definition count too.
-//! - [`BudgetConfig`] / [`Budget`]: how much of the window is used, the level (normal,
-//!   elevated, warning, critical) and the autocompact threshold, with the seeds' defaults.
+//!   dimensions ([`condense_budget::image`]), an opaque block its JSON; every message adds
+//!   [`MESSAGE_OVERHEAD_TOKENS`](condense_budget::MESSAGE_OVERHEAD_TOKENS);
+//!   [`Role::Event`](condense_model::Role::Event) lines cost 0. The system prompt and each
+//!   tool definition count too. It implements [`condense_model::CountTokens`] (with its text
+//!   cache), so the measuring helpers of `condense-turns` run on the host side too.
 //!
 //! ```
+//! use condense_budget::{BudgetConfig, Level, MESSAGE_OVERHEAD_TOKENS};
 //! use condense_model::{Block, Conversation, Message, Role};
-//! use condense_tokens::{BudgetConfig, Level, TokenCounter, TokenizerKind};
+//! use condense_tokens::{TokenCounter, TokenizerKind};
 //!
 //! let mut conv = Conversation::default();
 //! conv.messages.push(Message::new("m0", Role::User, vec![Block::text("hello world")]));
@@ -27,7 +30,7 @@
 //!
 //! let counter = TokenCounter::new(TokenizerKind::O200k);
 //! let count = counter.count_conversation(&conv);
-//! assert_eq!(count.messages, vec![2 + condense_tokens::MESSAGE_OVERHEAD_TOKENS, 0]);
+//! assert_eq!(count.messages, vec![2 + MESSAGE_OVERHEAD_TOKENS, 0]);
 //! assert_eq!(count.total, 6);
 //!
 //! // The second count is answered from the cache.
@@ -42,19 +45,15 @@
 //! ```
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod budget;
 mod counter;
 mod fast;
-pub mod image;
 mod pretokenize;
 pub mod tiktoken_guard;
 mod tokenizer;
 mod vocab_hash;
 
-pub use budget::{Budget, BudgetConfig, BudgetConfigError, Level};
 pub use counter::{
-    CacheStats, ConversationCount, TokenCounter, DEFAULT_CACHE_CAPACITY, MESSAGE_OVERHEAD_TOKENS,
-    PARALLEL_MIN_BYTES,
+    CacheStats, ConversationCount, TokenCounter, DEFAULT_CACHE_CAPACITY, PARALLEL_MIN_BYTES,
 };
 pub use tokenizer::{
     estimate_count, tokenizer, ParseTokenizerKindError, Tokenizer, TokenizerKind,

@@ -2,14 +2,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use base64::Engine as _;
+use condense_budget::image::IMAGE_FALLBACK_TOKENS;
+use condense_budget::{BudgetConfig, Level, MESSAGE_OVERHEAD_TOKENS};
 use condense_model::{
     Block, Content, Conversation, Image, ImageSource, Message, Opaque, RawJson, Role,
     ThinkingBlock, ToolDef, ToolResult, ToolUse,
 };
-use condense_tokens::image::IMAGE_FALLBACK_TOKENS;
-use condense_tokens::{
-    tokenizer, BudgetConfig, Level, TokenCounter, TokenizerKind, MESSAGE_OVERHEAD_TOKENS,
-};
+use condense_tokens::{tokenizer, TokenCounter, TokenizerKind};
 use std::time::Instant;
 
 fn raw(s: &str) -> RawJson {

@@ -1,8 +1,9 @@
 //! Cold blocks counted on all cores give the counts one thread gives.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use condense_budget::MESSAGE_OVERHEAD_TOKENS;
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolDef, ToolResult};
-use condense_tokens::{TokenCounter, TokenizerKind, MESSAGE_OVERHEAD_TOKENS, PARALLEL_MIN_BYTES};
+use condense_tokens::{TokenCounter, TokenizerKind, PARALLEL_MIN_BYTES};
 
 fn result(id: &str, blocks: Vec<Block>) -> Block {
     Block::ToolResult(ToolResult {

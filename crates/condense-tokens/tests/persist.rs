@@ -48,7 +48,7 @@ fn take_fresh_returns_what_was_computed_once() {
     let sum: u32 = fresh.iter().map(|(_, n)| n).sum();
     // Every counted token is in a fresh entry, plus 4 per chat message and the system prompt.
     assert_eq!(
-        sum as usize + 3 * condense_tokens::MESSAGE_OVERHEAD_TOKENS,
+        sum as usize + 3 * condense_budget::MESSAGE_OVERHEAD_TOKENS,
         count.total
     );
     // Taken means forgotten; a warm count adds nothing.

@@ -1,8 +1,12 @@
-//! API-turn grouping and token estimates shared by the `context-collapse` and `autocompact`
-//! stages.
+//! API-turn grouping and token estimates, shared by the `context-collapse` and `autocompact`
+//! stages and by the host's LLM summarizer (which drops whole API turns from the head of a span
+//! when the API says the prompt is too long).
 //!
-//! This is a plain library rather than a module of the `context-collapse` plugin because a
-//! plugin library cannot link another plugin: both export the same loader symbol.
+//! Pure: it depends on the model and the budget arithmetic only, never on the ABI or a
+//! tokenizer; [`measure`] counts with anything that implements
+//! [`CountTokens`](condense_model::CountTokens). It is a plain library rather than a module of
+//! the `context-collapse` plugin because a plugin library cannot link another plugin: both
+//! export the same loader symbol.
 //!
 //! # API turns
 //!
@@ -83,7 +87,7 @@
 
 pub mod measure;
 
-use condense_model::{Block, Message, RawJson, Role};
+use condense_model::{Block, Message, Role};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -132,8 +136,7 @@ impl Turns {
     }
 }
 
-/// The start of every condense message's text.
-pub const CONDENSE_MARKER: &str = "[condense: ";
+pub use condense_model::CONDENSE_MARKER;
 
 /// Whether `message` is a user prompt: a [`Role::User`] message with a block that is not a tool
 /// result (typed text, an image, a slash command, a condense message). A user prompt always
@@ -240,62 +243,6 @@ pub fn group(messages: &[Message]) -> Turns {
         leading_end: starts.first().copied().unwrap_or(n),
         turns,
     }
-}
-
-/// Line fields that describe one Claude Code line rather than the session.
-const LINE_ONLY_KEYS: &[&str] = &[
-    "toolUseResult",
-    "isMeta",
-    "isCompactSummary",
-    "isVisibleInTranscriptOnly",
-    "isApiErrorMessage",
-    "requestId",
-];
-
-/// For a Claude Code session (`source_format` `claude-code`), the wrapper line of `message` as
-/// the template of a user message a stage writes in its place: the session's fields
-/// (`sessionId`, `cwd`, `version`, `gitBranch`, ...) without those describing that one line
-/// (`toolUseResult`, `isMeta`, ...), and `type` `user`. The host finds a session by the
-/// `sessionId` of its first lines, so a summary written without it would lose the session's
-/// state and archive. Empty for other formats and for messages without a wrapper line.
-///
-/// `new` is the message being written: its id and timestamp go where the line has them, as the
-/// writer will put them, so the message reads back exactly as the stage wrote it (the host's
-/// expansion archive finds messages by their content, envelope included).
-pub fn envelope_template(source_format: &str, message: &Message, new: &Message) -> RawJson {
-    if source_format != "claude-code" || !message.is_chat() {
-        return RawJson::default();
-    }
-    let Ok(mut map) = message.envelope.to_map() else {
-        return RawJson::default();
-    };
-    if map.is_empty() {
-        return RawJson::default();
-    }
-    for key in LINE_ONLY_KEYS {
-        map.shift_remove(*key);
-    }
-    if map.contains_key("type") {
-        map.insert("type".into(), "user".into());
-    }
-    if let Some(serde_json::Value::String(uuid)) = map.get_mut("uuid") {
-        uuid.clone_from(&new.id);
-    }
-    match &new.timestamp {
-        Some(ts) => {
-            if let Some(serde_json::Value::String(t)) = map.get_mut("timestamp") {
-                t.clone_from(ts);
-            } else if !map.contains_key("timestamp") {
-                map.insert("timestamp".into(), ts.clone().into());
-            }
-        }
-        None => {
-            if matches!(map.get("timestamp"), Some(serde_json::Value::String(_))) {
-                map.shift_remove("timestamp");
-            }
-        }
-    }
-    RawJson::from_map(map)
 }
 
 #[cfg(test)]
@@ -509,22 +456,5 @@ mod tests {
         let t = group(&msgs);
         assert_eq!(t.leading_end, 4);
         assert_eq!(t.turns, vec![Turn { start: 4, end: 6 }]);
-    }
-
-    #[test]
-    fn claude_code_templates_keep_the_session_fields() {
-        let mut m = text("x", Role::User);
-        m.envelope = RawJson::from_string_unchecked(
-            r#"{"parentUuid":"p","sessionId":"s1","type":"user","message":null,"uuid":"x","isMeta":true,"toolUseResult":{"a":1}}"#.into(),
-        );
-        let new = Message {
-            timestamp: Some("2025-01-01T00:00:00Z".into()),
-            ..text("summary-1", Role::User)
-        };
-        assert_eq!(
-            envelope_template("claude-code", &m, &new).as_str(),
-            r#"{"parentUuid":"p","sessionId":"s1","type":"user","message":null,"uuid":"summary-1","timestamp":"2025-01-01T00:00:00Z"}"#
-        );
-        assert!(envelope_template("openai", &m, &new).is_empty());
     }
 }

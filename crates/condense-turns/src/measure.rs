@@ -1,47 +1,70 @@
-//! Token estimates with the host's tokenizer, mirroring the host's own counter: a text or
+//! Token estimates with the pipeline's tokenizer, mirroring the host's own counter: a text or
 //! thinking block counts its text, a tool use its name and input JSON, a tool result its blocks,
 //! an image the estimate from its dimensions, an opaque block its JSON; every chat message adds
 //! [`MESSAGE_OVERHEAD_TOKENS`] and an event line costs nothing.
 //!
 //! The stages use these to estimate what replacing messages saves: the host counts the whole
-//! conversation (`Host::conversation_tokens`), the stages count the parts they replace.
+//! conversation, the stages count the parts they replace. Every function takes anything that
+//! [`CountTokens`]: a stage's host services, the host's own `TokenCounter`, a test host.
+//!
+//! ```
+//! use condense_model::{Block, CountTokens, Message, Role};
+//! use condense_turns::measure::{cut_to_tokens, message_tokens};
+//!
+//! /// One token per word, for the example.
+//! struct Words;
+//! impl CountTokens for Words {
+//!     fn count_tokens(&self, text: &str) -> usize {
+//!         text.split_whitespace().count()
+//!     }
+//! }
+//! let m = Message::new("u1", Role::User, vec![Block::text("fix the failing test")]);
+//! assert_eq!(message_tokens(&Words, &m), 4 + condense_budget::MESSAGE_OVERHEAD_TOKENS);
+//! assert_eq!(cut_to_tokens(&Words, "one two\nthree four", 3).text, "one two");
+//! ```
 
-pub use condense_abi::text::thousands;
-use condense_abi::Host;
-use condense_model::{Block, Content, Message, Role};
-pub use condense_tokens::MESSAGE_OVERHEAD_TOKENS;
+use condense_budget::image::image_tokens;
+use condense_budget::MESSAGE_OVERHEAD_TOKENS;
+use condense_model::{Block, Content, CountTokens, Message, Role};
 
 /// Tokens of one block.
-pub fn block_tokens(host: &dyn Host, block: &Block) -> usize {
+pub fn block_tokens<C: CountTokens + ?Sized>(counter: &C, block: &Block) -> usize {
     match block {
-        Block::Text(t) => host.count_tokens(&t.text),
-        Block::Thinking(t) => host.count_tokens(&t.thinking),
-        Block::ToolUse(t) => host.count_tokens(&t.name) + host.count_tokens(t.input.as_str()),
-        Block::ToolResult(t) => content_tokens(host, &t.content),
-        Block::Image(image) => condense_tokens::image::image_tokens(image),
-        Block::Opaque(o) => host.count_tokens(o.json.as_str()),
+        Block::Text(t) => counter.count_tokens(&t.text),
+        Block::Thinking(t) => counter.count_tokens(&t.thinking),
+        Block::ToolUse(t) => counter.count_tokens(&t.name) + counter.count_tokens(t.input.as_str()),
+        Block::ToolResult(t) => content_tokens(counter, &t.content),
+        Block::Image(image) => image_tokens(image),
+        Block::Opaque(o) => counter.count_tokens(o.json.as_str()),
     }
 }
 
 /// Tokens of a content's blocks.
-pub fn content_tokens(host: &dyn Host, content: &Content) -> usize {
-    content.blocks.iter().map(|b| block_tokens(host, b)).sum()
+pub fn content_tokens<C: CountTokens + ?Sized>(counter: &C, content: &Content) -> usize {
+    content
+        .blocks
+        .iter()
+        .map(|b| block_tokens(counter, b))
+        .sum()
 }
 
 /// Tokens of a message: its blocks plus the overhead; 0 for an event line.
-pub fn message_tokens(host: &dyn Host, message: &Message) -> usize {
+pub fn message_tokens<C: CountTokens + ?Sized>(counter: &C, message: &Message) -> usize {
     if message.role == Role::Event {
         return 0;
     }
-    MESSAGE_OVERHEAD_TOKENS + content_tokens(host, &message.content)
+    MESSAGE_OVERHEAD_TOKENS + content_tokens(counter, &message.content)
 }
 
 /// Tokens of several messages.
-pub fn messages_tokens<'m>(
-    host: &dyn Host,
+pub fn messages_tokens<'m, C: CountTokens + ?Sized>(
+    counter: &C,
     messages: impl IntoIterator<Item = &'m Message>,
 ) -> usize {
-    messages.into_iter().map(|m| message_tokens(host, m)).sum()
+    messages
+        .into_iter()
+        .map(|m| message_tokens(counter, m))
+        .sum()
 }
 
 /// A text cut to a token budget.
@@ -57,8 +80,8 @@ pub struct Cut {
 }
 
 /// `text` cut to at most `max_tokens` tokens (a prefix, on a char boundary).
-pub fn cut_to_tokens(host: &dyn Host, text: &str, max_tokens: usize) -> Cut {
-    let original_tokens = host.count_tokens(text);
+pub fn cut_to_tokens<C: CountTokens + ?Sized>(counter: &C, text: &str, max_tokens: usize) -> Cut {
+    let original_tokens = counter.count_tokens(text);
     if original_tokens <= max_tokens {
         return Cut {
             text: text.to_string(),
@@ -76,7 +99,7 @@ pub fn cut_to_tokens(host: &dyn Host, text: &str, max_tokens: usize) -> Cut {
     let (mut lo, mut hi) = (0usize, bounds.len() - 1);
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        if host.count_tokens(&text[..bounds[mid]]) <= max_tokens {
+        if counter.count_tokens(&text[..bounds[mid]]) <= max_tokens {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -95,41 +118,22 @@ pub fn cut_to_tokens(host: &dyn Host, text: &str, max_tokens: usize) -> Cut {
     }
 }
 
-/// `fraction × whole`, rounded up to a whole token (a product within 1e-6 of an integer counts
-/// as that integer, so `0.9 × 56,000` is 50,400, not 50,401).
-pub fn fraction_of(fraction: f64, whole: usize) -> usize {
-    let x = fraction * whole as f64;
-    let nearest = x.round();
-    let t = if (x - nearest).abs() < 1e-6 {
-        nearest
-    } else {
-        x.ceil()
-    };
-    if t <= 0.0 {
-        0
-    } else {
-        t as usize
-    }
-}
-
-/// A fraction as a percentage for notes: `0.9` → `90%`, `0.925` → `92.5%`.
-pub fn percent(fraction: f64) -> String {
-    let p = (fraction * 1000.0).round() / 10.0;
-    if p.fract() == 0.0 {
-        format!("{p:.0}%")
-    } else {
-        format!("{p}%")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_abi::testing::MemoryHost;
+    use condense_model::{Image, ImageSource, RawJson, ToolResult};
+
+    /// The `estimate` tokenizer's rule (bytes / 4, rounded up), what the test host counts with.
+    struct Estimate;
+    impl CountTokens for Estimate {
+        fn count_tokens(&self, text: &str) -> usize {
+            text.len().div_ceil(4)
+        }
+    }
 
     #[test]
     fn cuts_within_the_budget_at_a_line_end() {
-        let host = MemoryHost::default();
+        let host = Estimate;
         let text: String = (0..200).map(|i| format!("line {i:03} of text\n")).collect();
         let cut = cut_to_tokens(&host, &text, 100);
         assert!(cut.cut);
@@ -145,7 +149,7 @@ mod tests {
 
     #[test]
     fn cuts_multibyte_text_on_char_boundaries() {
-        let host = MemoryHost::default();
+        let host = Estimate;
         let text = "日本語".repeat(100);
         for max in [0, 1, 2, 5, 37] {
             let cut = cut_to_tokens(&host, &text, max);
@@ -155,12 +159,40 @@ mod tests {
     }
 
     #[test]
-    fn fractions_of_a_window() {
-        assert_eq!(fraction_of(0.9, 56_000), 50_400);
-        assert_eq!(fraction_of(0.95, 180_000), 171_000);
-        assert_eq!(fraction_of(0.5, 3), 2);
-        assert_eq!(fraction_of(0.0, 100), 0);
-        assert_eq!(percent(0.9), "90%");
-        assert_eq!(percent(0.925), "92.5%");
+    fn messages_count_their_blocks_the_overhead_and_never_an_event() {
+        let host = Estimate;
+        let image = Block::Image(Image {
+            source: ImageSource::Reference {
+                json: RawJson::default(),
+            },
+            extra: RawJson::default(),
+        });
+        let result = Block::ToolResult(ToolResult {
+            tool_use_id: "c1".into(),
+            content: Content::blocks(vec![Block::text("12345678"), image.clone()]),
+            is_error: None,
+            extra: RawJson::default(),
+        });
+        let call = Block::tool_use(
+            "c1",
+            "Bash",
+            RawJson::from_string_unchecked(r#"{"a":1}"#.into()),
+        );
+        // "Bash" is 1, its input 2; the nested text 2 and the image the flat estimate.
+        let fallback = condense_budget::image::IMAGE_FALLBACK_TOKENS;
+        assert_eq!(block_tokens(&host, &call), 3);
+        assert_eq!(block_tokens(&host, &result), 2 + fallback);
+        let m = Message::new("m", Role::User, vec![call, result]);
+        assert_eq!(
+            message_tokens(&host, &m),
+            MESSAGE_OVERHEAD_TOKENS + 5 + fallback
+        );
+        let event = Message::new("e", Role::Event, vec![Block::text("not sent")]);
+        assert_eq!(message_tokens(&host, &event), 0);
+        let dynamic: &dyn CountTokens = &host;
+        assert_eq!(
+            messages_tokens(dynamic, [&m, &event]),
+            message_tokens(&host, &m)
+        );
     }
 }

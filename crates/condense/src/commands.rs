@@ -4,12 +4,14 @@ use crate::cli::{
     Cli, Command, CompressArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
 };
 use crate::input::{is_folder, read_input, write_output, Input};
-use crate::stats::{self, num};
+use crate::stats;
 use crate::Failure;
+use condense_budget::BudgetConfig;
 use condense_formats::ReadOptions;
 use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions, RunResult};
 use condense_store::Store;
-use condense_tokens::{BudgetConfig, TokenCounter, TokenizerKind};
+use condense_text::thousands;
+use condense_tokens::{TokenCounter, TokenizerKind};
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
@@ -24,7 +26,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Compare(args) => crate::compare::compare(args),
         Command::Eval(args) => crate::eval::eval(args),
         Command::Pipeline(PipelineCommand::Show { file, pipeline }) => {
-            print!("{}", load_pipeline(pipeline.or(file).as_deref())?.to_toml());
+            let shown = load_pipeline(pipeline.or(file).as_deref())?.to_toml();
+            let shown = shown.map_err(|e| Failure::run(format!("pipeline show: {e}")))?;
+            print!("{shown}");
             Ok(())
         }
         Command::Pipeline(PipelineCommand::Check { file }) => check(&file),
@@ -237,7 +241,8 @@ pub(crate) fn compress_input(
         now_ms,
         format: input.doc.format().as_str().to_string(),
         record_outputs: false,
-        flags: condense_host::env_flags(),
+        forced: Vec::new(),
+        disabled: condense_host::env_disabled(),
         state: if args.fresh {
             condense_host::StateMode::Fresh
         } else {
@@ -276,8 +281,8 @@ pub(crate) fn compress_input(
                     .map_or(String::new(), |l| format!(" {l}"));
                 unfit.push(format!(
                     "conversation{label} still needs {} tokens with a {}-token window after forcing every level",
-                    num(fit.result.budget_after.used + fit.result.budget_after.output_reserve),
-                    num(fit.result.budget_after.context_window)
+                    thousands(fit.result.budget_after.used + fit.result.budget_after.output_reserve),
+                    thousands(fit.result.budget_after.context_window)
                 ));
             } else if let Some(by) = &fit.fit_by {
                 fit_by.push(by.clone());
@@ -416,9 +421,9 @@ fn render_report(r: &CompressReport<'_>) -> String {
             "  {:<22} {:<8} {:>11} {:>11} {:>10} {:>9.1}",
             s.name,
             s.status,
-            num(s.tokens_before),
-            num(s.tokens_after),
-            num(s.tokens_saved),
+            thousands(s.tokens_before),
+            thousands(s.tokens_after),
+            thousands(s.tokens_saved),
             s.millis
         );
         for n in &s.notes {
@@ -430,9 +435,9 @@ fn render_report(r: &CompressReport<'_>) -> String {
         "  {:<22} {:<8} {:>11} {:>11} {:>10}",
         "total",
         "",
-        num(r.tokens_before),
-        num(r.tokens_after),
-        num(r.tokens_saved)
+        thousands(r.tokens_before),
+        thousands(r.tokens_after),
+        thousands(r.tokens_saved)
     );
     o
 }

@@ -13,8 +13,8 @@ use crate::input::{collect_inputs, read_path, Skipped};
 use crate::review::report::cell;
 use crate::review::retention::{listed, signed, Retention, KINDS};
 use crate::review::{load, review_now, run_recorded};
-use crate::stats::num;
 use crate::Failure;
+use condense_text::thousands;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -155,8 +155,8 @@ fn render(c: &Comparison) -> String {
         c.format,
         c.conversations,
         if c.conversations == 1 { "" } else { "s" },
-        num(c.tokens_before),
-        num(c.context_window)
+        thousands(c.tokens_before),
+        thousands(c.context_window)
     );
     let width = c
         .pipelines
@@ -180,15 +180,15 @@ fn render(c: &Comparison) -> String {
                 } else {
                     format!(" ({})", s.status)
                 };
-                format!("{} {}{mark}", s.name, num(s.tokens_after))
+                format!("{} {}{mark}", s.name, thousands(s.tokens_after))
             })
             .collect();
         let _ = writeln!(
             o,
             "  {:<width$}  {:>10} {:>10} {:>6.1}% {:>9.1}   {}",
             p.pipeline,
-            num(p.tokens_after),
-            num(p.tokens_saved),
+            thousands(p.tokens_after),
+            thousands(p.tokens_saved),
             p.window_share * 100.0,
             p.millis,
             chain.join(" → ")
@@ -209,7 +209,7 @@ fn markdown(c: &Comparison) -> String {
         c.format,
         c.conversations,
         if c.conversations == 1 { "" } else { "s" },
-        num(c.tokens_before)
+        thousands(c.tokens_before)
     );
     o.push_str(
         "| pipeline | tokens | cut | artifact | errors | request | integrity | stages that changed it |\n\
@@ -221,10 +221,10 @@ fn markdown(c: &Comparison) -> String {
         let tokens = match reference {
             Some(r) if i > 0 && r != p.tokens_after => format!(
                 "{} ({})",
-                num(p.tokens_after),
+                thousands(p.tokens_after),
                 signed(p.tokens_after as i64 - r as i64)
             ),
-            _ => num(p.tokens_after),
+            _ => thousands(p.tokens_after),
         };
         let probes: Vec<String> = KINDS
             .iter()

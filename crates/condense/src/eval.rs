@@ -6,13 +6,13 @@
 use crate::cli::EvalArgs;
 use crate::commands::{load_pipeline, parse_now};
 use crate::input::{collect_inputs, files, read_path, Skipped};
-use crate::stats::num;
 use crate::Failure;
 use condense_eval::judge::api::Api;
 use condense_eval::judge::{Judge, JudgeConfig, JudgeScores};
 use condense_eval::run::{cut, ConversationEval, Scores, DEFAULT_NOW_MS};
 use condense_eval::{evaluate, Baseline, Candidate, CandidateKind, EvalError, Settings};
 use condense_host::{LoadedPipeline, Pipeline};
+use condense_text::thousands;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
@@ -179,7 +179,7 @@ fn settings(args: &EvalArgs) -> Result<Settings, Failure> {
         .transpose()?;
     if let Some(w) = context_window {
         condense_eval::Window::with_context_window(w)
-            .apply(&mut condense_tokens::BudgetConfig::default())
+            .apply(&mut condense_budget::BudgetConfig::default())
             .map_err(|e| Failure::usage(format!("--context-window: {e}")))?;
     }
     Ok(Settings {
@@ -374,8 +374,8 @@ fn eval_file(
                 } else {
                     format!("{}: ", ce.label)
                 },
-                num(ce.tokens_before),
-                num(w.context_window)
+                thousands(ce.tokens_before),
+                thousands(w.context_window)
             );
         }
         for (t, r) in fe.totals.iter_mut().zip(&ce.results) {
@@ -396,8 +396,8 @@ fn eval_file(
                 1 => "its conversation is".to_string(),
                 n => format!("all {n} conversations are"),
             },
-            num(settings.min_tokens),
-            num(largest)
+            thousands(settings.min_tokens),
+            thousands(largest)
         ));
         eprintln!(
             "condense eval:   skipped: {}",
@@ -432,7 +432,7 @@ fn table(o: &mut String, totals: &[Total], lost: Option<&dyn Fn(usize) -> Vec<St
     for (i, t) in totals.iter().enumerate() {
         let after = format!(
             "{}{}",
-            num(t.tokens_after),
+            thousands(t.tokens_after),
             if t.unfit > 0 { "*" } else { "" }
         );
         let s = &t.scores;
@@ -510,8 +510,8 @@ fn render_file(fe: &FileEval) -> String {
             };
             Some(format!(
                 "{at}window {}, fit limit {}",
-                num(w.context_window),
-                num(w.limit)
+                thousands(w.context_window),
+                thousands(w.limit)
             ))
         })
         .collect();
@@ -520,7 +520,7 @@ fn render_file(fe: &FileEval) -> String {
         "{} ({}, {convs}, {} tokens; {})",
         fe.file,
         fe.format,
-        num(before),
+        thousands(before),
         windows.join("; ")
     );
     let lost = |i: usize| -> Vec<String> {
@@ -582,7 +582,7 @@ fn render_totals(r: &Report) -> String {
         if evaluated == 1 { "" } else { "s" },
         r.inputs.len(),
         if r.inputs.len() == 1 { "" } else { "s" },
-        num(r.settings.min_tokens),
+        thousands(r.settings.min_tokens),
         match r.unreadable.len() {
             0 => String::new(),
             n => format!("; {} unreadable, skipped", files(n)),

@@ -17,10 +17,12 @@
 use crate::cli::{CompressArgs, ReportFormat, StatsArgs};
 use crate::commands::{build_report, compress_input, stats_of, store_dir_for};
 use crate::input::{collect_inputs, condensed_name, files, read_at, write_output, Skipped};
-use crate::stats::{self, num, Stats};
+use crate::stats::{self, Stats};
 use crate::Failure;
+use condense_budget::BudgetConfig;
 use condense_host::{LoadedPipeline, Pipeline};
-use condense_tokens::{BudgetConfig, TokenCounter};
+use condense_text::thousands;
+use condense_tokens::TokenCounter;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -146,10 +148,10 @@ fn render_stats_total(dir: &Path, all: &[Stats], total: &StatsTotal, skipped: &S
             "  {:<width$}  {:<12} {:>6} {:>9} {:>10} {:>12}",
             relative(Path::new(&s.source), dir).display(),
             s.format,
-            num(s.conversations),
-            num(s.messages),
-            num(s.tool_calls),
-            num(s.total_tokens)
+            thousands(s.conversations),
+            thousands(s.messages),
+            thousands(s.tool_calls),
+            thousands(s.total_tokens)
         );
     }
     let _ = writeln!(
@@ -157,10 +159,10 @@ fn render_stats_total(dir: &Path, all: &[Stats], total: &StatsTotal, skipped: &S
         "  {:<width$}  {:<12} {:>6} {:>9} {:>10} {:>12}",
         "total",
         "",
-        num(total.conversations),
-        num(total.messages),
-        num(total.tool_calls),
-        num(total.total_tokens)
+        thousands(total.conversations),
+        thousands(total.messages),
+        thousands(total.tool_calls),
+        thousands(total.total_tokens)
     );
     o
 }
@@ -359,8 +361,8 @@ fn render_compressed(
             "  {:<width$}  {:<12} {:>11} {:>11} {:>7}  {}",
             name(r),
             r.format,
-            num(r.tokens_before),
-            num(r.tokens_after),
+            thousands(r.tokens_before),
+            thousands(r.tokens_after),
             percent(saved, r.tokens_before),
             r.status
         );
@@ -370,8 +372,8 @@ fn render_compressed(
         "  {:<width$}  {:<12} {:>11} {:>11} {:>7}",
         "total",
         "",
-        num(before),
-        num(after),
+        thousands(before),
+        thousands(after),
         percent(before.saturating_sub(after), before)
     );
     o

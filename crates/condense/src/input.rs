@@ -17,6 +17,7 @@
 
 use crate::cli::InputArgs;
 use crate::Failure;
+use condense_formats::files::{COMPANION_FILES, SESSION_EXTENSIONS};
 use condense_formats::{Document, ReadOptions};
 use serde::Serialize;
 use std::io::{Read, Write};
@@ -204,10 +205,6 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// File extensions a folder walk takes as sessions: JSON and JSONL (Claude Code, Codex CLI,
-/// Cline, request bodies, evaluation outputs), and SWE-agent's `.traj` (JSON).
-const SESSION_EXTENSIONS: [&str; 3] = ["json", "jsonl", "traj"];
-
 /// What `condense compress DIR` inserts before the extension of each output it writes beside
 /// its input: `a.jsonl` → `a.condensed.jsonl`. A folder walk skips such files, so a second run
 /// never takes its own outputs for sessions.
@@ -231,11 +228,6 @@ fn is_condensed_output(name: &str) -> bool {
         .map_or(name, |i| &name[..i]);
     stem.ends_with(CONDENSED_MARK) || name.ends_with(CONDENSED_MARK)
 }
-
-/// Files agents keep next to their sessions that are not conversations: Cline / Roo Code's
-/// task folder holds `ui_messages.json` (what the UI showed) and `task_metadata.json` beside
-/// `api_conversation_history.json` (the conversation).
-const COMPANION_FILES: [&str; 2] = ["ui_messages.json", "task_metadata.json"];
 
 /// Whether a file found in a folder is a session to read: a session extension, not hidden,
 /// not an output of `compress`, not a known companion file.

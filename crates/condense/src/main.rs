@@ -79,6 +79,10 @@ impl From<condense_host::HostError> for Failure {
 fn main() -> ExitCode {
     // Whatever happens, the user sees one line, never a panic trace.
     std::panic::set_hook(Box::new(|info| {
+        if condense_abi::in_host_service() {
+            // Caught by the plugin boundary and reported as the stage's failure, in one line.
+            return;
+        }
         let (msg, location) = condense_abi::describe_panic(info);
         if term::is_broken_pipe_panic(&msg) {
             // The reader of stdout left (`| head`): it has what it wanted. Exit quietly with 0,

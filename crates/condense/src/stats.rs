@@ -19,12 +19,11 @@
 //!   gap                                         16,539  the system prompt and tool definitions ...
 //! ```
 
+use condense_budget::{Budget, BudgetConfig, MESSAGE_OVERHEAD_TOKENS};
+use condense_formats::claude_code::is_sidechain_work;
 use condense_formats::{Document, ReportedUsage};
 use condense_model::{Block, ImageSource, Message, Role};
-use condense_retain::is_sidechain_work;
-use condense_tokens::{
-    Budget, BudgetConfig, ConversationCount, TokenCounter, MESSAGE_OVERHEAD_TOKENS,
-};
+use condense_tokens::{ConversationCount, TokenCounter};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
@@ -367,7 +366,7 @@ fn pct(part: usize, whole: usize) -> String {
 }
 
 /// Thousands separators: 1234567 -> "1,234,567".
-pub use condense_abi::text::thousands as num;
+use condense_text::thousands;
 
 /// The human-readable table.
 pub fn render(s: &Stats) -> String {
@@ -378,15 +377,20 @@ pub fn render(s: &Stats) -> String {
         "{} conversation{}, {} messages, {} tool calls, {} tokens",
         s.conversations,
         if s.conversations == 1 { "" } else { "s" },
-        num(s.messages),
-        num(s.tool_calls),
-        num(s.total_tokens)
+        thousands(s.messages),
+        thousands(s.tool_calls),
+        thousands(s.total_tokens)
     );
     render_not_context(&mut o, &s.not_context);
     let section = |o: &mut String, title: &str, rows: &mut dyn Iterator<Item = (String, usize)>| {
         let _ = writeln!(o, "\n{title:<28} {:>12} {:>7}", "tokens", "share");
         for (k, v) in rows {
-            let _ = writeln!(o, "  {k:<26} {:>12} {:>7}", num(v), pct(v, s.total_tokens));
+            let _ = writeln!(
+                o,
+                "  {k:<26} {:>12} {:>7}",
+                thousands(v),
+                pct(v, s.total_tokens)
+            );
         }
     };
     section(
@@ -411,7 +415,7 @@ pub fn render(s: &Stats) -> String {
             o,
             "  {:<26} {:>12} {:>7} {:>7}",
             t.tool,
-            num(t.result_tokens),
+            thousands(t.result_tokens),
             pct(t.result_tokens, s.total_tokens),
             t.calls
         );
@@ -452,8 +456,8 @@ fn render_not_context(o: &mut String, n: &NotContext) {
         let _ = writeln!(
             o,
             "  {what:<34} {:>8} {:>8}",
-            num(c.messages),
-            num(c.tokens)
+            thousands(c.messages),
+            thousands(c.tokens)
         );
     }
 }
@@ -465,22 +469,22 @@ fn render_usage(o: &mut String, u: &UsageCheck, fixed: &Fixed) {
         o,
         "  {:<40} {:>9}  {} + {} + {}; output {}",
         "prompt (input + cache reads + writes)",
-        num(u.prompt_tokens as usize),
-        num(r.input_tokens as usize),
-        num(r.cache_read_tokens as usize),
-        num(r.cache_write_tokens as usize),
-        num(r.output_tokens as usize)
+        thousands(u.prompt_tokens as usize),
+        thousands(r.input_tokens as usize),
+        thousands(r.cache_read_tokens as usize),
+        thousands(r.cache_write_tokens as usize),
+        thousands(r.output_tokens as usize)
     );
     let _ = writeln!(
         o,
         "  {:<40} {:>9}  the conversation before its last response",
         "condense's count of that prompt",
-        num(u.counted)
+        thousands(u.counted)
     );
     let gap = if u.gap < 0 {
-        format!("-{}", num(u.gap.unsigned_abs() as usize))
+        format!("-{}", thousands(u.gap.unsigned_abs() as usize))
     } else {
-        num(u.gap as usize)
+        thousands(u.gap as usize)
     };
     let _ = writeln!(o, "  {:<40} {gap:>9}  {}", "gap", u.gap_is);
     if u.gap > 0 && fixed.configured == 0 && (fixed.missing_from_file || fixed.tools_missing) {
@@ -501,7 +505,7 @@ fn render_budget(o: &mut String, s: &Stats) {
             None => String::new(),
             Some(label) => format!(" of the largest conversation, {label}"),
         },
-        num(b.context_window)
+        thousands(b.context_window)
     );
     let f = &s.fixed;
     let fixed = match (f.missing_from_file, f.configured) {
@@ -509,55 +513,60 @@ fn render_budget(o: &mut String, s: &Stats) {
             "{:>12}  not in the file: --fixed-tokens N counts them",
             "unknown"
         ),
-        (true, n) => format!("{:>12}  set with fixed tokens (not in the file)", num(n)),
+        (true, n) => format!(
+            "{:>12}  set with fixed tokens (not in the file)",
+            thousands(n)
+        ),
         (false, 0) if f.tools_missing => format!(
             "{:>12}  tools called, none defined in the file: --fixed-tokens N counts them",
-            num(b.fixed)
+            thousands(b.fixed)
         ),
-        (false, 0) => format!("{:>12}", num(b.fixed)),
+        (false, 0) => format!("{:>12}", thousands(b.fixed)),
         (false, n) => format!(
             "{:>12}  {} in the file + {} fixed tokens",
-            num(b.fixed),
-            num(f.in_file),
-            num(n)
+            thousands(b.fixed),
+            thousands(f.in_file),
+            thousands(n)
         ),
     };
     let _ = writeln!(o, "  fixed (system + tools)   {fixed}");
-    let _ = writeln!(o, "  messages                 {:>12}", num(b.messages));
+    let _ = writeln!(
+        o,
+        "  messages                 {:>12}",
+        thousands(b.messages)
+    );
     let m = &s.budget_model;
     let _ = writeln!(
         o,
         "  output reserve           {:>12}  for the response and a summary: min(max output {}, \
          {}, window / 4)",
-        num(b.output_reserve),
-        num(m.max_output_tokens),
-        num(m.output_reserve_cap.min(m.summary_output_cap))
+        thousands(b.output_reserve),
+        thousands(m.max_output_tokens),
+        thousands(m.output_reserve_cap.min(m.summary_output_cap))
     );
     let available = if b.available < 0 {
-        format!("-{}", num(b.available.unsigned_abs() as usize))
+        format!("-{}", thousands(b.available.unsigned_abs() as usize))
     } else {
-        num(b.available as usize)
+        thousands(b.available as usize)
     };
     let _ = writeln!(o, "  available                {available:>12}");
     let _ = writeln!(
         o,
         "  utilization              {:>11.1}%  ({})",
         b.utilization * 100.0,
-        serde_json::to_value(b.level)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
+        // The level's name as the JSON report spells it (`rename_all = "lowercase"`).
+        format!("{:?}", b.level).to_lowercase()
     );
     let _ = writeln!(
         o,
         "  effective window         {:>12}  the window less the output reserve",
-        num(b.effective_window)
+        thousands(b.effective_window)
     );
     let _ = writeln!(
         o,
         "  autocompact threshold    {:>12}  the effective window less a {} buffer",
-        num(b.autocompact_threshold),
-        num(m.buffer)
+        thousands(b.autocompact_threshold),
+        thousands(m.buffer)
     );
     for note in &m.notes {
         let _ = writeln!(o, "  {note}");

@@ -8,10 +8,10 @@ use crate::{
     is_condense_message, is_own_message, Autocompact, Trigger, FILE_MARKER, ID_PREFIX, PIN_MARKER,
     PURPOSE, SUMMARY_MARKER,
 };
-use condense_abi::text::plural;
-use condense_abi::{Host, StageEvent, StageReport, SummaryRequest};
-use condense_model::{Block, Content, Conversation, Message, Role};
-use condense_turns::measure::{cut_to_tokens, messages_tokens, thousands, Cut};
+use condense_abi::{Context, StageEvent, StageReport, SummaryRequest};
+use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
+use condense_text::{plural, thousands};
+use condense_turns::measure::{cut_to_tokens, messages_tokens, Cut};
 
 impl Autocompact {
     /// One compaction attempt, recorded in `state` (success, or a failure counting towards the
@@ -20,11 +20,11 @@ impl Autocompact {
         &self,
         conversation: &Conversation,
         state: &mut State,
-        host: &dyn Host,
+        cx: &Context<'_>,
         t: &Trigger,
         report: &mut StageReport,
     ) -> Option<Vec<Message>> {
-        match self.compact(conversation, state, host, t, report) {
+        match self.compact(conversation, state, cx, t, report) {
             Ok(Some((messages, last))) => {
                 state.compactions += 1;
                 state.consecutive_failures = 0;
@@ -63,7 +63,7 @@ impl Autocompact {
         &self,
         conversation: &Conversation,
         state: &State,
-        host: &dyn Host,
+        cx: &Context<'_>,
         t: &Trigger,
         report: &mut StageReport,
     ) -> Result<Option<(Vec<Message>, LastCompaction)>, String> {
@@ -120,16 +120,16 @@ impl Autocompact {
             max_tokens,
             purpose: PURPOSE.to_string(),
         };
-        let summary = host
+        let summary = cx
             .summarize(request)
-            .map_err(|e| format!("the summarizer failed: {e}"))?;
+            .map_err(|e| format!("the summarizer failed: {}", e.message()))?;
         if summary.trim().is_empty() {
             return Err("the summarizer returned an empty summary".into());
         }
         // The host's summaries fit their budget, except that they never drop a written path or
         // the last request: a longer one is kept whole (cutting it would cut exactly those).
         let summary = summary.trim();
-        let summary_tokens = host.count_tokens(summary);
+        let summary_tokens = cx.count_tokens(summary);
         if summary_tokens > max_tokens {
             report.note(format!(
                 "summary of {} tokens is over its budget of {} (min(summary_max_tokens, \
@@ -142,7 +142,6 @@ impl Autocompact {
             .compactions
             .max(previous.as_ref().map_or(0, |(_, (n, _, _))| *n))
             + 1;
-        let format = host.source_format();
         let new_message = |id: &str, text: String| {
             let mut m = Message {
                 id: id.to_string(),
@@ -152,7 +151,11 @@ impl Autocompact {
                 extra: Default::default(),
                 envelope: Default::default(),
             };
-            m.envelope = condense_turns::envelope_template(&format, template, &m);
+            // A format's own wrapper for the new message (a Claude Code line); none when the
+            // format is unknown.
+            m.envelope = cx.format.map_or_else(RawJson::default, |format| {
+                condense_formats::envelope_template(format, template, &m)
+            });
             m
         };
         let summary_id = format!("{ID_PREFIX}{n}");
@@ -174,13 +177,13 @@ impl Autocompact {
         let mut files: Vec<(Message, String)> = seen
             .iter()
             .enumerate()
-            .map(|(k, f)| self.file_message(host, f, n, k + 1, &new_message))
+            .map(|(k, f)| self.file_message(cx, f, n, k + 1, &new_message))
             .collect();
         let mut pins =
-            self.pin_messages(host, restore::pinned(source(), &self.pins), n, &new_message);
+            self.pin_messages(cx, restore::pinned(source(), &self.pins), n, &new_message);
 
         let kept_msg = kept.map(|i| without_tool_results(&messages[i]));
-        let tokens_in = messages_tokens(host, messages);
+        let tokens_in = messages_tokens(cx, messages);
         let build = |files: &[(Message, String)], pins: &[(Message, String)]| {
             let mut out = system.clone();
             out.push(summary_msg.clone());
@@ -190,7 +193,7 @@ impl Autocompact {
             out
         };
         let mut out = build(&files, &pins);
-        let mut tokens_out = messages_tokens(host, &out);
+        let mut tokens_out = messages_tokens(cx, &out);
         // Land below the threshold, or the next run compacts again: drop restored items.
         let mut dropped = Vec::new();
         while !t.no_room()
@@ -204,7 +207,7 @@ impl Autocompact {
             };
             dropped.push(m.id);
             out = build(&files, &pins);
-            tokens_out = messages_tokens(host, &out);
+            tokens_out = messages_tokens(cx, &out);
         }
         if tokens_out >= tokens_in {
             return Err(format!(
@@ -228,8 +231,8 @@ impl Autocompact {
             .map(|(_, m)| m)
             .collect();
         report.blocks_changed = removed.iter().map(|m| m.content.blocks.len()).sum();
-        let removed_tokens = messages_tokens(host, removed.iter().copied());
-        let summary_tokens = messages_tokens(host, [&summary_msg]);
+        let removed_tokens = messages_tokens(cx, removed.iter().copied());
+        let summary_tokens = messages_tokens(cx, [&summary_msg]);
         report.events.push(StageEvent {
             kind: "compacted".into(),
             message_id: summary_id.clone(),
@@ -282,7 +285,7 @@ impl Autocompact {
         let last = LastCompaction {
             summary_id,
             turns_total: real_turns(messages).len(),
-            at_ms: host.now_ms(),
+            at_ms: cx.now_ms,
             tokens_before: tokens_in,
             tokens_after: tokens_out,
         };
@@ -292,13 +295,13 @@ impl Autocompact {
     /// A restored file's message and its event detail.
     fn file_message(
         &self,
-        host: &dyn Host,
+        cx: &Context<'_>,
         f: &FileSeen,
         n: usize,
         k: usize,
         new_message: &dyn Fn(&str, String) -> Message,
     ) -> (Message, String) {
-        let cut = cut_to_tokens(host, &f.content, self.config.restore_file_max_tokens);
+        let cut = cut_to_tokens(cx, &f.content, self.config.restore_file_max_tokens);
         let mut provenance = format!("{} in message {}", f.how, f.message_id);
         if let Some(e) = &f.edited_in {
             provenance.push_str(&format!("; edited later in message {e}: may be stale"));
@@ -309,7 +312,7 @@ impl Autocompact {
         let detail = format!(
             "{} ({provenance}), {} tokens",
             f.path,
-            thousands(host.count_tokens(&cut.text))
+            thousands(cx.count_tokens(&cut.text))
         );
         (new_message(&id, text), detail)
     }
@@ -317,7 +320,7 @@ impl Autocompact {
     /// The pinned items' messages within the budgets, oldest first, with their event details.
     fn pin_messages(
         &self,
-        host: &dyn Host,
+        cx: &Context<'_>,
         items: Vec<PinnedItem>,
         n: usize,
         new_message: &dyn Fn(&str, String) -> Message,
@@ -327,8 +330,8 @@ impl Autocompact {
         for item in items {
             // Each item cut to pin_max_tokens, then taken whole if it fits what is left of the
             // budget (newest first; an older, smaller item may still fit after a skipped one).
-            let cut = cut_to_tokens(host, &item.content, self.config.pin_max_tokens);
-            let used = host.count_tokens(&cut.text);
+            let cut = cut_to_tokens(cx, &item.content, self.config.pin_max_tokens);
+            let used = cx.count_tokens(&cut.text);
             if cut.text.trim().is_empty() || used > left {
                 continue;
             }

@@ -1,7 +1,8 @@
-//! The stage's `[stage.config]` and its defaults.
+//! The stage's `[stage.config]` and its defaults. Each field's `///` comment is the key's
+//! description in `condense plugins --details` and docs/stages.md.
 
 use crate::restore::DEFAULT_READ_TOOLS;
-use condense_tokens::BudgetConfig;
+use condense_budget::BudgetConfig;
 use serde::{Deserialize, Serialize};
 
 /// One `pin` rule: exactly one of `tool` and `regex`.
@@ -15,22 +16,48 @@ pub struct PinRule {
 }
 
 /// The stage's `[stage.config]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `threshold_pct` is declared last: keys are listed in declaration order, and the optional key
+/// has always come after the others. The config hash kept in the state is computed over the
+/// keys in their earlier order, see [`Config::canonical_json`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, condense_abi::StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// false disables the stage (so does the host flag disable:autocompact, from
+    /// CONDENSE_DISABLE_AUTOCOMPACT=1).
     pub enabled: bool,
+    /// The threshold is the effective window (window - min(max output, 20,000)) minus
+    /// this: 167,000 for a 200k window.
     pub buffer_tokens: usize,
+    /// API turns that must pass between two compactions (force:autocompact overrides).
+    /// An API turn is one API round: an assistant response with the tool results that
+    /// answer it, opened by the user prompt it answers when there is one (every model
+    /// call of an autonomous stretch is one); condense messages do not count.
+    pub min_turns_between: usize,
+    /// Circuit breaker: after this many failed attempts in a row, stop trying for the
+    /// session (a success or a config change resets it). >= 1.
+    pub max_consecutive_failures: usize,
+    /// The most the summary may take, never more than 1/4 of the effective window.
+    pub summary_max_tokens: usize,
+    /// How many of the most recently read files are given back after compacting (0: none).
+    pub restore_files: usize,
+    /// Each restored file is cut to this many tokens.
+    pub restore_file_max_tokens: usize,
+    /// Tool names whose calls with a file path read a file (editor view commands,
+    /// `cat <path>` shell calls and writes count too).
+    pub read_tools: Vec<String>,
+    /// Content given back after compacting: [{ tool = "TodoWrite" }] (the latest call
+    /// of the tool) or [{ regex = "IMPORTANT:.*" }] (matches in user text and tool
+    /// results).
+    pub pin: Vec<PinRule>,
+    /// Tokens for all pinned items together.
+    pub pin_budget_tokens: usize,
+    /// Each pinned item is cut to this many tokens.
+    pub pin_max_tokens: usize,
+    /// Optional: the threshold as this fraction of the effective window instead, lower or
+    /// higher than the default, in 0.5..=0.98.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threshold_pct: Option<f64>,
-    pub min_turns_between: usize,
-    pub max_consecutive_failures: usize,
-    pub summary_max_tokens: usize,
-    pub restore_files: usize,
-    pub restore_file_max_tokens: usize,
-    pub read_tools: Vec<String>,
-    pub pin: Vec<PinRule>,
-    pub pin_budget_tokens: usize,
-    pub pin_max_tokens: usize,
 }
 
 impl Default for Config {
@@ -38,7 +65,6 @@ impl Default for Config {
         Config {
             enabled: true,
             buffer_tokens: BudgetConfig::DEFAULT_AUTOCOMPACT_BUFFER,
-            threshold_pct: None,
             min_turns_between: 2,
             max_consecutive_failures: 3,
             summary_max_tokens: BudgetConfig::DEFAULT_SUMMARY_OUTPUT_CAP,
@@ -48,6 +74,60 @@ impl Default for Config {
             pin: Vec::new(),
             pin_budget_tokens: 25_000,
             pin_max_tokens: 5_000,
+            threshold_pct: None,
         }
+    }
+}
+
+impl Config {
+    /// The config as compact JSON with `threshold_pct` (when set) right after
+    /// `buffer_tokens`, where it was declared when the states now stored were written: the
+    /// hash of this text is the state's `config_hash`, and a different hash resets the circuit
+    /// breaker, so moving the field must not change it.
+    pub fn canonical_json(&self) -> Result<String, serde_json::Error> {
+        let serde_json::Value::Object(fields) = serde_json::to_value(self)? else {
+            // A struct always serializes to an object; anything else is hashed as it is.
+            return serde_json::to_string(self);
+        };
+        let mut ordered = serde_json::Map::new();
+        let pct = fields.get("threshold_pct").cloned();
+        for (key, value) in fields {
+            if key == "threshold_pct" {
+                continue;
+            }
+            let after_buffer = key == "buffer_tokens";
+            ordered.insert(key, value);
+            if let (true, Some(pct)) = (after_buffer, &pct) {
+                ordered.insert("threshold_pct".to_string(), pct.clone());
+            }
+        }
+        serde_json::to_string(&serde_json::Value::Object(ordered))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_canonical_json_keeps_the_order_config_hashes_were_made_with() {
+        let config = Config {
+            threshold_pct: Some(0.85),
+            read_tools: vec!["Read".into()],
+            ..Config::default()
+        };
+        assert_eq!(
+            config.canonical_json().unwrap(),
+            r#"{"enabled":true,"buffer_tokens":13000,"threshold_pct":0.85,"min_turns_between":2,"max_consecutive_failures":3,"summary_max_tokens":20000,"restore_files":5,"restore_file_max_tokens":5000,"read_tools":["Read"],"pin":[],"pin_budget_tokens":25000,"pin_max_tokens":5000}"#
+        );
+        let unset = Config {
+            read_tools: Vec::new(),
+            ..Config::default()
+        };
+        assert_eq!(
+            unset.canonical_json().unwrap(),
+            r#"{"enabled":true,"buffer_tokens":13000,"min_turns_between":2,"max_consecutive_failures":3,"summary_max_tokens":20000,"restore_files":5,"restore_file_max_tokens":5000,"read_tools":[],"pin":[],"pin_budget_tokens":25000,"pin_max_tokens":5000}"#
+        );
     }
 }

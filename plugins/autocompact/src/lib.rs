@@ -33,10 +33,10 @@
 //! effective window = context_window - min(max_output_tokens, 20,000)
 //! threshold        = effective window - buffer_tokens          (default)
 //!                  = threshold_pct × effective window          (when threshold_pct is set)
-//! fires when         conversation_tokens() >= threshold
+//! fires when         cx.conversation_tokens >= threshold
 //! ```
 //!
-//! The window arithmetic is `condense_tokens::BudgetConfig`'s: for a 200k window the threshold
+//! The window arithmetic is `condense_budget::BudgetConfig`'s: for a 200k window the threshold
 //! is 167,000 when the model may write 20k tokens or more (180,000 effective) and 179,000 when
 //! its output is capped at 8k (192,000 effective). `threshold_pct` moves it down or up, within
 //! 0.5..=0.98 of the effective window (anything else is a config error).
@@ -45,25 +45,25 @@
 //! Claude Code's `tokenCount` comes from the usage the API reported for the last response, which
 //! still reflects the conversation *before* snip removed messages, so the tokens snip freed are
 //! subtracted or the trigger fires early. Here the count before this pipeline's stages ran is
-//! `conversation_tokens() + tokens_freed_before()` (the host counts the conversation handed to
+//! `cx.conversation_tokens + cx.tokens_freed_before` (the host counts the conversation handed to
 //! each stage, after the earlier stages), so the seed's formula reads
-//! `(conversation_tokens() + tokens_freed_before()) - tokens_freed_before() >= threshold`, which
-//! is `conversation_tokens() >= threshold`: the stage compares the count it is handed, and the
+//! `(conversation_tokens + tokens_freed_before) - tokens_freed_before >= threshold`, which
+//! is `conversation_tokens >= threshold`: the stage compares the count it is handed, and the
 //! savings of every earlier stage (budgeting, snip, microcompact, collapse) count exactly once.
-//! Subtracting `tokens_freed_before()` from `conversation_tokens()` again would count them twice
+//! Subtracting `tokens_freed_before` from `conversation_tokens` again would count them twice
 //! and fire late. The report spells out both numbers.
 //!
 //! # When it does not fire
 //!
 //! In this order, each with a note saying so:
-//! - `enabled = false`, or the host flag `disable:autocompact` (the host's translation of
-//!   `CONDENSE_DISABLE_AUTOCOMPACT=1`; stages never read the environment): disabled, even when
-//!   forced;
+//! - `enabled = false`, or the host turning the stage off (`cx.flags.disabled`, called
+//!   `disable:autocompact` in notes: the host's translation of `CONDENSE_DISABLE_AUTOCOMPACT=1`;
+//!   stages never read the environment): disabled, even when forced;
 //! - below the threshold;
-//! - the flag `context-collapse:active` (context collapse applied at least one collapse in this
-//!   run): collapse commits at ~90% of the effective window and blocks at ~95%, and this
-//!   threshold (~93%) sits between the two, so it would race collapse and throw away the granular
-//!   context collapse keeps;
+//! - the signal [`Signal::CollapseActive`], shown as `context-collapse:active` (context collapse
+//!   applied at least one collapse in this run): collapse commits at ~90% of the effective
+//!   window and blocks at ~95%, and this threshold (~93%) sits between the two, so it would race
+//!   collapse and throw away the granular context collapse keeps;
 //! - the circuit breaker is open (see below), even when forced;
 //! - fewer than `min_turns_between` API turns since the last compaction (turns after its summary
 //!   message when the agent adopted the output, otherwise the growth in turns since).
@@ -80,8 +80,9 @@
 //! it again within two calls means very large tool results, where waiting longer would only
 //! risk a request that does not fit.
 //!
-//! The host flag `force:autocompact` (its recovery chain after a prompt-too-long error) fires
-//! below the threshold, while collapse is active and before `min_turns_between`.
+//! The host's force (`cx.flags.forced`, called `force:autocompact` in notes: its recovery chain
+//! after a prompt-too-long error) fires below the threshold, while collapse is active and before
+//! `min_turns_between`.
 //!
 //! # The output
 //!
@@ -92,7 +93,7 @@
 //!    [condense: conversation compacted — summary of 412 messages]
 //!    <summary>
 //!    ```
-//!    from `Host::summarize` with purpose `autocompact` and at most
+//!    from `Context::summarize` with purpose `autocompact` and at most
 //!    `min(summary_max_tokens, effective window / 4)` tokens. When the conversation starts with
 //!    the summary of an earlier compaction, that summary is the request's `previous_summary`
 //!    (anchored: the new messages are merged into it) and the count is cumulative. A summarizer
@@ -116,7 +117,7 @@
 //! Event lines and every other message are removed (and archived by the host). If the result
 //! would still reach the threshold, restored items are dropped, files first, oldest first, until
 //! it does not, so one compaction does not set up the next. If the result is not smaller than the
-//! input (`Host::count_tokens` over every block), the input is kept and the report says why.
+//! input (`Context::count_tokens` over every block), the input is kept and the report says why.
 //!
 //! # Circuit breaker
 //!
@@ -125,6 +126,12 @@
 //! `consecutive_failures` in the state. After `max_consecutive_failures` (3) in a row, the stage
 //! stops calling the summarizer for the session and says so on every run; a successful
 //! compaction, or a change of the stage config (its hash is kept in the state), resets it.
+//!
+//! # Report
+//!
+//! Notes: the threshold arithmetic, then why it did not fire or what it compacted. Events
+//! `compacted`, `restored-file`, `pinned` and `kept`, one per message written or kept. When it
+//! compacts, the report raises [`Signal::Compacted`] (shown as `autocompact:fired`).
 //!
 //! [`Role::System`]: condense_model::Role::System
 //! [`Role::User`]: condense_model::Role::User
@@ -140,22 +147,13 @@ pub use config::{Config, PinRule};
 pub use messages::{is_own_message, parse_summary};
 pub use trigger::Trigger;
 
-use condense_abi::text::plural;
-use condense_abi::{load_state, save_state, Host, Input, Stage, StageOutput, StageReport};
+use condense_abi::{Context, Input, Signal, Stage, StageError, StageOutput, StageReport};
 use condense_model::Conversation;
+use condense_text::plural;
 use regex::Regex;
 use restore::Pin;
 use state::State;
 
-/// Raised when the stage compacts.
-pub const FIRED_FLAG: &str = "autocompact:fired";
-/// The host's recovery chain: fire below the threshold, while collapse is active, before
-/// `min_turns_between`.
-pub const FORCE_FLAG: &str = "force:autocompact";
-/// The host's translation of `CONDENSE_DISABLE_AUTOCOMPACT=1`.
-pub const DISABLE_FLAG: &str = "disable:autocompact";
-/// Raised by context-collapse when it applied a collapse.
-pub const COLLAPSE_ACTIVE_FLAG: &str = "context-collapse:active";
 /// Start of the summary message's text.
 pub const SUMMARY_MARKER: &str = "[condense: conversation compacted — summary of ";
 /// Start of a restored file's message.
@@ -195,70 +193,14 @@ impl Stage for Autocompact {
     const DESCRIPTION: &'static str = "Level 5, the last resort: at the autocompact threshold, \
         replaces the conversation by one summary, then restores recently read files, pinned \
         content and the unanswered last user message; circuit breaker, never larger.";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "enabled",
-            "false disables the stage (so does the host flag disable:autocompact, from \
-             CONDENSE_DISABLE_AUTOCOMPACT=1).",
-        ),
-        (
-            "buffer_tokens",
-            "The threshold is the effective window (window - min(max output, 20,000)) minus \
-             this: 167,000 for a 200k window.",
-        ),
-        (
-            "threshold_pct",
-            "Optional: the threshold as this fraction of the effective window instead, lower or \
-             higher than the default, in 0.5..=0.98.",
-        ),
-        (
-            "min_turns_between",
-            "API turns that must pass between two compactions (force:autocompact overrides). \
-             An API turn is one API round: an assistant response with the tool results that \
-             answer it, opened by the user prompt it answers when there is one (every model \
-             call of an autonomous stretch is one); condense messages do not count.",
-        ),
-        (
-            "max_consecutive_failures",
-            "Circuit breaker: after this many failed attempts in a row, stop trying for the \
-             session (a success or a config change resets it). >= 1.",
-        ),
-        (
-            "summary_max_tokens",
-            "The most the summary may take, never more than 1/4 of the effective window.",
-        ),
-        (
-            "restore_files",
-            "How many of the most recently read files are given back after compacting (0: none).",
-        ),
-        (
-            "restore_file_max_tokens",
-            "Each restored file is cut to this many tokens.",
-        ),
-        (
-            "read_tools",
-            "Tool names whose calls with a file path read a file (editor view commands, \
-             `cat <path>` shell calls and writes count too).",
-        ),
-        (
-            "pin",
-            "Content given back after compacting: [{ tool = \"TodoWrite\" }] (the latest call \
-             of the tool) or [{ regex = \"IMPORTANT:.*\" }] (matches in user text and tool \
-             results).",
-        ),
-        ("pin_budget_tokens", "Tokens for all pinned items together."),
-        (
-            "pin_max_tokens",
-            "Each pinned item is cut to this many tokens.",
-        ),
-    ];
 
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         if let Some(pct) = config.threshold_pct {
             if !(pct.is_finite() && THRESHOLD_PCT_RANGE.contains(&pct)) {
                 return Err(format!(
                     "threshold_pct must be a fraction of the effective window in 0.5..=0.98, got {pct}"
-                ));
+                )
+                .into());
             }
         }
         for (name, value) in [
@@ -268,7 +210,7 @@ impl Stage for Autocompact {
             ("pin_max_tokens", config.pin_max_tokens),
         ] {
             if value == 0 {
-                return Err(format!("{name} must be >= 1, got 0"));
+                return Err(format!("{name} must be >= 1, got 0").into());
             }
         }
         let mut pins = Vec::new();
@@ -282,11 +224,12 @@ impl Stage for Autocompact {
                 _ => {
                     return Err(format!(
                         "pin[{i}] must have exactly one non-empty `tool` or `regex`"
-                    ))
+                    )
+                    .into())
                 }
             }
         }
-        let canonical = serde_json::to_string(&config).map_err(|e| e.to_string())?;
+        let canonical = config.canonical_json()?;
         let config_hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()));
         Ok(Autocompact {
             config,
@@ -295,9 +238,12 @@ impl Stage for Autocompact {
         })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
-        let (mut state, loaded) = load_state::<State>(Self::NAME, host)?;
-        let trigger = Trigger::compute(&self.config, host);
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
+        let mut state = cx.state::<State>()?;
+        // Nothing stored yet (the handle gives the default then): a state that still records
+        // nothing is not written, so a session below the threshold leaves no trace.
+        let fresh = *state == State::default();
+        let trigger = Trigger::compute(&self.config, cx);
         let mut report = StageReport::default();
         report.note(trigger.note());
         if state.config_hash != self.config_hash {
@@ -319,29 +265,28 @@ impl Stage for Autocompact {
         // conversation is read only when it may be compacted or the last compaction is recent.
         let mut read = None;
         let mut output = None;
-        match self.precheck(&trigger, &state, host) {
+        match self.precheck(&trigger, &state, cx) {
             Err(why) => report.note(why),
             Ok(overridden) => {
                 let conversation = read.insert(input.into_conversation()?);
-                match self.decide(overridden, &state, conversation, host) {
+                match self.decide(overridden, &state, conversation, cx) {
                     Err(why) => report.note(why),
                     Ok(forced_note) => {
                         if let Some(n) = forced_note {
                             report.note(n);
                         }
-                        output =
-                            self.attempt(conversation, &mut state, host, &trigger, &mut report);
+                        output = self.attempt(conversation, &mut state, cx, &trigger, &mut report);
                     }
                 }
             }
         }
-        let trivial = loaded.is_none() && state.compactions == 0 && state.consecutive_failures == 0;
+        let trivial = fresh && state.compactions == 0 && state.consecutive_failures == 0;
         if !trivial {
-            save_state(Self::NAME, host, &state, loaded.as_deref())?;
+            state.save()?;
         }
         Ok(match (output, read) {
             (Some(messages), Some(conversation)) => {
-                report.flags.push(FIRED_FLAG.to_string());
+                report.raise(Signal::Compacted);
                 StageOutput::changed(
                     Conversation {
                         messages,

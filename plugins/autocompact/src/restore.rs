@@ -193,6 +193,9 @@ pub fn files_seen<'m>(
             }
             continue;
         }
+        // Calls and results in one pass, in block order (not `Conversation::tool_results`,
+        // which visits results alone): the order decides which content of a path wins and
+        // which read a later edit marks as stale.
         for block in &m.content.blocks {
             match block {
                 Block::ToolUse(call) => match file_op(call, read_tools) {

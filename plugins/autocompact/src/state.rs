@@ -29,11 +29,11 @@
 use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 
-/// See the [module docs](self).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// See the [module docs](self). The handle the stage reads it through writes `"version": 1`
+/// in front of these fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
-    pub version: u32,
     pub config_hash: String,
     pub compactions: usize,
     pub consecutive_failures: usize,
@@ -52,23 +52,4 @@ pub struct LastCompaction {
     pub tokens_after: usize,
 }
 
-impl Default for State {
-    fn default() -> Self {
-        State {
-            version: Self::VERSION,
-            config_hash: String::new(),
-            compactions: 0,
-            consecutive_failures: 0,
-            last_failure: None,
-            last: None,
-        }
-    }
-}
-
-impl StageState for State {
-    /// Current state format.
-    const VERSION: u32 = 1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-}
+impl StageState for State {}

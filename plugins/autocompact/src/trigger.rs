@@ -2,12 +2,11 @@
 
 use crate::messages::real_turns;
 use crate::state::State;
-use crate::{Autocompact, Config, COLLAPSE_ACTIVE_FLAG, DISABLE_FLAG, FORCE_FLAG};
-use condense_abi::text::plural;
-use condense_abi::Host;
+use crate::{Autocompact, Config};
+use condense_abi::{RunContext, Signal};
+use condense_budget::{fraction_of, BudgetConfig};
 use condense_model::Conversation;
-use condense_tokens::BudgetConfig;
-use condense_turns::measure::{fraction_of, percent, thousands};
+use condense_text::{percent, plural, thousands};
 
 /// The threshold arithmetic of one run.
 #[derive(Debug, Clone)]
@@ -18,18 +17,18 @@ pub struct Trigger {
     pub buffer: usize,
     pub pct: Option<f64>,
     pub threshold: usize,
-    /// `Host::conversation_tokens()`: what the check compares.
+    /// `RunContext::conversation_tokens`: what the check compares.
     pub tokens: usize,
-    /// `Host::tokens_freed_before()`.
+    /// `RunContext::tokens_freed_before`.
     pub freed_before: usize,
 }
 
 impl Trigger {
-    /// The threshold for the host's window and the stage's config.
-    pub fn compute(config: &Config, host: &dyn Host) -> Trigger {
+    /// The threshold for the call's window and the stage's config.
+    pub fn compute(config: &Config, run: &RunContext) -> Trigger {
         let budget = BudgetConfig {
-            context_window: host.context_window(),
-            max_output_tokens: host.max_output_tokens(),
+            context_window: run.context_window,
+            max_output_tokens: run.max_output_tokens,
             autocompact_buffer: config.buffer_tokens,
             ..BudgetConfig::default()
         };
@@ -45,8 +44,8 @@ impl Trigger {
             buffer: config.buffer_tokens,
             pct: config.threshold_pct,
             threshold,
-            tokens: host.conversation_tokens(),
-            freed_before: host.tokens_freed_before(),
+            tokens: run.conversation_tokens,
+            freed_before: run.tokens_freed_before,
         }
     }
 
@@ -91,24 +90,27 @@ impl Trigger {
 }
 
 impl Autocompact {
-    /// `Ok(note when forced past a guard)` to compact, `Err(why not)` otherwise.
-    /// The checks that need only host figures and the stored state: `Err(why not)`, or the
-    /// checks a force flag overrode so far.
+    /// The checks that need only the call's figures and the stored state: `Err(why not)`, or
+    /// the checks the host's force overrode so far.
+    ///
+    /// The notes keep the names users know the host's flags by (`disable:autocompact`,
+    /// `force:autocompact`, `context-collapse:active`), as the config docs do.
     pub(crate) fn precheck(
         &self,
         t: &Trigger,
         state: &State,
-        host: &dyn Host,
+        run: &RunContext,
     ) -> Result<Vec<String>, String> {
         if !self.config.enabled {
             return Err("disabled by config (enabled = false)".into());
         }
-        if host.has_flag(DISABLE_FLAG) {
-            return Err(format!(
-                "disabled by the host (flag {DISABLE_FLAG}, from CONDENSE_DISABLE_AUTOCOMPACT=1)"
-            ));
+        if run.flags.disabled {
+            return Err(
+                "disabled by the host (flag disable:autocompact, from CONDENSE_DISABLE_AUTOCOMPACT=1)"
+                    .into(),
+            );
         }
-        let forced = host.has_flag(FORCE_FLAG);
+        let forced = run.flags.forced;
         let mut overridden = Vec::new();
         if t.no_room() {
             if !forced {
@@ -129,13 +131,14 @@ impl Autocompact {
             }
             overridden.push("below the threshold".to_string());
         }
-        if host.has_flag(COLLAPSE_ACTIVE_FLAG) {
+        if run.flags.raised(Signal::CollapseActive) {
             if !forced {
-                return Err(format!(
-                    "suppressed: context-collapse is active (flag {COLLAPSE_ACTIVE_FLAG}); \
+                return Err(
+                    "suppressed: context-collapse is active (flag context-collapse:active); \
                      compacting now would race it and throw away the granular context its \
-                     collapses keep ({FORCE_FLAG} overrides)"
-                ));
+                     collapses keep (force:autocompact overrides)"
+                        .into(),
+                );
             }
             overridden.push("context-collapse active".to_string());
         }
@@ -157,15 +160,15 @@ impl Autocompact {
     }
 
     /// The check that reads the conversation (turns since the last compaction), then the
-    /// verdict: `Err(why not)`, or `Ok(note when a force flag overrode a check)`.
+    /// verdict: `Err(why not)`, or `Ok(note when the host's force overrode a check)`.
     pub(crate) fn decide(
         &self,
         mut overridden: Vec<String>,
         state: &State,
         conversation: &Conversation,
-        host: &dyn Host,
+        run: &RunContext,
     ) -> Result<Option<String>, String> {
-        let forced = host.has_flag(FORCE_FLAG);
+        let forced = run.flags.forced;
         if let Some(last) = &state.last {
             let messages = &conversation.messages;
             let turns = real_turns(messages);
@@ -185,7 +188,11 @@ impl Autocompact {
                 overridden.push(format!("min_turns_between ({since} since the last)"));
             }
         }
-        Ok((!overridden.is_empty())
-            .then(|| format!("{FORCE_FLAG}: compacting despite {}", overridden.join(", "))))
+        Ok((!overridden.is_empty()).then(|| {
+            format!(
+                "force:autocompact: compacting despite {}",
+                overridden.join(", ")
+            )
+        }))
     }
 }

@@ -1,27 +1,39 @@
-//! The stage's `[stage.config]` and its defaults.
+//! The stage's `[stage.config]` and its defaults. Each field's `///` comment is the key's
+//! description in `condense plugins --details` and docs/stages.md.
 
 use serde::{Deserialize, Serialize};
 
 /// The stage's `[stage.config]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, condense_abi::StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Fraction of the effective window from which new collapses are committed.
+    /// Fraction of the effective window (window - min(max output, 20,000)) from which new
+    /// collapses are committed, in (0, 1].
     pub commit_at: f64,
-    /// Fraction of the effective window from which collapsing is mandatory.
+    /// Fraction of the effective window from which collapsing is mandatory; a count still
+    /// above it once nothing more may be collapsed is reported. commit_at <= block_at <= 1.
     pub block_at: f64,
-    /// The most recent API turns (API rounds: model calls with their results), never
-    /// collapsed.
+    /// The most recent API turns, never collapsed (>= 1). An API turn is one API round:
+    /// an assistant response (consecutive assistant messages) with the tool results that
+    /// answer it, opened by the user prompt it answers when there is one; an autonomous
+    /// stretch of tool calls is one turn per call. 4 keeps the agent's last few calls and
+    /// their results verbatim.
     pub keep_recent_turns: usize,
-    /// The most API turns (API rounds) one commit adds to a summary.
+    /// The most API turns (API rounds, see keep_recent_turns) one commit adds to a
+    /// summary (>= 1). A span grows turn by turn only until its commit is expected to
+    /// bring the projection below the target, so commits free about what is needed.
     pub turns_per_span: usize,
-    /// A summary's budget as a fraction of the tokens it stands for.
+    /// A summary's budget as a fraction of the tokens it stands for, in (0, 1]; 0.15: a
+    /// summary of 40,000 tokens of turns may take 6,000.
     pub summary_ratio: f64,
-    /// The smallest budget a summary gets, in tokens.
+    /// The smallest budget a summary gets, in tokens (>= 1).
     pub summary_min_tokens: usize,
-    /// The largest budget a summary gets, as a fraction of the effective window.
+    /// The largest budget a summary gets, as a fraction of the effective window, in
+    /// (0, 1]. When one commit must free more than needed (one huge turn), the summary
+    /// may use the room left below the target up to this cap.
     pub summary_window_share: f64,
-    /// The largest budget a summary gets, in tokens, whatever the window.
+    /// The largest budget a summary gets, in tokens, whatever the window (>= 1). The
+    /// host's summarizer keeps every written path and the last request even beyond it.
     pub summary_max_tokens: usize,
 }
 

@@ -49,10 +49,10 @@
 //! # When it commits
 //!
 //! The effective window is the host's `context_window` minus `min(max_output_tokens, 20,000)`
-//! (the `condense_tokens::BudgetConfig` arithmetic, the same as autocompact's). The stage takes
-//! `Host::conversation_tokens()` **as it is**: it is already the count of the conversation handed
+//! (the `condense_budget::BudgetConfig` arithmetic, the same as autocompact's). The stage takes
+//! `cx.conversation_tokens` **as it is**: it is already the count of the conversation handed
 //! to this stage, after the earlier stages freed what they freed, so subtracting
-//! `tokens_freed_before()` would count those savings twice. From it, it subtracts what the
+//! `cx.tokens_freed_before` would count those savings twice. From it, it subtracts what the
 //! re-applied collapses save (the **projected** count).
 //!
 //! The **target** is `commit_at × effective`, or the window less the host's output reserve
@@ -72,19 +72,19 @@
 //! sub-agent's lines), the summary may use the room left down to the landing point, up to that
 //! cap. The report states the target and what was reached.
 //!
-//! The host flag `force:context-collapse` (the host's recovery chain after a prompt-too-long
-//! error, or `--fit` when the request still does not fit) lowers the target to a tenth of the
-//! effective window below the projection (or below the target, if lower). If the projected count
-//! is still at or above `block_at × effective` when nothing more may be collapsed, the report
-//! says so plainly; the stage does not fail.
+//! The host's force (`cx.flags.forced`, called `force:context-collapse` in notes: the host's
+//! recovery chain after a prompt-too-long error, or `--fit` when the request still does not fit)
+//! lowers the target to a tenth of the effective window below the projection (or below the
+//! target, if lower). If the projected count is still at or above `block_at × effective` when
+//! nothing more may be collapsed, the report says so plainly; the stage does not fail.
 //!
-//! What a span saves is estimated as the tokens of its messages (`Host::count_tokens` of every
+//! What a span saves is estimated as the tokens of its messages (`Context::count_tokens` of every
 //! block, see `condense_turns::measure`) minus the tokens of its summary message. A span whose
 //! summary would not be smaller is not committed: this stage never grows the conversation.
 //!
 //! # What a summary keeps
 //!
-//! The summaries come from the host (`Host::summarize`), which writes them from the original
+//! The summaries come from the host (`Context::summarize`), which writes them from the original
 //! messages (not from what earlier levels cleared or truncated) and always starts them with the
 //! user's requests (the last one verbatim), every file created, modified or deleted, and the
 //! errors met, carried forward from summary to summary (see `condense_summarize::retaining`).
@@ -127,12 +127,14 @@
 //! and pipeline settings, so a run under another window never inherits them, and `--fresh`
 //! drops them). Events `reapplied` (a collapse committed before this stage ran) and `collapsed`
 //! (committed or merged in this run), each with the span's first message id, its size, its
-//! summary's size and budget, and the tokens it saves. `tokens_freed` is the sum. Whenever at least one collapse is applied, the report
-//! raises the flag `context-collapse:active`: autocompact stands down then, since it would
-//! otherwise fire between collapse's commit point and its blocking point and throw away the
-//! granular context collapse keeps.
+//! summary's size and budget, and the tokens it saves. `tokens_freed` is the sum. Whenever at
+//! least one collapse is applied, the report raises [`Signal::CollapseActive`] (shown as
+//! `context-collapse:active`): autocompact stands down then, since it would otherwise fire
+//! between collapse's commit point and its blocking point and throw away the granular context
+//! collapse keeps.
 //!
 //! [`Role::User`]: condense_model::Role::User
+//! [`Signal::CollapseActive`]: condense_abi::Signal::CollapseActive
 
 mod config;
 mod run;
@@ -145,15 +147,11 @@ pub use condense_turns as turns;
 pub use config::Config;
 pub use summary::{is_summary_message, parse_header, summary_message};
 
-use condense_abi::{load_state, Host, Input, Stage, StageOutput};
+use condense_abi::{Context, Input, Stage, StageError, StageOutput};
 use condense_model::Conversation;
 use run::Run;
 use state::State;
 
-/// The flag this stage raises when at least one collapse is applied.
-pub const ACTIVE_FLAG: &str = "context-collapse:active";
-/// The host flag that makes the stage commit as if above `commit_at`.
-pub const FORCE_FLAG: &str = "force:context-collapse";
 /// The start of a summary message's text.
 pub const SUMMARY_MARKER: &str = "[condense: summary of ";
 /// The prefix of a summary message's id.
@@ -179,79 +177,36 @@ impl Stage for ContextCollapse {
     const DESCRIPTION: &'static str = "Level 4: a projection that replaces committed spans of old \
         API turns by one summary each, re-applied identically on every run; the input is never \
         rewritten otherwise.";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "commit_at",
-            "Fraction of the effective window (window - min(max output, 20,000)) from which new \
-             collapses are committed, in (0, 1].",
-        ),
-        (
-            "block_at",
-            "Fraction of the effective window from which collapsing is mandatory; a count still \
-             above it once nothing more may be collapsed is reported. commit_at <= block_at <= 1.",
-        ),
-        (
-            "keep_recent_turns",
-            "The most recent API turns, never collapsed (>= 1). An API turn is one API round: \
-             an assistant response (consecutive assistant messages) with the tool results that \
-             answer it, opened by the user prompt it answers when there is one; an autonomous \
-             stretch of tool calls is one turn per call. 4 keeps the agent's last few calls and \
-             their results verbatim.",
-        ),
-        (
-            "turns_per_span",
-            "The most API turns (API rounds, see keep_recent_turns) one commit adds to a \
-             summary (>= 1). A span grows turn by turn only until its commit is expected to \
-             bring the projection below the target, so commits free about what is needed.",
-        ),
-        (
-            "summary_ratio",
-            "A summary's budget as a fraction of the tokens it stands for, in (0, 1]; 0.15: a \
-             summary of 40,000 tokens of turns may take 6,000.",
-        ),
-        (
-            "summary_min_tokens",
-            "The smallest budget a summary gets, in tokens (>= 1).",
-        ),
-        (
-            "summary_window_share",
-            "The largest budget a summary gets, as a fraction of the effective window, in \
-             (0, 1]. When one commit must free more than needed (one huge turn), the summary \
-             may use the room left below the target up to this cap.",
-        ),
-        (
-            "summary_max_tokens",
-            "The largest budget a summary gets, in tokens, whatever the window (>= 1). The \
-             host's summarizer keeps every written path and the last request even beyond it.",
-        ),
-    ];
 
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         let fraction_ok = |v: f64| v.is_finite() && v > 0.0 && v <= 1.0;
         if !fraction_ok(config.commit_at) {
             return Err(format!(
                 "commit_at must be a fraction of the effective window in (0, 1], got {}",
                 config.commit_at
-            ));
+            )
+            .into());
         }
         if !fraction_ok(config.block_at) {
             return Err(format!(
                 "block_at must be a fraction of the effective window in (0, 1], got {}",
                 config.block_at
-            ));
+            )
+            .into());
         }
         if config.commit_at > config.block_at {
             return Err(format!(
                 "commit_at ({}) must not be above block_at ({})",
                 config.commit_at, config.block_at
-            ));
+            )
+            .into());
         }
         for (name, value) in [
             ("summary_ratio", config.summary_ratio),
             ("summary_window_share", config.summary_window_share),
         ] {
             if !fraction_ok(value) {
-                return Err(format!("{name} must be a fraction in (0, 1], got {value}"));
+                return Err(format!("{name} must be a fraction in (0, 1], got {value}").into());
             }
         }
         for (name, value) in [
@@ -261,22 +216,27 @@ impl Stage for ContextCollapse {
             ("summary_max_tokens", config.summary_max_tokens),
         ] {
             if value == 0 {
-                return Err(format!("{name} must be >= 1, got 0"));
+                return Err(format!("{name} must be >= 1, got 0").into());
             }
         }
         Ok(ContextCollapse { config })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
         let conversation = input.into_conversation()?;
-        let (state, loaded) = load_state::<State>(Self::NAME, host)?;
-        let mut run = Run::new(&self.config, &conversation.messages, state, host);
+        let mut state = cx.state::<State>()?;
+        // The run consumes the stored collapses and hands back the ones it applied.
+        let stored = std::mem::take(&mut *state);
+        let mut run = Run::new(&self.config, &conversation.messages, stored, *cx);
         run.plan();
         run.commit();
-        let (messages, report) = run.finish(loaded.as_deref())?;
+        let finished = run.finish()?;
+        state.set(finished.state);
+        state.save()?;
+        let report = finished.report;
         // A projection can still come out as the input itself (its collapses' summary
         // messages were already in place): then it is handed back as unchanged too.
-        Ok(match messages {
+        Ok(match finished.messages {
             Some(messages) if messages != conversation.messages => StageOutput::changed(
                 Conversation {
                     messages,

@@ -8,11 +8,11 @@ mod reapply;
 
 use crate::state::{Collapse, State};
 use crate::summary::summary_message;
-use crate::{Config, FORCE_FLAG};
-use condense_abi::{Host, StageReport};
+use crate::Config;
+use condense_abi::{Context, StageReport};
+use condense_budget::{fraction_of, BudgetConfig};
 use condense_model::{Message, Role};
-use condense_tokens::BudgetConfig;
-use condense_turns::measure::{fraction_of, message_tokens};
+use condense_turns::measure::message_tokens;
 use std::ops::Range;
 
 /// One part of the conversation after the leading content.
@@ -50,7 +50,7 @@ enum Found {
 pub(crate) struct Run<'a> {
     config: &'a Config,
     messages: &'a [Message],
-    host: &'a dyn Host,
+    cx: Context<'a>,
     turns: condense_turns::Turns,
     stored: State,
     collapses: Vec<Applied>,
@@ -77,24 +77,24 @@ impl<'a> Run<'a> {
         config: &'a Config,
         messages: &'a [Message],
         stored: State,
-        host: &'a dyn Host,
+        cx: Context<'a>,
     ) -> Self {
         // The window less the model's output, as Claude Code reckons it. The autocompact
         // buffer plays no part in when collapse commits, so it is left out: the reserve is
         // scaled down only when the output alone would not fit the window.
         let budget = BudgetConfig {
-            context_window: host.context_window(),
-            max_output_tokens: host.max_output_tokens(),
+            context_window: cx.context_window,
+            max_output_tokens: cx.max_output_tokens,
             autocompact_buffer: 0,
             ..BudgetConfig::default()
         };
         let effective = budget.effective_window();
-        let conversation_tokens = host.conversation_tokens();
-        let fit_limit = host.context_window().saturating_sub(host.output_reserve());
+        let conversation_tokens = cx.conversation_tokens;
+        let fit_limit = cx.context_window.saturating_sub(cx.output_reserve);
         Run {
             config,
             messages,
-            host,
+            cx,
             turns: condense_turns::group(messages),
             stored,
             collapses: Vec::new(),
@@ -107,7 +107,7 @@ impl<'a> Run<'a> {
             before_commits: conversation_tokens,
             conversation_tokens,
             projected: conversation_tokens,
-            forced: host.has_flag(FORCE_FLAG),
+            forced: cx.flags.forced,
             stopped: None,
             report: StageReport::default(),
         }
@@ -141,11 +141,11 @@ impl<'a> Run<'a> {
         self.messages[range]
             .iter()
             .filter(|m| m.role != Role::System)
-            .map(|m| message_tokens(self.host, m))
+            .map(|m| message_tokens(&self.cx, m))
             .sum()
     }
 
     fn summary_tokens(&self, c: &Collapse) -> usize {
-        message_tokens(self.host, &summary_message(c, None, ""))
+        message_tokens(&self.cx, &summary_message(c, None, None))
     }
 }

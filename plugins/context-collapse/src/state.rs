@@ -35,21 +35,12 @@
 use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 
-/// See the [module docs](self).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// See the [module docs](self). The handle the stage reads it through writes `"version": 1`
+/// in front of these fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
-    pub version: u32,
     pub collapses: Vec<Collapse>,
-}
-
-impl Default for State {
-    fn default() -> Self {
-        State {
-            version: Self::VERSION,
-            collapses: Vec::new(),
-        }
-    }
 }
 
 /// One committed collapse.
@@ -70,10 +61,4 @@ pub struct Collapse {
     pub replaced_tokens: usize,
 }
 
-impl StageState for State {
-    /// Current state format.
-    const VERSION: u32 = 1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-}
+impl StageState for State {}

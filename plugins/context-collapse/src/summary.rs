@@ -3,7 +3,7 @@
 
 use crate::state::Collapse;
 use crate::{ID_PREFIX, SUMMARY_MARKER};
-use condense_model::{Block, Content, Message, Role};
+use condense_model::{Block, Content, Format, Message, Role};
 
 /// A summary message's header line, parsed: `(count, first, last)`.
 pub fn parse_header(text: &str) -> Option<(usize, &str, &str)> {
@@ -22,11 +22,12 @@ pub fn is_summary_message(message: &Message) -> bool {
 }
 
 /// The summary message of a collapse, with the timestamp and, for Claude Code, the wrapper line
-/// of `first`, the first message it replaces (see [`condense_turns::envelope_template`]).
+/// of `first`, the first message it replaces (see [`condense_formats::envelope_template`]; none
+/// when the format is unknown).
 pub fn summary_message(
     collapse: &Collapse,
     first: Option<&Message>,
-    source_format: &str,
+    format: Option<Format>,
 ) -> Message {
     let text = format!(
         "{SUMMARY_MARKER}{} earlier messages (ids {}…{})]\n{}",
@@ -40,8 +41,8 @@ pub fn summary_message(
         extra: Default::default(),
         envelope: Default::default(),
     };
-    if let Some(first) = first {
-        message.envelope = condense_turns::envelope_template(source_format, first, &message);
+    if let (Some(first), Some(format)) = (first, format) {
+        message.envelope = condense_formats::envelope_template(format, first, &message);
     }
     message
 }

@@ -4,7 +4,7 @@
 use crate::scan::Scan;
 use crate::state::{Pinned, State};
 use crate::{thousands, Config, CLEARED_MARKER};
-use condense_abi::{Host, StageEvent, StageReport};
+use condense_abi::{Context, StageEvent, StageReport};
 use condense_model::{Block, Conversation, RawJson};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -38,10 +38,10 @@ pub fn plan(
     scan: &Scan,
     state: &mut State,
     config: &Config,
-    host: &dyn Host,
+    cx: &Context<'_>,
     report: &mut StageReport,
 ) -> Hot {
-    let marker_tokens = host.count_tokens(CLEARED_MARKER);
+    let marker_tokens = cx.count_tokens(CLEARED_MARKER);
     let live: Vec<_> = scan.old.iter().filter(|o| !o.cleared).collect();
     let mut hot = Hot {
         clearable: live.iter().map(|o| o.tokens).sum(),
@@ -75,15 +75,15 @@ pub fn plan(
         }
         pinned.push(Pinned {
             tool_use_id: old.tool_use_id.clone(),
-            tool: old.tool.clone(),
+            tool: old.tool().to_string(),
             tokens,
         });
         report.events.push(StageEvent {
             kind: "cache-edit".to_string(),
-            message_id: conv.messages[old.msg].id.clone(),
+            message_id: conv.messages[old.at.message].id.clone(),
             detail: format!(
                 "tool {} result {}: clear {} tokens server-side ({how})",
-                old.tool,
+                old.tool(),
                 old.tool_use_id,
                 thousands(tokens)
             ),

@@ -2,7 +2,7 @@
 
 use crate::scan::Scan;
 use crate::{cleared_marker, thousands, Config, CLEARED_MARKER};
-use condense_abi::{Host, StageEvent, StageReport};
+use condense_abi::{Context, StageEvent, StageReport};
 use condense_model::{Block, Content, ContentShape, Conversation, RawJson};
 use condense_retain::error_line;
 use std::collections::HashSet;
@@ -38,27 +38,29 @@ pub fn clear_old(
     conv: &mut Conversation,
     scan: &Scan,
     config: &Config,
-    host: &dyn Host,
+    cx: &Context<'_>,
     report: &mut StageReport,
 ) -> Cleared {
     let calls = crate::scan::tool_use_positions(conv);
     let mut done = Cleared::default();
     let mut inputs_seen = HashSet::new();
     for old in &scan.old {
-        let message = &mut conv.messages[old.msg];
+        let message = &conv.messages[old.at.message];
         let message_id = message.id.clone();
-        let marker = match message.content.blocks.get(old.block) {
+        // The error line needs the message's envelope (a Claude Code line's `toolUseResult`)
+        // beside the result, so the result is read through its message here.
+        let marker = match message.content.blocks.get(old.at.block) {
             Some(Block::ToolResult(result)) if !old.cleared => {
                 cleared_marker(error_line(result, &message.envelope).as_deref())
             }
             _ => CLEARED_MARKER.to_string(),
         };
-        let marker_tokens = host.count_tokens(&marker);
+        let marker_tokens = cx.count_tokens(&marker);
         if old.cleared {
             done.already += 1;
         } else if old.tokens <= marker_tokens {
             done.too_small += 1;
-        } else if let Some(Block::ToolResult(result)) = message.content.blocks.get_mut(old.block) {
+        } else if let Some(result) = conv.tool_result_at_mut(&old.at) {
             result.content = match result.content.shape {
                 ContentShape::String => Content::string(marker.as_str()),
                 _ => Content::blocks(vec![Block::text(marker.as_str())]),
@@ -72,7 +74,7 @@ pub fn clear_old(
                 message_id,
                 detail: format!(
                     "tool {} result {}: {} tokens -> {marker}",
-                    old.tool,
+                    old.tool(),
                     old.tool_use_id,
                     thousands(old.tokens)
                 ),
@@ -99,9 +101,9 @@ pub fn clear_old(
             continue;
         }
         let replacement = cleared_input(chars);
-        let tokens = host
+        let tokens = cx
             .count_tokens(input)
-            .saturating_sub(host.count_tokens(&replacement));
+            .saturating_sub(cx.count_tokens(&replacement));
         if tokens == 0 {
             continue;
         }
@@ -114,7 +116,7 @@ pub fn clear_old(
             message_id: call_message_id,
             detail: format!(
                 "tool {} input of {}: {} chars -> {replacement}",
-                old.tool,
+                old.tool(),
                 old.tool_use_id,
                 thousands(chars)
             ),
@@ -125,6 +127,7 @@ pub fn clear_old(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -137,7 +140,8 @@ mod tests {
             r#"{"cleared":true,"original_chars":1,"x":2}"#
         ));
         assert!(!is_cleared_input(r#"{"file_path":"a"}"#));
-        let parsed: serde_json::Value = serde_json::from_str(&cleared_input(7)).unwrap_or_default();
+        // Parsed strictly: a marker that is not JSON must fail here, not compare as Null.
+        let parsed: serde_json::Value = serde_json::from_str(&cleared_input(7)).unwrap();
         assert_eq!(
             parsed,
             serde_json::json!({"cleared": true, "original_chars": 7})

@@ -22,8 +22,8 @@
 //!   `emit_context_management`, the stage also writes the request's top-level
 //!   `context_management` with a `clear_tool_uses_20250919` edit, so the API clears
 //!   server-side; request fields are not messages and cost no tokens in the host's count.
-//! * **Forced.** The host's recovery chain (`condense compress --fit`) raises
-//!   `force:microcompact`: the time path runs whatever the gap, since the request is being
+//! * **Forced.** The host's recovery chain (`condense compress --fit`) forces the stage
+//!   (`cx.flags.forced`): the time path runs whatever the gap, since the request is being
 //!   rebuilt anyway.
 //!
 //! The two paths are exclusive and the time-based one wins when both apply.
@@ -55,7 +55,7 @@
 //!
 //! # The gap
 //!
-//! The gap is `host.now_ms()` minus the timestamp of the last assistant message
+//! The gap is the host's clock (`cx.now_ms`) minus the timestamp of the last assistant message
 //! ([`Message::timestamp`](condense_model::Message::timestamp), RFC 3339, which Claude Code
 //! transcripts carry). When that message has no (readable) timestamp, the gap is the time since
 //! the stage's previous run on this session (`last_seen_ms` in its state; a request is sent
@@ -65,12 +65,13 @@
 //!
 //! # Tokens
 //!
-//! Counted with `host.count_tokens` over a result's payload (texts, nested blocks; an image
-//! counts 1,600). A result frees its tokens minus the marker's; a result no bigger than the
-//! marker is left as it is, and an input is replaced only when the replacement is smaller, so
-//! the stage never makes a conversation bigger. The hot path's trigger compares the tokens of
-//! all older results still whole in the messages (pinned ones included: the request still
-//! carries them); `clear_at_least` compares what the new edits would free.
+//! Counted with the host's tokenizer (`cx.count_tokens`) over a result's payload (texts,
+//! nested blocks; an image counts 1,600). A result frees its tokens minus the marker's; a
+//! result no bigger than the marker is left as it is, and an input is replaced only when the
+//! replacement is smaller, so the stage never makes a conversation bigger. The hot path's
+//! trigger compares the tokens of all older results still whole in the messages (pinned ones
+//! included: the request still carries them); `clear_at_least` compares what the new edits
+//! would free.
 //!
 //! Running the stage again on its output changes nothing more: cleared markers and cleared
 //! inputs are recognised and skipped.
@@ -81,9 +82,9 @@ pub mod scan;
 pub mod state;
 pub mod time;
 
-pub use condense_abi::text::{plural, thousands};
-use condense_abi::{load_state, save_state, Host, Input, Stage, StageOutput, StageReport};
-use condense_model::Conversation;
+use condense_abi::{Context, Input, Stage, StageError, StageOutput, StageReport};
+use condense_model::{Conversation, Format};
+pub use condense_text::{plural, thousands};
 use scan::{Gap, Scan};
 use serde::{Deserialize, Serialize};
 use state::State;
@@ -145,21 +146,40 @@ pub const DEFAULT_COMPRESSIBLE_TOOLS: &[&str] = &[
     "web_fetch",
 ];
 
-/// The stage's `[stage.config]`.
-/// The flag the host raises to force this stage's trigger (recovery chain).
-pub const FORCE_FLAG: &str = "force:microcompact";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The stage's `[stage.config]`. Each field's doc is the key's description in
+/// `condense plugins --details` and docs/stages.md.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, condense_abi::StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Tool names whose results may be cleared, matched exactly and case-sensitively against
+    /// the name of the result's tool_use. Default: Claude Code's Read, Bash, Grep, Glob,
+    /// WebSearch, WebFetch, Edit, Write, MultiEdit, NotebookEdit and the usual names of other
+    /// agents (read_file, shell, bash, str_replace_editor, grep, ...). Must not be empty.
     pub compressible_tools: Vec<String>,
+    /// Tool names whose results are never cleared, even when listed in compressible_tools.
     pub exclude_tools: Vec<String>,
+    /// The most recent compressible results always kept whole. Must be >= 1.
     pub keep_recent: usize,
+    /// Minutes since the last assistant message (or the previous run, without timestamps)
+    /// after which the prompt cache is taken as cold and old results are cleared in the
+    /// messages. 0 clears whenever any time has passed.
     pub gap_minutes: u64,
+    /// Cache hot: cache edits are made only when the older compressible results still whole
+    /// hold more than this many tokens. Also the trigger of the context_management edit.
     pub trigger_tokens: usize,
+    /// Cache hot: cache edits are made only when the new ones free at least this many tokens.
+    /// Also the clear_at_least of the context_management edit.
     pub clear_at_least: usize,
+    /// Cache cold: also replace the inputs of the cleared calls over min_input_chars by
+    /// {"cleared":true,"original_chars":N}. Passed on as clear_tool_inputs in
+    /// context_management.
     pub clear_tool_inputs: bool,
+    /// With clear_tool_inputs: only inputs whose JSON text has more chars than this are
+    /// cleared.
     pub min_input_chars: usize,
+    /// Cache hot, Anthropic requests only: write the request's top-level context_management
+    /// with a clear_tool_uses_20250919 edit (merged with other request fields and edits)
+    /// whenever there are cache edits to send.
     pub emit_context_management: bool,
 }
 
@@ -203,81 +223,28 @@ impl Stage for Microcompact {
     const NAME: &'static str = "microcompact";
     const DESCRIPTION: &'static str = "Clears old results of compressible tools: in the messages \
         when the prompt cache is cold, as cache edits (and Anthropic context_management) when hot.";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "compressible_tools",
-            "Tool names whose results may be cleared, matched exactly and case-sensitively \
-             against the name of the result's tool_use. Default: Claude Code's Read, Bash, \
-             Grep, Glob, WebSearch, WebFetch, Edit, Write, MultiEdit, NotebookEdit and the usual \
-             names of other agents (read_file, shell, bash, str_replace_editor, grep, ...). \
-             Must not be empty.",
-        ),
-        (
-            "exclude_tools",
-            "Tool names whose results are never cleared, even when listed in \
-             compressible_tools.",
-        ),
-        (
-            "keep_recent",
-            "The most recent compressible results always kept whole. Must be >= 1.",
-        ),
-        (
-            "gap_minutes",
-            "Minutes since the last assistant message (or the previous run, without timestamps) \
-             after which the prompt cache is taken as cold and old results are cleared in the \
-             messages. 0 clears whenever any time has passed.",
-        ),
-        (
-            "trigger_tokens",
-            "Cache hot: cache edits are made only when the older compressible results still \
-             whole hold more than this many tokens. Also the trigger of the context_management \
-             edit.",
-        ),
-        (
-            "clear_at_least",
-            "Cache hot: cache edits are made only when the new ones free at least this many \
-             tokens. Also the clear_at_least of the context_management edit.",
-        ),
-        (
-            "clear_tool_inputs",
-            "Cache cold: also replace the inputs of the cleared calls over min_input_chars by \
-             {\"cleared\":true,\"original_chars\":N}. Passed on as clear_tool_inputs in \
-             context_management.",
-        ),
-        (
-            "min_input_chars",
-            "With clear_tool_inputs: only inputs whose JSON text has more chars than this are \
-             cleared.",
-        ),
-        (
-            "emit_context_management",
-            "Cache hot, Anthropic requests only: write the request's top-level \
-             context_management with a clear_tool_uses_20250919 edit (merged with other request \
-             fields and edits) whenever there are cache edits to send.",
-        ),
-    ];
-
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         if config.keep_recent < 1 {
             return Err(format!(
                 "keep_recent must be >= 1 (the most recent result always survives), got {}",
                 config.keep_recent
-            ));
+            )
+            .into());
         }
         if config.compressible_tools.is_empty() {
             return Err(
-                "compressible_tools must not be empty: nothing would ever be cleared".to_string(),
+                "compressible_tools must not be empty: nothing would ever be cleared".into(),
             );
         }
         Ok(Microcompact { config })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
         let mut conversation = input.into_conversation()?;
-        let (mut state, stored) = load_state::<State>(Self::NAME, host)?;
-        let now = host.now_ms();
+        let mut state = cx.state::<State>()?;
+        let now = cx.now_ms;
         let gap = scan::gap(&conversation, &state, now);
-        let scan = Scan::new(&conversation, &self.config, host);
+        let scan = Scan::new(&conversation, &self.config, cx);
         let mut report = StageReport::default();
         let threshold = self.config.gap_minutes;
         // The cache-hot path changes no block, only (when it emits) the request's fields.
@@ -285,21 +252,21 @@ impl Stage for Microcompact {
 
         // The host's recovery chain (`condense compress --fit`) forces the time path: the
         // request is being rebuilt anyway, so the cache is as good as cold.
-        let forced = host.has_flag(FORCE_FLAG);
+        let forced = cx.flags.forced;
         if forced {
             report.note("forced by the recovery chain: clearing as if the cache were cold");
         }
         match gap.ms() {
             _ if forced => {
                 let done =
-                    clear::clear_old(&mut conversation, &scan, &self.config, host, &mut report);
+                    clear::clear_old(&mut conversation, &scan, &self.config, cx, &mut report);
                 report.tokens_freed = Some(done.tokens);
                 report.note(time_note(&gap, threshold, &scan, &done));
                 state.pinned.clear();
             }
             Some(ms) if ms > self.gap_ms() => {
                 let done =
-                    clear::clear_old(&mut conversation, &scan, &self.config, host, &mut report);
+                    clear::clear_old(&mut conversation, &scan, &self.config, cx, &mut report);
                 report.tokens_freed = Some(done.tokens);
                 report.note(time_note(&gap, threshold, &scan, &done));
                 if !state.pinned.is_empty() {
@@ -320,7 +287,7 @@ impl Stage for Microcompact {
                     &scan,
                     &mut state,
                     &self.config,
-                    host,
+                    cx,
                     &mut report,
                 );
                 report.tokens_freed = Some(0);
@@ -332,7 +299,7 @@ impl Stage for Microcompact {
                     ));
                 }
                 if self.config.emit_context_management && !state.pinned.is_empty() {
-                    let (note, changed) = self.emit(&mut conversation, host);
+                    let (note, changed) = self.emit(&mut conversation, cx.format);
                     report.note(note);
                     extra_changed = changed;
                 }
@@ -354,7 +321,7 @@ impl Stage for Microcompact {
 
         state.last_seen_ms = Some(now);
         state.messages_seen = conversation.messages.len();
-        save_state(Self::NAME, host, &state, stored.as_deref())?;
+        state.save()?;
         Ok(if report.blocks_changed == 0 && !extra_changed {
             StageOutput::unchanged(report)
         } else {
@@ -449,17 +416,12 @@ impl Microcompact {
         format!("{gap_part} and {why}: no new cache edits{resent}")
     }
 
-    /// Writes `context_management` when the format takes it; returns the note.
-    /// Writes the cache-edit strategy into the request fields when the format allows it: the
-    /// note saying what happened, and whether the fields changed.
-    fn emit(&self, conversation: &mut Conversation, host: &dyn Host) -> (String, bool) {
-        let format = host.source_format();
-        if format != "anthropic" {
-            let shown = if format.is_empty() {
-                "unknown"
-            } else {
-                format.as_str()
-            };
+    /// Writes the cache-edit strategy into the request fields when the format (the one the
+    /// conversation will be written back in) takes it: the note saying what happened, and
+    /// whether the fields changed.
+    fn emit(&self, conversation: &mut Conversation, format: Option<Format>) -> (String, bool) {
+        if format != Some(Format::Anthropic) {
+            let shown = format.map_or("unknown", Format::as_str);
             let note = format!(
                 "context_management not written: the {shown} format does not support it \
                  (Anthropic requests only)"

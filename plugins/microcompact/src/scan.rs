@@ -3,8 +3,7 @@
 use crate::state::State;
 use crate::time::{format_gap, parse_rfc3339_ms};
 use crate::{is_cleared_marker, Config};
-use condense_abi::Host;
-use condense_model::{Block, Content, Conversation, Role};
+use condense_model::{Block, Content, Conversation, CountTokens, Role, ToolResultAt};
 use std::collections::HashMap;
 
 /// What an image is taken to cost: the most one image costs with Anthropic's rule (the figure
@@ -14,16 +13,20 @@ pub const IMAGE_TOKENS: usize = 1_600;
 /// One compressible tool result outside the `keep_recent` window.
 #[derive(Debug, Clone)]
 pub struct Old {
-    /// Index of its message.
-    pub msg: usize,
-    /// Index of the result block in that message's content.
-    pub block: usize,
+    /// Where it sits, and its tool (always named: results of unknown calls are never old).
+    pub at: ToolResultAt,
     pub tool_use_id: String,
-    pub tool: String,
     /// Tokens of its content now.
     pub tokens: usize,
-    /// It already holds [`CLEARED_MARKER`].
+    /// It already holds [`CLEARED_MARKER`](crate::CLEARED_MARKER).
     pub cleared: bool,
+}
+
+impl Old {
+    /// The name of its tool, for events and pinned edits.
+    pub fn tool(&self) -> &str {
+        self.at.tool.as_deref().unwrap_or("?")
+    }
 }
 
 /// The tool results of a conversation, sorted out.
@@ -40,44 +43,30 @@ pub struct Scan {
 }
 
 impl Scan {
-    pub fn new(conv: &Conversation, config: &Config, host: &dyn Host) -> Scan {
-        let names = conv.tool_names_by_id();
+    pub fn new(conv: &Conversation, config: &Config, counter: &dyn CountTokens) -> Scan {
         let mut scan = Scan::default();
         let mut compressible = Vec::new();
-        for (mi, message) in conv.messages.iter().enumerate() {
-            if !message.is_chat() {
-                continue;
-            }
-            for (bi, block) in message.content.blocks.iter().enumerate() {
-                let Block::ToolResult(result) = block else {
-                    continue;
-                };
-                let tool = names.get(result.tool_use_id.as_str()).copied();
-                match tool {
-                    Some(t) if config.exclude_tools.iter().any(|x| x == t) => scan.excluded += 1,
-                    Some(t) if config.compressible_tools.iter().any(|x| x == t) => {
-                        compressible.push((mi, bi, result.tool_use_id.as_str(), t));
-                    }
-                    _ => scan.other += 1,
+        // Event lines never reach the model: only chat messages' results count.
+        for slot in conv.tool_results().filter(|r| r.role != Role::Event) {
+            match slot.tool {
+                Some(t) if config.exclude_tools.iter().any(|x| x == t) => scan.excluded += 1,
+                Some(t) if config.compressible_tools.iter().any(|x| x == t) => {
+                    compressible.push(slot);
                 }
+                _ => scan.other += 1,
             }
         }
         let split = compressible.len().saturating_sub(config.keep_recent);
         scan.kept_recent = compressible.len() - split;
-        for &(msg, block, id, tool) in &compressible[..split] {
-            let Some(Block::ToolResult(result)) = conv.messages[msg].content.blocks.get(block)
-            else {
-                continue;
-            };
-            scan.old.push(Old {
-                msg,
-                block,
-                tool_use_id: id.to_string(),
-                tool: tool.to_string(),
-                tokens: content_tokens(&result.content, host),
-                cleared: is_cleared(&result.content),
-            });
-        }
+        scan.old = compressible[..split]
+            .iter()
+            .map(|slot| Old {
+                at: slot.at(),
+                tool_use_id: slot.result.tool_use_id.clone(),
+                tokens: content_tokens(&slot.result.content, counter),
+                cleared: is_cleared(&slot.result.content),
+            })
+            .collect();
         scan
     }
 }
@@ -89,17 +78,19 @@ pub fn is_cleared(content: &Content) -> bool {
 
 /// Tokens of a content's payload: texts, tool inputs, nested results, opaque JSON; images at
 /// [`IMAGE_TOKENS`].
-pub fn content_tokens(content: &Content, host: &dyn Host) -> usize {
+pub fn content_tokens(content: &Content, counter: &dyn CountTokens) -> usize {
     content
         .blocks
         .iter()
         .map(|block| match block {
-            Block::Text(t) => host.count_tokens(&t.text),
-            Block::Thinking(t) => host.count_tokens(&t.thinking),
-            Block::ToolUse(t) => host.count_tokens(&t.name) + host.count_tokens(t.input.as_str()),
-            Block::ToolResult(r) => content_tokens(&r.content, host),
+            Block::Text(t) => counter.count_tokens(&t.text),
+            Block::Thinking(t) => counter.count_tokens(&t.thinking),
+            Block::ToolUse(t) => {
+                counter.count_tokens(&t.name) + counter.count_tokens(t.input.as_str())
+            }
+            Block::ToolResult(r) => content_tokens(&r.content, counter),
             Block::Image(_) => IMAGE_TOKENS,
-            Block::Opaque(o) => host.count_tokens(o.json.as_str()),
+            Block::Opaque(o) => counter.count_tokens(o.json.as_str()),
         })
         .sum()
 }

@@ -20,11 +20,12 @@
 use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the stage keeps for a session (the JSON's `version` is written by the SDK's state
+/// handle).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
-    pub version: u32,
-    /// `host.now_ms()` of the previous run.
+    /// The host's clock (`cx.now_ms`) on the previous run.
     #[serde(default)]
     pub last_seen_ms: Option<i64>,
     /// Number of messages the previous run saw.
@@ -33,17 +34,6 @@ pub struct State {
     /// Cache edits already sent.
     #[serde(default)]
     pub pinned: Vec<Pinned>,
-}
-
-impl Default for State {
-    fn default() -> Self {
-        State {
-            version: Self::VERSION,
-            last_seen_ms: None,
-            messages_seen: 0,
-            pinned: Vec::new(),
-        }
-    }
 }
 
 /// One cache edit already sent: the tool use whose result the server was asked to clear.
@@ -56,12 +46,7 @@ pub struct Pinned {
     pub tokens: usize,
 }
 
-impl StageState for State {
-    const VERSION: u32 = 1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-}
+impl StageState for State {}
 
 impl State {
     /// Whether `tool_use_id` has a cache edit pinned.
@@ -74,19 +59,16 @@ impl State {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::Microcompact;
-    use condense_abi::{parse_state, state_json, Stage};
+    use condense_abi::testing::MemoryHost;
+    use condense_abi::{Context, RunContext};
 
     #[test]
     fn roundtrip_and_empty() {
-        assert_eq!(
-            parse_state::<State>(Microcompact::NAME, None),
-            Ok(State::default())
-        );
-        assert_eq!(
-            parse_state::<State>(Microcompact::NAME, Some(" ")),
-            Ok(State::default())
-        );
+        let (host, run) = (MemoryHost::default(), RunContext::default());
+        let cx = Context::local(&run, &host);
+        assert_eq!(*cx.state::<State>().unwrap(), State::default());
+        *host.state.borrow_mut() = Some(" ".into());
+        assert_eq!(*cx.state::<State>().unwrap(), State::default());
         let s = State {
             last_seen_ms: Some(5),
             messages_seen: 3,
@@ -95,22 +77,28 @@ mod tests {
                 tool: "Read".into(),
                 tokens: 10,
             }],
-            ..State::default()
         };
+        let mut state = cx.state::<State>().unwrap();
+        state.set(s.clone());
+        assert!(state.save().unwrap());
         assert_eq!(
-            parse_state::<State>(
-                Microcompact::NAME,
-                Some(&state_json(Microcompact::NAME, &s).unwrap())
-            ),
-            Ok(s.clone())
+            host.state.borrow().as_deref(),
+            Some(
+                r#"{"version":1,"last_seen_ms":5,"messages_seen":3,"pinned":[{"tool_use_id":"t1","tool":"Read","tokens":10}]}"#
+            )
         );
+        assert_eq!(*cx.state::<State>().unwrap(), s);
         assert!(s.is_pinned("t1") && !s.is_pinned("t2"));
     }
 
     #[test]
     fn bad_state_is_an_error() {
-        assert!(parse_state::<State>(Microcompact::NAME, Some("[")).is_err());
-        let err = parse_state::<State>(Microcompact::NAME, Some(r#"{"version":2}"#)).unwrap_err();
-        assert!(err.contains("version 2"), "{err}");
+        let (host, run) = (MemoryHost::default(), RunContext::default());
+        let cx = Context::local(&run, &host);
+        *host.state.borrow_mut() = Some("[".into());
+        assert!(cx.state::<State>().is_err());
+        *host.state.borrow_mut() = Some(r#"{"version":2}"#.into());
+        let err = cx.state::<State>().unwrap_err();
+        assert!(err.message().contains("version 2"), "{}", err.message());
     }
 }

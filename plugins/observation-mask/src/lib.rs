@@ -48,23 +48,29 @@
 //! own output changes nothing, and appending turns only masks the results that newly fell out of
 //! the window (the earlier ones stay masked, so a prompt cache prefix stays valid).
 
-pub use condense_abi::text::{plural, thousands};
-use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Content};
+use condense_abi::{
+    Context, Input, Stage, StageConfig, StageError, StageEvent, StageOutput, StageReport,
+};
+use condense_model::{Content, Role, ToolResultAt};
+pub use condense_text::{plural, thousands};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// The stage's `[stage.config]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// How many of the most recent eligible results of each group stay whole.
+    /// How many of the most recent eligible tool results stay whole (per tool, or in all,
+    /// see per_tool); older ones are masked. Must be > 0.
     pub keep_last: usize,
-    /// Group by tool name (true) or count all tools together (false).
+    /// true: keep the last keep_last results of each tool; false: the last keep_last
+    /// results of all eligible tools together.
     pub per_tool: bool,
-    /// Only results of these tools are masked (empty: every tool).
+    /// Only results of these tool names are masked (and counted for keep_last). Empty:
+    /// every tool, including results whose call is not in the conversation.
     pub tools: Vec<String>,
-    /// Results of these tools are never masked.
+    /// Results of these tool names are never masked (nor counted for keep_last). Must not
+    /// overlap tools.
     pub exclude_tools: Vec<String>,
 }
 
@@ -122,13 +128,6 @@ impl ObservationMask {
     }
 }
 
-/// One top-level tool result: where it is and what tool made it.
-struct Slot {
-    message: usize,
-    block: usize,
-    tool: Option<String>,
-}
-
 /// Counts of one run, for the notes.
 #[derive(Default)]
 struct Tally {
@@ -144,34 +143,11 @@ impl Stage for ObservationMask {
     const NAME: &'static str = "observation-mask";
     const DESCRIPTION: &'static str =
         "Masks all but the last few tool results of each tool with a one-line placeholder (the SWE-agent/OpenHands baseline).";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "keep_last",
-            "How many of the most recent eligible tool results stay whole (per tool, or in all, \
-             see per_tool); older ones are masked. Must be > 0.",
-        ),
-        (
-            "per_tool",
-            "true: keep the last keep_last results of each tool; false: the last keep_last \
-             results of all eligible tools together.",
-        ),
-        (
-            "tools",
-            "Only results of these tool names are masked (and counted for keep_last). Empty: \
-             every tool, including results whose call is not in the conversation.",
-        ),
-        (
-            "exclude_tools",
-            "Results of these tool names are never masked (nor counted for keep_last). Must not \
-             overlap tools.",
-        ),
-    ];
 
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         if config.keep_last == 0 {
             return Err(
-                "keep_last must be > 0, got 0 (the latest result is what the agent acts on)"
-                    .to_string(),
+                "keep_last must be > 0, got 0 (the latest result is what the agent acts on)".into(),
             );
         }
         for (key, list) in [
@@ -179,7 +155,7 @@ impl Stage for ObservationMask {
             ("exclude_tools", &config.exclude_tools),
         ] {
             if list.iter().any(|t| t.trim().is_empty()) {
-                return Err(format!("{key} must not hold an empty tool name"));
+                return Err(format!("{key} must not hold an empty tool name").into());
             }
         }
         if let Some(both) = config
@@ -187,46 +163,34 @@ impl Stage for ObservationMask {
             .iter()
             .find(|t| config.exclude_tools.contains(t))
         {
-            return Err(format!("tool `{both}` is in both tools and exclude_tools"));
+            return Err(format!("tool `{both}` is in both tools and exclude_tools").into());
         }
         Ok(ObservationMask { config })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
         let mut conversation = input.into_conversation()?;
-        let names = conversation.tool_names_by_id();
         let mut tally = Tally::default();
         // Eligible results per group, oldest first.
-        let mut groups: BTreeMap<String, Vec<Slot>> = BTreeMap::new();
-        for (mi, message) in conversation.messages.iter().enumerate() {
-            if !message.is_chat() {
+        let mut groups: BTreeMap<String, Vec<ToolResultAt>> = BTreeMap::new();
+        for found in conversation.tool_results() {
+            // Event lines never reach the model: nothing to save there.
+            if found.role == Role::Event {
                 continue;
             }
-            for (bi, block) in message.content.blocks.iter().enumerate() {
-                let Block::ToolResult(result) = block else {
-                    continue;
-                };
-                tally.results += 1;
-                let tool = names
-                    .get(result.tool_use_id.as_str())
-                    .map(|n| n.to_string());
-                if !self.eligible(tool.as_deref()) {
-                    continue;
-                }
-                tally.eligible += 1;
-                let key = if self.config.per_tool {
-                    tool.clone().unwrap_or_else(|| UNKNOWN_TOOL.to_string())
-                } else {
-                    String::new()
-                };
-                groups.entry(key).or_default().push(Slot {
-                    message: mi,
-                    block: bi,
-                    tool,
-                });
+            tally.results += 1;
+            if !self.eligible(found.tool) {
+                continue;
             }
+            tally.eligible += 1;
+            let key = if self.config.per_tool {
+                found.tool.unwrap_or(UNKNOWN_TOOL).to_string()
+            } else {
+                String::new()
+            };
+            groups.entry(key).or_default().push(found.at());
         }
-        let mut older: Vec<Slot> = groups
+        let older: HashSet<ToolResultAt> = groups
             .into_values()
             .flat_map(|mut slots| {
                 let n = slots.len().saturating_sub(self.config.keep_last);
@@ -234,23 +198,23 @@ impl Stage for ObservationMask {
                 slots
             })
             .collect();
-        older.sort_by_key(|s| (s.message, s.block));
 
         let mut report = StageReport::default();
-        for slot in older {
-            let message = &mut conversation.messages[slot.message];
-            let Block::ToolResult(result) = &mut message.content.blocks[slot.block] else {
+        // The walk visits results in message order, so events come out oldest first.
+        for slot in conversation.tool_results_mut() {
+            if !older.contains(&slot.at) {
                 continue;
-            };
+            }
+            let result = slot.result;
             let text = result.content.text();
             if is_placeholder(&text) {
                 tally.already += 1;
                 continue;
             }
-            let tool = slot.tool.as_deref().unwrap_or(UNKNOWN_TOOL);
+            let tool = slot.at.tool.as_deref().unwrap_or(UNKNOWN_TOOL);
             let chars = text.chars().count();
             let masked = placeholder(tool, chars);
-            let (before, after) = (host.count_tokens(&text), host.count_tokens(&masked));
+            let (before, after) = (cx.count_tokens(&text), cx.count_tokens(&masked));
             if masked.len() >= text.len() || after >= before {
                 tally.not_shorter += 1;
                 continue;
@@ -261,7 +225,7 @@ impl Stage for ObservationMask {
             *report.tokens_freed.get_or_insert(0) += before - after;
             report.events.push(StageEvent {
                 kind: "masked".to_string(),
-                message_id: message.id.clone(),
+                message_id: slot.message_id.to_string(),
                 detail: format!(
                     "tool {tool} result {}: {} chars",
                     result.tool_use_id,

@@ -83,26 +83,40 @@ pub mod engine;
 pub mod json;
 pub mod patterns;
 
-use condense_abi::text::plural;
-use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
+use condense_abi::{
+    Context, Input, Stage, StageConfig, StageError, StageEvent, StageOutput, StageReport,
+};
 use condense_model::{Block, Content, ImageSource, RawJson};
+use condense_text::plural;
 use engine::{Hit, Redactor};
 use patterns::{builtin_names, valid_name, Pattern, BUILTINS};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The stage's `[stage.config]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Extra patterns, applied after the built-ins.
+    /// Extra patterns, applied after the built-ins: an array of { name, regex } tables.
+    /// name is the placeholder type ([REDACTED:<name>]: lowercase letters, digits, -);
+    /// regex uses the Rust regex syntax and must not match the empty string. A capture
+    /// group named `secret` limits the replacement to that group.
+    // This text is also the key's description for users (`condense plugins --details`), where
+    // `[REDACTED:<name>]` is the literal placeholder, not a link or an HTML tag.
+    #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
     pub patterns: Vec<UserPattern>,
-    /// Names of built-in patterns to turn off.
+    /// Names of built-in patterns to turn off: private-key, jwt, anthropic-key,
+    /// openai-key, stripe-key, github-token, gitlab-token, slack-webhook, slack-token,
+    /// google-api-key, aws-akid, aws-secret-key, aws-session-token, url-password.
     pub disable: Vec<String>,
-    /// Whether thinking blocks are redacted too.
+    /// Whether thinking blocks are redacted too (a modified thinking block no longer
+    /// matches its signature, which Anthropic checks for the current tool-use turn).
     pub thinking: bool,
-    /// Whether the raw JSON the formats keep verbatim (message envelopes, `extra` fields of the
-    /// conversation, the messages and the blocks) is redacted too.
+    /// Whether the raw JSON the formats keep verbatim is redacted too: message envelopes
+    /// (e.g. the second copy of each tool result in Claude Code's toolUseResult, whole
+    /// OpenHands events) and the extra fields of the conversation, messages and blocks.
+    /// Only string values change, in place; the JSON stays valid. false leaves them as
+    /// they were, secrets included.
     pub envelopes: bool,
 }
 
@@ -342,42 +356,15 @@ impl Stage for RedactSecrets {
          Looks at texts, thinking, tool inputs and results, the system prompt, image URLs, unknown blocks (documents) and the raw JSON kept verbatim; \
          not at tool definitions, tool_use ids, base64 image or PDF data, or data: URLs. \
          Put it first: stages before it archive the originals they change, secrets included (`condense pipeline check` warns).";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "patterns",
-            "Extra patterns, applied after the built-ins: an array of { name, regex } tables. \
-             name is the placeholder type ([REDACTED:<name>]: lowercase letters, digits, -); \
-             regex uses the Rust regex syntax and must not match the empty string. A capture \
-             group named `secret` limits the replacement to that group.",
-        ),
-        (
-            "disable",
-            "Names of built-in patterns to turn off: private-key, jwt, anthropic-key, \
-             openai-key, stripe-key, github-token, gitlab-token, slack-webhook, slack-token, \
-             google-api-key, aws-akid, aws-secret-key, aws-session-token, url-password.",
-        ),
-        (
-            "thinking",
-            "Whether thinking blocks are redacted too (a modified thinking block no longer \
-             matches its signature, which Anthropic checks for the current tool-use turn).",
-        ),
-        (
-            "envelopes",
-            "Whether the raw JSON the formats keep verbatim is redacted too: message envelopes \
-             (e.g. the second copy of each tool result in Claude Code's toolUseResult, whole \
-             OpenHands events) and the extra fields of the conversation, messages and blocks. \
-             Only string values change, in place; the JSON stays valid. false leaves them as \
-             they were, secrets included.",
-        ),
-    ];
 
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         let known = builtin_names();
         if let Some(unknown) = config.disable.iter().find(|d| !known.contains(&d.as_str())) {
             return Err(format!(
                 "disable: unknown built-in pattern `{unknown}` (known: {})",
                 known.join(", ")
-            ));
+            )
+            .into());
         }
         let mut patterns = Vec::new();
         for b in BUILTINS {
@@ -391,13 +378,15 @@ impl Stage for RedactSecrets {
                 return Err(format!(
                     "patterns[{i}]: name must be lowercase letters, digits and -, got {:?}",
                     p.name
-                ));
+                )
+                .into());
             }
             if known.contains(&p.name.as_str()) || !names.insert(p.name.as_str()) {
                 return Err(format!(
                     "patterns[{i}]: name `{}` is already taken by another pattern",
                     p.name
-                ));
+                )
+                .into());
             }
             patterns.push(Pattern::user(i, &p.name, &p.regex)?);
         }
@@ -408,9 +397,9 @@ impl Stage for RedactSecrets {
         })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
         let mut conversation = input.into_conversation()?;
-        let count = |text: &str| host.count_tokens(text);
+        let count = |text: &str| cx.count_tokens(text);
         let mut walker = Walker {
             redactor: &self.redactor,
             thinking: self.thinking,

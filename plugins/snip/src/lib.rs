@@ -21,7 +21,7 @@
 //! 3. **Base64 images** (`strip_images`), in messages and inside tool results, become a text
 //!    block with their metadata: `[image removed: image/png, 12,345 bytes decoded, 800x600,
 //!    store key <key>]` (size from the base64 length; dimensions from the PNG, GIF, JPEG or WebP
-//!    header when it gives them, via `condense_tokens::image::image_dimensions`).
+//!    header when it gives them, via `condense_budget::image::image_dimensions`).
 //!
 //! Everything removed is put in the store first (original texts of duplicates and truncated
 //! results, image data); the host also archives every change for `condense expand`.
@@ -60,8 +60,7 @@
 //!   occurrence appended later moves the kept copy forward (earlier prompts change); `"first"`
 //!   keeps the prefix stable.
 //! - **Report.** `tokens_freed` sums, over the changes, the host's token count of the text
-//!   before minus after (for an image, its estimate from `condense_tokens::image::image_tokens`
-//!   before). One event per change, of kind `deduplicated`, `truncated` or `image-stripped`;
+//!   before minus after (for an image, its estimate from `condense_budget::image` before). One event per change, of kind `deduplicated`, `truncated` or `image-stripped`;
 //!   the first note sums up: `12 duplicate tool results, 3 truncated, 0 images; 14,230 tokens
 //!   freed`, further notes say what was kept whole and why.
 
@@ -70,7 +69,7 @@ pub mod markers;
 mod run;
 pub mod scan;
 
-use condense_abi::{Host, Input, Stage, StageOutput};
+use condense_abi::{Context, Input, Stage, StageError, StageOutput};
 use serde::{Deserialize, Serialize};
 
 /// Which occurrence of a duplicated tool result stays whole.
@@ -85,21 +84,28 @@ pub enum Keep {
     Last,
 }
 
-/// The stage's `[stage.config]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The stage's `[stage.config]`. Each field's doc is the key's description in
+/// `condense plugins --details` and docs/stages.md.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, condense_abi::StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Results shorter than this many chars are never taken for duplicates.
+    /// Tool results shorter than this many chars are never deduplicated. Must be > 0.
     pub min_duplicate_chars: usize,
-    /// Which occurrence of a duplicate is kept.
+    /// Which copy of a duplicated tool result stays whole: "first" (later copies point back to
+    /// it) or "last" (earlier copies point forward to the latest).
     pub keep: Keep,
-    /// Results over this many bytes are truncated to their first this-many bytes.
+    /// A tool result over this many bytes keeps only its first this-many bytes (cut back to a
+    /// character boundary) plus a truncation notice with the store key of the original. Must
+    /// be > 0.
     pub max_tool_result_bytes: usize,
-    /// Bytes of the end of a truncated result kept as well.
+    /// Bytes of the end of a truncated tool result kept too, after the notice (logs put errors
+    /// last). 0 keeps no tail.
     pub keep_tail_bytes: usize,
-    /// Results of the last N tool-calling turns are never truncated and keep their images.
+    /// The tool results of the last N assistant turns that called tools are never truncated
+    /// and keep their images (the agent is acting on them). 0 protects nothing.
     pub protect_recent_turns: usize,
-    /// Whether base64 images are replaced by their metadata.
+    /// Replace base64 images (in messages and in tool results) by a text block with their
+    /// media type, decoded size, dimensions and store key.
     pub strip_images: bool,
 }
 
@@ -138,51 +144,18 @@ impl Stage for Snip {
     const NAME: &'static str = "snip";
     const DESCRIPTION: &'static str = "Replaces duplicate tool results by a pointer, truncates \
         oversized tool output, and strips base64 images to their metadata.";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "min_duplicate_chars",
-            "Tool results shorter than this many chars are never deduplicated. Must be > 0.",
-        ),
-        (
-            "keep",
-            "Which copy of a duplicated tool result stays whole: \"first\" (later copies point \
-             back to it) or \"last\" (earlier copies point forward to the latest).",
-        ),
-        (
-            "max_tool_result_bytes",
-            "A tool result over this many bytes keeps only its first this-many bytes (cut back \
-             to a character boundary) plus a truncation notice with the store key of the \
-             original. Must be > 0.",
-        ),
-        (
-            "keep_tail_bytes",
-            "Bytes of the end of a truncated tool result kept too, after the notice (logs put \
-             errors last). 0 keeps no tail.",
-        ),
-        (
-            "protect_recent_turns",
-            "The tool results of the last N assistant turns that called tools are never \
-             truncated and keep their images (the agent is acting on them). 0 protects nothing.",
-        ),
-        (
-            "strip_images",
-            "Replace base64 images (in messages and in tool results) by a text block with their \
-             media type, decoded size, dimensions and store key.",
-        ),
-    ];
-
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         if config.max_tool_result_bytes == 0 {
-            return Err("max_tool_result_bytes must be > 0, got 0".to_string());
+            return Err("max_tool_result_bytes must be > 0, got 0".into());
         }
         if config.min_duplicate_chars == 0 {
-            return Err("min_duplicate_chars must be > 0, got 0".to_string());
+            return Err("min_duplicate_chars must be > 0, got 0".into());
         }
         Ok(Snip { config })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
-        run::apply(&self.config, input.into_conversation()?, host)
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
+        run::apply(&self.config, input.into_conversation()?, cx)
     }
 }
 

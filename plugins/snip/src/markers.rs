@@ -5,7 +5,7 @@
 //! duplicate marker, a truncated text and an image marker are never processed again.
 
 use crate::Keep;
-pub use condense_abi::text::{plural, thousands, utf8_prefix, utf8_suffix};
+pub use condense_text::{plural, thousands, utf8_prefix, utf8_suffix};
 
 /// Every duplicate marker starts with this.
 pub const DUPLICATE_PREFIX: &str = "[Duplicate file content, see ";

@@ -4,18 +4,20 @@ use crate::images::{self, Stripped};
 use crate::markers::{
     duplicate_marker, is_snip_output, plural, thousands, truncated_text, utf8_prefix, utf8_suffix,
 };
-use crate::scan::{
-    first_unanswered, payload_text, protected_ids, replace_payload, tool_result_slots, Slot,
-};
+use crate::scan::{first_unanswered, payload_text, protected_ids, replace_payload};
 use crate::{Config, Keep};
-use condense_abi::{Host, StageEvent, StageOutput, StageReport};
-use condense_model::{Block, Conversation, ToolResult};
+use condense_abi::{Context, StageError, StageEvent, StageOutput, StageReport};
+use condense_model::{Block, Conversation, Role, ToolResultAt};
 use condense_retain::error_line;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// Where a changed block sits: message index, block index (a tool result, or an image in a
+/// message).
+type Place = (usize, usize);
 
 /// One top-level tool result, as measured before any change.
 struct Entry {
-    slot: Slot,
+    at: ToolResultAt,
     id: String,
     text: String,
     protected: bool,
@@ -59,27 +61,28 @@ type Placed = ((usize, usize, usize), StageEvent);
 pub fn apply(
     config: &Config,
     mut conv: Conversation,
-    host: &dyn Host,
-) -> Result<StageOutput, String> {
+    cx: &Context<'_>,
+) -> Result<StageOutput, StageError> {
     let protected = protected_ids(&conv, config.protect_recent_turns);
-    let entries: Vec<Entry> = tool_result_slots(&conv)
-        .into_iter()
-        .filter_map(|slot| {
-            let result = result_at(&conv, slot)?;
-            let text = payload_text(&result.content);
+    // Event lines never reach the model: only chat messages' results are judged.
+    let entries: Vec<Entry> = conv
+        .tool_results()
+        .filter(|r| r.role != Role::Event)
+        .map(|r| {
+            let text = payload_text(&r.result.content);
             let error = if text.len() > config.max_tool_result_bytes {
-                error_line(result, &conv.messages[slot.0].envelope)
+                error_line(r.result, &conv.messages[r.message].envelope)
             } else {
                 None
             };
-            Some(Entry {
-                slot,
-                id: result.tool_use_id.clone(),
+            Entry {
+                at: r.at(),
+                id: r.result.tool_use_id.clone(),
                 snipped: is_snip_output(&text),
-                protected: protected.contains(&result.tool_use_id),
+                protected: protected.contains(&r.result.tool_use_id),
                 text,
                 error,
-            })
+            }
         })
         .collect();
     let mut tally = Tally {
@@ -93,7 +96,7 @@ pub fn apply(
     let mut changes: Vec<Option<(String, Change)>> = Vec::with_capacity(entries.len());
     for (entry, target) in entries.iter().zip(&targets) {
         changes.push(match target {
-            None => truncate(config, entry, host, &mut tally)?,
+            None => truncate(config, entry, cx, &mut tally)?,
             Some(_) => None,
         });
     }
@@ -105,41 +108,37 @@ pub fn apply(
             tally.protected_duplicates += 1;
             None
         } else if entries[kept].id.is_empty() {
-            truncate(config, entry, host, &mut tally)?
+            truncate(config, entry, cx, &mut tally)?
         } else {
-            deduplicate(config, entry, kept, &entries[kept].id, host, &mut tally)?
+            deduplicate(config, entry, kept, &entries[kept].id, cx, &mut tally)?
         };
     }
 
-    let names: HashMap<String, String> = conv
-        .tool_names_by_id()
-        .into_iter()
-        .map(|(id, name)| (id.to_string(), name.to_string()))
-        .collect();
     let mut events: Vec<Placed> = Vec::new();
-    let mut changed: BTreeSet<Slot> = BTreeSet::new();
+    let mut changed: BTreeSet<Place> = BTreeSet::new();
     for (entry, change) in entries.iter().zip(changes) {
         let Some((text, change)) = change else {
             continue;
         };
-        let Some(result) = result_at_mut(&mut conv, entry.slot) else {
+        let Some(result) = conv.tool_result_at_mut(&entry.at) else {
             continue;
         };
-        let tokens = host
+        let tokens = cx
             .count_tokens(&entry.text)
-            .saturating_sub(host.count_tokens(&text));
+            .saturating_sub(cx.count_tokens(&text));
         result.content = replace_payload(&result.content, text);
         tally.tokens += tokens;
-        changed.insert(entry.slot);
-        let tool = names.get(&entry.id).map_or("?", String::as_str);
+        let (mi, bi) = (entry.at.message, entry.at.block);
+        changed.insert((mi, bi));
+        let tool = entry.at.tool.as_deref().unwrap_or("?");
         let (kind, detail) = describe(entry, &change, &entries, tool);
         match change {
             Change::Duplicate { .. } => tally.duplicates += 1,
             Change::Truncated { .. } => tally.truncated += 1,
         }
-        let message_id = conv.messages[entry.slot.0].id.clone();
+        let message_id = conv.messages[mi].id.clone();
         events.push((
-            (entry.slot.0, entry.slot.1, 0),
+            (mi, bi, 0),
             StageEvent {
                 kind: kind.to_string(),
                 message_id,
@@ -154,7 +153,7 @@ pub fn apply(
             config,
             &mut conv,
             &protected,
-            host,
+            cx,
             &mut tally,
             &mut events,
             &mut changed,
@@ -214,20 +213,6 @@ fn describe(
     }
 }
 
-fn result_at(conv: &Conversation, (mi, bi): Slot) -> Option<&ToolResult> {
-    match conv.messages.get(mi)?.content.blocks.get(bi)? {
-        Block::ToolResult(r) => Some(r),
-        _ => None,
-    }
-}
-
-fn result_at_mut(conv: &mut Conversation, (mi, bi): Slot) -> Option<&mut ToolResult> {
-    match conv.messages.get_mut(mi)?.content.blocks.get_mut(bi)? {
-        Block::ToolResult(r) => Some(r),
-        _ => None,
-    }
-}
-
 /// For each entry, the index of the entry whose copy is kept when this one is a duplicate.
 fn duplicate_targets(config: &Config, entries: &[Entry]) -> Vec<Option<usize>> {
     let eligible = |e: &Entry| !e.snipped && e.text.chars().count() >= config.min_duplicate_chars;
@@ -257,27 +242,26 @@ fn deduplicate(
     entry: &Entry,
     kept: usize,
     kept_id: &str,
-    host: &dyn Host,
+    cx: &Context<'_>,
     tally: &mut Tally,
-) -> Result<Option<(String, Change)>, String> {
+) -> Result<Option<(String, Change)>, StageError> {
     let marker = duplicate_marker(config.keep, kept_id);
     // Shorter in bytes is not enough: 300 newlines are a handful of tokens, the marker ~20.
-    if marker.len() >= entry.text.len()
-        || host.count_tokens(&marker) >= host.count_tokens(&entry.text)
+    if marker.len() >= entry.text.len() || cx.count_tokens(&marker) >= cx.count_tokens(&entry.text)
     {
         tally.not_shorter += 1;
         return Ok(None);
     }
-    let key = store(host, &entry.text, &entry.id)?;
+    let key = store(cx, &entry.text, &entry.id)?;
     Ok(Some((marker, Change::Duplicate { kept, key })))
 }
 
 fn truncate(
     config: &Config,
     entry: &Entry,
-    host: &dyn Host,
+    cx: &Context<'_>,
     tally: &mut Tally,
-) -> Result<Option<(String, Change)>, String> {
+) -> Result<Option<(String, Change)>, StageError> {
     if entry.snipped || entry.text.len() <= config.max_tool_result_bytes {
         return Ok(None);
     }
@@ -294,14 +278,14 @@ fn truncate(
             entry.error.as_deref(),
         )
         .filter(|t| t.len() < entry.text.len())
-        .filter(|t| host.count_tokens(t) < host.count_tokens(&entry.text))
+        .filter(|t| cx.count_tokens(t) < cx.count_tokens(&entry.text))
     };
     // A lower bound first (empty key), so a result that stays whole costs no store write.
     if cut("").is_none() {
         tally.not_shorter += 1;
         return Ok(None);
     }
-    let key = store(host, &entry.text, &entry.id)?;
+    let key = store(cx, &entry.text, &entry.id)?;
     match cut(&key) {
         Some(text) => {
             let head = utf8_prefix(&entry.text, config.max_tool_result_bytes).len();
@@ -315,9 +299,9 @@ fn truncate(
     }
 }
 
-fn store(host: &dyn Host, text: &str, id: &str) -> Result<String, String> {
-    host.store_put(text.as_bytes())
-        .map_err(|e| format!("snip: cannot store tool result {id}: {e}"))
+fn store(cx: &Context<'_>, text: &str, id: &str) -> Result<String, StageError> {
+    cx.store_put(text.as_bytes())
+        .map_err(|e| format!("cannot store tool result {id}: {}", e.message()).into())
 }
 
 /// Strips the base64 images of every chat message and of the tool results in it, except those
@@ -325,61 +309,85 @@ fn store(host: &dyn Host, text: &str, id: &str) -> Result<String, String> {
 fn strip_images(
     config: &Config,
     conv: &mut Conversation,
-    protected: &std::collections::HashSet<String>,
-    host: &dyn Host,
+    protected: &HashSet<String>,
+    cx: &Context<'_>,
     tally: &mut Tally,
     events: &mut Vec<Placed>,
-    changed: &mut BTreeSet<Slot>,
-) -> Result<(), String> {
+    changed: &mut BTreeSet<Place>,
+) -> Result<(), StageError> {
     let unanswered = if config.protect_recent_turns > 0 {
         first_unanswered(conv)
     } else {
         None
     };
+    let kept_whole = |mi: usize| unanswered.is_some_and(|from| mi >= from);
+    // Counted apart: the closure below holds `tally` while the walks count protected images.
+    let mut protected_images = 0;
+    // Strips one image; `at` is (message, block, 1 + index within a tool result's content),
+    // which orders the events.
+    let mut strip = |image: &mut Block,
+                     at: (usize, usize, usize),
+                     place: &str,
+                     message_id: &str|
+     -> Result<(), StageError> {
+        match images::strip(image, cx)? {
+            Stripped::Done { detail, tokens } => {
+                tally.images += 1;
+                tally.tokens += tokens;
+                changed.insert((at.0, at.1));
+                events.push((
+                    at,
+                    StageEvent {
+                        kind: "image-stripped".to_string(),
+                        message_id: message_id.to_string(),
+                        detail: format!("{place}: {detail}"),
+                        tokens,
+                    },
+                ));
+            }
+            Stripped::NotShorter => tally.not_shorter += 1,
+            Stripped::NotBase64 => {}
+        }
+        Ok(())
+    };
+
+    // Images inside the tool results of chat messages.
+    for slot in conv.tool_results_mut() {
+        if slot.role == Role::Event {
+            continue;
+        }
+        let result = slot.result;
+        if protected.contains(&result.tool_use_id) || kept_whole(slot.at.message) {
+            protected_images += count_base64(&result.content.blocks);
+            continue;
+        }
+        let place = format!("image in tool_result {}", result.tool_use_id);
+        for (ii, block) in result.content.blocks.iter_mut().enumerate() {
+            strip(
+                block,
+                (slot.at.message, slot.at.block, ii + 1),
+                &place,
+                slot.message_id,
+            )?;
+        }
+    }
+    // Images in the chat messages themselves.
     for (mi, message) in conv.messages.iter_mut().enumerate() {
         if !message.is_chat() {
             continue;
         }
-        let kept_whole = unanswered.is_some_and(|from| mi >= from);
         for (bi, block) in message.content.blocks.iter_mut().enumerate() {
-            let (inner, place): (Vec<&mut Block>, String) = match block {
-                Block::ToolResult(r) => {
-                    let place = format!("image in tool_result {}", r.tool_use_id);
-                    if protected.contains(&r.tool_use_id) || kept_whole {
-                        tally.protected_images += count_base64(&r.content.blocks);
-                        continue;
-                    }
-                    (r.content.blocks.iter_mut().collect(), place)
-                }
-                Block::Image(_) if kept_whole => {
-                    tally.protected_images += count_base64(std::slice::from_ref(block));
-                    continue;
-                }
-                Block::Image(_) => (vec![block], "image in message".to_string()),
-                _ => continue,
-            };
-            for (ii, image) in inner.into_iter().enumerate() {
-                match images::strip(image, host)? {
-                    Stripped::Done { detail, tokens } => {
-                        tally.images += 1;
-                        tally.tokens += tokens;
-                        changed.insert((mi, bi));
-                        events.push((
-                            (mi, bi, ii + 1),
-                            StageEvent {
-                                kind: "image-stripped".to_string(),
-                                message_id: message.id.clone(),
-                                detail: format!("{place}: {detail}"),
-                                tokens,
-                            },
-                        ));
-                    }
-                    Stripped::NotShorter => tally.not_shorter += 1,
-                    Stripped::NotBase64 => {}
-                }
+            if !matches!(block, Block::Image(_)) {
+                continue;
             }
+            if kept_whole(mi) {
+                protected_images += count_base64(std::slice::from_ref(block));
+                continue;
+            }
+            strip(block, (mi, bi, 1), "image in message", &message.id)?;
         }
     }
+    tally.protected_images += protected_images;
     Ok(())
 }
 

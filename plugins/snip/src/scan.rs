@@ -1,27 +1,8 @@
-//! Finding the tool results, the protected recent turns, and the text snip measures.
+//! Finding the protected recent turns and unanswered messages, and the text snip measures.
 
 use crate::markers::is_image_marker;
 use condense_model::{Block, Content, Conversation, Role};
 use std::collections::HashSet;
-
-/// Where a top-level tool_result block sits: message index, block index.
-pub type Slot = (usize, usize);
-
-/// Every top-level tool_result block of the chat messages, in conversation order.
-pub fn tool_result_slots(conv: &Conversation) -> Vec<Slot> {
-    let mut slots = Vec::new();
-    for (mi, message) in conv.messages.iter().enumerate() {
-        if !message.is_chat() {
-            continue;
-        }
-        for (bi, block) in message.content.blocks.iter().enumerate() {
-            if matches!(block, Block::ToolResult(_)) {
-                slots.push((mi, bi));
-            }
-        }
-    }
-    slots
-}
 
 /// The tool_use ids of the last `turns` assistant turns that called tools.
 ///

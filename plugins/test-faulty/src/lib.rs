@@ -12,14 +12,14 @@
 //! A `mode` it does not know makes its constructor reject the config. Built with the
 //! `forged-abi-version` feature it claims ABI 99.0.0, which the host must refuse.
 
-use condense_abi::{Host, Input, Stage, StageOutput, StageReport};
+use condense_abi::{Context, Input, Stage, StageConfig, StageError, StageOutput, StageReport};
 use condense_model::{Block, Message, Role};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// What to do: noop, read, echo, panic, error, orphan-tool-result, grow.
+    /// noop | read | echo | panic | error | orphan-tool-result | grow
     pub mode: String,
 }
 
@@ -51,28 +51,26 @@ impl Stage for Faulty {
     type Config = Config;
     const NAME: &'static str = "test-faulty";
     const DESCRIPTION: &'static str = "Misbehaves on purpose, for testing the host.";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[(
-        "mode",
-        "noop | read | echo | panic | error | orphan-tool-result | grow",
-    )];
 
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         if !MODES.contains(&config.mode.as_str()) {
             return Err(format!(
                 "mode must be one of {}, got `{}`",
                 MODES.join(", "),
                 config.mode
-            ));
+            )
+            .into());
         }
         Ok(Faulty { mode: config.mode })
     }
 
-    fn apply(&self, input: Input<'_>, _host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, _cx: &Context<'_>) -> Result<StageOutput, StageError> {
         let report = StageReport::default();
         match self.mode.as_str() {
             "noop" => return Ok(StageOutput::unchanged(report)),
             "panic" => panic!("test-faulty was told to panic"),
-            "error" => return Err("test-faulty was told to fail".to_string()),
+            // The host's tests match this exact text (after the host's own `stage ... failed: `).
+            "error" => return Err("test-faulty was told to fail".into()),
             _ => {}
         }
         let mut conversation = input.into_conversation()?;

@@ -53,25 +53,27 @@
 pub mod reference;
 pub mod state;
 
-use condense_abi::text::plural;
-use condense_abi::{
-    load_state, save_state, Host, Input, Stage, StageEvent, StageOutput, StageReport,
-};
-use condense_model::{Block, Content, ToolResult};
+use condense_abi::{Context, Input, Stage, StageError, StageEvent, StageOutput, StageReport};
+use condense_model::{Content, Role, ToolResult};
+use condense_text::plural;
 use reference::{is_reference, reference_text, thousands};
 use serde::{Deserialize, Serialize};
 use state::{fingerprint, Replaced, State};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-/// The stage's `[stage.config]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The stage's `[stage.config]`. Each field's doc is the key's description in
+/// `condense plugins --details` and docs/stages.md.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, condense_abi::StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Budget in chars of every tool without a `per_tool` entry.
+    /// Budget in chars (Unicode scalar values of the result's text; images do not count) of
+    /// every tool without a per_tool entry. A larger result is persisted. Must be > 0.
     pub max_result_size_chars: usize,
-    /// Bytes of the original kept as a preview in the reference.
+    /// Bytes of the original kept as a preview in the reference, cut back to a character
+    /// boundary. 0 keeps no preview. Must be <= max_result_size_chars.
     pub preview_bytes: usize,
-    /// Budget in chars by tool name, overriding `max_result_size_chars`.
+    /// Table of tool name -> budget in chars, overriding max_result_size_chars for that tool,
+    /// e.g. { Read = 100000, Bash = 30000 }. Each must be > 0.
     pub per_tool: BTreeMap<String, usize>,
 }
 
@@ -151,8 +153,8 @@ impl ToolResultBudget {
         result: &mut ToolResult,
         tool: Option<&str>,
         state: &mut State,
-        host: &dyn Host,
-    ) -> Result<Outcome, String> {
+        cx: &Context<'_>,
+    ) -> Result<Outcome, StageError> {
         let text = result.content.text();
         if is_reference(&text) {
             return Ok(Outcome::AlreadyReference);
@@ -169,7 +171,7 @@ impl ToolResultBudget {
             }
             let (tool, key, reference) =
                 (done.tool.clone(), done.key.clone(), done.reference.clone());
-            let tokens = freed(host, &text, &reference);
+            let tokens = freed(cx, &text, &reference);
             result.content = replaced_content(&result.content, reference);
             return Ok(Outcome::Replaced {
                 fresh: false,
@@ -198,9 +200,9 @@ impl ToolResultBudget {
             state.kept.insert(id.to_string());
             return Ok(Outcome::KeptNotShorter);
         }
-        let key = host
+        let key = cx
             .store_put(text.as_bytes())
-            .map_err(|e| format!("tool-result-budget: cannot persist tool result {id}: {e}"))?;
+            .map_err(|e| format!("cannot persist tool result {id}: {}", e.message()))?;
         let reference = reference_text(&text, chars, &key, self.config.preview_bytes);
         if reference.len() >= text.len() {
             state.kept.insert(id.to_string());
@@ -217,7 +219,7 @@ impl ToolResultBudget {
                 reference: reference.clone(),
             },
         );
-        let tokens = freed(host, &text, &reference);
+        let tokens = freed(cx, &text, &reference);
         result.content = replaced_content(&result.content, reference);
         Ok(Outcome::Replaced {
             fresh: true,
@@ -229,9 +231,9 @@ impl ToolResultBudget {
     }
 }
 
-fn freed(host: &dyn Host, original: &str, reference: &str) -> usize {
-    host.count_tokens(original)
-        .saturating_sub(host.count_tokens(reference))
+fn freed(cx: &Context<'_>, original: &str, reference: &str) -> usize {
+    cx.count_tokens(original)
+        .saturating_sub(cx.count_tokens(reference))
 }
 
 /// `content` with its text replaced by `reference` (see `Content::with_text_replaced`).
@@ -244,96 +246,74 @@ impl Stage for ToolResultBudget {
     const NAME: &'static str = "tool-result-budget";
     const DESCRIPTION: &'static str =
         "Persists tool results over a size budget to the store, leaving a reference with a preview.";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "max_result_size_chars",
-            "Budget in chars (Unicode scalar values of the result's text; images do not count) of \
-             every tool without a per_tool entry. A larger result is persisted. Must be > 0.",
-        ),
-        (
-            "preview_bytes",
-            "Bytes of the original kept as a preview in the reference, cut back to a character \
-             boundary. 0 keeps no preview. Must be <= max_result_size_chars.",
-        ),
-        (
-            "per_tool",
-            "Table of tool name -> budget in chars, overriding max_result_size_chars for that \
-             tool, e.g. { Read = 100000, Bash = 30000 }. Each must be > 0.",
-        ),
-    ];
-
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         if config.max_result_size_chars == 0 {
-            return Err("max_result_size_chars must be > 0, got 0".to_string());
+            return Err("max_result_size_chars must be > 0, got 0".into());
         }
         if config.preview_bytes > config.max_result_size_chars {
             return Err(format!(
                 "preview_bytes must be <= max_result_size_chars ({}), got {}",
                 config.max_result_size_chars, config.preview_bytes
-            ));
+            )
+            .into());
         }
         if let Some((tool, _)) = config.per_tool.iter().find(|(_, limit)| **limit == 0) {
-            return Err(format!("per_tool.{tool} must be > 0, got 0"));
+            return Err(format!("per_tool.{tool} must be > 0, got 0").into());
         }
         Ok(ToolResultBudget { config })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
         let mut conversation = input.into_conversation()?;
-        let (mut state, stored) = load_state::<State>(Self::NAME, host)?;
-        let names: HashMap<String, String> = conversation
-            .tool_names_by_id()
-            .into_iter()
-            .map(|(id, name)| (id.to_string(), name.to_string()))
-            .collect();
+        let mut state = cx.state::<State>()?;
 
         let mut report = StageReport::default();
         let mut tally = Tally::default();
-        for message in conversation.messages.iter_mut().filter(|m| m.is_chat()) {
-            for block in &mut message.content.blocks {
-                let Block::ToolResult(result) = block else {
-                    continue;
-                };
-                tally.checked += 1;
-                let tool = names.get(&result.tool_use_id).map(String::as_str);
-                match self.judge(result, tool, &mut state, host)? {
-                    Outcome::Replaced {
-                        fresh,
-                        tool,
-                        key,
-                        original_chars,
-                        tokens,
-                    } => {
-                        if fresh {
-                            tally.fresh += 1;
-                            tally.fresh_chars += original_chars;
-                        } else {
-                            tally.earlier += 1;
-                            tally.earlier_chars += original_chars;
-                        }
-                        report.blocks_changed += 1;
-                        *report.tokens_freed.get_or_insert(0) += tokens;
-                        report.events.push(StageEvent {
-                            kind: "persisted".to_string(),
-                            message_id: message.id.clone(),
-                            detail: format!(
-                                "tool {tool} result {}: {} chars -> key {key}{}",
-                                result.tool_use_id,
-                                thousands(original_chars),
-                                if fresh { "" } else { " (earlier decision)" }
-                            ),
-                            tokens,
-                        });
+        // Event lines never reach the model: only chat messages' results are judged.
+        for slot in conversation
+            .tool_results_mut()
+            .into_iter()
+            .filter(|slot| slot.role != Role::Event)
+        {
+            tally.checked += 1;
+            let result = slot.result;
+            match self.judge(result, slot.at.tool.as_deref(), &mut state, cx)? {
+                Outcome::Replaced {
+                    fresh,
+                    tool,
+                    key,
+                    original_chars,
+                    tokens,
+                } => {
+                    if fresh {
+                        tally.fresh += 1;
+                        tally.fresh_chars += original_chars;
+                    } else {
+                        tally.earlier += 1;
+                        tally.earlier_chars += original_chars;
                     }
-                    Outcome::Kept => {}
-                    Outcome::KeptByEarlierDecision => tally.kept_earlier += 1,
-                    Outcome::KeptNotShorter => tally.not_shorter += 1,
-                    Outcome::AlreadyReference => tally.already += 1,
-                    Outcome::Mismatch => tally.mismatched.push(result.tool_use_id.clone()),
+                    report.blocks_changed += 1;
+                    *report.tokens_freed.get_or_insert(0) += tokens;
+                    report.events.push(StageEvent {
+                        kind: "persisted".to_string(),
+                        message_id: slot.message_id.to_string(),
+                        detail: format!(
+                            "tool {tool} result {}: {} chars -> key {key}{}",
+                            result.tool_use_id,
+                            thousands(original_chars),
+                            if fresh { "" } else { " (earlier decision)" }
+                        ),
+                        tokens,
+                    });
                 }
+                Outcome::Kept => {}
+                Outcome::KeptByEarlierDecision => tally.kept_earlier += 1,
+                Outcome::KeptNotShorter => tally.not_shorter += 1,
+                Outcome::AlreadyReference => tally.already += 1,
+                Outcome::Mismatch => tally.mismatched.push(result.tool_use_id.clone()),
             }
         }
-        save_state(Self::NAME, host, &state, stored.as_deref())?;
+        state.save()?;
         write_notes(&mut report, &tally, self.config.max_result_size_chars);
         // Every replacement is counted.
         Ok(StageOutput::from_counted(conversation, report))

@@ -1,6 +1,6 @@
 //! The reference text that replaces a persisted tool result, and its small helpers.
 
-pub use condense_abi::text::{thousands, utf8_prefix};
+pub use condense_text::{thousands, utf8_prefix};
 
 /// Every reference starts with this; a result whose text starts with it is never persisted.
 pub const MARKER: &str = "[condense: tool result persisted — ";

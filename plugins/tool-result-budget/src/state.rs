@@ -26,24 +26,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use xxhash_rust::xxh3::xxh3_64;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Every decision, by tool_use id (the JSON's `version` is written by the SDK's state handle).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
-    pub version: u32,
     #[serde(default)]
     pub replaced: BTreeMap<String, Replaced>,
     #[serde(default)]
     pub kept: BTreeSet<String>,
-}
-
-impl Default for State {
-    fn default() -> Self {
-        State {
-            version: Self::VERSION,
-            replaced: BTreeMap::new(),
-            kept: BTreeSet::new(),
-        }
-    }
 }
 
 /// One persisted result.
@@ -67,30 +57,22 @@ pub fn fingerprint(text: &str) -> String {
     format!("{:016x}", xxh3_64(text.as_bytes()))
 }
 
-impl StageState for State {
-    const VERSION: u32 = 1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-}
+impl StageState for State {}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::ToolResultBudget;
-    use condense_abi::{parse_state, state_json, Stage};
+    use condense_abi::testing::MemoryHost;
+    use condense_abi::{Context, RunContext};
 
     #[test]
     fn roundtrip_and_empty() {
-        assert_eq!(
-            parse_state::<State>(ToolResultBudget::NAME, None),
-            Ok(State::default())
-        );
-        assert_eq!(
-            parse_state::<State>(ToolResultBudget::NAME, Some("  ")),
-            Ok(State::default())
-        );
+        let (host, run) = (MemoryHost::default(), RunContext::default());
+        let cx = Context::local(&run, &host);
+        assert_eq!(*cx.state::<State>().unwrap(), State::default());
+        *host.state.borrow_mut() = Some("  ".into());
+        assert_eq!(*cx.state::<State>().unwrap(), State::default());
         let mut s = State::default();
         s.kept.insert("a".into());
         s.replaced.insert(
@@ -103,18 +85,26 @@ mod tests {
                 reference: "r".into(),
             },
         );
-        let json = state_json(ToolResultBudget::NAME, &s).unwrap();
-        assert_eq!(
-            parse_state::<State>(ToolResultBudget::NAME, Some(&json)),
-            Ok(s)
+        let mut state = cx.state::<State>().unwrap();
+        state.set(s.clone());
+        assert!(state.save().unwrap());
+        let json = host.state.borrow().clone().unwrap();
+        assert!(
+            json.starts_with(r#"{"version":1,"replaced":{"b":{"tool":"Bash","#),
+            "{json}"
         );
+        assert!(json.ends_with(r#""kept":["a"]}"#), "{json}");
+        assert_eq!(*cx.state::<State>().unwrap(), s);
     }
 
     #[test]
     fn bad_state_is_an_error() {
-        assert!(parse_state::<State>(ToolResultBudget::NAME, Some("{")).is_err());
-        let err =
-            parse_state::<State>(ToolResultBudget::NAME, Some(r#"{"version":7}"#)).unwrap_err();
-        assert!(err.contains("version 7"), "{err}");
+        let (host, run) = (MemoryHost::default(), RunContext::default());
+        let cx = Context::local(&run, &host);
+        *host.state.borrow_mut() = Some("{".into());
+        assert!(cx.state::<State>().is_err());
+        *host.state.borrow_mut() = Some(r#"{"version":7}"#.into());
+        let err = cx.state::<State>().unwrap_err();
+        assert!(err.message().contains("version 7"), "{}", err.message());
     }
 }

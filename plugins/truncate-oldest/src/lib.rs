@@ -28,10 +28,11 @@
 //!
 //! # Counting
 //!
-//! Each message is estimated as the host counts it: the host's tokenizer over each block's text
-//! (a tool_use's name and input JSON, a result's nested blocks) plus 4 tokens of overhead per
-//! message; images count 1,600 tokens each (the most one costs, so the window may drop a little
-//! more than needed). The system prompt and tool definitions count too. See [`plan`].
+//! Each message is estimated as the host counts it, with `condense_turns::measure`: the host's
+//! tokenizer over each block's text (a tool_use's name and input JSON, a result's nested blocks)
+//! plus [`MESSAGE_OVERHEAD_TOKENS`](condense_budget::MESSAGE_OVERHEAD_TOKENS) per message; an
+//! image counts the estimate from its dimensions (1,600 tokens, the most one costs, when they
+//! cannot be read). The system prompt and tool definitions count too. See [`plan`].
 //!
 //! # Reruns
 //!
@@ -40,18 +41,24 @@
 
 pub mod plan;
 
-pub use condense_abi::text::{plural, thousands};
-use condense_abi::{Host, Input, Stage, StageEvent, StageOutput, StageReport};
+use condense_abi::{
+    Context, Input, RunContext, Stage, StageConfig, StageError, StageEvent, StageOutput,
+    StageReport,
+};
 use condense_model::{Conversation, Role};
+pub use condense_text::{plural, thousands};
+use condense_turns::measure::message_tokens;
 use serde::{Deserialize, Serialize};
 
 /// The stage's `[stage.config]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// The budget in tokens; 0 means the host's context window minus its max output tokens.
+    /// The budget in tokens the conversation must fit (system prompt, tool definitions
+    /// and messages). 0: the host's context_window - max_output_tokens.
     pub max_tokens: usize,
-    /// Whether the first user message always stays.
+    /// Whether the first user message (the task) always stays. System messages always
+    /// stay.
     pub keep_first_user: bool,
 }
 
@@ -75,18 +82,20 @@ impl TruncateOldest {
         &self.config
     }
 
-    /// The budget: `max_tokens`, or the host's window minus its output reserve.
-    pub fn budget(&self, host: &dyn Host) -> Result<(usize, String), String> {
+    /// The budget: `max_tokens`, or the host's window minus its max output tokens; with where
+    /// it comes from, for the notes.
+    pub fn budget(&self, run: &RunContext) -> Result<(usize, String), StageError> {
         if self.config.max_tokens > 0 {
             return Ok((self.config.max_tokens, "max_tokens".to_string()));
         }
-        let (window, output) = (host.context_window(), host.max_output_tokens());
+        let (window, output) = (run.context_window, run.max_output_tokens);
         let budget = window.saturating_sub(output);
         if budget == 0 {
             return Err(format!(
-                "truncate-oldest: no token budget: context_window ({window}) - max_output_tokens \
-                 ({output}) leaves nothing; set max_tokens"
-            ));
+                "no token budget: context_window ({window}) - max_output_tokens ({output}) \
+                 leaves nothing; set max_tokens"
+            )
+            .into());
         }
         Ok((
             budget,
@@ -104,32 +113,20 @@ impl Stage for TruncateOldest {
     const NAME: &'static str = "truncate-oldest";
     const DESCRIPTION: &'static str =
         "Drops the oldest messages until the conversation fits the budget (the naive sliding window baseline).";
-    const CONFIG_DOCS: &'static [(&'static str, &'static str)] = &[
-        (
-            "max_tokens",
-            "The budget in tokens the conversation must fit (system prompt, tool definitions \
-             and messages). 0: the host's context_window - max_output_tokens.",
-        ),
-        (
-            "keep_first_user",
-            "Whether the first user message (the task) always stays. System messages always \
-             stay.",
-        ),
-    ];
 
-    fn new(config: Config) -> Result<Self, String> {
+    fn new(config: Config) -> Result<Self, StageError> {
         Ok(TruncateOldest { config })
     }
 
-    fn apply(&self, input: Input<'_>, host: &dyn Host) -> Result<StageOutput, String> {
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
         let conversation = input.into_conversation()?;
-        let (budget, source) = self.budget(host)?;
+        let (budget, source) = self.budget(cx)?;
         let costs: Vec<usize> = conversation
             .messages
             .iter()
-            .map(|m| plan::message_tokens(host, m))
+            .map(|m| message_tokens(cx, m))
             .collect();
-        let fixed = plan::fixed_tokens(host, &conversation);
+        let fixed = plan::fixed_tokens(cx, &conversation);
         let plan = plan::plan(
             &conversation,
             &costs,

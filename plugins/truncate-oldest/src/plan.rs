@@ -11,53 +11,23 @@
 //! takes the first valid cut whose kept total fits the budget; when none fits, the last valid
 //! cut (the most that can be dropped: the last turn always stays).
 
-use condense_abi::Host;
-use condense_model::{Block, Content, Conversation, Message, Role};
+use condense_budget::MESSAGE_OVERHEAD_TOKENS;
+use condense_model::{Conversation, CountTokens, Message, Role};
+use condense_turns::measure::content_tokens;
 use std::collections::HashMap;
 
-/// Tokens a message costs beyond its blocks (`condense_tokens::MESSAGE_OVERHEAD_TOKENS`).
-pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
-/// What an image is assumed to cost: the most one costs after the API scales it down (the
-/// host's estimate from the image's dimensions is this or less, so the window errs on the side
-/// of dropping a little more).
-pub const IMAGE_TOKENS: usize = 1_600;
-
-/// Tokens of one block, counted with the host's tokenizer the way the host counts them.
-pub fn block_tokens(host: &dyn Host, block: &Block) -> usize {
-    match block {
-        Block::Text(t) => host.count_tokens(&t.text),
-        Block::Thinking(t) => host.count_tokens(&t.thinking),
-        Block::ToolUse(t) => host.count_tokens(&t.name) + host.count_tokens(t.input.as_str()),
-        Block::ToolResult(r) => content_tokens(host, &r.content),
-        Block::Image(_) => IMAGE_TOKENS,
-        Block::Opaque(o) => host.count_tokens(o.json.as_str()),
-    }
-}
-
-pub fn content_tokens(host: &dyn Host, content: &Content) -> usize {
-    content.blocks.iter().map(|b| block_tokens(host, b)).sum()
-}
-
-/// Tokens of a message: its blocks plus the overhead; an event line costs nothing.
-pub fn message_tokens(host: &dyn Host, message: &Message) -> usize {
-    if message.is_chat() {
-        MESSAGE_OVERHEAD_TOKENS + content_tokens(host, &message.content)
-    } else {
-        0
-    }
-}
-
-/// Tokens of what is always kept outside the messages: system prompt and tool definitions.
-pub fn fixed_tokens(host: &dyn Host, conv: &Conversation) -> usize {
+/// Tokens of what is always kept outside the messages: system prompt (counted as a message)
+/// and tool definitions.
+pub fn fixed_tokens<C: CountTokens + ?Sized>(counter: &C, conv: &Conversation) -> usize {
     let system = match &conv.system {
-        Some(c) if !c.blocks.is_empty() => MESSAGE_OVERHEAD_TOKENS + content_tokens(host, c),
+        Some(c) if !c.blocks.is_empty() => MESSAGE_OVERHEAD_TOKENS + content_tokens(counter, c),
         _ => 0,
     };
     system
         + conv
             .tools
             .iter()
-            .map(|t| host.count_tokens(t.raw.as_str()))
+            .map(|t| counter.count_tokens(t.raw.as_str()))
             .sum::<usize>()
 }
 
@@ -76,7 +46,8 @@ pub struct Plan {
     pub extra_for_pairs: usize,
 }
 
-/// Plans the cut for `conv` with per-message `costs` (see [`message_tokens`]) and `fixed`
+/// Plans the cut for `conv` with per-message `costs` (see
+/// [`message_tokens`](condense_turns::measure::message_tokens)) and `fixed`
 /// tokens outside the messages.
 pub fn plan(
     conv: &Conversation,

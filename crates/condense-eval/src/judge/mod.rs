@@ -29,12 +29,12 @@ pub mod api {
     pub use condense_summarize::llm::ApiKind as Api;
 }
 
-use crate::probes::errors::cut_chars;
 use crate::probes::Probes;
 use crate::EvalError;
 use api::Api;
 use condense_model::{Block, Conversation, Role};
 use condense_summarize::llm::{LlmClient, LlmConfig, LlmConfigError};
+use condense_text::{one_line, prefix_chars};
 use serde::Serialize;
 use std::fmt::Write;
 use std::time::Duration;
@@ -179,7 +179,7 @@ impl Reference {
             "The agent's last message in the original session:\n{}\n",
             self.last_assistant
                 .as_deref()
-                .map_or("(none)".to_string(), |t| cut_chars(t, 4000))
+                .map_or("(none)".to_string(), |t| prefix_chars(t, 4000).to_string())
         );
         match q {
             Question::Artifact => list(
@@ -315,8 +315,8 @@ impl Judge {
 
 /// The grading reply's `{"score": N, "why": "..."}` (inside a code fence or prose is fine).
 pub fn parse_grade(reply: &str) -> Result<(u8, String), String> {
-    let one_line = reply.split_whitespace().collect::<Vec<_>>().join(" ");
-    let shown = || cut_chars(&one_line, 120);
+    let one_line = one_line(reply);
+    let shown = || prefix_chars(&one_line, 120).to_string();
     let bad = || {
         format!(
             "the reply is not {{\"score\": N, \"why\": \"...\"}}: {:?}",

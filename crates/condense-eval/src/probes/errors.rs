@@ -25,7 +25,9 @@
 //! ```
 
 use super::{push_distinct, work_messages};
-use condense_model::{Conversation, Message, ToolResult};
+use condense_formats::openhands::failed_exit;
+use condense_model::{Conversation, ToolResult};
+use condense_text::prefix_chars;
 
 /// The longest error line kept, in characters.
 pub const MAX_LINE_CHARS: usize = 200;
@@ -70,7 +72,7 @@ const ERROR_PATTERNS: &[&str] = &[
 pub fn error_lines(conv: &Conversation) -> Vec<String> {
     let mut out = Vec::new();
     for m in work_messages(conv) {
-        let envelope_failed = envelope_exit_code(m).is_some_and(|c| c != 0);
+        let envelope_failed = failed_exit(&m.envelope);
         for tr in m.tool_results() {
             let text = tr.content.text();
             if is_error_result(tr, &text, envelope_failed) {
@@ -90,17 +92,6 @@ pub fn is_error_result(tr: &ToolResult, text: &str, envelope_failed: bool) -> bo
         || envelope_failed
         || nonzero_exit_in_text(text)
         || text.contains(TRACEBACK)
-}
-
-/// OpenHands: the event's `extras.metadata.exit_code`, when it is a number.
-pub fn envelope_exit_code(m: &Message) -> Option<i64> {
-    if m.envelope.is_empty() || !m.envelope.as_str().contains("exit_code") {
-        return None;
-    }
-    let v = m.envelope.to_value().ok()?;
-    let code = v.pointer("/extras/metadata/exit_code")?;
-    code.as_i64()
-        .or_else(|| code.as_f64().map(|f| if f == 0.0 { 0 } else { 1 }))
 }
 
 /// The integer right at the start of `s` (after spaces), if any.
@@ -158,7 +149,7 @@ pub fn first_meaningful_line(text: &str) -> Option<String> {
         .or_else(|| nonempty_lines(&clean).find(|l| !is_warning(l) && is_error_line(l)))
         .or_else(|| nonempty_lines(&clean).find(|l| !is_warning(l)))
         .or_else(|| nonempty_lines(&clean).next())?;
-    Some(cut_chars(line.trim(), MAX_LINE_CHARS))
+    Some(prefix_chars(line.trim(), MAX_LINE_CHARS).to_string())
 }
 
 /// `text` after the lines Codex writes before a command's output (`Chunk ID:`, `Wall time:`,
@@ -229,18 +220,10 @@ fn is_warning(line: &str) -> bool {
         .any(|p| lower.starts_with(p))
 }
 
-/// The first `max` characters of `s`.
-pub(crate) fn cut_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => s[..i].to_string(),
-        None => s.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{Block, Content, RawJson, Role};
+    use condense_model::{Block, Content, Message, RawJson, Role};
 
     fn result(text: &str, is_error: Option<bool>) -> Message {
         Message::new(

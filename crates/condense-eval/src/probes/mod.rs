@@ -34,7 +34,7 @@ pub mod paths;
 pub mod request;
 pub mod shell;
 
-use condense_model::{Conversation, Message, Role};
+use condense_model::{Conversation, Message};
 use serde::Serialize;
 
 /// What the original conversation holds that its compressed form must keep.
@@ -64,12 +64,9 @@ impl Probes {
 /// keep their content (`isSidechain: true` in the line): what a sub-agent wrote is on disk and
 /// the errors it hit happened, though the model never saw its lines.
 pub(crate) fn work_messages(conv: &Conversation) -> impl Iterator<Item = &Message> {
-    conv.messages.iter().filter(|m| {
-        m.is_chat()
-            || (m.role == Role::Event
-                && !m.content.blocks.is_empty()
-                && request::envelope_flag(m, "isSidechain"))
-    })
+    conv.messages
+        .iter()
+        .filter(|m| m.is_chat() || condense_formats::claude_code::is_sidechain_work(m))
 }
 
 /// A tool name as the spec compares it: lower case, `-` and spaces as `_`.

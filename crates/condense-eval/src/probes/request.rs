@@ -16,6 +16,7 @@
 //! assert_eq!(request_text("[Request interrupted by user]"), None);
 //! ```
 
+use condense_formats::claude_code::line_flags;
 use condense_model::{Block, Conversation, Message, Role};
 
 /// Request texts starting with these are not requests.
@@ -59,19 +60,8 @@ pub fn is_user_prompt(m: &Message) -> bool {
     if joined_text(m).starts_with("[condense: ") {
         return false;
     }
-    !envelope_flag(m, "isSidechain") && !envelope_flag(m, "isMeta")
-}
-
-/// Whether the message's envelope (a Claude Code line) has `key: true`.
-pub(crate) fn envelope_flag(m: &Message, key: &str) -> bool {
-    if m.envelope.is_empty() || !m.envelope.as_str().contains(key) {
-        return false;
-    }
-    m.envelope
-        .to_map()
-        .ok()
-        .and_then(|map| map.get(key).and_then(serde_json::Value::as_bool))
-        .unwrap_or(false)
+    let flags = line_flags(&m.envelope);
+    !flags.sidechain && !flags.meta
 }
 
 /// The request text of a prompt's joined text, or `None` when it is not a request.

@@ -93,7 +93,7 @@ fn openai_tool_call_errors() {
 
 #[test]
 fn unknown_format() {
-    let e = "gemini".parse::<Format>().unwrap_err();
+    let e = FormatError::from("gemini".parse::<Format>().unwrap_err());
     assert_eq!(e, FormatError::UnknownFormat("gemini".into()));
     assert_eq!(
         e.to_string(),

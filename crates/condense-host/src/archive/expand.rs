@@ -17,8 +17,8 @@
 //! (truncate-oldest) leaves nothing to find.
 
 use super::{
-    header_hash, header_of, message_hash, originals_of, Entry, Index, Segment, INDEX_PREFIX,
-    NAMESPACE_PREFIX,
+    encode, header_hash, header_of, message_hash, originals_of, Entry, Index, Segment,
+    INDEX_PREFIX, NAMESPACE_PREFIX,
 };
 use condense_model::{Block, Content, Conversation, Message};
 use condense_store::{Store, StoreError};
@@ -70,7 +70,7 @@ pub enum UnresolvedKind {
 /// tool-result-budget, context-collapse, autocompact, snip, observation-mask).
 pub const PLACEHOLDERS: [&str; 5] = [
     "[Old tool result content cleared",
-    "[condense: ",
+    condense_model::CONDENSE_MARKER,
     "[Duplicate file content, see ",
     "[image removed: ",
     "[Observation masked: ",
@@ -163,7 +163,7 @@ impl<'s> Expander<'s> {
     ) -> Result<Expansion, ExpandError> {
         let store = self.store;
         let own = parse_segments(store.records(&format!("{NAMESPACE_PREFIX}{session}"))?)?;
-        let mut expansion = expand_with(&own, conv);
+        let mut expansion = expand_with(&own, conv)?;
         let own_missing;
         let missing = if expansion.applied > 0 {
             own_missing = missing_keys(store.records(&format!("{INDEX_PREFIX}{session}"))?, &own);
@@ -174,7 +174,7 @@ impl<'s> Expander<'s> {
                 Some(loaded) => loaded,
                 empty => empty.insert(load_all(store)?),
             };
-            expansion = expand_with(all, conv);
+            expansion = expand_with(all, conv)?;
             &*missing
         };
         expansion.unresolved = unresolved(conv, missing);
@@ -205,8 +205,10 @@ fn unresolved(conv: &Conversation, missing: &HashSet<String>) -> Vec<Unresolved>
         .iter()
         .enumerate()
         .filter_map(|(position, m)| {
-            // Hashing every message costs a serialization each: only when a record is lost.
-            let kind = if !missing.is_empty() && missing.contains(&message_hash(m)) {
+            // Hashing every message costs a serialization each: only when a record is lost. A
+            // message that cannot be hashed is no recorded output (archiving it fails).
+            let kind = if !missing.is_empty() && message_hash(m).is_ok_and(|k| missing.contains(&k))
+            {
                 UnresolvedKind::MissingRecord
             } else {
                 UnresolvedKind::Placeholder(content_placeholder(&m.content)?)
@@ -226,7 +228,10 @@ struct Loaded<'a> {
     segment: &'a Segment,
 }
 
-fn expand_with(segments: &[(String, Segment)], conv: &mut Conversation) -> Expansion {
+fn expand_with(
+    segments: &[(String, Segment)],
+    conv: &mut Conversation,
+) -> Result<Expansion, StoreError> {
     // Output hash -> every entry for it, across segments. Within a segment identical entries
     // are all kept (one per identical message); another segment's identical entry (a rerun)
     // counts once: the n-th identical entry of a key is the same entry in every segment.
@@ -242,7 +247,7 @@ fn expand_with(segments: &[(String, Segment)], conv: &mut Conversation) -> Expan
                     .collect();
                 let kind = format!("{:?}", std::mem::discriminant(entry));
                 let fingerprint =
-                    xxh3_128(&serde_json::to_vec(&(kind, originals)).unwrap_or_default());
+                    xxh3_128(&encode("an archive entry's originals", &(kind, originals))?);
                 let n = occurrences.entry((key.as_str(), fingerprint)).or_insert(0);
                 *n += 1;
                 if seen.insert((key.as_str(), fingerprint, *n)) {
@@ -272,7 +277,7 @@ fn expand_with(segments: &[(String, Segment)], conv: &mut Conversation) -> Expan
     let mut applied = 0;
     loop {
         let mut changed = false;
-        let hkey = header_hash(&header_of(conv));
+        let hkey = header_hash(&header_of(conv))?;
         if let Some(entries) = index.get(hkey.as_str()) {
             for (i, l) in entries.iter().enumerate() {
                 if let (Entry::Header, Some(h)) = (l.entry, &l.segment.header) {
@@ -289,7 +294,7 @@ fn expand_with(segments: &[(String, Segment)], conv: &mut Conversation) -> Expan
         }
         let mut out: Vec<Message> = Vec::with_capacity(conv.messages.len());
         for m in std::mem::take(&mut conv.messages) {
-            let key = message_hash(&m);
+            let key = message_hash(&m)?;
             let Some(entries) = index.get(key.as_str()) else {
                 out.push(m);
                 continue;
@@ -332,12 +337,16 @@ fn expand_with(segments: &[(String, Segment)], conv: &mut Conversation) -> Expan
     // Only the texts of messages that are still there (not unwound again by an earlier stage's
     // entry) are the input's bytes.
     if !texts.is_empty() {
-        let present: HashSet<String> = conv.messages.iter().map(message_hash).collect();
-        texts.retain(|(m, _)| present.contains(&message_hash(m)));
+        let present = conv
+            .messages
+            .iter()
+            .map(message_hash)
+            .collect::<Result<HashSet<String>, _>>()?;
+        texts.retain(|(m, _)| message_hash(m).is_ok_and(|k| present.contains(&k)));
     }
-    Expansion {
+    Ok(Expansion {
         applied,
         texts,
         unresolved: Vec::new(),
-    }
+    })
 }

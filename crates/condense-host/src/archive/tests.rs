@@ -258,3 +258,25 @@ fn the_store_tells_how_a_conversation_was_read() {
         ]
     );
 }
+
+#[test]
+fn a_value_that_does_not_serialize_is_an_error_not_empty_bytes() {
+    // JSON object keys must be strings: this map cannot be serialized. Hashing or storing
+    // empty bytes instead would give every such value the same archive key.
+    let map: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
+    let err = encode("an archive segment", &map).unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::Encode {
+            what: "an archive segment",
+            ..
+        }
+    ));
+    let line = err.to_string();
+    assert!(
+        line.starts_with("store: cannot encode an archive segment: ") && !line.contains('\n'),
+        "{line}"
+    );
+    // What does serialize gives its bytes, the same as serde_json's.
+    assert_eq!(encode("x", &[1, 2]).unwrap(), b"[1,2]");
+}

@@ -1,3 +1,6 @@
+//! Tests of reading rendered sections back: round trips of generated and awkward records,
+//! and the older extractive summaries' sections.
+
 use super::*;
 use crate::testing::session;
 use crate::FileOp;

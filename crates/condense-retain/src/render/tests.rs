@@ -1,3 +1,6 @@
+//! Tests of rendering within a budget: what is never dropped (written paths, the last
+//! request, the newest errors) and that the text stays under the budget when it can.
+
 use super::*;
 use crate::artifacts::FileOp;
 use crate::ledger::ErrorEntry;
@@ -311,7 +314,7 @@ fn earlier_requests_shorten_then_lengthen() {
     let count = |s: &str| s.len().div_ceil(4);
     let floor = r.render(0, &count).tokens;
     let line = bullet(&first_line_marked(&long, REQUEST_LINE_CHARS));
-    let short = bullet(&cut_marked(&long, REQUEST_CHARS));
+    let short = bullet(&cut_chars(&long, REQUEST_CHARS));
     assert_eq!(line, "- Refactor the parser…\n");
     assert!(short.ends_with("…\n") && short.len() < long.len());
 

@@ -1,3 +1,6 @@
+//! Tests of the shell tokenizer: which files each command form reads, writes, moves and
+//! deletes, through `cd`, redirections, heredocs, wrappers and nested scripts.
+
 use super::*;
 use FileOp::*;
 

@@ -1,3 +1,6 @@
+//! Tests of tool-call recognition: file, editor, patch and shell tools of every agent, and
+//! how a failed call's error is described and keyed.
+
 use super::*;
 use condense_model::RawJson;
 use serde_json::json;

@@ -1,9 +1,10 @@
 //! What the extractive summary holds ([`Digest`]) and how it is read off a span of messages.
 
 use super::test_command::is_test_command;
-use crate::text::{cut_chars, one_line};
+use condense_formats::claude_code::line_flags;
 use condense_model::{Block, Message, Role};
-use condense_retain::{envelope_flags, is_shell_tool, request_text, shell_command};
+use condense_retain::{is_shell_tool, request_text, shell_command};
+use condense_text::{cut_chars, one_line};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -66,7 +67,7 @@ pub(crate) fn digest(messages: &[Message]) -> Digest {
     let mut last_request: Option<String> = None;
 
     for m in messages.iter().filter(|m| m.is_chat()) {
-        let (_, sidechain) = envelope_flags(&m.envelope);
+        let sidechain = line_flags(&m.envelope).sidechain;
         match m.role {
             Role::User => {
                 if let Some(req) = request_text(m) {

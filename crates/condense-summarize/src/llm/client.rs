@@ -2,7 +2,7 @@
 //! their requests through [`LlmClient`].
 
 use super::{anthropic, http, openai, LlmConfig};
-use crate::text::{cut_chars, one_line};
+use condense_text::{cut_chars, one_line};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 

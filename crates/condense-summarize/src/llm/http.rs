@@ -1,6 +1,6 @@
 //! One blocking JSON POST over `ureq` (rustls for https).
 
-use crate::text::one_line;
+use condense_text::one_line;
 use std::time::Duration;
 
 /// What the server answered, whatever the status.

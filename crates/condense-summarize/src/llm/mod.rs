@@ -22,9 +22,10 @@
 //! an `<analysis>` scratchpad and a nine-section `<summary>`) and one user message with the
 //! span as a transcript (roles, text, tool calls with their inputs, tool results; long ones
 //! keep head and tail), preceded by the previous summary to merge into when there is one. It
-//! has no `tools` field. When the API answers that the prompt is too long, the oldest API-turn
-//! groups (a user text message and everything up to the next one) are dropped from the head of
-//! the span and the request is sent again, at most 3 times. Errors are one line: the HTTP
+//! has no `tools` field. When the API answers that the prompt is too long, the oldest API turns
+//! (`condense_turns::group`, the turns the stages see: one model call with the results that
+//! answer it, opened by its user prompt) are dropped from the head of the span and the request
+//! is sent again, at most 3 times. Errors are one line: the HTTP
 //! status and the API's own message. The key is never part of an error, a log or a summary.
 //!
 //! The HTTP side (endpoints, key, retries, reply text) is [`LlmClient`], public so that
@@ -41,7 +42,7 @@ pub use prompt::NO_TOOLS_PREAMBLE;
 
 use crate::text::fit_tokens;
 use crate::{SummarizeError, Summarizer, SummaryRequest};
-use condense_model::{Block, Message, Role};
+use condense_model::Message;
 use condense_tokens::TokenCounter;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -148,21 +149,16 @@ impl LlmSummarizer {
     }
 }
 
-/// Where each API-turn group of `messages` starts: at 0 and at every user message with text
-/// (a user message holding only tool results continues the turn).
-fn group_starts(messages: &[Message]) -> Vec<usize> {
-    let mut starts = vec![0];
-    for (i, m) in messages.iter().enumerate().skip(1) {
-        let text = m
-            .content
-            .blocks
-            .iter()
-            .any(|b| matches!(b, Block::Text(t) if !t.text.trim().is_empty()));
-        if m.role == Role::User && text {
-            starts.push(i);
-        }
-    }
-    starts
+/// Where the API turns of `messages` after the first start ([`condense_turns::group`]: one
+/// model call and what answers it, opened by the user prompt it answers; a turn never separates
+/// a tool call from its result): where a "prompt too long" retry may cut the head off.
+fn turn_starts(messages: &[Message]) -> Vec<usize> {
+    condense_turns::group(messages)
+        .turns
+        .iter()
+        .map(|t| t.start)
+        .filter(|&start| start > 0)
+        .collect()
 }
 
 /// How many tokens the API says the prompt is over (`213462 tokens > 200000 maximum`; OpenAI's
@@ -180,9 +176,9 @@ fn overflow(message: &str) -> Option<usize> {
     }
 }
 
-/// The new start of the span after "prompt too long" at `start`: whole groups dropped from the
-/// head until their tokens cover the overflow (plus 10%) or, when the API does not say, a
-/// fifth of what is left; single messages when only one group is left. `None` when nothing
+/// The new start of the span after "prompt too long" at `start`: whole API turns dropped from
+/// the head until their tokens cover the overflow (plus 10%) or, when the API does not say, a
+/// fifth of what is left; single messages when only one turn is left. `None` when nothing
 /// more can go.
 fn next_start(
     messages: &[Message],
@@ -193,11 +189,11 @@ fn next_start(
     let rest = &messages[start..];
     let total: usize = costs[start..].iter().sum();
     let target = over.map_or((total / 5).max(1), |g| g + g / 10 + 1);
-    let groups = group_starts(rest);
-    let cuts: Vec<usize> = if groups.len() >= 2 {
-        groups[1..].to_vec()
-    } else {
+    let turns = turn_starts(rest);
+    let cuts: Vec<usize> = if turns.is_empty() {
         (1..rest.len()).collect()
+    } else {
+        turns
     };
     let mut end = None;
     for cut in cuts {
@@ -277,6 +273,7 @@ impl Summarizer for LlmSummarizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use condense_model::{Block, Role};
 
     fn user(text: &str) -> Message {
         Message::new("u", Role::User, vec![Block::text(text)])
@@ -287,7 +284,7 @@ mod tests {
     }
 
     #[test]
-    fn groups_start_at_user_text() {
+    fn cuts_fall_where_api_turns_start() {
         let msgs = vec![
             assistant("x"),
             user("a"),
@@ -295,7 +292,24 @@ mod tests {
             user("c"),
             assistant("d"),
         ];
-        assert_eq!(group_starts(&msgs), vec![0, 1, 3]);
+        assert_eq!(turn_starts(&msgs), vec![1, 3]);
+        // The next model call of an autonomous stretch opens a turn; its result stays with
+        // its call.
+        let call = Message::new(
+            "a1",
+            Role::Assistant,
+            vec![Block::tool_use("c1", "Bash", Default::default())],
+        );
+        let result = Message::new(
+            "r1",
+            Role::User,
+            vec![Block::tool_result(
+                "c1",
+                condense_model::Content::string("ok"),
+            )],
+        );
+        let stretch = vec![user("a"), call, result, assistant("done")];
+        assert_eq!(turn_starts(&stretch), vec![3]);
     }
 
     #[test]

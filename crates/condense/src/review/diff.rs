@@ -5,12 +5,12 @@ use super::retention::Retention;
 use super::{load, render_all, review_now, run_recorded, unified, use_color};
 use crate::cli::DiffArgs;
 use crate::input::{is_folder, read_at, read_input, Input, Skipped};
-use crate::stats::num;
 use crate::term::escape_controls;
 use crate::Failure;
 use condense_eval::Probes;
 use condense_host::LoadedPipeline;
 use condense_model::Conversation;
+use condense_text::thousands;
 use serde::Serialize;
 
 /// One input's diff, as `--json` prints it.
@@ -207,9 +207,9 @@ fn text(out: &DiffOut, color: bool) -> String {
             s.number,
             s.stage,
             s.status,
-            num(s.tokens_before),
-            num(s.tokens_after),
-            num(s.tokens_saved),
+            thousands(s.tokens_before),
+            thousands(s.tokens_after),
+            thousands(s.tokens_saved),
             s.millis
         );
         o.push_str(&if color {

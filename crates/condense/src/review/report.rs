@@ -7,7 +7,7 @@ use super::snapshot::{Entry, Outcome, Set, Status};
 use super::unified;
 use crate::input::Skipped;
 use crate::term::escape_controls;
-use condense_model::render::thousands;
+use condense_text::thousands;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;

@@ -12,8 +12,8 @@
 
 use condense_eval::score::{score_with, Hits, Lost};
 use condense_eval::Probes;
-use condense_model::render::thousands;
 use condense_model::Conversation;
+use condense_text::thousands;
 use serde::{Deserialize, Serialize};
 
 /// One transcript's retention: what `condense eval` reports for one pipeline.
@@ -311,9 +311,9 @@ mod tests {
     #[test]
     fn ratios_read_back_as_written() {
         let r = state(5_000, (3, 4), &["x"]);
-        let text = serde_json::to_string(&r).unwrap_or_default();
+        let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains("\"artifact\":\"3/4\""), "{text}");
-        let back: Retention = serde_json::from_str(&text).unwrap_or_default();
+        let back: Retention = serde_json::from_str(&text).unwrap();
         assert_eq!(back, r);
     }
 }

@@ -14,9 +14,9 @@ use super::{load, render_all, run_recorded, Recorded};
 use crate::cli::{ModelArgs, SnapshotArgs};
 use crate::commands::parse_now;
 use crate::input::{collect_inputs, read_path, Skipped};
-use crate::stats::num;
 use crate::Failure;
 use condense_model::Conversation;
+use condense_text::thousands;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -136,7 +136,7 @@ pub fn snapshot(args: SnapshotArgs) -> Result<(), Failure> {
             &args.snapshots,
             sets.len(),
             &mut entries,
-        );
+        )?;
         sets.push(set);
     }
     select(&args, &mut entries)?;
@@ -173,7 +173,7 @@ fn build_set(
     root: &Path,
     index: usize,
     entries: &mut Vec<Entry>,
-) -> Set {
+) -> Result<Set, Failure> {
     let name = stem(file);
     let dir = root.join(&name);
     let transcript = file.display().to_string();
@@ -194,7 +194,7 @@ fn build_set(
         expression,
         input_file: transcript.clone(),
     };
-    let body = serde_json::to_string_pretty(&retention).unwrap_or_default();
+    let body = serde_json::to_string_pretty(&retention).map_err(|e| encoding(file, e))?;
     entries.push(entry(
         format!("{name}/00-retention"),
         None,
@@ -218,13 +218,13 @@ fn build_set(
             i + 1,
             first.name,
             first.status,
-            num(before),
-            num(after)
+            thousands(before),
+            thousands(after)
         );
         let file_name = format!("{:02}-{}", i + 1, first.name);
         let text = insta_format::file_text(
             &header(description, format!("stage {} `{}`", i + 1, first.name)),
-            &stage_text(rec, i, labels),
+            &stage_text(rec, i, labels).map_err(|e| encoding(file, e))?,
         );
         entries.push(entry(
             format!("{name}/{file_name}"),
@@ -234,12 +234,21 @@ fn build_set(
             text,
         ));
     }
-    Set {
+    Ok(Set {
         transcript,
         name,
         retention,
         previous,
-    }
+    })
+}
+
+/// A snapshot that cannot be serialized: an error, never an empty snapshot that would pass
+/// or fail for the wrong reason.
+fn encoding(file: &Path, e: serde_json::Error) -> Failure {
+    Failure::run(format!(
+        "{}: cannot write its snapshot: {e}",
+        file.display()
+    ))
 }
 
 fn entry(key: String, stage: Option<String>, set: usize, snap: PathBuf, text: String) -> Entry {
@@ -384,11 +393,15 @@ fn finish(root: &Path, sets: &[Set], entries: &[Entry], skipped: &Skipped) -> Re
 }
 
 /// What one stage snapshot holds: the stage's report (without timings) and the rendering.
-fn stage_text(rec: &Recorded<'_>, i: usize, labels: &[String]) -> String {
+fn stage_text(
+    rec: &Recorded<'_>,
+    i: usize,
+    labels: &[String],
+) -> Result<String, serde_json::Error> {
     let mut out = String::new();
     for (ci, r) in rec.runs.iter().enumerate() {
         let s = &r.stages[i];
-        let mut report = serde_json::to_value(&s.report).unwrap_or_default();
+        let mut report = serde_json::to_value(&s.report)?;
         if let Some(obj) = report.as_object_mut() {
             obj.insert("status".into(), s.status.into());
             obj.insert("tokens_before".into(), s.tokens_before.into());
@@ -407,11 +420,7 @@ fn stage_text(rec: &Recorded<'_>, i: usize, labels: &[String]) -> String {
                 format!(" {label}")
             }
         );
-        let _ = writeln!(
-            out,
-            "{}\n",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        let _ = writeln!(out, "{}\n", serde_json::to_string_pretty(&report)?);
     }
     let outputs: Vec<&Conversation> = rec
         .runs
@@ -421,7 +430,7 @@ fn stage_text(rec: &Recorded<'_>, i: usize, labels: &[String]) -> String {
         .collect();
     out.push_str("# conversation\n");
     out.push_str(&render_all(&outputs, labels));
-    out
+    Ok(out)
 }
 
 /// The folder name of a transcript's snapshots: `PARENT__NAME`, other characters as `_`.

@@ -170,7 +170,7 @@ fn stage_config_errors_name_the_key_the_type_and_the_place() {
     let line = run.one_line_failure(2);
     assert!(
         line.contains(&format!(
-            "{p}:6:24: snip: `[stage.config] protect_recent_turns` must be a whole number (0 or more), found \"x\""
+            "stage `snip`: config rejected: {p}:6:24: `[stage.config] protect_recent_turns` must be a whole number (0 or more), found \"x\""
         )),
         "{line}"
     );

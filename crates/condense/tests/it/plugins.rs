@@ -71,7 +71,7 @@ fn rejected_config_names_the_stage_and_the_key() {
         .to_string();
     assert!(
         line.contains("stage `faulty`: config rejected: ")
-            && line.contains("p.toml:3:10: test-faulty: mode must be one of"),
+            && line.contains("p.toml:3:10: mode must be one of"),
         "{line}"
     );
     let p = pipeline(dir.path(), &format!("{}colour = 1\n", faulty("noop", "")));

@@ -2,13 +2,14 @@
 //! or a config change resets it. A failure leaves the input unchanged, without failing.
 
 use crate::fixture::{config, conversation, host};
-use crate::support::{has_note, run, stage, Host};
-use autocompact::FIRED_FLAG;
+use crate::support::run;
+use condense_abi::Signal;
+use condense_testing::{has_note, report_json, stage, MemoryHost};
 use std::cell::Cell;
 use std::rc::Rc;
 
 /// A host whose summarizer fails while `failing` is set.
-fn switchable() -> (Host, Rc<Cell<bool>>) {
+fn switchable() -> (MemoryHost, Rc<Cell<bool>>) {
     let failing = Rc::new(Cell::new(true));
     let f = Rc::clone(&failing);
     let host = host().with_summarizer(move |r| {
@@ -32,7 +33,7 @@ fn three_failures_open_the_breaker_and_the_summarizer_is_not_called_again() {
             out.conversation, input,
             "a failure leaves the input unchanged"
         );
-        assert!(out.report.flags.is_empty());
+        assert!(out.report.signals.is_empty());
         assert!(has_note(
             &out.report,
             &format!(
@@ -46,12 +47,9 @@ fn three_failures_open_the_breaker_and_the_summarizer_is_not_called_again() {
     }
     let out = run(&stage, &input, &mut h);
     assert_eq!(h.summary_requests.borrow().len(), 3, "no fourth call");
-    insta::assert_json_snapshot!(
-        "breaker_open_report",
-        crate::support::report_json(&out.report)
-    );
+    insta::assert_json_snapshot!("breaker_open_report", report_json(&out.report));
     // Forcing does not get past it either.
-    let mut forced = host().with_flag(autocompact::FORCE_FLAG);
+    let mut forced = host().forced();
     *forced.state.borrow_mut() = h.state.borrow().clone();
     let out = run(&stage, &input, &mut forced);
     assert!(forced.summary_requests.borrow().is_empty());
@@ -70,7 +68,7 @@ fn a_success_resets_the_count() {
     assert_eq!(h.state_json()["consecutive_failures"], 2);
     failing.set(false);
     let out = run(&stage, &conversation(), &mut h);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     assert_eq!(h.state_json()["consecutive_failures"], 0);
     assert_eq!(h.state_json()["last_failure"], serde_json::Value::Null);
 }
@@ -91,7 +89,7 @@ fn a_config_change_resets_the_breaker() {
     let stage_b = stage(&format!("{}\nrestore_files = 4", config()));
     let out = run(&stage_b, &conversation(), &mut h);
     assert_eq!(h.summary_requests.borrow().len(), 4);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     assert!(has_note(
         &out.report,
         "the stage config changed: circuit breaker reset (was 3 consecutive failures)"
@@ -103,13 +101,13 @@ fn a_result_that_is_not_smaller_is_not_kept_and_counts_as_a_failure() {
     // Forced in a 200k window (the summary may take 20,000 tokens): a summary longer than
     // everything it replaces.
     let big = "lorem ipsum ".repeat(1_000);
-    let mut h = Host::default()
-        .with_flag(autocompact::FORCE_FLAG)
+    let mut h = MemoryHost::default()
+        .forced()
         .with_summarizer(move |_| Ok(big.clone()));
     let input = conversation();
     let out = run(&stage(&config()), &input, &mut h);
     assert!(out.conversation == input, "input kept");
-    assert!(out.report.flags.is_empty());
+    assert!(out.report.signals.is_empty());
     assert!(
         has_note(
             &out.report,

@@ -1,15 +1,16 @@
 //! Config parsing and validation.
 
 use autocompact::{Autocompact, Config, PinRule};
-use condense_abi::{metadata_of, parse_config, Stage};
+use condense_abi::{build_stage, metadata_of, parse_config};
 
+/// The stage from config text, or its error's message.
 fn build(toml: &str) -> Result<Autocompact, String> {
-    Autocompact::new(parse_config::<Autocompact>(toml)?)
+    build_stage::<Autocompact>(toml).map_err(|e| e.into_message())
 }
 
 #[test]
 fn defaults_are_the_reference_constants() {
-    let c = parse_config::<Autocompact>("").unwrap();
+    let c = parse_config::<Config>("").unwrap();
     assert_eq!(c, Config::default());
     assert!(c.enabled);
     assert_eq!(c.buffer_tokens, 13_000);
@@ -29,7 +30,7 @@ fn defaults_are_the_reference_constants() {
 fn unknown_key_is_rejected() {
     assert_eq!(
         build("threshold = 0.9").unwrap_err(),
-        "autocompact: unknown config key `threshold` (known: enabled, buffer_tokens, \
+        "unknown config key `threshold` (known: enabled, buffer_tokens, \
          min_turns_between, max_consecutive_failures, summary_max_tokens, restore_files, \
          restore_file_max_tokens, read_tools, pin, pin_budget_tokens, pin_max_tokens, \
          threshold_pct)"
@@ -54,9 +55,11 @@ fn threshold_pct_is_validated() {
             "{bad}: {err}"
         );
     }
-    assert!(build("threshold_pct = \"90%\"")
-        .unwrap_err()
-        .starts_with("autocompact: "));
+    let err = build("threshold_pct = \"90%\"").unwrap_err();
+    assert!(
+        err.starts_with("`[stage.config] threshold_pct` must be"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -107,7 +110,7 @@ fn zero_limits_are_rejected() {
 
 #[test]
 fn every_key_is_documented() {
-    let meta = metadata_of::<Autocompact>("0.1.0");
+    let meta = metadata_of::<Autocompact>("0.1.0").unwrap();
     insta::assert_json_snapshot!("metadata", meta);
     assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));
     assert!(meta

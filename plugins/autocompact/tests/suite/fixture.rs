@@ -2,14 +2,17 @@
 //! (one twice, one edited after its read, one written, one through `cat`, one read failing),
 //! a todo list and an IMPORTANT line to pin, and a last user message still unanswered.
 
-use crate::support::{
-    assert_no_orphans, assert_unique_ids, call, ids, report_json, run, stage, text, tokens, Host,
-};
-use autocompact::FIRED_FLAG;
+use crate::support::{run, tokens};
+use condense_abi::Signal;
 use condense_model::{Conversation, Message, Role};
+use condense_testing::{
+    assert_no_orphans, assert_unique_ids, call, extractive, ids, report_json, stage, text,
+    MemoryHost,
+};
 use serde_json::json;
 
-/// `n` numbered lines.
+/// `n` numbered lines, not newline-terminated (`condense_testing::lines` words its lines
+/// otherwise, and this fixture's figures and snapshots are made of these).
 pub fn lines(label: &str, n: usize) -> String {
     (1..=n)
         .map(|i| format!("{label} {i:04}: lorem ipsum dolor sit amet, consectetur adipiscing"))
@@ -106,8 +109,8 @@ pub fn conversation() -> Conversation {
 /// A window the fixture (2,461 tokens) reaches with [`config`]: effective 7,000 (a window of
 /// 27,000 minus min(20,000 max output, 20,000)), threshold 7,000 - 5,000 buffer = 2,000; the
 /// summary may take min(20,000, 7,000 / 4) = 1,750 tokens.
-pub fn host() -> Host {
-    Host::default().with_window(27_000, 20_000)
+pub fn host() -> MemoryHost {
+    MemoryHost::default().with_window(27_000, 20_000)
 }
 
 /// The fixture's pins, and a buffer for its small window.
@@ -133,7 +136,7 @@ fn fixture_output_and_report() {
     );
     insta::assert_json_snapshot!("fixture_report", report_json(&out.report));
     insta::assert_json_snapshot!("fixture_state", h.state_json());
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     assert_no_orphans(&out.conversation);
     assert_unique_ids(&out.conversation);
     assert!(tokens(&h, &out.conversation) < tokens(&h, &input));
@@ -153,15 +156,12 @@ fn fixture_output_and_report() {
 #[test]
 fn fixture_with_the_extractive_summarizer() {
     // The host's default summarizer instead of the id-listing fake: what users get offline.
-    let mut h = host().with_summarizer(crate::support::extractive());
+    let mut h = host().with_summarizer(extractive());
     let input = conversation();
     let out = run(&stage(&config()), &input, &mut h);
     assert_no_orphans(&out.conversation);
     assert!(
-        out.report
-            .flags
-            .iter()
-            .any(|f| f == autocompact::FIRED_FLAG),
+        out.report.signals.contains(&Signal::Compacted),
         "{:?}",
         out.report.notes
     );

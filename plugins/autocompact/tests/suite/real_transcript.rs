@@ -6,13 +6,14 @@
 //! 405 lines are not context (events that keep their content): the summary still lists the
 //! files they wrote and the errors they hit.
 
-use crate::support::{assert_no_orphans, assert_unique_ids, report_json, stage, tokens, Host};
-use autocompact::{Autocompact, FIRED_FLAG};
-use condense_abi::testing::{apply, Applied};
-use condense_formats::ReadOptions;
-use condense_model::Conversation;
-use condense_tokens::TokenCounter;
-use std::sync::Arc;
+use crate::support::tokens;
+use autocompact::Autocompact;
+use condense_abi::Signal;
+use condense_model::{Conversation, Format};
+use condense_testing::{
+    assert_no_orphans, assert_unique_ids, extractive, o200k, report_json, stage, transcript,
+    Applied, MemoryHost,
+};
 
 /// The system prompt and tool definitions the session does not hold (`condense stats` shows
 /// the gap between the usage it reported and condense's count).
@@ -20,44 +21,40 @@ const FIXED_TOKENS: usize = 16_484;
 
 /// Runs the stage with the host's conversation count as the real host gives it: the messages
 /// and the fixed tokens.
-fn run(stage: &Autocompact, conv: &Conversation, host: &mut Host) -> Applied {
-    host.conversation_tokens = tokens(host, conv) + FIXED_TOKENS;
-    apply(stage, conv, &*host).unwrap()
+fn run(stage: &Autocompact, conv: &Conversation, host: &mut MemoryHost) -> Applied {
+    host.run.conversation_tokens = tokens(host, conv) + FIXED_TOKENS;
+    condense_testing::run(stage, conv, host)
 }
 
-const TRANSCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/d-kimuson__claude-code-viewer/",
-    "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
-);
+const TRANSCRIPT: &str = "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
 
 const CONFIG: &str = r#"pin = [{ tool = "TodoWrite" }]"#;
 
-pub fn transcript() -> Conversation {
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    let doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+/// The session's one conversation.
+pub fn session() -> Conversation {
+    let doc = transcript(TRANSCRIPT);
     assert_eq!(doc.conversations().len(), 1);
     doc.conversations()[0].clone()
 }
 
-/// A host counting with o200k and summarizing with the host's default (extractive) summarizer, in a window of `window` tokens with 8,000 output tokens.
-pub fn host(window: usize) -> Host {
-    let counter = Arc::new(TokenCounter::new(Default::default()));
-    Host::default()
-        .with_summarizer(crate::support::extractive())
+/// A host counting with o200k and summarizing with the host's default (extractive) summarizer,
+/// in a window of `window` tokens with 8,000 output tokens.
+pub fn host(window: usize) -> MemoryHost {
+    MemoryHost::default()
+        .with_summarizer(extractive())
         .with_window(window, 8_000)
-        .with_counter(move |t| counter.count_text(t))
-        .with_format("claude-code")
+        .with_counter(o200k())
+        .with_format(Some(Format::ClaudeCode))
 }
 
 #[test]
 fn a_42k_window_compacts_and_restores_files_and_the_todo_list() {
     // Effective 34,000, threshold 21,000, summary at most 8,500 tokens.
-    let input = transcript();
+    let input = session();
     let mut h = host(42_000);
     let out = run(&stage(CONFIG), &input, &mut h);
-    assert_eq!(h.conversation_tokens, 5_103 + FIXED_TOKENS);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(h.run.conversation_tokens, 5_103 + FIXED_TOKENS);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     insta::assert_snapshot!(
         "real_transcript_42k_output",
         condense_model::render::render(&out.conversation)
@@ -98,10 +95,10 @@ fn a_38k_window_compacts_with_a_smaller_summary() {
     // Effective 30,000, threshold 17,000, summary at most 7,500 tokens: 516 tokens are left
     // beside the fixed part, less than the summary needs (every written path and the last
     // request), so it does not land below the threshold, but it still shrinks.
-    let input = transcript();
+    let input = session();
     let mut h = host(38_000);
     let out = run(&stage(CONFIG), &input, &mut h);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     insta::assert_json_snapshot!("real_transcript_38k_report", report_json(&out.report));
     assert_eq!(h.summary_requests.borrow()[0].max_tokens, 7_500);
     assert_no_orphans(&out.conversation);
@@ -112,9 +109,9 @@ fn a_38k_window_compacts_with_a_smaller_summary() {
 fn the_next_run_on_the_adopted_output_does_not_compact_again() {
     let mut h = host(42_000);
     let stage = stage(CONFIG);
-    let first = run(&stage, &transcript(), &mut h);
+    let first = run(&stage, &session(), &mut h);
     let again = run(&stage, &first.conversation, &mut h);
-    assert!(again.report.flags.is_empty());
+    assert!(again.report.signals.is_empty());
     assert_eq!(again.conversation, first.conversation);
     assert_eq!(h.summary_requests.borrow().len(), 1);
 }
@@ -123,12 +120,11 @@ fn the_next_run_on_the_adopted_output_does_not_compact_again() {
 fn the_output_reads_back_as_written() {
     // Written as a Claude Code session and read back, every message is the same: the host finds
     // what to expand by the messages' content, wrapper line included.
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    let mut doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+    let mut doc = transcript(TRANSCRIPT);
     let mut h = host(42_000);
     let out = run(&stage(CONFIG), &doc.conversations()[0], &mut h);
     doc.conversations_mut()[0] = out.conversation.clone();
     let written = doc.write().unwrap();
-    let reread = condense_formats::read(&written, "out.jsonl", &ReadOptions::default()).unwrap();
+    let reread = condense_formats::read(&written, "out.jsonl", &Default::default()).unwrap();
     assert_eq!(reread.conversations()[0], out.conversation);
 }

@@ -3,13 +3,15 @@
 //! orphaned.
 
 use crate::fixture::lines;
-use crate::support::{assert_no_orphans, assert_unique_ids, call, ids, run, stage, text, Host};
-use autocompact::FORCE_FLAG;
-use condense_model::{Block, Conversation, Message, Role};
+use crate::support::run;
+use condense_model::{Block, Content, Conversation, Message, Role};
+use condense_testing::{
+    assert_no_orphans, assert_unique_ids, call, ids, stage, text, tool_result, tool_use, MemoryHost,
+};
 use serde_json::json;
 
-fn forced() -> Host {
-    Host::default().with_flag(FORCE_FLAG)
+fn forced() -> MemoryHost {
+    MemoryHost::default().forced()
 }
 
 fn texts_starting(conv: &Conversation, prefix: &str) -> Vec<String> {
@@ -222,17 +224,13 @@ fn a_kept_message_carrying_tool_results_has_them_as_text() {
     m.push(Message::new(
         "a1",
         Role::Assistant,
-        vec![crate::support::tool_use(
-            "t1",
-            "Bash",
-            json!({"command": "ls"}),
-        )],
+        vec![tool_use("t1", "Bash", json!({"command": "ls"}))],
     ));
     m.push(Message::new(
         "u1",
         Role::User,
         vec![
-            crate::support::tool_result("t1", "a\nb"),
+            tool_result("t1", Content::string("a\nb"), None),
             Block::text("Also, why?"),
         ],
     ));

@@ -2,22 +2,19 @@
 //! and what force:autocompact overrides.
 
 use crate::fixture::{config, conversation, host};
-use crate::support::{call, has_note, ids, run, run_as_is, stage, text, Host};
-use autocompact::{COLLAPSE_ACTIVE_FLAG, DISABLE_FLAG, FIRED_FLAG, FORCE_FLAG};
+use crate::support::run;
+use condense_abi::Signal;
 use condense_model::{Conversation, Role};
+use condense_testing::{call, has_note, ids, stage, text, MemoryHost};
 use serde_json::json;
-
-fn with(flags: &[&str]) -> Host {
-    flags.iter().fold(host(), |h, f| h.with_flag(f))
-}
 
 #[test]
 fn an_active_collapse_suppresses_it_unless_forced() {
     let input = conversation();
-    let mut h = with(&[COLLAPSE_ACTIVE_FLAG]);
+    let mut h = host().with_signal(Signal::CollapseActive);
     let out = run(&stage(&config()), &input, &mut h);
     assert_eq!(out.conversation, input);
-    assert!(out.report.flags.is_empty());
+    assert!(out.report.signals.is_empty());
     assert!(h.summary_requests.borrow().is_empty());
     assert_eq!(
         out.report.notes[1],
@@ -27,9 +24,9 @@ fn an_active_collapse_suppresses_it_unless_forced() {
     );
     assert_eq!(h.state_puts.get(), 0, "nothing worth recording");
 
-    let mut h = with(&[COLLAPSE_ACTIVE_FLAG, FORCE_FLAG]);
+    let mut h = host().with_signal(Signal::CollapseActive).forced();
     let out = run(&stage(&config()), &input, &mut h);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     assert_eq!(
         out.report.notes[1],
         "force:autocompact: compacting despite context-collapse active"
@@ -38,9 +35,9 @@ fn an_active_collapse_suppresses_it_unless_forced() {
 
 #[test]
 fn force_fires_below_the_threshold() {
-    let mut h = Host::default().with_flag(FORCE_FLAG); // 200k window
+    let mut h = MemoryHost::default().forced(); // 200k window
     let out = run(&stage(&config()), &conversation(), &mut h);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     assert!(has_note(
         &out.report,
         "force:autocompact: compacting despite below the threshold"
@@ -50,7 +47,7 @@ fn force_fires_below_the_threshold() {
 #[test]
 fn disabled_by_config_or_by_the_host_even_when_forced() {
     let input = conversation();
-    let mut h = with(&[FORCE_FLAG]);
+    let mut h = host().forced();
     let out = run(
         &stage(&format!("{}\nenabled = false", config())),
         &input,
@@ -59,7 +56,7 @@ fn disabled_by_config_or_by_the_host_even_when_forced() {
     assert_eq!(out.conversation, input);
     assert_eq!(out.report.notes[1], "disabled by config (enabled = false)");
 
-    let mut h = with(&[DISABLE_FLAG, FORCE_FLAG]);
+    let mut h = host().disabled().forced();
     let out = run(&stage(&config()), &input, &mut h);
     assert_eq!(out.conversation, input);
     assert_eq!(
@@ -92,13 +89,13 @@ fn min_turns_between_two_compactions() {
     let stage = stage(&config());
     let mut h = host();
     let first = run(&stage, &conversation(), &mut h);
-    assert_eq!(first.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(first.report.signals, vec![Signal::Compacted]);
 
     // One turn (the kept u3 answered) since: too soon, even over the threshold.
     let one = adopted_with_turns(&first.conversation, 1);
-    h.conversation_tokens = 5_000;
-    let out = crate::support::run_as_is(&stage, &one, &h);
-    assert!(out.report.flags.is_empty());
+    h.run.conversation_tokens = 5_000;
+    let out = condense_testing::run(&stage, &one, &h);
+    assert!(out.report.signals.is_empty());
     assert_eq!(
         out.report.notes[1],
         "compacted 1 turn ago (autocompact-1); min_turns_between = 2: not compacting again yet"
@@ -107,7 +104,7 @@ fn min_turns_between_two_compactions() {
     // Two turns since: compacts again, merging into the first summary.
     let two = adopted_with_turns(&first.conversation, 2);
     let out = run(&stage, &two, &mut h);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     let request = h.summary_requests.borrow().last().cloned().unwrap();
     let first_summary = first.conversation.messages[1].content.text();
     assert_eq!(
@@ -140,11 +137,11 @@ fn min_turns_between_two_compactions() {
 
     // Forced, the minimum does not hold (one turn since: the assistant's answer after the
     // restored items, no user prompt).
-    let mut forced = host().with_flag(FORCE_FLAG);
+    let mut forced = host().forced();
     *forced.state.borrow_mut() = h.state.borrow().clone();
     let again = adopted_with_turns(&out.conversation, 1);
     let out = run(&stage, &again, &mut forced);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
     assert!(
         has_note(&out.report, "min_turns_between (1 since the last)"),
         "{:?}",
@@ -157,7 +154,7 @@ fn the_model_calls_of_an_autonomous_stretch_count_as_turns() {
     let stage = stage(&config());
     let mut h = host();
     let first = run(&stage, &conversation(), &mut h);
-    assert_eq!(first.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(first.report.signals, vec![Signal::Compacted]);
     // The agent answers the kept u3 with a call: one turn (u3, the call, its result), and no
     // user prompt after it.
     let mut conv = first.conversation.clone();
@@ -168,9 +165,9 @@ fn the_model_calls_of_an_autonomous_stretch_count_as_turns() {
         json!({"command": "cargo test"}),
         &output,
     ));
-    h.conversation_tokens = 5_000;
-    let out = run_as_is(&stage, &conv, &h);
-    assert!(out.report.flags.is_empty());
+    h.run.conversation_tokens = 5_000;
+    let out = condense_testing::run(&stage, &conv, &h);
+    assert!(out.report.signals.is_empty());
     assert!(
         has_note(&out.report, "compacted 1 turn ago (autocompact-1)"),
         "{:?}",
@@ -183,8 +180,13 @@ fn the_model_calls_of_an_autonomous_stretch_count_as_turns() {
         json!({"command": "cargo clippy"}),
         &output,
     ));
-    let out = run_as_is(&stage, &conv, &h);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG], "{:?}", out.report.notes);
+    let out = condense_testing::run(&stage, &conv, &h);
+    assert_eq!(
+        out.report.signals,
+        vec![Signal::Compacted],
+        "{:?}",
+        out.report.notes
+    );
 }
 
 #[test]
@@ -194,7 +196,7 @@ fn an_agent_that_keeps_its_full_history_waits_for_new_turns_too() {
     run(&stage, &conversation(), &mut h);
     // The same full history again: no new turn since.
     let out = run(&stage, &conversation(), &mut h);
-    assert!(out.report.flags.is_empty());
+    assert!(out.report.signals.is_empty());
     assert!(has_note(
         &out.report,
         "compacted 0 turns ago (autocompact-1)"
@@ -210,5 +212,5 @@ fn an_agent_that_keeps_its_full_history_waits_for_new_turns_too() {
             .push(text(&format!("w{i}"), Role::User, "next"));
     }
     let out = run(&stage, &longer, &mut h);
-    assert_eq!(out.report.flags, vec![FIRED_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::Compacted]);
 }

@@ -1,22 +1,23 @@
 //! The threshold arithmetic: the seeds' numbers, threshold_pct both ways, the snip correction.
 
 use crate::fixture::conversation;
-use crate::support::{has_note, run_as_is, stage, Host};
-use autocompact::{Trigger, FIRED_FLAG};
+use autocompact::{Autocompact, Trigger};
+use condense_abi::Signal;
+use condense_testing::{has_note, run, stage, MemoryHost};
 
-fn trigger(config: &str, host: &Host) -> Trigger {
-    Trigger::compute(stage(config).config(), host)
+fn trigger(config: &str, host: &MemoryHost) -> Trigger {
+    Trigger::compute(stage::<Autocompact>(config).config(), &host.run)
 }
 
-fn fires(config: &str, host: &Host) -> bool {
-    let out = run_as_is(&stage(config), &conversation(), host);
-    out.report.flags == vec![FIRED_FLAG]
+fn fires(config: &str, host: &MemoryHost) -> bool {
+    let out = run(&stage::<Autocompact>(config), &conversation(), host);
+    out.report.signals == vec![Signal::Compacted]
 }
 
 #[test]
 fn a_200k_window_gives_167000_or_179000() {
     // max output >= 20k: 200,000 - 20,000 = 180,000 effective, - 13,000 = 167,000.
-    let h = Host::default()
+    let h = MemoryHost::default()
         .with_window(200_000, 32_000)
         .with_conversation_tokens(171_230);
     let t = trigger("", &h);
@@ -28,21 +29,21 @@ fn a_200k_window_gives_167000_or_179000() {
          freed by earlier stages)"
     );
     // max output 8k (slot cap): 192,000 effective, 179,000.
-    let h = Host::default().with_window(200_000, 8_000);
+    let h = MemoryHost::default().with_window(200_000, 8_000);
     let t = trigger("", &h);
     assert_eq!((t.effective, t.threshold), (192_000, 179_000));
     // Exactly at the threshold fires, one below does not.
-    let at = Host::default()
+    let at = MemoryHost::default()
         .with_window(200_000, 8_000)
         .with_conversation_tokens(179_000);
     assert!(fires("", &at));
-    let below = Host::default()
+    let below = MemoryHost::default()
         .with_window(200_000, 8_000)
         .with_conversation_tokens(178_999);
-    let out = run_as_is(&stage(""), &conversation(), &below);
+    let out = run(&stage::<Autocompact>(""), &conversation(), &below);
     // Decided from the host's figures alone: the conversation never crossed the boundary.
     assert!(!out.read && !out.changed);
-    assert!(out.report.flags.is_empty());
+    assert!(out.report.signals.is_empty());
     assert!(has_note(
         &out.report,
         "below the threshold by 1 tokens: not compacting"
@@ -52,7 +53,7 @@ fn a_200k_window_gives_167000_or_179000() {
 
 #[test]
 fn threshold_pct_moves_the_trigger_down_or_up() {
-    let h = Host::default()
+    let h = MemoryHost::default()
         .with_window(200_000, 32_000)
         .with_conversation_tokens(160_000);
     // Down: 0.85 × 180,000 = 153,000 < 160,000: fires where the default (167,000) would not.
@@ -64,7 +65,7 @@ fn threshold_pct_moves_the_trigger_down_or_up() {
     assert!(fires("threshold_pct = 0.85", &h));
     assert!(!fires("", &h));
     // Up: 0.98 × 180,000 = 176,400 > 171,230: does not fire where the default would.
-    let h = Host::default()
+    let h = MemoryHost::default()
         .with_window(200_000, 32_000)
         .with_conversation_tokens(171_230);
     assert_eq!(trigger("threshold_pct = 0.98", &h).threshold, 176_400);
@@ -77,7 +78,7 @@ fn tokens_freed_by_earlier_stages_are_counted_once() {
     // The agent reported 171,000 before the pipeline; snip and microcompact freed 5,000, so the
     // stage is handed 166,000. The seed's `tokenCount - snipTokensFreed` is 171,000 - 5,000 =
     // 166,000 < 167,000: no compaction.
-    let h = Host::default()
+    let h = MemoryHost::default()
         .with_conversation_tokens(166_000)
         .with_tokens_freed_before(5_000);
     let t = trigger("", &h);
@@ -89,7 +90,7 @@ fn tokens_freed_by_earlier_stages_are_counted_once() {
     ));
     assert!(!fires("", &h));
     // 172,500 before the pipeline, 5,000 freed: 167,500 >= 167,000 fires.
-    let h = Host::default()
+    let h = MemoryHost::default()
         .with_conversation_tokens(167_500)
         .with_tokens_freed_before(5_000);
     assert!(fires("", &h));
@@ -100,11 +101,11 @@ fn a_window_without_room_for_the_buffer_never_fires_on_its_own() {
     // 30,000 - 20,000 = 10,000 effective would not be larger than the 13,000 buffer: a small
     // window scales the reserve to a quarter of it instead (issue 12), 22,500 effective, so
     // the threshold is 22,500 - 13,000 = 9,500.
-    let h = Host::default()
+    let h = MemoryHost::default()
         .with_window(30_000, 32_000)
         .with_conversation_tokens(9_000);
-    let out = run_as_is(&stage(""), &conversation(), &h);
-    assert!(out.report.flags.is_empty());
+    let out = run(&stage::<Autocompact>(""), &conversation(), &h);
+    assert!(out.report.signals.is_empty());
     assert!(has_note(
         &out.report,
         "below the threshold by 500 tokens: not compacting"
@@ -114,11 +115,11 @@ fn a_window_without_room_for_the_buffer_never_fires_on_its_own() {
     assert_eq!(trigger("threshold_pct = 0.5", &h).threshold, 11_250);
     // Smaller still, where even the scaled reserve leaves no room for buffer_tokens: no
     // threshold of its own.
-    let tiny = Host::default()
+    let tiny = MemoryHost::default()
         .with_window(12_000, 32_000)
         .with_conversation_tokens(9_000);
-    let out = run_as_is(&stage(""), &conversation(), &tiny);
-    assert!(out.report.flags.is_empty());
+    let out = run(&stage::<Autocompact>(""), &conversation(), &tiny);
+    assert!(out.report.signals.is_empty());
     assert!(has_note(
         &out.report,
         "no threshold: the effective window (9,000) is not larger than buffer_tokens (13,000)"

@@ -4,10 +4,9 @@
 use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::PURPOSE;
-use condense_abi::text::plural;
 use condense_abi::{StageEvent, SummaryRequest};
 use condense_model::{Message, Role};
-use condense_turns::measure::thousands;
+use condense_text::{plural, thousands};
 use std::ops::Range;
 
 impl Run<'_> {
@@ -174,11 +173,12 @@ impl Run<'_> {
             max_tokens: budget,
             purpose: PURPOSE.to_string(),
         };
-        let summary = self.host.summarize(request).map_err(|e| {
+        let summary = self.cx.summarize(request).map_err(|e| {
             (
                 format!(
-                    "summarizer failed, {}: {e}; nothing more committed in this run",
-                    describe("not collapsing")
+                    "summarizer failed, {}: {}; nothing more committed in this run",
+                    describe("not collapsing"),
+                    e.message()
                 ),
                 "the summarizer failed",
             )
@@ -195,7 +195,7 @@ impl Run<'_> {
         // The host's summaries fit their budget, except that they never drop a written path or
         // the last request: a longer one is kept whole (cutting it would cut exactly those).
         let summary = summary.trim().to_string();
-        let summary_text_tokens = self.host.count_tokens(&summary);
+        let summary_text_tokens = self.cx.count_tokens(&summary);
         if summary_text_tokens > budget {
             self.report.note(format!(
                 "summary of ids {first_id}…{last_id} is {} tokens, over its budget of {}: kept \
@@ -204,7 +204,7 @@ impl Run<'_> {
                 thousands(budget)
             ));
         }
-        let now = self.host.now_ms();
+        let now = self.cx.now_ms;
         let mut collapse = match &previous {
             Some(p) => {
                 Collapse {

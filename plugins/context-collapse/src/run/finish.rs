@@ -1,23 +1,27 @@
 //! The end of a run: the projected messages, the `reapplied` events, the orphan check, the
-//! saved state and the report.
+//! state to save and the report.
 
 use super::{Found, Run, Unit};
 use crate::state::State;
 use crate::summary::summary_message;
-use crate::ContextCollapse;
-use crate::ACTIVE_FLAG;
-use condense_abi::{save_state, Stage, StageEvent, StageReport};
+use condense_abi::{Signal, StageEvent, StageReport};
 use condense_model::{orphaned_tool_results, Message, Role};
-use condense_turns::measure::thousands;
+use condense_text::thousands;
 use std::collections::HashSet;
+
+/// What a run ends with.
+pub(crate) struct Finished {
+    /// The projection, or `None` when there is no collapse (the input stands as it is).
+    pub messages: Option<Vec<Message>>,
+    pub report: StageReport,
+    /// Every collapse applied in this run, in conversation order: the state to save.
+    pub state: State,
+}
 
 impl Run<'_> {
     /// The projected messages (`None` when there is no collapse: the projection is then the
-    /// input itself, since the turns partition it) and the report; saves the state.
-    pub(crate) fn finish(
-        mut self,
-        loaded: Option<&str>,
-    ) -> Result<(Option<Vec<Message>>, StageReport), String> {
+    /// input itself, since the turns partition it), the report, and the state to save.
+    pub(crate) fn finish(mut self) -> Result<Finished, String> {
         let messages = self.messages;
         let project = !self.collapses.is_empty();
         let mut out: Vec<Message> = if project {
@@ -38,7 +42,7 @@ impl Run<'_> {
                     let applied = &self.collapses[*c];
                     let first = &messages[applied.range.start];
                     let summary_msg =
-                        summary_message(&applied.collapse, Some(first), &self.host.source_format());
+                        summary_message(&applied.collapse, Some(first), self.cx.format);
                     out.push(summary_msg.clone());
                     out.extend(
                         messages[applied.range.clone()]
@@ -113,7 +117,7 @@ impl Run<'_> {
             .collect();
         if project && !introduced.is_empty() {
             return Err(format!(
-                "context-collapse: internal error, the projection would orphan tool results ({}); input left unchanged",
+                "internal error, the projection would orphan tool results ({}); input left unchanged",
                 introduced.join(", ")
             ));
         }
@@ -127,14 +131,16 @@ impl Run<'_> {
         self.summary_notes(reapplied, committed, self.before_commits);
         let state = State {
             collapses: self.collapses.iter().map(|c| c.collapse.clone()).collect(),
-            ..State::default()
         };
-        save_state(ContextCollapse::NAME, self.host, &state, loaded)?;
         if !self.collapses.is_empty() {
-            self.report.flags.push(ACTIVE_FLAG.to_string());
+            self.report.raise(Signal::CollapseActive);
         }
         self.report.blocks_changed = blocks_changed;
         self.report.tokens_freed = (freed > 0).then_some(freed);
-        Ok((project.then_some(out), self.report))
+        Ok(Finished {
+            messages: project.then_some(out),
+            report: self.report,
+            state,
+        })
     }
 }

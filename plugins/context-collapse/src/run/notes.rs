@@ -1,14 +1,12 @@
 //! The report's leading notes: the threshold arithmetic, the target and what was reached.
 
 use super::Run;
-use crate::FORCE_FLAG;
-use condense_abi::text::plural;
-use condense_turns::measure::{percent, thousands};
+use condense_text::{percent, plural, thousands};
 
 impl Run<'_> {
     /// The arithmetic and the outcome, in front of the other notes.
     pub(super) fn summary_notes(&mut self, reapplied: usize, committed: usize, before: usize) {
-        let reserved = self.host.context_window() - self.effective;
+        let reserved = self.cx.context_window - self.effective;
         let mut notes = vec![format!(
             "{} tokens, {} projected with the collapses; commit at {} = {} of {} effective \
              ({} window - {} reserved for output), block at {} = {}",
@@ -17,7 +15,7 @@ impl Run<'_> {
             thousands(self.commit_threshold),
             percent(self.config.commit_at),
             thousands(self.effective),
-            thousands(self.host.context_window()),
+            thousands(self.cx.context_window),
             thousands(reserved),
             thousands(self.block_threshold),
             percent(self.config.block_at),
@@ -27,21 +25,21 @@ impl Run<'_> {
                 "re-applied {} committed before this stage ran (window {}, max output {}): the \
                  same collapses give the same view on every run",
                 plural(reapplied, "collapse", "collapses"),
-                thousands(self.host.context_window()),
-                thousands(self.host.max_output_tokens()),
+                thousands(self.cx.context_window),
+                thousands(self.cx.max_output_tokens),
             ));
         }
         let goal = self.goal.unwrap_or(self.commit_threshold);
+        // Forced by the host: the note names the force as users know it from the docs.
         let why = if self.forced {
-            format!(
-                "{FORCE_FLAG}: a tenth of the effective window below min(projection, commit_at, \
-                 window - output reserve)"
-            )
+            "force:context-collapse: a tenth of the effective window below min(projection, \
+             commit_at, window - output reserve)"
+                .to_string()
         } else if goal < self.commit_threshold {
             format!(
                 "the request fits only below {} (window - {} output reserve)",
                 thousands(self.fit_limit),
-                thousands(self.host.output_reserve())
+                thousands(self.cx.output_reserve)
             )
         } else {
             "commit_at".to_string()

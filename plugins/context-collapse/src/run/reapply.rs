@@ -5,8 +5,8 @@ use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::summary::{adopt, is_summary_message};
 use crate::ID_PREFIX;
-use condense_abi::text::plural;
 use condense_model::Role;
+use condense_text::plural;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
@@ -111,7 +111,7 @@ impl Run<'_> {
             if let [only] = members.as_slice() {
                 let m = &self.messages[*only];
                 if is_summary_message(m) {
-                    let collapse = adopt(m, self.host.now_ms());
+                    let collapse = adopt(m, self.cx.now_ms);
                     self.push_collapsed(collapse, turn.range(), Found::Adopted);
                     t += 1;
                     continue;

@@ -1,15 +1,16 @@
 //! Config parsing and validation.
 
-use condense_abi::{metadata_of, parse_config, Stage};
+use condense_abi::{build_stage, metadata_of, parse_config};
 use context_collapse::{Config, ContextCollapse};
 
+/// The stage from config text, or its error's message.
 fn build(toml: &str) -> Result<ContextCollapse, String> {
-    ContextCollapse::new(parse_config::<ContextCollapse>(toml)?)
+    build_stage::<ContextCollapse>(toml).map_err(|e| e.into_message())
 }
 
 #[test]
 fn defaults_are_the_reference_values() {
-    let config = parse_config::<ContextCollapse>("").unwrap();
+    let config = parse_config::<Config>("").unwrap();
     assert_eq!(config, Config::default());
     assert_eq!(config.commit_at, 0.90);
     assert_eq!(config.block_at, 0.95);
@@ -25,7 +26,7 @@ fn defaults_are_the_reference_values() {
 fn unknown_key_is_rejected() {
     assert_eq!(
         build("keep_recent = 3").unwrap_err(),
-        "context-collapse: unknown config key `keep_recent` (known: commit_at, block_at, \
+        "unknown config key `keep_recent` (known: commit_at, block_at, \
          keep_recent_turns, turns_per_span, summary_ratio, summary_min_tokens, \
          summary_window_share, summary_max_tokens)"
     );
@@ -74,13 +75,17 @@ fn invalid_values_are_rejected() {
         err("summary_window_share = 1.5"),
         "summary_window_share must be a fraction in (0, 1], got 1.5"
     );
-    assert!(err("keep_recent_turns = -1").starts_with("context-collapse: "));
+    let negative = err("keep_recent_turns = -1");
+    assert!(
+        negative.starts_with("`[stage.config] keep_recent_turns` must be"),
+        "{negative}"
+    );
     assert!(build("commit_at = 0.8\nblock_at = 0.8\nkeep_recent_turns = 1").is_ok());
 }
 
 #[test]
 fn every_key_is_documented() {
-    let meta = metadata_of::<ContextCollapse>("0.1.0");
+    let meta = metadata_of::<ContextCollapse>("0.1.0").unwrap();
     insta::assert_json_snapshot!("metadata", meta);
     assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));
 }

@@ -6,12 +6,13 @@
 //! and adds text (it does not open a turn, so step 3 is one turn), a system message in the middle
 //! of a turn, and a last user message still unanswered.
 
-use crate::support::{
-    assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, state_summary, text,
-    tokens, tool_result, tool_use, Host,
+use crate::support::{run, state_summary, tokens};
+use condense_abi::Signal;
+use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
+use condense_testing::{
+    assert_no_orphans, assert_unique_ids, extractive, ids, report_json, stage, text, tool_result,
+    tool_use, MemoryHost,
 };
-use condense_model::{Block, Conversation, Message, RawJson, Role};
-use context_collapse::ACTIVE_FLAG;
 use serde_json::json;
 
 /// `n` lines of filler of about 50 chars each.
@@ -48,7 +49,8 @@ pub fn plain_turn(i: usize) -> Vec<Message> {
             Role::User,
             vec![tool_result(
                 &format!("t{i}"),
-                &filler(&format!("m{i}.rs"), 30),
+                Content::string(filler(&format!("m{i}.rs"), 30)),
+                None,
             )],
         ),
         text(
@@ -82,7 +84,7 @@ pub fn conversation() -> Conversation {
         "r3",
         Role::User,
         vec![
-            tool_result("t3", &filler("test", 30)),
+            tool_result("t3", Content::string(filler("test", 30)), None),
             Block::text("and check the lints too"),
         ],
     ));
@@ -107,8 +109,8 @@ pub fn conversation() -> Conversation {
 /// A host whose effective window puts the fixture (4,170 tokens) over `commit_at`: effective
 /// 2,600 tokens (window 22,600 - min(max output 20,000, 20,000)), commit at 2,340, block at 2,470.
 /// Collapsing turns 1-4 (u1…b2) is not enough; merging turns 5-8 (u3…r5) into their summary is.
-pub fn host() -> Host {
-    Host::default().with_window(22_600, 20_000)
+pub fn host() -> MemoryHost {
+    MemoryHost::default().with_window(22_600, 20_000)
 }
 
 #[test]
@@ -144,7 +146,7 @@ fn fixture_output_report_and_state() {
     );
     insta::assert_json_snapshot!("fixture_report", report_json(&out.report));
     insta::assert_json_snapshot!("fixture_state", state_summary(&h));
-    assert_eq!(out.report.flags, vec![ACTIVE_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::CollapseActive]);
     assert_no_orphans(&out.conversation);
     assert_unique_ids(&out.conversation);
     assert!(tokens(&h, &out.conversation) < 2_340);
@@ -217,7 +219,7 @@ fn the_second_span_is_merged_into_the_first_summary() {
 
 #[test]
 fn below_commit_at_nothing_changes() {
-    let mut h = Host::default(); // 200k window
+    let mut h = MemoryHost::default(); // 200k window
     let input = conversation();
     let out = run(&stage(""), &input, &mut h);
     assert_eq!(out.conversation, input);
@@ -225,7 +227,7 @@ fn below_commit_at_nothing_changes() {
         !out.changed,
         "an identical projection is handed back as unchanged"
     );
-    assert!(out.report.flags.is_empty());
+    assert!(out.report.signals.is_empty());
     assert!(out.report.events.is_empty());
     assert_eq!(out.report.tokens_freed, None);
     assert_eq!(h.state_puts.get(), 0, "no state written");
@@ -239,7 +241,7 @@ fn below_commit_at_nothing_changes() {
 #[test]
 fn fixture_with_the_extractive_summarizer() {
     // The host's default summarizer instead of the id-listing fake: what users get offline.
-    let mut h = host().with_summarizer(crate::support::extractive());
+    let mut h = host().with_summarizer(extractive());
     let input = conversation();
     let out = run(&stage(""), &input, &mut h);
     assert_no_orphans(&out.conversation);

@@ -3,12 +3,13 @@
 //! blocking; summarizer failures; never larger.
 
 use crate::fixture::{conversation, host, plain_turn};
-use crate::support::{
-    assert_no_orphans, assert_unique_ids, ids, report_json, run, stage, text, tokens, Host,
-};
-use condense_abi::testing::apply;
+use crate::support::{run, tokens};
+use condense_abi::Signal;
 use condense_model::{Conversation, Role};
-use context_collapse::{ACTIVE_FLAG, FORCE_FLAG};
+use condense_testing::{
+    apply, assert_no_orphans, assert_unique_ids, ids, report_json, stage, text, MemoryHost,
+};
+use context_collapse::ContextCollapse;
 
 #[test]
 fn the_same_input_gives_the_same_output_and_leaves_the_state_alone() {
@@ -30,7 +31,7 @@ fn the_same_input_gives_the_same_output_and_leaves_the_state_alone() {
         "no new summary"
     );
     assert_eq!(second.report.tokens_freed, first.report.tokens_freed);
-    assert_eq!(second.report.flags, vec![ACTIVE_FLAG]);
+    assert_eq!(second.report.signals, vec![Signal::CollapseActive]);
     insta::assert_json_snapshot!("rerun_report", report_json(&second.report));
 }
 
@@ -107,7 +108,7 @@ fn its_own_output_is_left_as_it_is_with_or_without_state() {
     assert_eq!(again.report.tokens_freed, None);
     assert_eq!(h.summary_requests.borrow().len(), requests);
     assert_eq!(h.state_puts.get(), puts);
-    assert_eq!(again.report.flags, vec![ACTIVE_FLAG]);
+    assert_eq!(again.report.signals, vec![Signal::CollapseActive]);
     assert!(again.report.events[0]
         .detail
         .ends_with("(its summary message was already in the input)"));
@@ -133,7 +134,7 @@ fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
     let mut h = host();
     let stage = stage("");
     let first = run(&stage, &conversation(), &mut h);
-    let mut forced = host().with_flag(FORCE_FLAG);
+    let mut forced = host().forced();
     *forced.state.borrow_mut() = h.state.borrow().clone();
     let out = run(&stage, &first.conversation, &mut forced);
     assert_eq!(
@@ -203,8 +204,8 @@ fn forced_rerun_on_its_own_output_merges_into_the_summary_it_finds() {
     );
     // With keep_recent_turns = 1, the forced passes merge up to b9, into the summary found in
     // the input.
-    let one = crate::support::stage("keep_recent_turns = 1");
-    let mut forced = host().with_flag(FORCE_FLAG);
+    let one = condense_testing::stage("keep_recent_turns = 1");
+    let mut forced = host().forced();
     *forced.state.borrow_mut() = h.state.borrow().clone();
     let mut current = first.conversation.clone();
     for _ in 0..10 {
@@ -241,7 +242,7 @@ fn collapses_whose_messages_are_gone_are_dropped() {
 
 #[test]
 fn the_force_flag_commits_below_commit_at_until_keep_recent_turns_remain() {
-    let mut h = Host::default().with_flag(FORCE_FLAG); // 200k window: far below commit_at
+    let mut h = MemoryHost::default().forced(); // 200k window: far below commit_at
     let out = run(&stage(""), &conversation(), &mut h);
     assert_eq!(
         ids(&out.conversation),
@@ -271,7 +272,7 @@ fn the_force_flag_commits_below_commit_at_until_keep_recent_turns_remain() {
 #[test]
 fn still_above_block_at_is_reported_not_failed() {
     // Effective 500: even everything but the 4 kept turns does not get below 475.
-    let mut h = Host::default().with_window(20_500, 20_000);
+    let mut h = MemoryHost::default().with_window(20_500, 20_000);
     let input = conversation();
     let out = run(&stage(""), &input, &mut h);
     let blocking = out
@@ -307,7 +308,7 @@ fn a_failing_summarizer_commits_nothing_new_but_keeps_the_committed_view() {
         longer.messages.extend(plain_turn(i));
     }
     let out = apply(&stage, &longer, &{
-        failing.conversation_tokens = tokens(&failing, &longer);
+        failing.run.conversation_tokens = tokens(&failing, &longer);
         failing
     });
     let out = out.unwrap();
@@ -319,7 +320,7 @@ fn a_failing_summarizer_commits_nothing_new_but_keeps_the_committed_view() {
     assert!(out.report.notes.iter().any(|n| n
         .starts_with("summarizer failed, not collapsing 4 turns (8 messages, ids b5…r7")
         && n.ends_with("backend unavailable; nothing more committed in this run")));
-    assert_eq!(out.report.flags, vec![ACTIVE_FLAG]);
+    assert_eq!(out.report.signals, vec![Signal::CollapseActive]);
     let blocking = out.report.notes.last().unwrap();
     assert!(
         blocking.ends_with("(the summarizer failed); the request may not fit"),
@@ -334,7 +335,7 @@ fn a_summary_that_would_not_be_smaller_is_not_committed() {
     let input = conversation();
     let out = run(&stage("summary_max_tokens = 20000"), &input, &mut h);
     assert_eq!(out.conversation, input);
-    assert!(out.report.flags.is_empty());
+    assert!(out.report.signals.is_empty());
     assert!(
         out.report
             .notes
@@ -369,10 +370,11 @@ fn a_summary_over_its_budget_is_kept_whole_when_it_still_saves() {
 fn a_corrupt_state_is_an_error() {
     let h = host();
     *h.state.borrow_mut() = Some("{nope".into());
-    let err = apply(&stage(""), &conversation(), &h).unwrap_err();
+    let err = apply(&stage::<ContextCollapse>(""), &conversation(), &h).unwrap_err();
     assert!(
-        err.starts_with("context-collapse: stored state is not valid"),
-        "{err}"
+        err.message().starts_with("stored state is not valid"),
+        "{}",
+        err.message()
     );
 }
 
@@ -384,7 +386,7 @@ fn tool_calls_and_results_are_never_separated() {
             let st = stage(&format!(
                 "keep_recent_turns = {keep}\nturns_per_span = {per_span}"
             ));
-            let mut h = Host::default().with_flag(FORCE_FLAG);
+            let mut h = MemoryHost::default().forced();
             let out = run(&st, &conversation(), &mut h);
             assert_no_orphans(&out.conversation);
             assert_unique_ids(&out.conversation);

@@ -16,52 +16,48 @@
 //! the subagents wrote and the errors they hit. The default config collapses the six oldest of
 //! the ten API turns, both batches included, and keeps the four most recent.
 
-use crate::support::{assert_no_orphans, assert_unique_ids, report_json, stage, tokens, Host};
-use condense_abi::testing::{apply, Applied};
-use condense_formats::ReadOptions;
-use condense_model::Conversation;
-use condense_tokens::TokenCounter;
-use context_collapse::{ContextCollapse, ACTIVE_FLAG};
-use std::sync::Arc;
+use crate::support::tokens;
+use condense_abi::Signal;
+use condense_model::{Conversation, Format};
+use condense_testing::{
+    assert_no_orphans, assert_unique_ids, extractive, o200k, report_json, stage, transcript,
+    Applied, MemoryHost,
+};
+use context_collapse::ContextCollapse;
 
 /// The system prompt and tool definitions the session does not hold: its reported prompt
 /// (21,552) less condense's count of the same prompt (`condense stats` shows the gap).
 const FIXED_TOKENS: usize = 16_484;
 
-const TRANSCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/d-kimuson__claude-code-viewer/",
-    "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
-);
+const TRANSCRIPT: &str = "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
 
-pub fn transcript() -> Conversation {
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    let doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+/// The session's one conversation.
+pub fn session() -> Conversation {
+    let doc = transcript(TRANSCRIPT);
     assert_eq!(doc.conversations().len(), 1);
     doc.conversations()[0].clone()
 }
 
 /// A host counting with o200k and summarizing with the host's default (extractive) summarizer,
 /// in a 30,000-token window.
-pub fn host() -> Host {
-    let counter = Arc::new(TokenCounter::new(Default::default()));
-    Host::default()
-        .with_summarizer(crate::support::extractive())
+pub fn host() -> MemoryHost {
+    MemoryHost::default()
+        .with_summarizer(extractive())
         .with_window(30_000, 8_000)
-        .with_counter(move |t| counter.count_text(t))
-        .with_format("claude-code")
+        .with_counter(o200k())
+        .with_format(Some(Format::ClaudeCode))
 }
 
 /// Runs the stage with the host's conversation count as the real host gives it: the messages
 /// and the fixed tokens.
-fn run(stage: &ContextCollapse, conv: &Conversation, host: &mut Host) -> Applied {
-    host.conversation_tokens = tokens(host, conv) + FIXED_TOKENS;
-    apply(stage, conv, &*host).unwrap()
+fn run(stage: &ContextCollapse, conv: &Conversation, host: &mut MemoryHost) -> Applied {
+    host.run.conversation_tokens = tokens(host, conv) + FIXED_TOKENS;
+    condense_testing::run(stage, conv, host)
 }
 
 #[test]
 fn the_session_is_ten_api_turns() {
-    let input = transcript();
+    let input = session();
     let messages = &input.messages;
     let turns = condense_turns::group(messages);
     assert_eq!(turns.leading_end, 1, "the leading summary event line");
@@ -90,10 +86,10 @@ fn the_session_is_ten_api_turns() {
 
 #[test]
 fn the_default_config_collapses_the_old_turns() {
-    let input = transcript();
+    let input = session();
     let mut h = host();
     let out = run(&stage(""), &input, &mut h);
-    assert_eq!(h.conversation_tokens, 5_103 + FIXED_TOKENS);
+    assert_eq!(h.run.conversation_tokens, 5_103 + FIXED_TOKENS);
     insta::assert_snapshot!(
         "real_transcript_defaults_output",
         condense_model::render::render(&out.conversation)
@@ -113,8 +109,8 @@ fn the_default_config_collapses_the_old_turns() {
     }
     assert!(summary.contains("error TS2307: Cannot find module '@testing-library/react'"));
     assert_eq!(
-        out.report.flags,
-        vec![ACTIVE_FLAG],
+        out.report.signals,
+        vec![Signal::CollapseActive],
         "autocompact stands down"
     );
     // Two spans, the second merged into the first's summary: turns 1-4, then turns 5-6.
@@ -152,7 +148,7 @@ fn the_default_config_collapses_the_old_turns() {
 
 #[test]
 fn reruns_are_stable() {
-    let input = transcript();
+    let input = session();
     let stage = stage("");
     let mut h = host();
     let first = run(&stage, &input, &mut h);
@@ -170,14 +166,13 @@ fn the_output_reads_back_as_written() {
     // Written as a Claude Code session and read back, every message is the same (the host finds
     // what to expand by the messages' content, wrapper line included), and a rerun on it changes
     // nothing.
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    let mut doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+    let mut doc = transcript(TRANSCRIPT);
     let stage = stage("");
     let mut h = host();
     let out = run(&stage, &doc.conversations()[0], &mut h);
     doc.conversations_mut()[0] = out.conversation.clone();
     let written = doc.write().unwrap();
-    let reread = condense_formats::read(&written, "out.jsonl", &ReadOptions::default()).unwrap();
+    let reread = condense_formats::read(&written, "out.jsonl", &Default::default()).unwrap();
     assert_eq!(reread.conversations()[0], out.conversation);
     let again = run(&stage, &reread.conversations()[0], &mut h);
     assert_eq!(again.conversation, out.conversation);

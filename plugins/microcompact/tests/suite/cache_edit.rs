@@ -1,12 +1,10 @@
 //! The cache-edit path on the hand-made fixture: the cache is hot, messages stay untouched.
 
-use crate::support::{
-    fixture, host_after, lines, report_json, result_of, run, stage, tool_result, tool_use,
-};
-use condense_abi::testing::MemoryHost;
+use crate::support::{fixture, host_after, lines, result_of};
 use condense_model::render::render;
-use condense_model::{Block, Content, Conversation, Message, Role};
-use microcompact::CLEARED_MARKER;
+use condense_model::{Block, Content, Conversation, Format, Message, Role};
+use condense_testing::{report_json, run, stage, tool_result, tool_use, MemoryHost};
+use microcompact::{Microcompact, CLEARED_MARKER};
 use serde_json::{json, Value};
 
 /// Low thresholds: the fixture's old results hold about 1,500 tokens (bytes / 4).
@@ -123,7 +121,7 @@ fn extended() -> Conversation {
 fn cache_hot_records_edits_and_leaves_messages_byte_identical() {
     let input = fixture();
     let host = host_after(2);
-    let out = run(&stage(HOT), &input, &host);
+    let out = run(&stage::<Microcompact>(HOT), &input, &host);
     assert_eq!(out.conversation, input, "the cached prefix must not change");
     assert_eq!(out.report.blocks_changed, 0);
     assert_eq!(out.report.tokens_freed, Some(0));
@@ -139,8 +137,8 @@ fn cache_hot_records_edits_and_leaves_messages_byte_identical() {
 #[test]
 fn emit_context_management_writes_the_request_field_for_anthropic() {
     let input = fixture();
-    let host = host_after(2).with_format("anthropic");
-    let out = run(&stage(HOT_EMIT), &input, &host);
+    let host = host_after(2).with_format(Some(Format::Anthropic));
+    let out = run(&stage::<Microcompact>(HOT_EMIT), &input, &host);
     assert_eq!(out.conversation.messages, input.messages);
     assert_eq!(out.conversation.system, input.system);
     let fields: Value = out.conversation.extra.to_value().unwrap();
@@ -156,15 +154,15 @@ fn emit_context_management_writes_the_request_field_for_anthropic() {
             .to_string()
     ));
     // The same request again: the edit is replaced in place, not appended.
-    let again = run(&stage(HOT_EMIT), &out.conversation, &host);
+    let again = run(&stage::<Microcompact>(HOT_EMIT), &out.conversation, &host);
     assert_eq!(again.conversation, out.conversation);
 }
 
 #[test]
 fn emit_context_management_is_not_written_for_other_formats() {
     let input = fixture();
-    let host = host_after(2).with_format("claude-code");
-    let out = run(&stage(HOT_EMIT), &input, &host);
+    let host = host_after(2).with_format(Some(Format::ClaudeCode));
+    let out = run(&stage::<Microcompact>(HOT_EMIT), &input, &host);
     assert_eq!(out.conversation, input);
     assert!(!out.changed, "nothing written, nothing handed back");
     assert!(out.report.notes.contains(
@@ -181,7 +179,7 @@ fn emit_context_management_is_not_written_for_other_formats() {
 
 #[test]
 fn pinned_edits_are_sent_again_on_later_runs() {
-    let stage = stage(HOT);
+    let stage = stage::<Microcompact>(HOT);
     let host = host_after(2);
     run(&stage, &fixture(), &host);
 
@@ -230,7 +228,7 @@ fn pinned_edits_are_sent_again_on_later_runs() {
 fn both_conditions_true_the_time_path_wins() {
     let input = fixture();
     let host = host_after(2);
-    let stage = stage(HOT);
+    let stage = stage::<Microcompact>(HOT);
     run(&stage, &input, &host);
     assert_eq!(pinned_ids(&host).len(), 4);
 
@@ -255,7 +253,7 @@ fn both_conditions_true_the_time_path_wins() {
 fn nothing_fires_when_the_cache_is_hot_and_results_are_small() {
     let input = fixture();
     let host = host_after(5);
-    let out = run(&stage(""), &input, &host);
+    let out = run(&stage::<Microcompact>(""), &input, &host);
     assert_eq!(out.conversation, input);
     assert!(!out.changed);
     insta::assert_json_snapshot!("nothing_fires_report", report_json(&out.report));
@@ -267,7 +265,7 @@ fn nothing_fires_when_the_cache_is_hot_and_results_are_small() {
 fn clear_at_least_holds_back_small_edits() {
     let input = fixture();
     let out = run(
-        &stage("trigger_tokens = 1000\nclear_at_least = 5000"),
+        &stage::<Microcompact>("trigger_tokens = 1000\nclear_at_least = 5000"),
         &input,
         &host_after(2),
     );

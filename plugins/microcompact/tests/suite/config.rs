@@ -1,15 +1,16 @@
 //! Config parsing and validation.
 
-use condense_abi::{metadata_of, parse_config, Stage};
+use condense_abi::{build_stage, metadata_of, parse_config};
 use microcompact::{Config, Microcompact};
 
+/// The stage built from `toml`, or the error's message.
 fn build(toml: &str) -> Result<Microcompact, String> {
-    Microcompact::new(parse_config::<Microcompact>(toml)?)
+    build_stage::<Microcompact>(toml).map_err(|e| e.into_message())
 }
 
 #[test]
 fn defaults() {
-    let config = parse_config::<Microcompact>("").unwrap();
+    let config = parse_config::<Config>("").unwrap();
     assert_eq!(config, Config::default());
     assert_eq!(config.keep_recent, 3);
     assert_eq!(config.gap_minutes, 60);
@@ -51,7 +52,7 @@ fn unknown_key_is_rejected() {
     let err = build("keep_last = 3").unwrap_err();
     assert_eq!(
         err,
-        "microcompact: unknown config key `keep_last` (known: compressible_tools, \
+        "unknown config key `keep_last` (known: compressible_tools, \
          exclude_tools, keep_recent, gap_minutes, trigger_tokens, clear_at_least, \
          clear_tool_inputs, min_input_chars, emit_context_management)"
     );
@@ -65,14 +66,14 @@ fn empty_compressible_list_and_wrong_types_are_rejected() {
     );
     assert!(build("gap_minutes = \"1h\"")
         .unwrap_err()
-        .starts_with("microcompact: "));
+        .starts_with("`[stage.config] gap_minutes`"));
     assert!(build("exclude_tools = \"Read\"").is_err());
     assert!(build("clear_tool_inputs = 1").is_err());
 }
 
 #[test]
 fn every_key_is_documented() {
-    let meta = metadata_of::<Microcompact>("0.1.0");
+    let meta = metadata_of::<Microcompact>("0.1.0").unwrap();
     insta::assert_json_snapshot!("metadata", meta);
     assert_eq!(meta.config_keys.len(), 9);
     assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));

@@ -2,21 +2,15 @@
 //! (`2025-04-30T16:34:22.948624`): they are read as UTC, so the gap is known and old results
 //! are cleared (before they were `unreadable` and the stage could not tell the cache was cold).
 
-use crate::support::{run, stage, MINUTE};
-use condense_abi::testing::MemoryHost;
-use condense_formats::{Document, ReadOptions};
-use condense_model::{Conversation, Role};
-use microcompact::is_cleared_marker;
+use crate::support::MINUTE;
+use condense_formats::Document;
+use condense_model::{Conversation, Format, Role};
+use condense_testing::{run, stage, MemoryHost};
 use microcompact::time::parse_rfc3339_ms;
-
-const OUTPUT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/All-Hands-AI__OpenHands/output.jsonl"
-);
+use microcompact::{is_cleared_marker, Microcompact};
 
 fn instances() -> Document {
-    let bytes = std::fs::read(OUTPUT).unwrap();
-    condense_formats::read(&bytes, OUTPUT, &ReadOptions::default()).unwrap()
+    condense_testing::transcript("All-Hands-AI__OpenHands/output.jsonl")
 }
 
 /// The timestamp of the last assistant message, as written.
@@ -30,10 +24,8 @@ fn last_assistant(conv: &Conversation) -> &str {
 }
 
 fn cleared_results(conv: &Conversation) -> usize {
-    conv.messages
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .filter(|r| is_cleared_marker(&r.content.text()))
+    conv.tool_results()
+        .filter(|r| is_cleared_marker(&r.result.content.text()))
         .count()
 }
 
@@ -52,8 +44,8 @@ fn zoneless_timestamps_give_a_gap_and_the_time_path_runs() {
     // Two hours after the last assistant message: cold, old results cleared.
     let cold = MemoryHost::default()
         .with_now_ms(at + 120 * MINUTE)
-        .with_format("openhands");
-    let out = run(&stage(""), input, &cold);
+        .with_format(Some(Format::OpenHands));
+    let out = run(&stage::<Microcompact>(""), input, &cold);
     let note = &out.report.notes[0];
     assert!(note.starts_with("gap 2 h > 60 min: cleared "), "{note}");
     assert!(out.report.blocks_changed > 0, "{:?}", out.report.notes);
@@ -67,8 +59,8 @@ fn zoneless_timestamps_give_a_gap_and_the_time_path_runs() {
     // Ten minutes after: the same timestamp reads as a short gap, nothing is cleared.
     let warm = MemoryHost::default()
         .with_now_ms(at + 10 * MINUTE)
-        .with_format("openhands");
-    let out = run(&stage(""), input, &warm);
+        .with_format(Some(Format::OpenHands));
+    let out = run(&stage::<Microcompact>(""), input, &warm);
     assert_eq!(out.report.blocks_changed, 0, "{:?}", out.report.notes);
     assert_eq!(&out.conversation, input);
 }

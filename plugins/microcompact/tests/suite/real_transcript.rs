@@ -4,27 +4,21 @@
 //! which are not context and which the stage leaves alone). Its last assistant message is at
 //! 2026-01-20T13:20:35.208Z.
 
-use crate::support::{report_json, run, stage, MINUTE};
-use condense_abi::testing::MemoryHost;
+use crate::support::MINUTE;
 use condense_abi::StageReport;
 use condense_formats::{Document, ReadOptions};
-use condense_model::{Conversation, Role, ToolResult};
-use condense_tokens::{tokenizer, TokenCounter, TokenizerKind};
+use condense_model::{Conversation, Format, Role, ToolResult};
+use condense_testing::{o200k, report_json, run, stage, MemoryHost};
+use condense_tokens::{TokenCounter, TokenizerKind};
 use microcompact::time::parse_rfc3339_ms;
-use microcompact::{is_cleared_marker, CLEARED_MARKER};
+use microcompact::{is_cleared_marker, Microcompact, CLEARED_MARKER};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-
-const TRANSCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl"
-);
 
 const HOT: &str = "trigger_tokens = 5000\nclear_at_least = 2000";
 
 fn document() -> Document {
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap()
+    condense_testing::transcript("DRMacIver__claude-reliability/transcript.jsonl")
 }
 
 fn transcript() -> Conversation {
@@ -43,11 +37,10 @@ fn host_after(conv: &Conversation, minutes: i64) -> MemoryHost {
         .and_then(|m| m.timestamp.as_deref())
         .unwrap();
     assert_eq!(last, "2026-01-20T13:20:35.208Z");
-    let tok = tokenizer(TokenizerKind::O200k);
     MemoryHost::default()
         .with_now_ms(parse_rfc3339_ms(last).unwrap() + minutes * MINUTE)
-        .with_format("claude-code")
-        .with_counter(move |t| tok.count(t))
+        .with_format(Some(Format::ClaudeCode))
+        .with_counter(o200k())
 }
 
 fn results(conv: &Conversation) -> Vec<&ToolResult> {
@@ -95,7 +88,7 @@ fn by_tool<'a>(
 fn two_hours_idle_takes_the_time_path() {
     let input = transcript();
     let host = host_after(&input, 120);
-    let out = run(&stage(""), &input, &host);
+    let out = run(&stage::<Microcompact>(""), &input, &host);
 
     let cleared: Vec<&str> = results(&input)
         .into_iter()
@@ -144,7 +137,7 @@ fn time_path_output_written_and_read_back_is_left_alone() {
     let mut doc = document();
     let input = doc.conversations()[0].clone();
     let host = host_after(&input, 120);
-    let stage = stage("clear_tool_inputs = true");
+    let stage = stage::<Microcompact>("clear_tool_inputs = true");
     let out = run(&stage, &input, &host);
     let (before, after) = (tokens(&input), tokens(&out.conversation));
     assert_eq!(out.report.tokens_freed, Some(before - after));
@@ -162,7 +155,7 @@ fn time_path_output_written_and_read_back_is_left_alone() {
 fn one_minute_after_takes_the_cache_edit_path() {
     let input = transcript();
     let host = host_after(&input, 1);
-    let out = run(&stage(HOT), &input, &host);
+    let out = run(&stage::<Microcompact>(HOT), &input, &host);
     assert_eq!(out.conversation, input, "messages stay byte-identical");
     let edited: Vec<String> = host.state_json()["pinned"]
         .as_array()
@@ -185,9 +178,9 @@ fn one_minute_after_takes_the_cache_edit_path() {
     insta::assert_json_snapshot!("real_hot_report", report_summary(&out.report));
 
     // Anthropic output with context_management: the token count does not move.
-    let anthropic = host_after(&input, 1).with_format("anthropic");
+    let anthropic = host_after(&input, 1).with_format(Some(Format::Anthropic));
     let emit = format!("{HOT}\nemit_context_management = true");
-    let out = run(&stage(&emit), &input, &anthropic);
+    let out = run(&stage::<Microcompact>(&emit), &input, &anthropic);
     assert_eq!(out.conversation.messages, input.messages);
     assert!(!out.conversation.extra.is_empty());
     assert_eq!(
@@ -205,6 +198,6 @@ fn one_minute_after_takes_the_cache_edit_path() {
 
     // Claude Code output: not written.
     let claude_code = host_after(&input, 1);
-    let out = run(&stage(&emit), &input, &claude_code);
+    let out = run(&stage::<Microcompact>(&emit), &input, &claude_code);
     assert_eq!(out.conversation, input);
 }

@@ -1,11 +1,11 @@
-//! A runner, a hand-made fixture conversation and block builders.
+//! What only this stage's tests need: a hand-made coding session with timestamps, a host whose
+//! clock reads some minutes after it, and lookups by tool_use id. The test host, the runner
+//! and the block builders come from `condense_testing`.
 
-use condense_abi::testing::{apply, Applied, MemoryHost};
-use condense_abi::{build_stage, StageReport};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult, ToolUse};
+use condense_testing::{tool_result, tool_use, MemoryHost};
 use microcompact::time::parse_rfc3339_ms;
-use microcompact::Microcompact;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// When the fixture's last assistant message was written.
 pub const LAST_ASSISTANT: &str = "2025-06-15T10:30:00Z";
@@ -22,32 +22,8 @@ pub fn host_after(minutes: i64) -> MemoryHost {
     MemoryHost::default().with_now_ms(last_assistant_ms() + minutes * MINUTE)
 }
 
-/// A stage from TOML config text.
-pub fn stage(config_toml: &str) -> Microcompact {
-    build_stage::<Microcompact>(config_toml).unwrap()
-}
-
-pub fn run(stage: &Microcompact, conv: &Conversation, host: &MemoryHost) -> Applied {
-    apply(stage, conv, host).unwrap()
-}
-
-/// The report as JSON, for snapshots.
-pub fn report_json(report: &StageReport) -> Value {
-    serde_json::to_value(report).unwrap()
-}
-
-pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
-    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
-}
-
-pub fn tool_result(id: &str, content: Content, is_error: Option<bool>) -> Block {
-    Block::ToolResult(ToolResult {
-        is_error,
-        ..ToolResult::new(id, content)
-    })
-}
-
-/// `n` numbered lines of `what`.
+/// `n` numbered lines of `what`, joined by newlines (not `condense_testing::lines`: the
+/// snapshots hold these).
 pub fn lines(what: &str, n: usize) -> String {
     (1..=n)
         .map(|i| format!("{what} line {i:03}: some output that the model read a while ago"))
@@ -236,11 +212,8 @@ pub fn fixture() -> Conversation {
 
 /// The tool result with this tool_use id.
 pub fn result_of<'c>(conv: &'c Conversation, id: &str) -> &'c ToolResult {
-    conv.messages
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .find(|r| r.tool_use_id == id)
-        .unwrap()
+    let found = conv.tool_results().find(|r| r.result.tool_use_id == id);
+    found.unwrap().result
 }
 
 /// The tool_use with this id.

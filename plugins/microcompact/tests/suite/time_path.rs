@@ -1,13 +1,12 @@
 //! The time-based path on the hand-made fixture: the cache is cold, results are cleared.
 
 use crate::support::{
-    call_of, fixture, host_after, last_assistant_ms, report_json, result_of, run, stage,
-    without_timestamps, MINUTE,
+    call_of, fixture, host_after, last_assistant_ms, result_of, without_timestamps, MINUTE,
 };
-use condense_abi::testing::MemoryHost;
 use condense_model::render::render;
 use condense_model::ContentShape;
-use microcompact::{cleared_marker, CLEARED_MARKER};
+use condense_testing::{report_json, run, stage, MemoryHost};
+use microcompact::{cleared_marker, Microcompact, CLEARED_MARKER};
 
 const OLD: [&str; 4] = ["t1", "t2", "t4", "t5"];
 const KEPT: [&str; 3] = ["t6", "t7", "t8"];
@@ -28,7 +27,7 @@ fn marker(id: &str) -> String {
 fn gap_over_an_hour_clears_all_but_the_three_most_recent() {
     let input = fixture();
     let host = host_after(95);
-    let out = run(&stage(""), &input, &host);
+    let out = run(&stage::<Microcompact>(""), &input, &host);
     insta::assert_snapshot!("time_path_output", render(&out.conversation));
     insta::assert_json_snapshot!("time_path_report", report_json(&out.report));
 
@@ -62,7 +61,11 @@ fn gap_over_an_hour_clears_all_but_the_three_most_recent() {
 fn clear_tool_inputs_also_clears_large_inputs_of_cleared_calls() {
     let input = fixture();
     let host = host_after(95);
-    let out = run(&stage("clear_tool_inputs = true"), &input, &host);
+    let out = run(
+        &stage::<Microcompact>("clear_tool_inputs = true"),
+        &input,
+        &host,
+    );
     insta::assert_snapshot!("time_path_inputs_output", render(&out.conversation));
     insta::assert_json_snapshot!("time_path_inputs_report", report_json(&out.report));
 
@@ -82,7 +85,7 @@ fn clear_tool_inputs_also_clears_large_inputs_of_cleared_calls() {
 fn excluded_tools_are_never_cleared() {
     let input = fixture();
     let out = run(
-        &stage("exclude_tools = [\"WebFetch\"]"),
+        &stage::<Microcompact>("exclude_tools = [\"WebFetch\"]"),
         &input,
         &host_after(95),
     );
@@ -99,14 +102,14 @@ fn tools_match_by_exact_name() {
     let input = fixture();
     // Only `read` (lower case) is compressible: no result is Read's, nothing is cleared.
     let out = run(
-        &stage("compressible_tools = [\"read\"]"),
+        &stage::<Microcompact>("compressible_tools = [\"read\"]"),
         &input,
         &host_after(95),
     );
     assert_eq!(out.conversation, input);
     // Only Read: t1 is older than the keep window (t1, t7 are the Read results; keep 1).
     let out = run(
-        &stage("compressible_tools = [\"Read\"]\nkeep_recent = 1"),
+        &stage::<Microcompact>("compressible_tools = [\"Read\"]\nkeep_recent = 1"),
         &input,
         &host_after(95),
     );
@@ -120,17 +123,17 @@ fn tools_match_by_exact_name() {
 #[test]
 fn gap_exactly_at_the_threshold_does_not_clear() {
     let input = fixture();
-    let out = run(&stage(""), &input, &host_after(60));
+    let out = run(&stage::<Microcompact>(""), &input, &host_after(60));
     assert_eq!(out.conversation, input);
     let host = MemoryHost::default().with_now_ms(last_assistant_ms() + 60 * MINUTE + 1);
-    let out = run(&stage(""), &input, &host);
+    let out = run(&stage::<Microcompact>(""), &input, &host);
     assert_eq!(out.report.blocks_changed, 4);
 }
 
 #[test]
 fn rerun_on_its_output_changes_nothing() {
     let input = fixture();
-    let stage = stage("clear_tool_inputs = true");
+    let stage = stage::<Microcompact>("clear_tool_inputs = true");
     let host = host_after(95);
     let once = run(&stage, &input, &host);
     let twice = run(&stage, &once.conversation, &host);
@@ -147,7 +150,7 @@ fn rerun_on_its_output_changes_nothing() {
 #[test]
 fn without_timestamps_the_previous_run_gives_the_gap() {
     let input = without_timestamps(fixture());
-    let stage = stage("");
+    let stage = stage::<Microcompact>("");
     let host = host_after(0);
     let first = run(&stage, &input, &host);
     assert_eq!(
@@ -194,7 +197,11 @@ fn without_timestamps_the_previous_run_gives_the_gap() {
 #[test]
 fn non_compressible_tools_are_kept() {
     let input = fixture();
-    let out = run(&stage("keep_recent = 1"), &input, &host_after(95));
+    let out = run(
+        &stage::<Microcompact>("keep_recent = 1"),
+        &input,
+        &host_after(95),
+    );
     // TodoWrite is not compressible: its result stays even far outside the keep window.
     assert_eq!(result_of(&out.conversation, "t3"), result_of(&input, "t3"));
     assert_eq!(
@@ -209,11 +216,14 @@ fn non_compressible_tools_are_kept() {
 fn the_recovery_chain_can_force_the_time_path_on_a_hot_cache() {
     let input = fixture();
     // Two minutes after the last assistant message: hot, nothing would be cleared.
-    assert_eq!(run(&stage(""), &input, &host_after(2)).conversation, input);
+    assert_eq!(
+        run(&stage::<Microcompact>(""), &input, &host_after(2)).conversation,
+        input
+    );
     let forced = MemoryHost::default()
         .with_now_ms(last_assistant_ms() + 2 * MINUTE)
-        .with_flag(microcompact::FORCE_FLAG);
-    let out = run(&stage(""), &input, &forced);
+        .forced();
+    let out = run(&stage::<Microcompact>(""), &input, &forced);
     assert_eq!(
         out.report.blocks_changed,
         OLD.len(),

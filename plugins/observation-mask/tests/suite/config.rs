@@ -1,15 +1,15 @@
 //! Config parsing and validation.
 
-use condense_abi::{metadata_of, parse_config, Stage};
+use condense_abi::{build_stage, metadata_of, parse_config};
 use observation_mask::{Config, ObservationMask};
 
 fn build(toml: &str) -> Result<ObservationMask, String> {
-    ObservationMask::new(parse_config::<ObservationMask>(toml)?)
+    build_stage::<ObservationMask>(toml).map_err(|e| e.into_message())
 }
 
 #[test]
 fn defaults_are_the_swe_agent_window() {
-    let config = parse_config::<ObservationMask>("").unwrap();
+    let config = parse_config::<Config>("").unwrap();
     assert_eq!(config, Config::default());
     assert_eq!(config.keep_last, 5);
     assert!(config.per_tool);
@@ -20,7 +20,7 @@ fn defaults_are_the_swe_agent_window() {
 fn unknown_key_is_rejected() {
     assert_eq!(
         build("keep = 3").unwrap_err(),
-        "observation-mask: unknown config key `keep` (known: keep_last, per_tool, tools, exclude_tools)"
+        "unknown config key `keep` (known: keep_last, per_tool, tools, exclude_tools)"
     );
 }
 
@@ -38,9 +38,10 @@ fn invalid_values_are_rejected() {
         build("exclude_tools = [\" \"]").unwrap_err(),
         "exclude_tools must not hold an empty tool name"
     );
-    assert!(build("keep_last = -1")
-        .unwrap_err()
-        .starts_with("observation-mask: "));
+    assert_eq!(
+        build("keep_last = -1").unwrap_err(),
+        "`[stage.config] keep_last` must be a whole number (0 or more), found -1"
+    );
     assert!(build("per_tool = \"yes\"").is_err());
 }
 
@@ -59,7 +60,7 @@ fn eligibility_follows_tools_and_exclude_tools() {
 
 #[test]
 fn every_key_is_documented() {
-    let meta = metadata_of::<ObservationMask>("0.1.0");
+    let meta = metadata_of::<ObservationMask>("0.1.0").unwrap();
     insta::assert_json_snapshot!("metadata", meta);
     assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));
 }

@@ -1,7 +1,10 @@
 //! The stage on a hand-made session covering each case, snapshotted.
 
-use crate::support::{image, lines, masked_ids, run, stage, tokens, tool_result, tool_use};
+use crate::support::{masked_ids, tokens};
 use condense_model::{render, Block, Content, Conversation, Message, RawJson, Role, TextBlock};
+use condense_testing::{image, lines, run, stage, tool_result, tool_use, MemoryHost};
+use observation_mask::ObservationMask;
+use serde_json::json;
 
 /// bash: t1 t3 t4 t6; Read: t2 t5 (short) t8 t9; Screenshot: t7 (text + image); t99 has no
 /// call in the conversation; an event line holds a result too.
@@ -25,7 +28,10 @@ pub fn conversation() -> Conversation {
     Conversation {
         messages: vec![
             u("m0", vec![Block::text("Fix the failing test in parser.py")]),
-            a("m1", vec![tool_use("t1", "bash", r#"{"command":"ls -R"}"#)]),
+            a(
+                "m1",
+                vec![tool_use("t1", "bash", json!({"command":"ls -R"}))],
+            ),
             u(
                 "m2",
                 vec![tool_result("t1", Content::string(lines("ls", 40)), None)],
@@ -34,8 +40,8 @@ pub fn conversation() -> Conversation {
                 "m3",
                 vec![
                     Block::text("Reading the parser and searching for the error."),
-                    tool_use("t2", "Read", r#"{"file_path":"parser.py"}"#),
-                    tool_use("t3", "bash", r#"{"command":"grep -rn Error ."}"#),
+                    tool_use("t2", "Read", json!({"file_path":"parser.py"})),
+                    tool_use("t3", "bash", json!({"command":"grep -rn Error ."})),
                 ],
             ),
             u(
@@ -51,12 +57,12 @@ pub fn conversation() -> Conversation {
             ),
             a(
                 "m5",
-                vec![tool_use("t4", "bash", r#"{"command":"pytest -x"}"#)],
+                vec![tool_use("t4", "bash", json!({"command":"pytest -x"}))],
             ),
             u("m6", vec![t4]),
             a(
                 "m7",
-                vec![tool_use("t5", "Read", r#"{"file_path":"VERSION"}"#)],
+                vec![tool_use("t5", "Read", json!({"file_path":"VERSION"}))],
             ),
             u(
                 "m8",
@@ -70,8 +76,8 @@ pub fn conversation() -> Conversation {
             a(
                 "m9",
                 vec![
-                    tool_use("t6", "bash", r#"{"command":"cat setup.cfg"}"#),
-                    tool_use("t7", "Screenshot", "{}"),
+                    tool_use("t6", "bash", json!({"command":"cat setup.cfg"})),
+                    tool_use("t7", "Screenshot", json!({})),
                 ],
             ),
             u(
@@ -96,8 +102,8 @@ pub fn conversation() -> Conversation {
             a(
                 "m12",
                 vec![
-                    tool_use("t8", "Read", r#"{"file_path":"lexer.py"}"#),
-                    tool_use("t9", "Read", r#"{"file_path":"tokens.py"}"#),
+                    tool_use("t8", "Read", json!({"file_path":"lexer.py"})),
+                    tool_use("t9", "Read", json!({"file_path":"tokens.py"})),
                 ],
             ),
             u(
@@ -118,7 +124,11 @@ pub fn conversation() -> Conversation {
 
 #[test]
 fn fixture_per_tool() {
-    let out = run(&stage("keep_last = 2"), &conversation());
+    let out = run(
+        &stage::<ObservationMask>("keep_last = 2"),
+        &conversation(),
+        &MemoryHost::default(),
+    );
     insta::assert_snapshot!("fixture_per_tool_output", render::render(&out.conversation));
     insta::assert_json_snapshot!("fixture_per_tool_report", out.report);
     // bash keeps t4, t6; Read keeps t8, t9 (t5 is too short to mask); Screenshot and the
@@ -128,7 +138,11 @@ fn fixture_per_tool() {
 
 #[test]
 fn fixture_all_tools_together() {
-    let out = run(&stage("keep_last = 2\nper_tool = false"), &conversation());
+    let out = run(
+        &stage::<ObservationMask>("keep_last = 2\nper_tool = false"),
+        &conversation(),
+        &MemoryHost::default(),
+    );
     insta::assert_snapshot!("fixture_in_all_output", render::render(&out.conversation));
     insta::assert_json_snapshot!("fixture_in_all_report", out.report);
     assert_eq!(
@@ -139,7 +153,11 @@ fn fixture_all_tools_together() {
 
 #[test]
 fn masked_results_keep_their_flags_extra_and_images() {
-    let out = run(&stage("keep_last = 1\nper_tool = false"), &conversation());
+    let out = run(
+        &stage::<ObservationMask>("keep_last = 1\nper_tool = false"),
+        &conversation(),
+        &MemoryHost::default(),
+    );
     let results: Vec<_> = out
         .conversation
         .messages
@@ -174,11 +192,18 @@ fn masked_results_keep_their_flags_extra_and_images() {
 
 #[test]
 fn tools_and_exclude_tools_restrict_what_is_masked_and_counted() {
-    let out = run(&stage("keep_last = 1\ntools = [\"bash\"]"), &conversation());
+    let out = run(
+        &stage::<ObservationMask>("keep_last = 1\ntools = [\"bash\"]"),
+        &conversation(),
+        &MemoryHost::default(),
+    );
     assert_eq!(masked_ids(&out.conversation), vec!["t1", "t3", "t4"]);
     let out = run(
-        &stage("keep_last = 1\nper_tool = false\nexclude_tools = [\"Read\", \"Screenshot\"]"),
+        &stage::<ObservationMask>(
+            "keep_last = 1\nper_tool = false\nexclude_tools = [\"Read\", \"Screenshot\"]",
+        ),
         &conversation(),
+        &MemoryHost::default(),
     );
     // Eligible in order: t1 t3 t4 t6 t99 -> all but t99 masked.
     assert_eq!(masked_ids(&out.conversation), vec!["t1", "t3", "t4", "t6"]);
@@ -186,7 +211,11 @@ fn tools_and_exclude_tools_restrict_what_is_masked_and_counted() {
 
 #[test]
 fn a_large_window_masks_nothing_and_says_so() {
-    let out = run(&stage(""), &conversation());
+    let out = run(
+        &stage::<ObservationMask>(""),
+        &conversation(),
+        &MemoryHost::default(),
+    );
     assert_eq!(out.conversation, conversation());
     assert_eq!(out.report.blocks_changed, 0);
     assert_eq!(out.report.tokens_freed, None);
@@ -204,7 +233,11 @@ fn never_grows_and_leaves_short_results_whole() {
         "keep_last = 3",
     ] {
         let input = conversation();
-        let out = run(&stage(config), &input);
+        let out = run(
+            &stage::<ObservationMask>(config),
+            &input,
+            &MemoryHost::default(),
+        );
         assert!(tokens(&out.conversation) <= tokens(&input), "{config}");
         for (before, after) in input.messages.iter().zip(&out.conversation.messages) {
             for (b, a) in before.tool_results().zip(after.tool_results()) {
@@ -212,7 +245,11 @@ fn never_grows_and_leaves_short_results_whole() {
             }
         }
     }
-    let out = run(&stage("keep_last = 1\nper_tool = false"), &conversation());
+    let out = run(
+        &stage::<ObservationMask>("keep_last = 1\nper_tool = false"),
+        &conversation(),
+        &MemoryHost::default(),
+    );
     assert_eq!(
         out.conversation.messages[8],
         conversation().messages[8],

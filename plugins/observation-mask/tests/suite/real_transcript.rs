@@ -1,21 +1,17 @@
 //! The stage on the real mini-swe-agent trajectory (OpenAI format, one `bash` tool, 156 tool
 //! results): a compact summary is snapshotted, not the whole rendering.
 
-use crate::support::{masked_ids, results, run, stage, tokens};
+use crate::support::{masked_ids, results, tokens};
 use condense_formats::ReadOptions;
 use condense_model::Conversation;
-use observation_mask::is_placeholder;
+use condense_testing::{run, stage, MemoryHost};
+use observation_mask::{is_placeholder, ObservationMask};
 use serde_json::{json, Value};
 
-const TRANSCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/SWE-agent__mini-swe-agent/",
-    "sqlfluff__sqlfluff-1733.traj.json"
-);
+const TRANSCRIPT: &str = "SWE-agent__mini-swe-agent/sqlfluff__sqlfluff-1733.traj.json";
 
 fn transcript() -> Conversation {
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    let doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+    let doc = condense_testing::transcript(TRANSCRIPT);
     assert_eq!(doc.conversations().len(), 1);
     doc.conversations()[0].clone()
 }
@@ -56,7 +52,11 @@ fn summary(
 #[test]
 fn real_mini_swe_agent_trajectory() {
     let input = transcript();
-    let out = run(&stage(""), &input);
+    let out = run(
+        &stage::<ObservationMask>(""),
+        &input,
+        &MemoryHost::default(),
+    );
     insta::assert_json_snapshot!(
         "mini_swe_agent_summary",
         summary(&input, &out.conversation, &out.report)
@@ -75,19 +75,30 @@ fn real_mini_swe_agent_trajectory() {
         .iter()
         .all(|(_, t)| !is_placeholder(t)));
     // Idempotent, and never bigger.
-    let again = run(&stage(""), &out.conversation);
+    let again = run(
+        &stage::<ObservationMask>(""),
+        &out.conversation,
+        &MemoryHost::default(),
+    );
     assert_eq!(again.conversation, out.conversation);
     assert!(tokens(&out.conversation) < tokens(&input));
 }
 
 #[test]
 fn real_trajectory_written_and_read_back_is_left_alone() {
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    let mut doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
-    let out = run(&stage(""), &doc.conversations()[0]);
+    let mut doc = condense_testing::transcript(TRANSCRIPT);
+    let out = run(
+        &stage::<ObservationMask>(""),
+        &doc.conversations()[0],
+        &MemoryHost::default(),
+    );
     doc.conversations_mut()[0] = out.conversation;
     let written = doc.write().unwrap();
     let reread = condense_formats::read(&written, "written.json", &ReadOptions::default()).unwrap();
-    let again = run(&stage(""), &reread.conversations()[0]);
+    let again = run(
+        &stage::<ObservationMask>(""),
+        &reread.conversations()[0],
+        &MemoryHost::default(),
+    );
     assert_eq!(again.report.blocks_changed, 0, "{:?}", again.report.notes);
 }

@@ -1,47 +1,7 @@
-//! The shared in-memory host, a runner, block builders, a token total.
+//! What only this stage's tests need: a token total as the report counts it and readers of the
+//! masked results (the test host, runner and builders are `condense_testing`'s).
 
-use condense_abi::build_stage;
-use condense_abi::testing::{apply, Applied};
-use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
-use observation_mask::ObservationMask;
-
-pub type FakeHost = condense_abi::testing::MemoryHost;
-
-pub fn stage(config_toml: &str) -> ObservationMask {
-    build_stage::<ObservationMask>(config_toml).unwrap()
-}
-
-pub fn run(stage: &ObservationMask, conv: &Conversation) -> Applied {
-    apply(stage, conv, &FakeHost::default()).unwrap()
-}
-
-/// `n` numbered lines of `label`.
-pub fn lines(label: &str, n: usize) -> String {
-    (1..=n)
-        .map(|i| format!("{label} line {i:04}: some output\n"))
-        .collect()
-}
-
-pub fn tool_use(id: &str, name: &str, input: &str) -> Block {
-    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
-}
-
-pub fn tool_result(id: &str, content: Content, is_error: Option<bool>) -> Block {
-    Block::ToolResult(ToolResult {
-        is_error,
-        ..ToolResult::new(id, content)
-    })
-}
-
-pub fn image() -> Block {
-    Block::Image(Image {
-        source: ImageSource::Base64 {
-            media_type: "image/png".into(),
-            data: "iVBORw0KGgo=".into(),
-        },
-        extra: RawJson::default(),
-    })
-}
+use condense_model::{Block, Content, Conversation};
 
 /// Tokens of every chat message's blocks with the test host's counter (bytes / 4).
 pub fn tokens(conv: &Conversation) -> usize {

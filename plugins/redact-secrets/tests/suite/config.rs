@@ -1,15 +1,15 @@
 //! Config parsing and validation.
 
-use condense_abi::{metadata_of, parse_config, Stage};
+use condense_abi::{build_stage, metadata_of, parse_config};
 use redact_secrets::{Config, RedactSecrets};
 
 fn build(toml: &str) -> Result<RedactSecrets, String> {
-    RedactSecrets::new(parse_config::<RedactSecrets>(toml)?)
+    build_stage::<RedactSecrets>(toml).map_err(|e| e.into_message())
 }
 
 #[test]
 fn defaults() {
-    let config = parse_config::<RedactSecrets>("").unwrap();
+    let config = parse_config::<Config>("").unwrap();
     assert_eq!(config, Config::default());
     assert!(config.thinking);
     assert!(config.envelopes);
@@ -24,11 +24,11 @@ fn defaults() {
 fn unknown_key_is_rejected() {
     assert_eq!(
         build("pattern = []").unwrap_err(),
-        "redact-secrets: unknown config key `pattern` (known: patterns, disable, thinking, envelopes)"
+        "unknown config key `pattern` (known: patterns, disable, thinking, envelopes)"
     );
     let err = build("patterns = [{ name = \"x\", regexp = \"y\" }]").unwrap_err();
     assert!(
-        err.starts_with("redact-secrets: `[stage.config] patterns`: unknown field `regexp`"),
+        err.starts_with("`[stage.config] patterns`: unknown field `regexp`"),
         "{err}"
     );
 }
@@ -81,7 +81,7 @@ fn unknown_disabled_pattern_is_rejected() {
 
 #[test]
 fn every_key_is_documented() {
-    let meta = metadata_of::<RedactSecrets>("0.1.0");
+    let meta = metadata_of::<RedactSecrets>("0.1.0").unwrap();
     insta::assert_json_snapshot!("metadata", meta);
     assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));
 }

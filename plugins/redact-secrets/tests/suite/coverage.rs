@@ -1,10 +1,13 @@
 //! The blocks beyond text and tools: image references, opaque blocks (documents), and what is
 //! left alone on purpose (binary payloads, tool definitions, tool_use ids).
 
-use crate::support::{rand, run, stage, tool_result, tool_use, ALNUM, BASE64};
+use crate::support::{rand, ALNUM, BASE64};
 use condense_model::{
     Block, Content, Conversation, Image, ImageSource, Message, Opaque, RawJson, Role, ToolDef,
 };
+use condense_testing::{run, stage, tool_result, tool_use, MemoryHost};
+use redact_secrets::RedactSecrets;
+use serde_json::json;
 
 fn ghp(seed: u64) -> String {
     format!("ghp_{}", rand(seed, 36, ALNUM))
@@ -37,7 +40,7 @@ fn a_token_in_an_image_url_is_redacted_but_data_urls_are_left_alone() {
         image(&format!("https://example.com/a.png?access_token={token}")),
         image(&data),
     ]);
-    let out = run(&stage(""), &input);
+    let out = run(&stage::<RedactSecrets>(""), &input, &MemoryHost::default());
     let refs: Vec<String> = out.conversation.messages[0]
         .content
         .blocks
@@ -74,7 +77,7 @@ fn a_document_block_with_a_text_source_is_redacted() {
             r#"{{"type":"base64","media_type":"application/pdf","data":"{pdf}"}}"#
         )),
     ]);
-    let out = run(&stage(""), &input);
+    let out = run(&stage::<RedactSecrets>(""), &input, &MemoryHost::default());
     let blocks = &out.conversation.messages[0].content.blocks;
     let Block::Opaque(text_doc) = &blocks[0] else {
         panic!("{blocks:?}")
@@ -96,11 +99,11 @@ fn a_document_block_with_a_text_source_is_redacted() {
 #[test]
 fn tool_definitions_and_tool_use_ids_are_not_touched() {
     let token = ghp(15);
-    let mut input = conv(vec![tool_use("call_1", "Bash", r#"{"command":"ls"}"#)]);
+    let mut input = conv(vec![tool_use("call_1", "Bash", json!({"command":"ls"}))]);
     input.messages.push(Message::new(
         "r",
         Role::User,
-        vec![tool_result("call_1", Content::string("ok"))],
+        vec![tool_result("call_1", Content::string("ok"), None)],
     ));
     input.tools = vec![ToolDef {
         name: "Bash".into(),
@@ -108,7 +111,7 @@ fn tool_definitions_and_tool_use_ids_are_not_touched() {
             r#"{{"name":"Bash","description":"example: curl -H 'Authorization: token {token}'"}}"#
         )),
     }];
-    let out = run(&stage(""), &input);
+    let out = run(&stage::<RedactSecrets>(""), &input, &MemoryHost::default());
     assert_eq!(
         out.conversation.tools, input.tools,
         "tool definitions stay as they were"

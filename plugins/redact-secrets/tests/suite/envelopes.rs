@@ -4,9 +4,10 @@
 //! the written file holds no fragment of a secret, and differs from the input only where a
 //! secret was.
 
-use crate::support::{rand, run, stage, ALNUM, BASE64};
+use crate::support::{rand, ALNUM, BASE64};
 use condense_formats::{Document, ReadOptions};
 use condense_model::{Block, Conversation, Message, RawJson, Role, TextBlock, ThinkingBlock};
+use condense_testing::{run, stage, MemoryHost};
 use redact_secrets::RedactSecrets;
 use serde_json::{json, Value};
 
@@ -29,7 +30,7 @@ fn read(text: &str, name: &str) -> Document {
 fn redact_doc(stage: &RedactSecrets, doc: &mut Document) -> (String, Vec<String>) {
     let mut events = Vec::new();
     for conv in doc.conversations_mut() {
-        let out = run(stage, conv);
+        let out = run(stage, conv, &MemoryHost::default());
         for e in &out.report.events {
             events.push(format!("{} {} {}", e.message_id, e.detail, e.tokens));
         }
@@ -105,7 +106,7 @@ fn claude_code_tool_use_result_is_redacted_in_the_written_file() {
     assert!(result.content.text().contains(&token));
     assert!(result.envelope.as_str().contains(&token));
 
-    let (written, events) = redact_doc(&stage(""), &mut doc);
+    let (written, events) = redact_doc(&stage::<RedactSecrets>(""), &mut doc);
     assert_no_fragment(&written, &token);
     // Every other byte is as it was.
     assert_eq!(written, input.replace(&token, GHP));
@@ -129,7 +130,11 @@ fn claude_code_tool_use_result_is_redacted_in_the_written_file() {
 #[test]
 fn claude_code_report() {
     let mut doc = read(&claude_code_session(&ghp(1)), "session.jsonl");
-    let out = run(&stage(""), &doc.conversations_mut()[0]);
+    let out = run(
+        &stage::<RedactSecrets>(""),
+        &doc.conversations_mut()[0],
+        &MemoryHost::default(),
+    );
     assert_eq!(out.report.tokens_freed, Some(4));
     assert_eq!(out.report.blocks_changed, 1);
     assert!(!out.report.archive_removed);
@@ -186,7 +191,7 @@ fn openhands_event_envelopes_are_redacted_in_the_written_file() {
     assert_eq!(messages[3].role, Role::Event);
     assert!(messages[3].envelope.as_str().contains(&token));
 
-    let (written, events) = redact_doc(&stage(""), &mut doc);
+    let (written, events) = redact_doc(&stage::<RedactSecrets>(""), &mut doc);
     assert_no_fragment(&written, &token);
     assert_eq!(written, input.replace(&token, GHP));
     assert_eq!(written.matches(GHP).count(), 4);
@@ -204,7 +209,7 @@ fn openhands_event_envelopes_are_redacted_in_the_written_file() {
 #[test]
 fn envelopes_false_leaves_them_as_they_were() {
     let token = ghp(3);
-    let off = stage("envelopes = false");
+    let off = stage::<RedactSecrets>("envelopes = false");
     for (input, name) in [
         (claude_code_session(&token), "session.jsonl"),
         (openhands_output(&token), "output.jsonl"),
@@ -228,15 +233,15 @@ fn envelopes_false_leaves_them_as_they_were() {
 #[test]
 fn rerunning_changes_nothing() {
     let token = ghp(4);
-    let stage = stage("");
+    let stage = stage::<RedactSecrets>("");
     for (input, name) in [
         (claude_code_session(&token), "session.jsonl"),
         (openhands_output(&token), "output.jsonl"),
     ] {
         let doc = read(&input, name);
-        let once = run(&stage, &doc.conversations()[0]);
+        let once = run(&stage, &doc.conversations()[0], &MemoryHost::default());
         assert!(!once.report.events.is_empty());
-        let twice = run(&stage, &once.conversation);
+        let twice = run(&stage, &once.conversation, &MemoryHost::default());
         assert_eq!(twice.conversation, once.conversation, "{name}");
         assert!(twice.report.events.is_empty(), "{name}");
         assert_eq!(twice.report.tokens_freed, None, "{name}");
@@ -282,7 +287,7 @@ fn every_extra_field_is_redacted_in_place() {
     let token = ghp(5);
     let aws_secret = rand(6, 40, BASE64);
     let conv = extras_conversation(&token, &aws_secret);
-    let out = run(&stage(""), &conv);
+    let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
     let json = serde_json::to_string(&out.conversation).unwrap();
     assert_no_fragment(&json, &token);
     assert_no_fragment(&json, &aws_secret);
@@ -321,7 +326,11 @@ fn every_extra_field_is_redacted_in_place() {
     );
     // Nothing grows, and a rerun changes nothing.
     assert!(json.len() < serde_json::to_string(&conv).unwrap().len());
-    let twice = run(&stage(""), &out.conversation);
+    let twice = run(
+        &stage::<RedactSecrets>(""),
+        &out.conversation,
+        &MemoryHost::default(),
+    );
     assert_eq!(twice.conversation, out.conversation);
     assert!(twice.report.events.is_empty());
 }
@@ -330,7 +339,11 @@ fn every_extra_field_is_redacted_in_place() {
 fn thinking_false_leaves_the_thinking_extra_too() {
     let token = ghp(7);
     let conv = extras_conversation(&token, &rand(8, 40, BASE64));
-    let out = run(&stage("thinking = false"), &conv);
+    let out = run(
+        &stage::<RedactSecrets>("thinking = false"),
+        &conv,
+        &MemoryHost::default(),
+    );
     assert_eq!(out.conversation.messages[1], conv.messages[1]);
     assert_ne!(out.conversation.messages[0], conv.messages[0]);
 }
@@ -344,7 +357,7 @@ fn a_short_secret_in_an_envelope_never_grows() {
         messages: vec![m],
         ..Conversation::default()
     };
-    let out = run(&stage(""), &conv);
+    let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
     assert_eq!(
         out.conversation.messages[0].envelope.as_str(),
         conv.messages[0]

@@ -2,8 +2,10 @@
 //! reruns change nothing; nothing grows.
 
 use crate::samples::{pem, samples};
-use crate::support::{rand, run, stage, text_tokens, tool_result, tool_use, ALNUM, BASE64};
+use crate::support::{rand, text_tokens, ALNUM, BASE64};
 use condense_model::{render, Block, Content, Conversation, Message, Role};
+use condense_testing::{run, stage, tool_result, tool_use, MemoryHost};
+use redact_secrets::RedactSecrets;
 use serde_json::json;
 
 /// The fixture and every secret planted in it.
@@ -69,36 +71,54 @@ pub fn conversation() -> (Conversation, Vec<String>) {
                     thinking: format!("I should not echo {ghp} back."),
                     extra: Default::default(),
                 }),
-                tool_use("t1", "Bash", r#"{"command":"cat .env"}"#),
+                tool_use("t1", "Bash", json!({"command":"cat .env"})),
             ],
         ),
-        Message::new("m2", Role::User, vec![tool_result("t1", Content::string(env))]),
+        Message::new(
+            "m2",
+            Role::User,
+            vec![tool_result("t1", Content::string(env), None)],
+        ),
         Message::new(
             "m3",
             Role::Assistant,
             vec![
-                tool_use("t2", "Read", r#"{"file_path":"/home/dev/.ssh/id_rsa"}"#),
-                tool_use("t3", "Bash", &json!({"command": format!("curl -H 'Authorization: Bearer {jwt}' https://api.internal/v1/me && aws sts assume-role --role-arn arn:aws:iam::123456789012:role/deploy")}).to_string()),
+                tool_use("t2", "Read", json!({"file_path":"/home/dev/.ssh/id_rsa"})),
+                tool_use(
+                    "t3",
+                    "Bash",
+                    json!({"command": format!("curl -H 'Authorization: Bearer {jwt}' https://api.internal/v1/me && aws sts assume-role --role-arn arn:aws:iam::123456789012:role/deploy")}),
+                ),
             ],
         ),
         Message::new(
             "m4",
             Role::User,
             vec![
-                tool_result("t2", Content::string(format!("{key}\n"))),
-                tool_result("t3", Content::blocks(vec![Block::text("{\"id\": 7}"), Block::text(sts)])),
+                tool_result("t2", Content::string(format!("{key}\n")), None),
+                tool_result(
+                    "t3",
+                    Content::blocks(vec![Block::text("{\"id\": 7}"), Block::text(sts)]),
+                    None,
+                ),
             ],
         ),
         Message::new(
             "m5",
             Role::Assistant,
-            vec![tool_use("t4", "Bash", r#"{"command":"git log -1"}"#)],
+            vec![tool_use("t4", "Bash", json!({"command":"git log -1"}))],
         ),
-        Message::new("m6", Role::User, vec![tool_result("t4", Content::string(git_log))]),
+        Message::new(
+            "m6",
+            Role::User,
+            vec![tool_result("t4", Content::string(git_log), None)],
+        ),
         Message::new(
             "m7",
             Role::Assistant,
-            vec![Block::text("The DATABASE_URL host is wrong; rotate the keys you pasted.")],
+            vec![Block::text(
+                "The DATABASE_URL host is wrong; rotate the keys you pasted.",
+            )],
         ),
     ];
     let conv = Conversation {
@@ -127,7 +147,7 @@ pub fn conversation() -> (Conversation, Vec<String>) {
 #[test]
 fn fixture_rendering_and_report() {
     let (conv, _) = conversation();
-    let out = run(&stage(""), &conv);
+    let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
     insta::assert_snapshot!("fixture_output", render::render(&out.conversation));
     insta::assert_json_snapshot!("fixture_report", out.report);
 }
@@ -159,7 +179,7 @@ fn all_text(conv: &Conversation) -> String {
 #[test]
 fn no_original_appears_in_the_report_or_the_output() {
     let (conv, secrets) = conversation();
-    let out = run(&stage(""), &conv);
+    let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
     let report = serde_json::to_string(&out.report).unwrap();
     let output = serde_json::to_string(&out.conversation).unwrap();
     for secret in &secrets {
@@ -190,25 +210,28 @@ fn no_original_appears_in_the_report_or_the_output() {
 #[test]
 fn rerunning_on_the_output_changes_nothing() {
     let (conv, _) = conversation();
-    let stage = stage("");
-    let once = run(&stage, &conv);
-    let twice = run(&stage, &once.conversation);
+    let stage = stage::<RedactSecrets>("");
+    let once = run(&stage, &conv, &MemoryHost::default());
+    let twice = run(&stage, &once.conversation, &MemoryHost::default());
     assert_eq!(twice.conversation, once.conversation);
     assert!(twice.report.events.is_empty());
     assert_eq!(twice.report.blocks_changed, 0);
     assert_eq!(twice.report.tokens_freed, None);
     // And on the input again: the same output (deterministic).
-    assert_eq!(run(&stage, &conv).conversation, once.conversation);
+    assert_eq!(
+        run(&stage, &conv, &MemoryHost::default()).conversation,
+        once.conversation
+    );
 }
 
 #[test]
 fn never_grows_not_even_for_short_secrets() {
     let (conv, _) = conversation();
-    let out = run(&stage(""), &conv);
+    let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
     assert!(text_tokens(&out.conversation) < text_tokens(&conv));
     for s in samples() {
         let conv = crate::support::text_conv(&s.text);
-        let out = run(&stage(""), &conv);
+        let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
         assert!(
             text_tokens(&out.conversation) <= text_tokens(&conv),
             "{}",
@@ -217,6 +240,10 @@ fn never_grows_not_even_for_short_secrets() {
         assert!(out.conversation.messages[0].content.text().len() <= s.text.len());
     }
     // One-byte password: one `*`.
-    let out = run(&stage(""), &crate::support::text_conv("ftp://u:x@h"));
+    let out = run(
+        &stage::<RedactSecrets>(""),
+        &crate::support::text_conv("ftp://u:x@h"),
+        &MemoryHost::default(),
+    );
     assert_eq!(out.conversation.messages[0].content.text(), "ftp://u:*@h");
 }

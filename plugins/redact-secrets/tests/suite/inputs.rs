@@ -2,8 +2,10 @@
 //! tool results, the system prompt, event lines.
 
 use crate::samples::pem;
-use crate::support::{rand, run, stage, tool_result, tool_use, ALNUM, BASE64};
+use crate::support::{rand, ALNUM, BASE64};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ThinkingBlock};
+use condense_testing::{run, stage, tool_result, MemoryHost};
+use redact_secrets::RedactSecrets;
 
 fn ghp(seed: u64) -> String {
     format!("ghp_{}", rand(seed, 36, ALNUM))
@@ -14,11 +16,20 @@ fn input_after(stage_toml: &str, input: &str) -> String {
         messages: vec![Message::new(
             "a",
             Role::Assistant,
-            vec![tool_use("t1", "Bash", input)],
+            // Any text, valid JSON or not (OpenAI arguments can be anything).
+            vec![Block::tool_use(
+                "t1",
+                "Bash",
+                RawJson::from_string_unchecked(input.to_string()),
+            )],
         )],
         ..Conversation::default()
     };
-    let out = run(&stage(stage_toml), &conv);
+    let out = run(
+        &stage::<RedactSecrets>(stage_toml),
+        &conv,
+        &MemoryHost::default(),
+    );
     match &out.conversation.messages[0].content.blocks[0] {
         Block::ToolUse(t) => t.input.as_str().to_string(),
         other => panic!("{other:?}"),
@@ -121,8 +132,9 @@ fn rich_conversation(token: &str) -> Conversation {
                     "t",
                     Content::blocks(vec![
                         Block::text("stdout"),
-                        tool_result("nested", Content::string(format!("GH={token}"))),
+                        tool_result("nested", Content::string(format!("GH={token}")), None),
                     ]),
+                    None,
                 )],
             ),
             Message::new(
@@ -139,7 +151,7 @@ fn rich_conversation(token: &str) -> Conversation {
 fn system_prompt_thinking_nested_results_and_events_are_redacted() {
     let token = ghp(8);
     let conv = rich_conversation(&token);
-    let out = run(&stage(""), &conv);
+    let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
     let json = serde_json::to_string(&out.conversation).unwrap();
     assert!(!json.contains(&token), "{json}");
     assert_eq!(json.matches("[REDACTED:github-token]").count(), 4);
@@ -163,7 +175,11 @@ fn system_prompt_thinking_nested_results_and_events_are_redacted() {
 fn thinking_can_be_left_alone() {
     let token = ghp(9);
     let conv = rich_conversation(&token);
-    let out = run(&stage("thinking = false"), &conv);
+    let out = run(
+        &stage::<RedactSecrets>("thinking = false"),
+        &conv,
+        &MemoryHost::default(),
+    );
     assert_eq!(out.conversation.messages[0], conv.messages[0]);
     assert_eq!(out.report.blocks_changed, 3);
 }

@@ -1,8 +1,10 @@
 //! Things that look like secrets but are not: none of them may change.
 
 use crate::samples::pem;
-use crate::support::{rand, redact_text, run, stage, tool_result, ALNUM, BASE64, UPPER_ALNUM};
+use crate::support::{rand, redact_text, ALNUM, BASE64, UPPER_ALNUM};
 use condense_model::{Block, Content, Conversation, Image, ImageSource, Message, RawJson, Role};
+use condense_testing::{run, stage, tool_result, MemoryHost};
+use redact_secrets::RedactSecrets;
 
 fn lookalikes() -> Vec<(&'static str, String)> {
     vec![
@@ -120,7 +122,7 @@ fn lookalikes() -> Vec<(&'static str, String)> {
 
 #[test]
 fn lookalikes_are_left_alone() {
-    let stage = stage("");
+    let stage = stage::<RedactSecrets>("");
     for (what, text) in lookalikes() {
         let (out, output) = redact_text(&stage, &text);
         assert_eq!(out, text, "{what} was changed");
@@ -146,10 +148,11 @@ fn image_data_is_never_scanned() {
                     },
                     extra: RawJson::default(),
                 })]),
+                None,
             )],
         )],
         ..Conversation::default()
     };
-    let out = run(&stage(""), &conv);
+    let out = run(&stage::<RedactSecrets>(""), &conv, &MemoryHost::default());
     assert_eq!(out.conversation, conv);
 }

@@ -2,9 +2,10 @@
 //! fields included: what it finds there (a false positive would show up in the snapshot), and
 //! that reruns change nothing.
 
-use crate::support::{run, stage, text_tokens};
-use condense_formats::ReadOptions;
+use crate::support::text_tokens;
 use condense_model::Conversation;
+use condense_testing::{run, stage, MemoryHost};
+use redact_secrets::RedactSecrets;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -19,13 +20,7 @@ const FILES: &[&str] = &[
 ];
 
 fn conversations(file: &str) -> Vec<Conversation> {
-    let path = format!(
-        "{}/../../tests/fixtures/transcripts/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let bytes = std::fs::read(&path).unwrap();
-    let doc = condense_formats::read(&bytes, &path, &ReadOptions::default()).unwrap();
-    doc.conversations().to_vec()
+    condense_testing::transcript(file).conversations().to_vec()
 }
 
 /// The `N` of a report's `(N texts scanned)` note.
@@ -41,8 +36,8 @@ fn scanned(report: &condense_abi::StageReport) -> usize {
 
 #[test]
 fn real_transcripts_findings() {
-    let stage = stage("");
-    let without_envelopes = crate::support::stage("envelopes = false");
+    let without_envelopes = stage::<RedactSecrets>("envelopes = false");
+    let stage = stage::<RedactSecrets>("");
     let mut summary = Map::new();
     for file in FILES {
         let convs = conversations(file);
@@ -52,8 +47,9 @@ fn real_transcripts_findings() {
         // covers them too.
         let mut raw_fields = 0;
         for conv in &convs {
-            let once = run(&stage, conv);
-            raw_fields += scanned(&once.report) - scanned(&run(&without_envelopes, conv).report);
+            let once = run(&stage, conv, &MemoryHost::default());
+            raw_fields += scanned(&once.report)
+                - scanned(&run(&without_envelopes, conv, &MemoryHost::default()).report);
             blocks += once.report.blocks_changed;
             for e in &once.report.events {
                 // `github-token: 2`, or `github-token: 1 (envelope)` for raw JSON fields.
@@ -67,7 +63,7 @@ fn real_transcripts_findings() {
                 text_tokens(&once.conversation) <= text_tokens(conv),
                 "{file}"
             );
-            let twice = run(&stage, &once.conversation);
+            let twice = run(&stage, &once.conversation, &MemoryHost::default());
             assert_eq!(twice.conversation, once.conversation, "{file}");
             assert!(twice.report.events.is_empty(), "{file}");
         }

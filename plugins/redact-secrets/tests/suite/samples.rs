@@ -2,8 +2,10 @@
 //! placeholder, and nothing else in the text changes.
 
 use crate::support::{
-    rand, redact_text, stage, ALNUM, BASE64, BASE64URL, DIGITS, LOWER_ALNUM, UPPER_ALNUM,
+    rand, redact_text, ALNUM, BASE64, BASE64URL, DIGITS, LOWER_ALNUM, UPPER_ALNUM,
 };
+use condense_testing::stage;
+use redact_secrets::RedactSecrets;
 
 /// One secret in context. The expected output is `text` with `secret` replaced by `placeholder`.
 pub struct Sample {
@@ -269,7 +271,7 @@ pub fn samples() -> Vec<Sample> {
 
 #[test]
 fn every_sample_is_replaced_by_its_placeholder_and_nothing_else_changes() {
-    let stage = stage("");
+    let stage = stage::<RedactSecrets>("");
     for s in samples() {
         assert!(s.text.contains(&s.secret));
         let (out, output) = redact_text(&stage, &s.text);
@@ -295,7 +297,7 @@ fn every_built_in_pattern_has_a_sample() {
 fn all_samples_in_one_text_are_all_replaced() {
     let all: Vec<Sample> = samples();
     let text: String = all.iter().map(|s| format!("{}\n---\n", s.text)).collect();
-    let (out, output) = redact_text(&stage(""), &text);
+    let (out, output) = redact_text(&stage::<RedactSecrets>(""), &text);
     for s in &all {
         assert!(!out.contains(&s.secret), "{} left in {out}", s.kind);
     }
@@ -318,7 +320,7 @@ fn all_samples_in_one_text_are_all_replaced() {
 #[test]
 fn user_pattern_is_applied_and_its_secret_group_limits_the_replacement() {
     let secret = format!("itk_{}", rand(200, 32, LOWER_ALNUM));
-    let stage = stage(
+    let stage = stage::<RedactSecrets>(
         "patterns = [\n\
          { name = \"internal-token\", regex = \"itk_[a-z0-9]{32}\" },\n\
          { name = \"db-password\", regex = 'db_pass(?:word)?\\s*=\\s*(?P<secret>\\S+)' },\n\
@@ -342,6 +344,6 @@ fn user_pattern_is_applied_and_its_secret_group_limits_the_replacement() {
 #[test]
 fn disabled_built_ins_are_left_alone() {
     let jwt = &samples().into_iter().find(|s| s.kind == "jwt").unwrap();
-    let (out, _) = redact_text(&stage("disable = [\"jwt\"]"), &jwt.text);
+    let (out, _) = redact_text(&stage::<RedactSecrets>("disable = [\"jwt\"]"), &jwt.text);
     assert_eq!(out, jwt.text);
 }

@@ -1,11 +1,10 @@
-//! The shared in-memory host, a runner, fake-but-realistic secret generators, block builders.
+//! What only this stage's tests need: fake-but-realistic secret generators, a one-text run and
+//! a total of the texts the stage can touch (the test host, runner and builders are
+//! `condense_testing`'s).
 
-use condense_abi::build_stage;
-use condense_abi::testing::{apply, Applied};
-use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
+use condense_model::{Block, Content, Conversation, Role};
+use condense_testing::{run, text, Applied, MemoryHost};
 use redact_secrets::RedactSecrets;
-
-pub type FakeHost = condense_abi::testing::MemoryHost;
 
 pub const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 pub const UPPER_ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -28,34 +27,18 @@ pub fn rand(seed: u64, n: usize, alphabet: &str) -> String {
         .collect()
 }
 
-pub fn stage(config_toml: &str) -> RedactSecrets {
-    build_stage::<RedactSecrets>(config_toml).unwrap()
-}
-
-pub fn run(stage: &RedactSecrets, conv: &Conversation) -> Applied {
-    apply(stage, conv, &FakeHost::default()).unwrap()
-}
-
-/// One user message holding `text`.
-pub fn text_conv(text: &str) -> Conversation {
+/// One user message holding `content`.
+pub fn text_conv(content: &str) -> Conversation {
     Conversation {
-        messages: vec![Message::new("m0", Role::User, vec![Block::text(text)])],
+        messages: vec![text("m0", Role::User, content)],
         ..Conversation::default()
     }
 }
 
 /// The stage's output for one text, with the report.
 pub fn redact_text(stage: &RedactSecrets, text: &str) -> (String, Applied) {
-    let out = run(stage, &text_conv(text));
+    let out = run(stage, &text_conv(text), &MemoryHost::default());
     (out.conversation.messages[0].content.text(), out)
-}
-
-pub fn tool_use(id: &str, name: &str, input: &str) -> Block {
-    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
-}
-
-pub fn tool_result(id: &str, content: Content) -> Block {
-    Block::tool_result(id, content)
 }
 
 /// Total tokens of every text the stage can touch, with the test host's counter.

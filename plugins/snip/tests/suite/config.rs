@@ -1,15 +1,16 @@
 //! Config parsing and validation.
 
-use condense_abi::{metadata_of, parse_config, Stage};
+use condense_abi::{build_stage, metadata_of, parse_config};
 use snip::{Config, Keep, Snip};
 
+/// The stage built from `toml`, or the error's message.
 fn build(toml: &str) -> Result<Snip, String> {
-    Snip::new(parse_config::<Snip>(toml)?)
+    build_stage::<Snip>(toml).map_err(|e| e.into_message())
 }
 
 #[test]
 fn defaults() {
-    let config = parse_config::<Snip>("").unwrap();
+    let config = parse_config::<Config>("").unwrap();
     assert_eq!(config, Config::default());
     assert_eq!(config.min_duplicate_chars, 200);
     assert_eq!(config.keep, Keep::First);
@@ -43,7 +44,7 @@ fn every_key_can_be_set() {
 fn unknown_key_is_rejected() {
     assert_eq!(
         build("max_tool_result_size = 10").unwrap_err(),
-        "snip: unknown config key `max_tool_result_size` (known: min_duplicate_chars, keep, \
+        "unknown config key `max_tool_result_size` (known: min_duplicate_chars, keep, \
          max_tool_result_bytes, keep_tail_bytes, protect_recent_turns, strip_images)"
     );
 }
@@ -65,7 +66,7 @@ fn zero_limits_are_rejected() {
 fn keep_must_be_first_or_last() {
     let err = build("keep = \"middle\"").unwrap_err();
     assert!(
-        err.starts_with("snip: `[stage.config] keep`: unknown variant `middle`"),
+        err.starts_with("`[stage.config] keep`: unknown variant `middle`"),
         "{err}"
     );
     assert!(err.contains("`first`") && err.contains("`last`"), "{err}");
@@ -81,7 +82,7 @@ fn wrong_types_are_rejected() {
 
 #[test]
 fn every_key_is_documented() {
-    let meta = metadata_of::<Snip>("0.1.0");
+    let meta = metadata_of::<Snip>("0.1.0").unwrap();
     insta::assert_json_snapshot!("metadata", meta);
     assert_eq!(meta.config_keys.len(), 6);
     assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));

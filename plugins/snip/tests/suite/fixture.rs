@@ -1,10 +1,11 @@
 //! The stage on a hand-made conversation exercising each rule, snapshotted.
 
-use crate::support::{png, run, stage, summary, tool_result, tool_use};
-use condense_abi::testing::MemoryHost;
+use crate::support::{png, summary};
 use condense_model::render::render;
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult};
+use condense_testing::{run, stage, tool_result, tool_use, MemoryHost};
 use serde_json::json;
+use snip::Snip;
 
 /// A source file of `n` functions, tagged with `version`.
 pub fn source(version: &str, n: usize) -> String {
@@ -66,8 +67,12 @@ pub fn conversation() -> Conversation {
             "m2",
             Role::User,
             vec![
-                tool_result("t1", text(&source("v1", 20))),
-                tool_result("t2", Content::blocks(vec![Block::text(source("main", 12))])),
+                tool_result("t1", text(&source("v1", 20)), None),
+                tool_result(
+                    "t2",
+                    Content::blocks(vec![Block::text(source("main", 12))]),
+                    None,
+                ),
             ],
         ),
         Message::new(
@@ -80,8 +85,8 @@ pub fn conversation() -> Conversation {
             "m4",
             Role::User,
             vec![
-                tool_result("t3", text(&source("v1", 20))),
-                tool_result("t4", text(GIT_STATUS)),
+                tool_result("t3", text(&source("v1", 20)), None),
+                tool_result("t4", text(GIT_STATUS), None),
             ],
         ),
         Message::new(
@@ -97,8 +102,8 @@ pub fn conversation() -> Conversation {
             "m6",
             Role::User,
             vec![
-                tool_result("t5", text("The file src/lib.rs has been updated.")),
-                tool_result("t6", text(GIT_STATUS)),
+                tool_result("t5", text("The file src/lib.rs has been updated."), None),
+                tool_result("t6", text(GIT_STATUS), None),
             ],
         ),
         Message::new("m7", Role::Assistant, vec![read("t7", "src/lib.rs")]),
@@ -106,7 +111,7 @@ pub fn conversation() -> Conversation {
         Message::new(
             "m8",
             Role::User,
-            vec![tool_result("t7", text(&source("v2", 20)))],
+            vec![tool_result("t7", text(&source("v2", 20)), None)],
         ),
         Message::new(
             "m9",
@@ -124,8 +129,8 @@ pub fn conversation() -> Conversation {
             Role::User,
             vec![
                 t8,
-                tool_result("t9", text(&japanese(180))),
-                tool_result("t10", text(&source("main", 12))),
+                tool_result("t9", text(&japanese(180)), None),
+                tool_result("t10", text(&source("main", 12)), None),
             ],
         ),
         Message::new(
@@ -142,6 +147,7 @@ pub fn conversation() -> Conversation {
                     Block::text("Screenshot of the failing page"),
                     png(1024, 768, 4_000),
                 ]),
+                None,
             )],
         ),
         // The last tool-calling turn: its results are protected from truncation.
@@ -160,11 +166,12 @@ pub fn conversation() -> Conversation {
             "m14",
             Role::User,
             vec![
-                tool_result("t12", text(&log("test", 8_000))),
-                tool_result("t13", text(&source("v2", 20))),
+                tool_result("t12", text(&log("test", 8_000)), None),
+                tool_result("t13", text(&source("v2", 20)), None),
                 tool_result(
                     "t14",
                     Content::blocks(vec![Block::text(log("build", 10_000))]),
+                    None,
                 ),
             ],
         ),
@@ -172,7 +179,7 @@ pub fn conversation() -> Conversation {
         Message::new(
             "e0",
             Role::Event,
-            vec![tool_result("t3", text(&source("v1", 20)))],
+            vec![tool_result("t3", text(&source("v1", 20)), None)],
         ),
         Message::new(
             "m15",
@@ -188,7 +195,7 @@ pub fn conversation() -> Conversation {
 
 fn snapshot(name: &str, config: &str) -> snip::Snip {
     let host = MemoryHost::default();
-    let s = stage(config);
+    let s = stage::<Snip>(config);
     let input = conversation();
     let out = run(&s, &input, &host);
     insta::assert_snapshot!(format!("{name}_output"), render(&out.conversation));
@@ -232,7 +239,7 @@ fn result_text(conv: &Conversation, id: &str) -> String {
 fn each_rule_in_detail() {
     let host = MemoryHost::default();
     let input = conversation();
-    let out = run(&stage(""), &input, &host);
+    let out = run(&stage::<Snip>(""), &input, &host);
     let conv = &out.conversation;
     let marker = |id: &str| {
         format!("[Duplicate file content, see earlier in conversation: tool_use_id {id}]")
@@ -243,7 +250,7 @@ fn each_rule_in_detail() {
     // Shapes stay: t3 was a string, t10 too, t2 an array.
     assert_eq!(
         conv.messages[4].content.blocks[0],
-        tool_result("t3", Content::string(marker("t1")))
+        tool_result("t3", Content::string(marker("t1")), None)
     );
     // Kept whole: the first reads, the changed re-read, the short duplicate, the protected ones.
     for id in ["t1", "t2", "t4", "t6", "t7", "t12", "t14"] {
@@ -335,7 +342,7 @@ pub fn thousands(n: usize) -> String {
 #[test]
 fn keep_last_points_forward() {
     let host = MemoryHost::default();
-    let out = run(&stage("keep = \"last\""), &conversation(), &host);
+    let out = run(&stage::<Snip>("keep = \"last\""), &conversation(), &host);
     let conv = &out.conversation;
     let marker =
         |id: &str| format!("[Duplicate file content, see later in conversation: tool_use_id {id}]");
@@ -358,7 +365,11 @@ fn keep_last_points_forward() {
 #[test]
 fn keep_tail_keeps_the_error_at_the_end() {
     let host = MemoryHost::default();
-    let out = run(&stage("keep_tail_bytes = 1000"), &conversation(), &host);
+    let out = run(
+        &stage::<Snip>("keep_tail_bytes = 1000"),
+        &conversation(),
+        &host,
+    );
     let t8 = result_text(&out.conversation, "t8");
     assert!(t8.ends_with("error[E0308]: mismatched types in build\n"));
     let (head, rest) = t8.split_once("\n... [truncated ").unwrap();
@@ -375,7 +386,11 @@ fn keep_tail_keeps_the_error_at_the_end() {
 #[test]
 fn images_are_kept_when_disabled_or_not_answered_yet() {
     let host = MemoryHost::default();
-    let out = run(&stage("strip_images = false"), &conversation(), &host);
+    let out = run(
+        &stage::<Snip>("strip_images = false"),
+        &conversation(),
+        &host,
+    );
     assert_eq!(out.conversation.messages[0], conversation().messages[0]);
     assert!(out.report.events.iter().all(|e| e.kind != "image-stripped"));
 
@@ -386,7 +401,7 @@ fn images_are_kept_when_disabled_or_not_answered_yet() {
         Role::User,
         vec![Block::text("and this one?"), png(640, 480, 2_000)],
     ));
-    let out = run(&stage(""), &conv, &host);
+    let out = run(&stage::<Snip>(""), &conv, &host);
     assert_eq!(out.conversation.messages[17], conv.messages[17]);
     assert!(
         out.report
@@ -397,7 +412,7 @@ fn images_are_kept_when_disabled_or_not_answered_yet() {
         out.report.notes
     );
     // Unless nothing is protected.
-    let out = run(&stage("protect_recent_turns = 0"), &conv, &host);
+    let out = run(&stage::<Snip>("protect_recent_turns = 0"), &conv, &host);
     assert!(matches!(
         out.conversation.messages[17].content.blocks[1],
         Block::Text(_)

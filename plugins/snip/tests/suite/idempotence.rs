@@ -1,8 +1,8 @@
 //! snip(snip(x)) == snip(x), and the same input always gives the same output.
 
 use crate::fixture::conversation;
-use crate::support::{run, stage};
-use condense_abi::testing::MemoryHost;
+use condense_testing::{run, stage, MemoryHost};
+use snip::Snip;
 
 pub const CONFIGS: [&str; 5] = [
     "",
@@ -16,7 +16,7 @@ pub const CONFIGS: [&str; 5] = [
 fn applying_to_its_own_output_changes_nothing() {
     for config in CONFIGS {
         let host = MemoryHost::default();
-        let s = stage(config);
+        let s = stage::<Snip>(config);
         let once = run(&s, &conversation(), &host);
         assert!(once.report.blocks_changed > 0, "{config}");
         let puts = host.puts.get();
@@ -42,8 +42,16 @@ fn applying_to_its_own_output_changes_nothing() {
 #[test]
 fn the_same_input_gives_the_same_output() {
     for config in CONFIGS {
-        let a = run(&stage(config), &conversation(), &MemoryHost::default());
-        let b = run(&stage(config), &conversation(), &MemoryHost::default());
+        let a = run(
+            &stage::<Snip>(config),
+            &conversation(),
+            &MemoryHost::default(),
+        );
+        let b = run(
+            &stage::<Snip>(config),
+            &conversation(),
+            &MemoryHost::default(),
+        );
         assert_eq!(a.conversation, b.conversation);
         assert_eq!(a.report, b.report);
     }
@@ -52,7 +60,7 @@ fn the_same_input_gives_the_same_output() {
 #[test]
 fn no_state_is_kept() {
     let host = MemoryHost::default();
-    run(&stage(""), &conversation(), &host);
+    run(&stage::<Snip>(""), &conversation(), &host);
     assert_eq!(host.state_puts.get(), 0);
 }
 
@@ -60,9 +68,9 @@ fn no_state_is_kept() {
 fn a_later_config_does_not_cut_snipped_results_again() {
     // Truncated with a 4 KB head, then run with a 1 KB limit: the notice is recognised.
     let host = MemoryHost::default();
-    let once = run(&stage(""), &conversation(), &host);
+    let once = run(&stage::<Snip>(""), &conversation(), &host);
     let again = run(
-        &stage("max_tool_result_bytes = 1024\nkeep_tail_bytes = 10"),
+        &stage::<Snip>("max_tool_result_bytes = 1024\nkeep_tail_bytes = 10"),
         &once.conversation,
         &host,
     );

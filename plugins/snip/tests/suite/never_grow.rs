@@ -1,9 +1,10 @@
 //! A replacement is only made when it is shorter than what it replaces.
 
-use crate::support::{png, run, stage, tool_result, tool_use};
-use condense_abi::testing::MemoryHost;
+use crate::support::png;
 use condense_model::{Block, Content, Conversation, Message, Role};
+use condense_testing::{run, stage, tool_result, tool_use, MemoryHost};
 use serde_json::json;
+use snip::Snip;
 
 fn conversation(results: Vec<Block>) -> Conversation {
     let calls = results
@@ -26,7 +27,7 @@ fn conversation(results: Vec<Block>) -> Conversation {
             Message::new(
                 "u1",
                 Role::User,
-                vec![tool_result("z", Content::string("done"))],
+                vec![tool_result("z", Content::string("done"), None)],
             ),
         ],
         ..Conversation::default()
@@ -36,11 +37,11 @@ fn conversation(results: Vec<Block>) -> Conversation {
 #[test]
 fn short_duplicates_shorter_than_their_marker_stay() {
     let conv = conversation(vec![
-        tool_result("x1", Content::string("ok")),
-        tool_result("x2", Content::string("ok")),
+        tool_result("x1", Content::string("ok"), None),
+        tool_result("x2", Content::string("ok"), None),
     ]);
     let host = MemoryHost::default();
-    let out = run(&stage("min_duplicate_chars = 1"), &conv, &host);
+    let out = run(&stage::<Snip>("min_duplicate_chars = 1"), &conv, &host);
     assert_eq!(out.conversation, conv);
     assert_eq!(out.report.blocks_changed, 0);
     assert_eq!(
@@ -56,14 +57,22 @@ fn short_duplicates_shorter_than_their_marker_stay() {
 #[test]
 fn a_result_just_over_the_limit_stays_whole() {
     // 120 bytes over a 100-byte limit: the notice alone is longer than the 20 bytes cut.
-    let conv = conversation(vec![tool_result("x1", Content::string("y".repeat(120)))]);
+    let conv = conversation(vec![tool_result(
+        "x1",
+        Content::string("y".repeat(120)),
+        None,
+    )]);
     let host = MemoryHost::default();
-    let out = run(&stage("max_tool_result_bytes = 100"), &conv, &host);
+    let out = run(&stage::<Snip>("max_tool_result_bytes = 100"), &conv, &host);
     assert_eq!(out.conversation, conv);
     assert_eq!(host.puts.get(), 0, "nothing stored for a result left whole");
     // Far enough over, it is cut.
-    let conv = conversation(vec![tool_result("x1", Content::string("y".repeat(400)))]);
-    let out = run(&stage("max_tool_result_bytes = 100"), &conv, &host);
+    let conv = conversation(vec![tool_result(
+        "x1",
+        Content::string("y".repeat(400)),
+        None,
+    )]);
+    let out = run(&stage::<Snip>("max_tool_result_bytes = 100"), &conv, &host);
     assert_eq!(out.report.blocks_changed, 1);
 }
 
@@ -78,14 +87,14 @@ fn a_tiny_image_stays() {
         ..Conversation::default()
     };
     let host = MemoryHost::default();
-    let out = run(&stage(""), &conv, &host);
+    let out = run(&stage::<Snip>(""), &conv, &host);
     assert_eq!(out.conversation, conv);
     assert_eq!(host.puts.get(), 0);
     // A bigger image of only 1x1 pixel costs 1 token as an image: the ~25-token marker
     // would cost more, so it stays too.
     let mut conv = conv;
     conv.messages[0].content.blocks[0] = png(1, 1, 5_000);
-    let out = run(&stage(""), &conv, &host);
+    let out = run(&stage::<Snip>(""), &conv, &host);
     assert_eq!(out.conversation, conv);
 }
 
@@ -106,7 +115,7 @@ fn image_references_are_left_alone() {
         ],
         ..Conversation::default()
     };
-    let out = run(&stage(""), &conv, &MemoryHost::default());
+    let out = run(&stage::<Snip>(""), &conv, &MemoryHost::default());
     assert_eq!(out.conversation, conv);
 }
 
@@ -120,7 +129,7 @@ fn the_fixture_never_grows_under_any_config() {
         "protect_recent_turns = 0\nkeep_tail_bytes = 100000",
     ] {
         let input = crate::fixture::conversation();
-        let out = run(&stage(config), &input, &MemoryHost::default());
+        let out = run(&stage::<Snip>(config), &input, &MemoryHost::default());
         crate::support::assert_never_grows(&input, &out.conversation);
     }
 }
@@ -135,7 +144,7 @@ fn a_duplicate_that_costs_fewer_tokens_than_the_marker_stays_whole() {
         conv.messages.push(condense_model::Message::new(
             format!("call-{id}"),
             condense_model::Role::Assistant,
-            vec![crate::support::tool_use(
+            vec![tool_use(
                 id,
                 "Read",
                 serde_json::json!({"file_path": "blank.txt"}),
@@ -144,15 +153,15 @@ fn a_duplicate_that_costs_fewer_tokens_than_the_marker_stays_whole() {
         conv.messages.push(condense_model::Message::new(
             format!("result-{id}"),
             condense_model::Role::User,
-            vec![crate::support::tool_result(
+            vec![tool_result(
                 id,
                 condense_model::Content::string(blank.clone()),
+                None,
             )],
         ));
     }
-    let host = condense_abi::testing::MemoryHost::default()
-        .with_counter(|t: &str| t.split_whitespace().count() + 1);
-    let out = crate::support::run(&crate::support::stage(""), &conv, &host);
+    let host = MemoryHost::default().with_counter(|t: &str| t.split_whitespace().count() + 1);
+    let out = run(&stage::<Snip>(""), &conv, &host);
     assert_eq!(
         out.conversation, conv,
         "the marker would cost more tokens than the blank result"

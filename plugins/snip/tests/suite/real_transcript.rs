@@ -3,26 +3,19 @@
 //! shipped session the repeated results are subagents' lines, which are not context) and a
 //! mini-swe-agent trajectory (OpenAI messages, many `cat`/`sed` re-reads).
 
-use crate::support::{assert_never_grows, results, run, stage, summary};
-use condense_abi::testing::MemoryHost;
+use crate::support::{assert_never_grows, results, summary};
 use condense_formats::{Document, ReadOptions};
-use condense_model::Conversation;
+use condense_model::{Conversation, Format};
+use condense_testing::{run, stage, MemoryHost};
+use snip::Snip;
 use std::collections::HashSet;
 
-const CLAUDE_CODE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl"
-);
+const CLAUDE_CODE: &str = "DRMacIver__claude-reliability/transcript.jsonl";
 
-const MINI_SWE_AGENT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/SWE-agent__mini-swe-agent/",
-    "sqlfluff__sqlfluff-1733.traj.json"
-);
+const MINI_SWE_AGENT: &str = "SWE-agent__mini-swe-agent/sqlfluff__sqlfluff-1733.traj.json";
 
 fn document(path: &str) -> Document {
-    let bytes = std::fs::read(path).unwrap();
-    condense_formats::read(&bytes, path, &ReadOptions::default()).unwrap()
+    condense_testing::transcript(path)
 }
 
 fn conversation(path: &str) -> Conversation {
@@ -50,7 +43,7 @@ fn count(report: &condense_abi::StageReport, kind: &str) -> usize {
 fn claude_code_session() {
     let input = conversation(CLAUDE_CODE);
     let host = MemoryHost::default();
-    let out = run(&stage(""), &input, &host);
+    let out = run(&stage::<Snip>(""), &input, &host);
     assert_eq!(stats_duplicates(&input), 1);
     assert_eq!(count(&out.report, "deduplicated"), 1);
     insta::assert_json_snapshot!(
@@ -70,8 +63,8 @@ fn claude_code_session() {
 #[test]
 fn mini_swe_agent_trajectory() {
     let input = conversation(MINI_SWE_AGENT);
-    let host = MemoryHost::default().with_format("openai");
-    let out = run(&stage(""), &input, &host);
+    let host = MemoryHost::default().with_format(Some(Format::OpenAi));
+    let out = run(&stage::<Snip>(""), &input, &host);
     assert_eq!(count(&out.report, "deduplicated"), stats_duplicates(&input));
     insta::assert_json_snapshot!(
         "mini_swe_agent_summary",
@@ -83,7 +76,7 @@ fn mini_swe_agent_trajectory() {
     // `<returncode>0</returncode>` output, 31 times, is 45 chars). With a lower threshold the
     // longer ones are replaced; those shorter than their marker stay.
     let out = run(
-        &stage("min_duplicate_chars = 40"),
+        &stage::<Snip>("min_duplicate_chars = 40"),
         &input,
         &MemoryHost::default(),
     );
@@ -97,7 +90,7 @@ fn real_transcripts_are_idempotent_under_every_config() {
         let input = conversation(path);
         for config in crate::idempotence::CONFIGS {
             let host = MemoryHost::default();
-            let s = stage(config);
+            let s = stage::<Snip>(config);
             let once = run(&s, &input, &host);
             assert_never_grows(&input, &once.conversation);
             let twice = run(&s, &once.conversation, &host);
@@ -110,7 +103,7 @@ fn real_transcripts_are_idempotent_under_every_config() {
 #[test]
 fn claude_code_output_written_and_read_back_is_left_alone() {
     let host = MemoryHost::default();
-    let s = stage("");
+    let s = stage::<Snip>("");
     let mut doc = document(CLAUDE_CODE);
     let out = run(&s, &doc.conversations()[0], &host);
     doc.conversations_mut()[0] = out.conversation.clone();

@@ -1,29 +1,12 @@
-//! A runner, block builders, a real PNG header, and a compact summary of what changed.
+//! What only this stage's tests need: PNG images with a real header (snip reads their size),
+//! a compact summary of what changed, and the never-grows check. The test host, the runner and
+//! the block builders come from `condense_testing`.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use condense_abi::build_stage;
-use condense_abi::testing::{apply, Applied, MemoryHost};
-use condense_model::{Block, Content, Conversation, Image, ImageSource, RawJson, ToolResult};
+use condense_model::{Block, Conversation, Image, ImageSource, RawJson, Role, ToolResult};
+use condense_testing::MemoryHost;
 use serde_json::{json, Value};
-use snip::Snip;
-
-/// A stage from TOML config text.
-pub fn stage(config_toml: &str) -> Snip {
-    build_stage::<Snip>(config_toml).unwrap()
-}
-
-pub fn run(stage: &Snip, conv: &Conversation, host: &MemoryHost) -> Applied {
-    apply(stage, conv, host).unwrap()
-}
-
-pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
-    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
-}
-
-pub fn tool_result(id: &str, content: Content) -> Block {
-    Block::tool_result(id, content)
-}
 
 fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = 0xFFFF_FFFFu32;
@@ -67,10 +50,9 @@ pub fn png(width: u32, height: u32, filler: usize) -> Block {
 
 /// Top-level tool results of the chat messages, with their message id.
 pub fn results(conv: &Conversation) -> Vec<(&str, &ToolResult)> {
-    conv.messages
-        .iter()
-        .filter(|m| m.is_chat())
-        .flat_map(|m| m.tool_results().map(move |r| (m.id.as_str(), r)))
+    conv.tool_results()
+        .filter(|r| r.role != Role::Event)
+        .map(|r| (r.message_id, r.result))
         .collect()
 }
 

@@ -1,15 +1,16 @@
 //! Config parsing and validation.
 
-use condense_abi::{metadata_of, parse_config, Stage};
+use condense_abi::{build_stage, metadata_of, parse_config};
 use tool_result_budget::{Config, ToolResultBudget};
 
+/// The stage built from `toml`, or the error's message.
 fn build(toml: &str) -> Result<ToolResultBudget, String> {
-    ToolResultBudget::new(parse_config::<ToolResultBudget>(toml)?)
+    build_stage::<ToolResultBudget>(toml).map_err(|e| e.into_message())
 }
 
 #[test]
 fn defaults_are_the_reference_constants() {
-    let config = parse_config::<ToolResultBudget>("").unwrap();
+    let config = parse_config::<Config>("").unwrap();
     assert_eq!(config, Config::default());
     assert_eq!(config.max_result_size_chars, 50_000);
     assert_eq!(config.preview_bytes, 2_000);
@@ -31,7 +32,7 @@ fn unknown_key_is_rejected() {
     let err = build("max_result_bytes = 10").unwrap_err();
     assert_eq!(
         err,
-        "tool-result-budget: unknown config key `max_result_bytes` \
+        "unknown config key `max_result_bytes` \
          (known: max_result_size_chars, preview_bytes, per_tool)"
     );
 }
@@ -61,14 +62,17 @@ fn preview_larger_than_the_limit_is_rejected() {
 #[test]
 fn wrong_types_are_rejected() {
     let err = build("max_result_size_chars = \"big\"").unwrap_err();
-    assert!(err.starts_with("tool-result-budget: "), "{err}");
+    assert!(
+        err.starts_with("`[stage.config] max_result_size_chars`"),
+        "{err}"
+    );
     assert!(build("max_result_size_chars = -1").is_err());
     assert!(build("per_tool = { Read = \"x\" }").is_err());
 }
 
 #[test]
 fn every_key_is_documented() {
-    let meta = metadata_of::<ToolResultBudget>("0.1.0");
+    let meta = metadata_of::<ToolResultBudget>("0.1.0").unwrap();
     insta::assert_json_snapshot!("metadata", meta);
     assert!(meta.config_keys.iter().all(|k| !k.description.is_empty()));
 }

@@ -1,10 +1,10 @@
 //! The stage on a hand-made conversation covering each case, snapshotted.
 
-use crate::support::{
-    image, render, report_json, run, stage, tool_result, tool_use, FakeHost, StateSummary,
-};
+use crate::support::{render, state_summary};
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, TextBlock, ToolResult};
+use condense_testing::{image, report_json, run, stage, tool_result, tool_use, MemoryHost};
 use serde_json::json;
+use tool_result_budget::ToolResultBudget;
 
 /// `n` numbered lines of roughly `width` chars each, exactly `chars` chars in total.
 pub fn lines(label: &str, chars: usize) -> String {
@@ -127,18 +127,18 @@ pub fn conversation() -> Conversation {
 
 #[test]
 fn fixture_output_and_report() {
-    let host = FakeHost::default();
-    let out = run(&stage(CONFIG), &conversation(), &host);
+    let host = MemoryHost::default();
+    let out = run(&stage::<ToolResultBudget>(CONFIG), &conversation(), &host);
     insta::assert_snapshot!("fixture_output", render(&out.conversation));
     insta::assert_json_snapshot!("fixture_report", report_json(&out.report));
-    insta::assert_json_snapshot!("fixture_state", host.state_summary());
+    insta::assert_json_snapshot!("fixture_state", state_summary(&host));
 }
 
 #[test]
 fn fixture_originals_are_in_the_store_and_previews_are_prefixes() {
-    let host = FakeHost::default();
+    let host = MemoryHost::default();
     let input = conversation();
-    let out = run(&stage(CONFIG), &input, &host);
+    let out = run(&stage::<ToolResultBudget>(CONFIG), &input, &host);
     assert_eq!(out.report.blocks_changed, 4);
     assert_eq!(host.puts.get(), 4);
     let originals = input.messages.iter().flat_map(|m| m.tool_results());
@@ -193,9 +193,9 @@ fn fixture_originals_are_in_the_store_and_previews_are_prefixes() {
 
 #[test]
 fn nothing_over_the_limit_says_so() {
-    let host = FakeHost::default();
+    let host = MemoryHost::default();
     let out = run(
-        &stage("max_result_size_chars = 200000"),
+        &stage::<ToolResultBudget>("max_result_size_chars = 200000"),
         &conversation(),
         &host,
     );
@@ -225,9 +225,9 @@ fn never_makes_a_result_bigger() {
         ],
         ..Conversation::default()
     };
-    let host = FakeHost::default();
+    let host = MemoryHost::default();
     let out = run(
-        &stage("max_result_size_chars = 100\npreview_bytes = 100"),
+        &stage::<ToolResultBudget>("max_result_size_chars = 100\npreview_bytes = 100"),
         &conv,
         &host,
     );
@@ -246,12 +246,12 @@ fn never_makes_a_result_bigger() {
 
 #[test]
 fn a_reference_is_never_persisted_again_even_without_state() {
-    let host = FakeHost::default();
-    let once = run(&stage(CONFIG), &conversation(), &host).conversation;
+    let host = MemoryHost::default();
+    let once = run(&stage::<ToolResultBudget>(CONFIG), &conversation(), &host).conversation;
     // A fresh host: no state, an empty store, and a tiny limit the references exceed.
-    let other = FakeHost::default();
+    let other = MemoryHost::default();
     let out = run(
-        &stage("max_result_size_chars = 100\npreview_bytes = 10"),
+        &stage::<ToolResultBudget>("max_result_size_chars = 100\npreview_bytes = 10"),
         &once,
         &other,
     );

@@ -2,10 +2,10 @@
 //! with turns appended, and after the config changed.
 
 use crate::fixture::{conversation, lines, CONFIG};
-use crate::support::{report_json, run, stage, tool_result, tool_use, FakeHost};
-use condense_abi::testing::apply;
 use condense_model::{Content, Conversation, Message, Role};
+use condense_testing::{apply, report_json, run, stage, tool_result, tool_use, MemoryHost};
 use serde_json::json;
+use tool_result_budget::ToolResultBudget;
 
 /// The conversation with two more turns: a new 70,000-char Bash result and a small one.
 fn appended() -> Conversation {
@@ -31,8 +31,8 @@ fn appended() -> Conversation {
 
 #[test]
 fn applying_to_its_own_output_changes_nothing() {
-    let host = FakeHost::default();
-    let stage = stage(CONFIG);
+    let host = MemoryHost::default();
+    let stage = stage::<ToolResultBudget>(CONFIG);
     let first = run(&stage, &conversation(), &host);
     let (puts, state_puts) = (host.puts.get(), host.state_puts.get());
     let state = host.state.borrow().clone();
@@ -54,8 +54,8 @@ fn applying_to_its_own_output_changes_nothing() {
 
 #[test]
 fn applying_to_the_same_input_again_makes_the_same_replacements() {
-    let host = FakeHost::default();
-    let stage = stage(CONFIG);
+    let host = MemoryHost::default();
+    let stage = stage::<ToolResultBudget>(CONFIG);
     let first = run(&stage, &conversation(), &host);
     let puts = host.puts.get();
     let second = run(&stage, &conversation(), &host);
@@ -78,8 +78,8 @@ fn applying_to_the_same_input_again_makes_the_same_replacements() {
 
 #[test]
 fn appended_turns_keep_the_old_replacements() {
-    let host = FakeHost::default();
-    let stage = stage(CONFIG);
+    let host = MemoryHost::default();
+    let stage = stage::<ToolResultBudget>(CONFIG);
     let first = run(&stage, &conversation(), &host);
     let second = run(&stage, &appended(), &host);
     let n = first.conversation.messages.len();
@@ -107,11 +107,12 @@ fn appended_turns_keep_the_old_replacements() {
 
 #[test]
 fn a_config_change_does_not_change_earlier_decisions() {
-    let host = FakeHost::default();
-    let first = run(&stage(CONFIG), &conversation(), &host);
+    let host = MemoryHost::default();
+    let first = run(&stage::<ToolResultBudget>(CONFIG), &conversation(), &host);
     // Much lower limits and a tiny preview: only the new turns are judged under them.
-    let changed =
-        stage("max_result_size_chars = 1000\npreview_bytes = 100\nper_tool = { Read = 2 }");
+    let changed = stage::<ToolResultBudget>(
+        "max_result_size_chars = 1000\npreview_bytes = 100\nper_tool = { Read = 2 }",
+    );
     let second = run(&changed, &appended(), &host);
     let n = first.conversation.messages.len();
     assert_eq!(
@@ -129,8 +130,8 @@ fn a_config_change_does_not_change_earlier_decisions() {
 
 #[test]
 fn a_different_text_under_a_recorded_id_is_left_whole() {
-    let host = FakeHost::default();
-    let stage = stage(CONFIG);
+    let host = MemoryHost::default();
+    let stage = stage::<ToolResultBudget>(CONFIG);
     run(&stage, &conversation(), &host);
     let mut conv = conversation();
     conv.messages[2].content.blocks[1] =
@@ -150,11 +151,12 @@ fn a_different_text_under_a_recorded_id_is_left_whole() {
 
 #[test]
 fn a_corrupt_state_is_an_error_not_a_silent_rejudgement() {
-    let host = FakeHost::default();
+    let host = MemoryHost::default();
     *host.state.borrow_mut() = Some("{not json".into());
-    let err = apply(&stage(CONFIG), &conversation(), &host).unwrap_err();
+    let err = apply(&stage::<ToolResultBudget>(CONFIG), &conversation(), &host).unwrap_err();
     assert!(
-        err.starts_with("tool-result-budget: stored state is not valid"),
-        "{err}"
+        err.message().starts_with("stored state is not valid"),
+        "{}",
+        err.message()
     );
 }

@@ -5,21 +5,18 @@
 //! Its largest tool result is 5,149 chars (a `Task` subagent's report), under the default
 //! 50,000, so the stage runs with a limit of 2,000 here to act on it and two more.
 
-use crate::support::{report_json, run, stage, FakeHost};
 use condense_formats::{Document, ReadOptions};
 use condense_model::{Conversation, ToolResult};
+use condense_testing::{report_json, run, stage, MemoryHost};
 use serde_json::{json, Value};
+use tool_result_budget::ToolResultBudget;
 
-const TRANSCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl"
-);
+const TRANSCRIPT: &str = "DRMacIver__claude-reliability/transcript.jsonl";
 
 const CONFIG: &str = "max_result_size_chars = 2000";
 
 fn document() -> Document {
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap()
+    condense_testing::transcript(TRANSCRIPT)
 }
 
 fn transcript() -> Conversation {
@@ -37,7 +34,7 @@ fn results(conv: &Conversation) -> Vec<(&str, &ToolResult)> {
 }
 
 /// What changed, compactly: one entry per replaced result.
-fn summary(input: &Conversation, output: &Conversation, host: &FakeHost) -> Value {
+fn summary(input: &Conversation, output: &Conversation, host: &MemoryHost) -> Value {
     let names = input.tool_names_by_id();
     let mut replaced = Vec::new();
     for ((message_id, before), (_, after)) in results(input).into_iter().zip(results(output)) {
@@ -73,8 +70,8 @@ fn summary(input: &Conversation, output: &Conversation, host: &FakeHost) -> Valu
 #[test]
 fn real_transcript_with_a_5000_char_limit() {
     let input = transcript();
-    let host = FakeHost::default();
-    let out = run(&stage(CONFIG), &input, &host);
+    let host = MemoryHost::default();
+    let out = run(&stage::<ToolResultBudget>(CONFIG), &input, &host);
     insta::assert_json_snapshot!(
         "real_transcript_summary",
         summary(&input, &out.conversation, &host)
@@ -94,8 +91,8 @@ fn real_transcript_with_a_5000_char_limit() {
 #[test]
 fn real_transcript_at_the_default_limit_is_untouched() {
     let input = transcript();
-    let host = FakeHost::default();
-    let out = run(&stage(""), &input, &host);
+    let host = MemoryHost::default();
+    let out = run(&stage::<ToolResultBudget>(""), &input, &host);
     assert_eq!(out.conversation, input);
     assert_eq!(out.report.blocks_changed, 0);
     assert_eq!(
@@ -107,17 +104,17 @@ fn real_transcript_at_the_default_limit_is_untouched() {
 #[test]
 fn real_transcript_reruns_and_resume_are_stable() {
     let full = transcript();
-    let stage = stage(CONFIG);
+    let stage = stage::<ToolResultBudget>(CONFIG);
 
     // On its own output.
-    let host = FakeHost::default();
+    let host = MemoryHost::default();
     let once = run(&stage, &full, &host);
     let twice = run(&stage, &once.conversation, &host);
     assert_eq!(twice.conversation, once.conversation);
     assert_eq!(twice.report.blocks_changed, 0);
 
     // Resume: the first half of the session, then the whole of it, then with a changed config.
-    let host = FakeHost::default();
+    let host = MemoryHost::default();
     let half = Conversation {
         messages: full.messages[..full.messages.len() / 2].to_vec(),
         ..full.clone()
@@ -134,7 +131,9 @@ fn real_transcript_reruns_and_resume_are_stable() {
         resumed.conversation.messages[..n],
         first.conversation.messages[..]
     );
-    let lower = crate::support::stage("max_result_size_chars = 1000\npreview_bytes = 500");
+    let lower = condense_testing::stage::<ToolResultBudget>(
+        "max_result_size_chars = 1000\npreview_bytes = 500",
+    );
     let after_change = run(&lower, &full, &host);
     assert_eq!(
         after_change.conversation, once.conversation,
@@ -144,8 +143,8 @@ fn real_transcript_reruns_and_resume_are_stable() {
 
 #[test]
 fn real_transcript_output_written_and_read_back_is_left_alone() {
-    let host = FakeHost::default();
-    let stage = stage(CONFIG);
+    let host = MemoryHost::default();
+    let stage = stage::<ToolResultBudget>(CONFIG);
     let mut doc = document();
     let out = run(&stage, &doc.conversations()[0], &host);
     doc.conversations_mut()[0] = out.conversation.clone();

@@ -1,45 +1,22 @@
-//! A fake [`Host`], a runner, a readable rendering of conversations, fixture block builders.
+//! What only this stage's tests need: a rendering of conversations that abbreviates long
+//! originals (references never are) and the stored state with each reference shown by its
+//! length. Everything else comes from `condense_testing`.
 
-use condense_abi::testing::{apply, Applied};
-use condense_abi::{build_stage, StageReport};
-use condense_model::{
-    Block, Content, ContentShape, Conversation, Image, ImageSource, RawJson, ToolResult,
-};
+use condense_model::{Block, Content, ContentShape, Conversation, ImageSource, RawJson};
+use condense_testing::MemoryHost;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use tool_result_budget::ToolResultBudget;
 
-/// The shared in-memory host: content-addressed store, state in a cell, fixed time,
-/// tokens = bytes / 4 rounded up.
-pub type FakeHost = condense_abi::testing::MemoryHost;
-
-/// The stage state as JSON, each reference text shown by its length only.
-pub trait StateSummary {
-    fn state_summary(&self) -> Value;
-}
-
-impl StateSummary for FakeHost {
-    /// The state as pretty JSON, each reference text shown by its length only.
-    fn state_summary(&self) -> Value {
-        let text = self.state.borrow().clone().unwrap_or_default();
-        let mut v: Value = serde_json::from_str(&text).unwrap();
-        if let Some(replaced) = v.get_mut("replaced").and_then(Value::as_object_mut) {
-            for entry in replaced.values_mut() {
-                let len = entry["reference"].as_str().unwrap().len();
-                entry["reference"] = json!(format!("<{len} bytes>"));
-            }
+/// The stored state as JSON, each reference text shown by its length only.
+pub fn state_summary(host: &MemoryHost) -> Value {
+    let mut v = host.state_json();
+    if let Some(replaced) = v.get_mut("replaced").and_then(Value::as_object_mut) {
+        for entry in replaced.values_mut() {
+            let len = entry["reference"].as_str().unwrap().len();
+            entry["reference"] = json!(format!("<{len} bytes>"));
         }
-        v
     }
-}
-
-/// A stage from TOML config text.
-pub fn stage(config_toml: &str) -> ToolResultBudget {
-    build_stage::<ToolResultBudget>(config_toml).unwrap()
-}
-
-pub fn run(stage: &ToolResultBudget, conv: &Conversation, host: &FakeHost) -> Applied {
-    apply(stage, conv, host).unwrap()
+    v
 }
 
 /// Text longer than this is abbreviated in renderings (references never are).
@@ -122,31 +99,4 @@ pub fn render(conv: &Conversation) -> String {
         render_content(&mut out, &m.content, "");
     }
     out
-}
-
-/// The report as JSON, for snapshots.
-pub fn report_json(report: &StageReport) -> Value {
-    serde_json::to_value(report).unwrap()
-}
-
-/// Block constructors for hand-made fixtures.
-pub fn tool_use(id: &str, name: &str, input: Value) -> Block {
-    Block::tool_use(id, name, RawJson::from_string_unchecked(input.to_string()))
-}
-
-pub fn tool_result(id: &str, content: Content, is_error: Option<bool>) -> Block {
-    Block::ToolResult(ToolResult {
-        is_error,
-        ..ToolResult::new(id, content)
-    })
-}
-
-pub fn image() -> Block {
-    Block::Image(Image {
-        source: ImageSource::Base64 {
-            media_type: "image/png".into(),
-            data: "iVBORw0KGgo=".into(),
-        },
-        extra: RawJson::default(),
-    })
 }

@@ -1,11 +1,13 @@
 //! A coding session over its budget, snapshotted: the cut that would fit lands on a tool result
 //! whose call it drops, so that result goes too.
 
-use crate::support::{
-    check_invariants, filler, ids, run_with_budget, text, tool_result, tool_use, FakeHost,
-};
+use crate::support::{check_invariants, filler, run_with_budget};
 use condense_model::{render, Block, Content, Conversation, Message, RawJson, Role, ToolDef};
-use truncate_oldest::plan::{fixed_tokens, message_tokens};
+use condense_testing::{ids, run, stage, text, tool_result, tool_use, MemoryHost};
+use condense_turns::measure::message_tokens;
+use serde_json::json;
+use truncate_oldest::plan::fixed_tokens;
+use truncate_oldest::TruncateOldest;
 
 pub fn conversation() -> Conversation {
     let a = |id: &str, blocks| Message::new(id, Role::Assistant, blocks);
@@ -15,6 +17,10 @@ pub fn conversation() -> Conversation {
         m.envelope = RawJson::from_string_unchecked(r#"{"type":"summary"}"#.into());
         m
     };
+    // Every call runs the same command; only the size of its output matters here.
+    let bash = |id: &str| tool_use(id, "bash", json!({"command": "make test"}));
+    let output =
+        |id: &str, label: &str, n| tool_result(id, Content::string(filler(label, n)), None);
     Conversation {
         system: Some(Content::string("You are a coding agent.")),
         tools: vec![ToolDef {
@@ -24,28 +30,19 @@ pub fn conversation() -> Conversation {
         messages: vec![
             text("m0", Role::User, "Fix the flaky test in tests/test_io.py"),
             event("e0"),
-            a(
-                "m1",
-                vec![Block::text("Looking around."), tool_use("t1", "bash")],
-            ),
-            u("m2", vec![tool_result("t1", &filler("ls", 2_000))]),
+            a("m1", vec![Block::text("Looking around."), bash("t1")]),
+            u("m2", vec![output("t1", "ls", 2_000)]),
             event("e1"),
-            a("m3", vec![tool_use("t2", "bash"), tool_use("t3", "bash")]),
+            a("m3", vec![bash("t2"), bash("t3")]),
             u(
                 "m4",
-                vec![
-                    tool_result("t2", &filler("cat", 3_000)),
-                    tool_result("t3", &filler("grep", 400)),
-                ],
+                vec![output("t2", "cat", 3_000), output("t3", "grep", 400)],
             ),
-            a(
-                "m5",
-                vec![Block::text("Running the tests."), tool_use("t4", "bash")],
-            ),
-            u("m6", vec![tool_result("t4", &filler("pytest", 1_200))]),
+            a("m5", vec![Block::text("Running the tests."), bash("t4")]),
+            u("m6", vec![output("t4", "pytest", 1_200)]),
             text("m7", Role::User, "Also check the docs build."),
-            a("m8", vec![tool_use("t5", "bash")]),
-            u("m9", vec![tool_result("t5", &filler("sphinx", 600))]),
+            a("m8", vec![bash("t5")]),
+            u("m9", vec![output("t5", "sphinx", 600)]),
             text("m10", Role::Assistant, "Both fixed."),
         ],
         ..Conversation::default()
@@ -55,7 +52,7 @@ pub fn conversation() -> Conversation {
 /// The tokens of the conversation kept when cut at message `cut` (the first user message and
 /// everything from `cut` on, plus the system prompt and tools).
 pub fn kept_tokens(conv: &Conversation, cut: usize) -> usize {
-    let host = FakeHost::default();
+    let host = MemoryHost::default();
     let first_user = conv
         .messages
         .iter()
@@ -100,7 +97,7 @@ fn a_conversation_under_budget_is_untouched() {
         out.report.notes
     );
     // The default budget (200,000 - 32,000) fits easily.
-    let out = crate::support::run(&crate::support::stage(""), &conv);
+    let out = run(&stage::<TruncateOldest>(""), &conv, &MemoryHost::default());
     assert_eq!(out.conversation, conv);
     assert!(out.report.notes[0].ends_with(
         "of a budget of 168,000 (context_window 200,000 - max_output_tokens 32,000); nothing dropped"
@@ -124,12 +121,13 @@ fn events_go_with_the_messages_around_them() {
 #[test]
 fn the_first_user_message_can_be_dropped_too() {
     let conv = conversation();
-    let out = crate::support::run(
-        &crate::support::stage(&format!(
+    let out = run(
+        &stage::<TruncateOldest>(&format!(
             "max_tokens = {}\nkeep_first_user = false",
-            kept_tokens(&conv, 9) - message_tokens(&FakeHost::default(), &conv.messages[0])
+            kept_tokens(&conv, 9) - message_tokens(&MemoryHost::default(), &conv.messages[0])
         )),
         &conv,
+        &MemoryHost::default(),
     );
     assert_eq!(ids(&out.conversation), vec!["m7", "m8", "m9", "m10"]);
     check_invariants(&conv, &out.conversation, false);

@@ -3,15 +3,26 @@
 //! user message); and over every budget, calls and results stay together.
 
 use crate::fixture::kept_tokens;
-use crate::support::{check_invariants, filler, ids, run_with_budget, text, tool_result, tool_use};
-use condense_model::{Block, Conversation, Message, Role};
+use crate::support::{check_invariants, filler, run_with_budget};
+use condense_model::{Block, Content, Conversation, Message, Role};
+use condense_testing::{ids, text, tool_result, tool_use};
+use serde_json::json;
+
+/// A call `id` of tool `name` (the input does not matter here).
+fn tool_call(id: &str, name: &str) -> Block {
+    tool_use(id, name, json!({"command": "make test"}))
+}
 
 /// OpenAI shape: a system message, the task, an assistant with two calls and their two `tool`
 /// messages, then more turns.
 fn openai() -> Conversation {
     let a = |id: &str, blocks| Message::new(id, Role::Assistant, blocks);
     let tool = |id: &str, call: &str, n| {
-        Message::new(id, Role::Tool, vec![tool_result(call, &filler(call, n))])
+        Message::new(
+            id,
+            Role::Tool,
+            vec![tool_result(call, Content::string(filler(call, n)), None)],
+        )
     };
     Conversation {
         messages: vec![
@@ -19,13 +30,13 @@ fn openai() -> Conversation {
             text("task", Role::User, "Book the cheapest flight to Lisbon."),
             a(
                 "a1",
-                vec![tool_use("callA", "search"), tool_use("callB", "prices")],
+                vec![tool_call("callA", "search"), tool_call("callB", "prices")],
             ),
             tool("tA", "callA", 1_500),
             tool("tB", "callB", 1_500),
             text("a2", Role::Assistant, "Found two options."),
             text("u3", Role::User, "Take the morning one."),
-            a("a4", vec![tool_use("callC", "book")]),
+            a("a4", vec![tool_call("callC", "book")]),
             tool("tC", "callC", 300),
             text("a5", Role::Assistant, "Booked."),
         ],
@@ -68,14 +79,14 @@ fn a_user_message_of_results_whose_calls_are_dropped_is_dropped_too() {
             Message::new(
                 "a1",
                 Role::Assistant,
-                vec![tool_use("t1", "Read"), tool_use("t2", "Read")],
+                vec![tool_call("t1", "Read"), tool_call("t2", "Read")],
             ),
             Message::new(
                 "u2",
                 Role::User,
                 vec![
-                    tool_result("t1", &filler("parser.py", 4_000)),
-                    tool_result("t2", &filler("lexer.py", 100)),
+                    tool_result("t1", Content::string(filler("parser.py", 4_000)), None),
+                    tool_result("t2", Content::string(filler("lexer.py", 100)), None),
                     Block::text("(the user interrupted)"),
                 ],
             ),

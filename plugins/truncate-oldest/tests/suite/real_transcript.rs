@@ -2,19 +2,12 @@
 //! assistant/tool pairs), at a 20,000-token budget: a compact summary is snapshotted.
 
 use crate::support::{check_invariants, run_with_budget};
-use condense_formats::ReadOptions;
 use condense_model::Conversation;
 use serde_json::json;
 
-const TRANSCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/fixtures/transcripts/SWE-agent__mini-swe-agent/",
-    "sqlfluff__sqlfluff-1733.traj.json"
-);
-
 fn transcript() -> Conversation {
-    let bytes = std::fs::read(TRANSCRIPT).unwrap();
-    let doc = condense_formats::read(&bytes, TRANSCRIPT, &ReadOptions::default()).unwrap();
+    let doc =
+        condense_testing::transcript("SWE-agent__mini-swe-agent/sqlfluff__sqlfluff-1733.traj.json");
     doc.conversations()[0].clone()
 }
 

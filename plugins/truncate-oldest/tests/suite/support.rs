@@ -1,40 +1,16 @@
-//! The shared in-memory host, a runner, block builders, invariant checks.
+//! What only this stage's tests need: a run at a token budget, filler text, and the
+//! invariants of any output of the stage (the test host, runner and builders are
+//! `condense_testing`'s).
 
-use condense_abi::build_stage;
-use condense_abi::testing::{apply, Applied};
-use condense_model::{Block, Content, Conversation, Message, RawJson, Role};
+use condense_model::{Conversation, Message, Role};
+use condense_testing::{run, stage, Applied, MemoryHost};
 use std::collections::{HashMap, HashSet};
 use truncate_oldest::TruncateOldest;
 
-pub type FakeHost = condense_abi::testing::MemoryHost;
-
-pub fn stage(config_toml: &str) -> TruncateOldest {
-    build_stage::<TruncateOldest>(config_toml).unwrap()
-}
-
-pub fn run(stage: &TruncateOldest, conv: &Conversation) -> Applied {
-    apply(stage, conv, &FakeHost::default()).unwrap()
-}
-
 /// A stage with `max_tokens = budget`, run.
 pub fn run_with_budget(budget: usize, conv: &Conversation) -> Applied {
-    run(&stage(&format!("max_tokens = {budget}")), conv)
-}
-
-pub fn text(id: &str, role: Role, text: &str) -> Message {
-    Message::new(id, role, vec![Block::text(text)])
-}
-
-pub fn tool_use(id: &str, name: &str) -> Block {
-    Block::tool_use(
-        id,
-        name,
-        RawJson::from_string_unchecked(r#"{"command":"make test"}"#.into()),
-    )
-}
-
-pub fn tool_result(id: &str, text: &str) -> Block {
-    Block::tool_result(id, Content::string(text))
+    let stage = stage::<TruncateOldest>(&format!("max_tokens = {budget}"));
+    run(&stage, conv, &MemoryHost::default())
 }
 
 /// `n` bytes of filler text.
@@ -46,10 +22,6 @@ pub fn filler(label: &str, n: usize) -> String {
     }
     s.truncate(n);
     s
-}
-
-pub fn ids(conv: &Conversation) -> Vec<&str> {
-    conv.messages.iter().map(|m| m.id.as_str()).collect()
 }
 
 /// The invariants of any output of the stage, given its input:
@@ -66,30 +38,8 @@ pub fn check_invariants(input: &Conversation, output: &Conversation, keep_first_
         last = Some(pos);
         assert_eq!(by_id[m.id.as_str()], m, "kept messages are unchanged");
     }
-    let input_uses: HashSet<&str> = input
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_uses())
-        .map(|t| t.id.as_str())
-        .collect();
-    let input_results: HashSet<&str> = input
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .map(|t| t.tool_use_id.as_str())
-        .collect();
-    let kept_uses: HashSet<&str> = output
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_uses())
-        .map(|t| t.id.as_str())
-        .collect();
-    let kept_results: HashSet<&str> = output
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_results())
-        .map(|t| t.tool_use_id.as_str())
-        .collect();
+    let (input_uses, input_results) = (call_ids(input), result_ids(input));
+    let (kept_uses, kept_results) = (call_ids(output), result_ids(output));
     for r in &kept_results {
         assert!(
             !input_uses.contains(r) || kept_uses.contains(r),
@@ -121,4 +71,20 @@ pub fn check_invariants(input: &Conversation, output: &Conversation, keep_first_
     }
     assert_eq!(output.system, input.system);
     assert_eq!(output.tools, input.tools);
+}
+
+/// The ids of every tool_use in `conv`.
+fn call_ids(conv: &Conversation) -> HashSet<&str> {
+    conv.messages
+        .iter()
+        .flat_map(|m| m.tool_uses())
+        .map(|t| t.id.as_str())
+        .collect()
+}
+
+/// The tool_use ids every tool_result in `conv` answers.
+fn result_ids(conv: &Conversation) -> HashSet<&str> {
+    conv.tool_results()
+        .map(|r| r.result.tool_use_id.as_str())
+        .collect()
 }

@@ -26,7 +26,7 @@
 //! window (7.2%). [`BudgetConfig::scaling_notes`] says so. Windows with room keep the numbers
 //! they had (a 40,000 window reserves 20,000), so nothing tuned for them moves.
 
-use condense_model::render::thousands;
+use condense_text::thousands;
 use serde::{Deserialize, Serialize};
 
 /// Budget settings, all in tokens except the `*_pct` fractions of the window. Fits a TOML

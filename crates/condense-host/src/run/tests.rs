@@ -1,0 +1,255 @@
+//! The runner in-process: stages of this file behind the real FFI objects
+//! ([`LoadedStage::from_stage`]), no plugin library built or loaded. What the runner promises
+//! the stages (facts, typed flags, signals between stages, state slots) and the user (guards,
+//! the archive that `expand` reads, one-line errors).
+
+use super::*;
+use crate::pipeline::Pipeline;
+use condense_abi::{
+    Context, Input, Stage, StageConfig, StageError, StageOutput, StageReport, StageState,
+};
+use condense_model::{Block, Content, Conversation, Format, Message, Role};
+use serde::{Deserialize, Serialize};
+
+/// The test stages' config: one behaviour per stage.
+#[derive(Debug, Default, Serialize, Deserialize, StageConfig)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    /// What the stage does: `shrink`, `grow`, `fail`, `raise`, `observe`, `count`.
+    mode: String,
+}
+
+/// What an `observe` stage saw, kept in its state so the test can read it back.
+#[derive(Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Seen {
+    forced: bool,
+    disabled: bool,
+    collapse_active: bool,
+    format: String,
+    tokens: usize,
+    runs: usize,
+}
+
+impl StageState for Seen {}
+
+struct Probe(String);
+
+impl Stage for Probe {
+    type Config = Config;
+    const NAME: &'static str = "probe";
+    const DESCRIPTION: &'static str = "Does what its mode says, for the runner's tests.";
+
+    fn new(config: Config) -> Result<Self, StageError> {
+        match config.mode.as_str() {
+            "shrink" | "grow" | "fail" | "raise" | "observe" => Ok(Probe(config.mode)),
+            other => Err(format!(
+                "mode must be shrink, grow, fail, raise or observe, got `{other}`"
+            )
+            .into()),
+        }
+    }
+
+    fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
+        let mut report = StageReport::default();
+        match self.0.as_str() {
+            "fail" => Err("the disk is full".into()),
+            "raise" => {
+                report.raise(condense_abi::Signal::CollapseActive);
+                Ok(StageOutput::unchanged(report))
+            }
+            "observe" => {
+                let mut seen = cx.state::<Seen>()?;
+                seen.forced = cx.flags.forced;
+                seen.disabled = cx.flags.disabled;
+                seen.collapse_active = cx.flags.raised(condense_abi::Signal::CollapseActive);
+                seen.format = cx.format.map(|f| f.to_string()).unwrap_or_default();
+                seen.tokens = cx.conversation_tokens;
+                seen.runs += 1;
+                seen.save()?;
+                Ok(StageOutput::unchanged(report))
+            }
+            "grow" => {
+                let mut conversation = input.into_conversation()?;
+                conversation.messages.push(Message::new(
+                    "extra",
+                    Role::User,
+                    vec![Block::text("more words than before")],
+                ));
+                report.blocks_changed = 1;
+                Ok(StageOutput::changed(conversation, report))
+            }
+            _ => {
+                // shrink: every tool result becomes "[cut]".
+                let mut conversation = input.into_conversation()?;
+                for slot in conversation.tool_results_mut() {
+                    slot.result.content = Content::string("[cut]");
+                    report.blocks_changed += 1;
+                }
+                Ok(StageOutput::from_counted(conversation, report))
+            }
+        }
+    }
+}
+
+fn pipeline(stages: &[(&str, &str, &str)]) -> LoadedPipeline {
+    let mut text = String::new();
+    for (name, mode, on_error) in stages {
+        text.push_str(&format!(
+            "[[stage]]\nname = \"{name}\"\nplugin = \"probe\"\non_error = \"{on_error}\"\n\
+             [stage.config]\nmode = \"{mode}\"\n\n"
+        ));
+    }
+    let pipeline = Pipeline::parse(&text, "test.toml", None).unwrap();
+    LoadedPipeline::in_process(pipeline, |plugin, config| {
+        assert_eq!(plugin, "probe");
+        let stage = condense_abi::build_stage::<Probe>(config).map_err(|e| e.into_message())?;
+        Ok(LoadedStage::from_stage(stage))
+    })
+    .unwrap()
+}
+
+fn conversation() -> Conversation {
+    let output = "line of tool output\n".repeat(200);
+    let messages = vec![
+        Message::new("u1", Role::User, vec![Block::text("list the files")]),
+        Message::new(
+            "a1",
+            Role::Assistant,
+            vec![Block::tool_use(
+                "c1",
+                "Bash",
+                condense_model::RawJson::from_string_unchecked("{}".into()),
+            )],
+        ),
+        Message::new(
+            "r1",
+            Role::User,
+            vec![Block::tool_result("c1", Content::string(output))],
+        ),
+    ];
+    Conversation {
+        messages,
+        ..Conversation::default()
+    }
+}
+
+fn options() -> RunOptions {
+    RunOptions {
+        now_ms: Some(1_750_000_000_000),
+        format: "anthropic".into(),
+        ..RunOptions::default()
+    }
+}
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    (dir, store)
+}
+
+#[test]
+fn a_shrinking_stage_runs_and_expand_restores_the_input_exactly() {
+    let (_dir, store) = store();
+    let loaded = pipeline(&[("cut", "shrink", "fail")]);
+    let input = conversation();
+    let result = loaded.run(input.clone(), &store, "s", &options()).unwrap();
+    assert_eq!(result.stages[0].status, "ran");
+    assert!(result.tokens_after < result.tokens_before, "{result:?}");
+    let mut restored = result.conversation.clone();
+    crate::expand(&store, "s", &mut restored).unwrap();
+    assert_eq!(restored, input);
+}
+
+#[test]
+fn a_stage_that_grows_the_conversation_is_refused_by_name() {
+    let (_dir, store) = store();
+    let err = pipeline(&[("bigger", "grow", "fail")])
+        .run(conversation(), &store, "s", &options())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("stage `bigger` failed: made the conversation bigger ("),
+        "{err}"
+    );
+    // With on_error = "skip" the run goes on without it, and says why.
+    let result = pipeline(&[("bigger", "grow", "skip"), ("cut", "shrink", "fail")])
+        .run(conversation(), &store, "s2", &options())
+        .unwrap();
+    assert_eq!(result.stages[0].status, "skipped");
+    assert_eq!(result.stages[1].status, "ran");
+}
+
+#[test]
+fn a_stage_error_carries_the_stage_name_once() {
+    let (_dir, store) = store();
+    let err = pipeline(&[("writer", "fail", "fail")])
+        .run(conversation(), &store, "s", &options())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "stage `writer` failed: the disk is full");
+}
+
+#[test]
+fn a_refused_config_is_named_once_with_its_place() {
+    let pipeline = Pipeline::parse(
+        "[[stage]]\nname = \"odd\"\nplugin = \"probe\"\n[stage.config]\nmode = \"sideways\"\n",
+        "test.toml",
+        None,
+    )
+    .unwrap();
+    let err = LoadedPipeline::in_process(pipeline, |_, config| {
+        let stage = condense_abi::build_stage::<Probe>(config).map_err(|e| e.into_message())?;
+        Ok(LoadedStage::from_stage(stage))
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("stage `odd`: config rejected: "), "{err}");
+    assert_eq!(err.matches("probe").count(), 0, "{err}");
+    assert!(err.contains("got `sideways`"), "{err}");
+}
+
+#[test]
+fn stages_see_the_facts_typed_flags_and_earlier_signals() {
+    let (_dir, store) = store();
+    let loaded = pipeline(&[("flag", "raise", "fail"), ("watch", "observe", "fail")]);
+    let mut opts = options();
+    opts.disabled = vec!["probe".into()];
+    let result = loaded.run(conversation(), &store, "s", &opts).unwrap();
+    assert_eq!(
+        result.stages[0].report.signals,
+        [condense_abi::Signal::CollapseActive]
+    );
+    let slot = state_slot(&loaded.pipeline, &loaded.stages[1].spec).unwrap();
+    let text = store.state_get("s", &slot).unwrap().unwrap();
+    let seen: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(seen["version"], 1);
+    assert_eq!(seen["forced"], false);
+    assert_eq!(seen["disabled"], true);
+    assert_eq!(seen["collapse_active"], true);
+    assert_eq!(seen["format"], Format::Anthropic.as_str());
+    assert_eq!(seen["tokens"], result.tokens_before);
+    assert_eq!(seen["runs"], 1);
+}
+
+#[test]
+fn the_recovery_chain_forces_levels_and_state_carries_across_runs() {
+    let (_dir, store) = store();
+    let mut loaded = pipeline(&[("watch", "observe", "fail")]);
+    // A window the conversation cannot fit: the chain forces the stage after the normal run.
+    loaded.pipeline.budget.context_window = 100;
+    loaded.pipeline.budget.max_output_tokens = 10;
+    let fit = loaded
+        .fit(conversation(), &store, "s", &options(), false)
+        .unwrap();
+    assert!(!fit.fits);
+    let statuses: Vec<_> = fit.result.stages.iter().map(|s| s.status).collect();
+    assert_eq!(statuses, ["ran", "forced"]);
+    let slot = state_slot(&loaded.pipeline, &loaded.stages[0].spec).unwrap();
+    let seen: serde_json::Value =
+        serde_json::from_str(&store.state_get("s", &slot).unwrap().unwrap()).unwrap();
+    // The forced call saw the flag and the state its unforced call saved in the same run.
+    assert_eq!(
+        (seen["forced"].clone(), seen["runs"].clone()),
+        (true.into(), 2.into())
+    );
+}
