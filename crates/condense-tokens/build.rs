@@ -3,8 +3,9 @@
 //!
 //! - for `o200k_base` and `cl100k_base`, from the rank files tiktoken-rs ships: every token's
 //!   bytes (`NAME.bytes`), where each starts (`NAME.offsets`, u32 LE, one more than tokens) and
-//!   an open-addressing hash table of ranks (`NAME.table`, u32 LE, rank + 1, 0 for empty; the
-//!   hash is src/vocab_hash.rs, probing is linear);
+//!   an open-addressing hash table of ranks (`NAME.table`, u32 LE: rank + 1 and a tag of the
+//!   hash, 0 for empty; the hash and the slot layout are src/vocab_hash.rs, probing is
+//!   linear);
 //! - the Unicode classes of the pre-tokenizer patterns, from regex-syntax (the tables the regex
 //!   engines of bpe-openai and tiktoken use): a flag byte per ASCII character (`ascii.bin`) and
 //!   runs of equal flags above ASCII (`classes.bin`: u32 LE first, last, flags).
@@ -59,12 +60,20 @@ fn vocab(
 
     let slots = (tokens.len() * 2).next_power_of_two();
     let mut table = vec![0u32; slots];
+    if tokens.len() + 1 >= 1 << vocab_hash::RANK_BITS {
+        return Err(format!(
+            "{name}: too many tokens for a {}-bit rank",
+            vocab_hash::RANK_BITS
+        )
+        .into());
+    }
     for (rank, t) in tokens.iter().enumerate() {
-        let mut i = (vocab_hash::hash(t) as usize) & (slots - 1);
+        let h = vocab_hash::hash(t);
+        let mut i = (h as usize) & (slots - 1);
         while table[i] != 0 {
             i = (i + 1) & (slots - 1);
         }
-        table[i] = rank as u32 + 1;
+        table[i] = vocab_hash::slot(rank as u32, h);
     }
     let table: Vec<u8> = table.iter().flat_map(|v| v.to_le_bytes()).collect();
     std::fs::write(out.join(format!("{name}.bytes")), all)?;

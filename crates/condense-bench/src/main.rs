@@ -61,6 +61,22 @@ fn main() -> Result<()> {
     match std::env::args().nth(1).as_deref() {
         // Only issue 13's figures (the last part of a full run).
         Some("issue13") => return speed::run(opts.runs, opts.python.as_deref(), memory()?),
+        // `condense-bench profile-count [FILE]`: cold counts of FILE (by default the shipped
+        // Claude Code session) in a loop, for a profiler; prints the median of 3,000.
+        Some("profile-count") => {
+            let path = std::env::args().nth(2).map_or_else(
+                || repo().join("examples/claude-code-session.jsonl"),
+                PathBuf::from,
+            );
+            let bytes = std::fs::read(&path).with_context(|| path.display().to_string())?;
+            let doc = read(&bytes, "input", &ReadOptions::default())?;
+            let t = median_ms(3000, || {
+                let counter = TokenCounter::new(TokenizerKind::O200k);
+                let _ = counter.count_conversations(doc.conversations());
+            });
+            println!("cold count: {t:.4} ms");
+            return Ok(());
+        }
         // Only the `condense serve` figures (issue 14).
         Some("proxy") => return proxy::run(opts.runs),
         // Only the scaling table: every stage at 1x, 2x, 4x (CONDENSE_BENCH_ONLY=a,b narrows).

@@ -33,16 +33,21 @@ fn field(v: &serde_json::Value, key: &str) -> Result<f64> {
         .ok_or_else(|| anyhow!("peer output has no number `{key}`: {v}"))
 }
 
-/// The shipped sessions the peers count: the example Claude Code session and the largest
-/// Claude Code transcript of the test fixtures.
+/// The shipped sessions the peers count: the example Claude Code session (the same file as the
+/// `d-kimuson__claude-code-viewer` fixture), another Claude Code transcript and a Codex CLI
+/// rollout of the test fixtures.
 const SHIPPED: &[(&str, &str)] = &[
     (
         "shipped Claude Code session",
         "examples/claude-code-session.jsonl",
     ),
     (
-        "Claude Code transcript of the test fixtures (0.8 MB)",
-        "tests/fixtures/transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        "Claude Code transcript (DRMacIver/claude-reliability fixture)",
+        "tests/fixtures/transcripts/DRMacIver__claude-reliability/transcript.jsonl",
+    ),
+    (
+        "Codex CLI rollout (codemie-ai/codemie-code fixture)",
+        "tests/fixtures/transcripts/codemie-ai__codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
     ),
 ];
 

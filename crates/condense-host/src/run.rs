@@ -408,6 +408,7 @@ impl LoadedPipeline {
             session,
             stage: &spec.name,
             slot,
+            call: state.runs.len(),
             state_mode: opts.state,
             budget,
             summarizer: self.summarizer.as_ref(),

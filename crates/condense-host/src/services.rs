@@ -70,8 +70,7 @@ pub(crate) struct RunServices {
     /// The retained records of the summaries written in this run, by record name: kept in
     /// memory (a running summary is rewritten at every commit) and stored at the end of the
     /// run for the summaries the output still holds (`summaries::store_records`).
-    pub(crate) records:
-        RefCell<std::collections::HashMap<String, condense_summarize::retaining::Retained>>,
+    pub(crate) records: crate::summaries::RunRecords,
 }
 
 /// The host services one stage sees.
@@ -83,6 +82,9 @@ pub(crate) struct Services<'a> {
     pub(crate) stage: &'a str,
     /// Where its state is kept.
     pub(crate) slot: String,
+    /// Which stage call of the run this is (0, 1, ...): a running summary's records are
+    /// dropped once superseded within the same call.
+    pub(crate) call: usize,
     pub(crate) state_mode: StateMode,
     pub(crate) budget: &'a BudgetConfig,
     pub(crate) summarizer: &'a dyn Summarizer,

@@ -14,6 +14,15 @@
 //!    without a record is read back from its text. Within a run the records stay in memory (a
 //!    running summary is rewritten at every commit); at its end, those of the summaries the
 //!    output still holds are stored ([`store_records`]), one write each.
+//!
+//! A running summary rewritten commit after commit within one stage call leaves records nothing
+//! can refer to any more. When a stage extends summary `P`, which this same call wrote by
+//! extending `G`, then `G` is gone for good: the stage builds on `P` only once `P` replaced `G`
+//! in its output, and `G` was never in any conversation outside this call. So `G`'s record is
+//! dropped then. (`P`'s is kept until the new summary is known to replace it: a stage may still
+//! refuse the new summary and keep `P`.) The memory kept is that of live summaries and their
+//! immediate predecessors, not of every intermediate one, which grew with the square of the
+//! commits.
 
 use crate::services::Services;
 use condense_model::Conversation;
@@ -30,13 +39,25 @@ fn record_name(summary: &str) -> String {
     format!("{:032x}", xxh3_128(summary.trim().as_bytes()))
 }
 
+/// A summary's record written in this run: the stage call (its index in the run) that wrote
+/// it, the summary it extended when that was written by the same call, and the record.
+#[derive(Debug)]
+pub(crate) struct RunRecord {
+    call: usize,
+    extends: Option<String>,
+    record: Retained,
+}
+
+/// The records of the summaries written in this run, by record name.
+pub(crate) type RunRecords = RefCell<HashMap<String, RunRecord>>;
+
 /// The record kept for the summary `text` of this session, if any: written in this run, or
 /// stored by an earlier one (an unreadable one is as good as none: the text is read back
 /// instead).
 fn record_of(services: &Services<'_>, text: &str) -> Option<Retained> {
     let name = record_name(text);
-    if let Some(record) = services.run.records.borrow().get(&name) {
-        return Some(record.clone());
+    if let Some(kept) = services.run.records.borrow().get(&name) {
+        return Some(kept.record.clone());
     }
     let bytes = services
         .store
@@ -48,7 +69,7 @@ fn record_of(services: &Services<'_>, text: &str) -> Option<Retained> {
 /// Stores the records of this run's summaries that `output` still holds (a summary merged into
 /// a later one in the same run is gone from it). Called once, at the end of a run.
 pub(crate) fn store_records(
-    records: &RefCell<HashMap<String, Retained>>,
+    records: &RunRecords,
     store: &Store,
     session: &str,
     output: &Conversation,
@@ -64,11 +85,45 @@ pub(crate) fn store_records(
         let name = record_name(body);
         // Serializing a record cannot fail (strings, numbers, options); without one the next
         // summary reads this one back from its text.
-        if let Some(bytes) = records.get(&name).and_then(|r| serde_json::to_vec(r).ok()) {
+        if let Some(bytes) = records
+            .get(&name)
+            .and_then(|r| serde_json::to_vec(&r.record).ok())
+        {
             store.record_put(&format!("{RECORD_NAMESPACE}{session}"), &name, &bytes)?;
         }
     }
     Ok(())
+}
+
+/// Keeps the record of summary `text`, written by stage call `call` extending `previous`, and
+/// drops the record `previous` superseded when this same call wrote both (see the module docs).
+fn remember(
+    records: &mut HashMap<String, RunRecord>,
+    call: usize,
+    previous: Option<&str>,
+    text: &str,
+    record: Retained,
+) {
+    // The summary this request extends, when this same call wrote it; and what that one
+    // extended, which is now gone for good.
+    let extends = previous
+        .map(record_name)
+        .filter(|p| records.get(p).is_some_and(|r| r.call == call));
+    if let Some(gone) = extends
+        .as_ref()
+        .and_then(|p| records.get(p))
+        .and_then(|r| r.extends.clone())
+    {
+        records.remove(&gone);
+    }
+    records.insert(
+        record_name(text),
+        RunRecord {
+            call,
+            extends,
+            record,
+        },
+    );
 }
 
 /// The service (see the module docs).
@@ -92,10 +147,56 @@ pub(crate) fn summarize(
             record_of(services, text)
         })
         .map_err(|e| e.to_string())?;
-    services
-        .run
-        .records
-        .borrow_mut()
-        .insert(record_name(&text), retained);
+    remember(
+        &mut services.run.records.borrow_mut(),
+        services.call,
+        req.previous_summary,
+        &text,
+        retained,
+    );
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(records: &HashMap<String, RunRecord>) -> Vec<String> {
+        let mut names: Vec<String> = records.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    fn expected(texts: &[&str]) -> Vec<String> {
+        let mut names: Vec<String> = texts.iter().map(|t| record_name(t)).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_running_summary_keeps_only_itself_and_its_predecessor() {
+        let mut records = HashMap::new();
+        remember(&mut records, 3, None, "s1", Retained::default());
+        remember(&mut records, 3, Some("s1"), "s2", Retained::default());
+        assert_eq!(names(&records), expected(&["s1", "s2"]));
+        // Building on s2 means s2 replaced s1 for good.
+        remember(&mut records, 3, Some("s2"), "s3", Retained::default());
+        assert_eq!(names(&records), expected(&["s2", "s3"]));
+        remember(&mut records, 3, Some("s3"), "s4", Retained::default());
+        assert_eq!(names(&records), expected(&["s3", "s4"]));
+    }
+
+    #[test]
+    fn summaries_of_other_calls_are_never_dropped() {
+        let mut records = HashMap::new();
+        remember(&mut records, 1, None, "a1", Retained::default());
+        remember(&mut records, 1, Some("a1"), "a2", Retained::default());
+        // A later call (autocompact, the recovery chain) builds on a2: a2 may stay in the
+        // output if that call is refused, and so may what it rests on from the earlier call.
+        remember(&mut records, 2, Some("a2"), "b1", Retained::default());
+        remember(&mut records, 2, Some("b1"), "b2", Retained::default());
+        assert_eq!(names(&records), expected(&["a1", "a2", "b1", "b2"]));
+        remember(&mut records, 2, Some("b2"), "b3", Retained::default());
+        assert_eq!(names(&records), expected(&["a1", "a2", "b2", "b3"]));
+    }
 }
