@@ -52,15 +52,7 @@ pub fn quality_docs(root: &Path, bin: &Path, plugins: &Path, check: bool) -> Res
 }
 
 fn num(v: &Value) -> String {
-    let n = v.as_u64().unwrap_or(0).to_string();
-    let mut out = String::new();
-    for (i, c) in n.chars().enumerate() {
-        if i > 0 && (n.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    condense_text::thousands(v.as_u64().unwrap_or(0) as usize)
 }
 
 fn pct(v: &Value) -> String {

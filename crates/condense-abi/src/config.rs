@@ -74,24 +74,30 @@ fn default_table<C: StageConfig>() -> Result<toml::Table, StageError> {
         .map_err(|e| StageError::new(format!("cannot serialize the config defaults: {e}")))
 }
 
+/// `C`'s keys in the order they are shown: those with a default first, then the optional ones
+/// (unset by default), each group in declaration order.
+fn shown_keys<C: StageConfig>(
+    defaults: &toml::Table,
+) -> impl Iterator<Item = (&'static str, &'static str, Option<&toml::Value>)> {
+    let with = C::KEYS
+        .iter()
+        .filter_map(|(name, doc)| defaults.get(*name).map(|v| (*name, *doc, Some(v))));
+    let optional = C::KEYS
+        .iter()
+        .filter(|(name, _)| !defaults.contains_key(*name))
+        .map(|(name, doc)| (*name, *doc, None));
+    with.chain(optional)
+}
+
 /// The metadata of stage type `S`, built from its constants and its derived config keys.
 pub fn metadata_of<S: Stage>(version: &str) -> Result<StageMetadata, StageError> {
     let defaults = default_table::<S::Config>()?;
-    let config_keys = <S::Config as StageConfig>::KEYS
-        .iter()
-        .map(|(name, description)| match defaults.get(*name) {
-            Some(value) => ConfigKey {
-                name: name.to_string(),
-                ty: toml_type(value).to_string(),
-                default: value.to_string(),
-                description: description.to_string(),
-            },
-            None => ConfigKey {
-                name: name.to_string(),
-                ty: "optional".to_string(),
-                default: String::new(),
-                description: description.to_string(),
-            },
+    let config_keys = shown_keys::<S::Config>(&defaults)
+        .map(|(name, description, default)| ConfigKey {
+            name: name.to_string(),
+            ty: default.map_or("optional", toml_type).to_string(),
+            default: default.map(toml::Value::to_string).unwrap_or_default(),
+            description: description.to_string(),
         })
         .collect();
     Ok(StageMetadata {
@@ -121,7 +127,8 @@ pub fn parse_config<C: StageConfig>(toml_text: &str) -> Result<C, StageError> {
         .collect();
     if !unknown.is_empty() {
         unknown.sort_unstable();
-        let known: Vec<&str> = C::KEYS.iter().map(|(k, _)| *k).collect();
+        let defaults = default_table::<C>()?;
+        let known: Vec<&str> = shown_keys::<C>(&defaults).map(|(k, _, _)| k).collect();
         return Err(StageError::new(format!(
             "unknown config key{} `{}` (known: {})",
             if unknown.len() > 1 { "s" } else { "" },
@@ -165,6 +172,16 @@ mod tests {
         }
     }
 
+    #[derive(Debug, Default, Serialize, Deserialize, StageConfig)]
+    #[serde(default, deny_unknown_fields)]
+    struct Optional {
+        /// Unset by default.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        last: Option<usize>,
+        /// Set by default.
+        keep: usize,
+    }
+
     #[test]
     fn keys_come_from_the_fields_and_their_docs() {
         assert_eq!(
@@ -189,6 +206,13 @@ mod tests {
         assert_eq!(
             parse_config::<()>("x = 1").unwrap_err().message(),
             "unknown config key `x` (known: none)"
+        );
+        let optional = parse_config::<Optional>("last = 2").unwrap();
+        assert_eq!((optional.last, optional.keep), (Some(2), 0));
+        // An optional key (unset by default) is listed after the others wherever it stands.
+        assert_eq!(
+            parse_config::<Optional>("x = 1").unwrap_err().message(),
+            "unknown config key `x` (known: keep, last)"
         );
     }
 

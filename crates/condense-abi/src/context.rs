@@ -13,6 +13,7 @@
 //! assert_eq!(cx.count_tokens("12345678"), 2); // the test host counts bytes / 4
 //! ```
 
+use crate::export::Services;
 use crate::sdk::{Host, StageError, SummaryRequest};
 use condense_model::{Block, CountTokens, Format};
 use serde::{Deserialize, Serialize};
@@ -115,14 +116,6 @@ impl Signal {
     }
 }
 
-/// Where the services of a [`Context`] come from: a host in this process (tests, the bench), or
-/// the host across the plugin boundary.
-#[derive(Clone, Copy)]
-pub(crate) enum Services<'a> {
-    Local(&'a dyn Host),
-    Plugin(&'a dyn crate::export::RemoteHost),
-}
-
 /// What a stage is handed besides the conversation: the facts of this call (it dereferences to
 /// [`RunContext`], so `cx.now_ms`, `cx.flags.forced`) and the host's services. Stages never do
 /// I/O, read clocks or load tokenizers themselves: everything outside the conversation comes
@@ -130,7 +123,7 @@ pub(crate) enum Services<'a> {
 #[derive(Clone, Copy)]
 pub struct Context<'a> {
     run: &'a RunContext,
-    services: Services<'a>,
+    services: &'a dyn Services,
 }
 
 impl std::fmt::Debug for Context<'_> {
@@ -154,88 +147,66 @@ impl CountTokens for Context<'_> {
 
 impl<'a> Context<'a> {
     /// A context over a host in this process (what tests and [`crate::testing::apply`] use).
-    pub fn local(run: &'a RunContext, host: &'a dyn Host) -> Self {
+    pub fn local<H: Host>(run: &'a RunContext, host: &'a H) -> Self {
         Context {
             run,
-            services: Services::Local(host),
+            services: host,
         }
     }
 
-    pub(crate) fn plugin(run: &'a RunContext, host: &'a dyn crate::export::RemoteHost) -> Self {
+    /// A context over the host across the plugin boundary.
+    pub(crate) fn plugin(run: &'a RunContext, host: &'a dyn Services) -> Self {
         Context {
             run,
-            services: Services::Plugin(host),
+            services: host,
         }
-    }
-
-    /// The facts of this call.
-    pub fn run(&self) -> &'a RunContext {
-        self.run
     }
 
     /// Tokens in `text` with the pipeline's tokenizer.
     pub fn count_tokens(&self, text: &str) -> usize {
-        match self.services {
-            Services::Local(h) => h.count_tokens(text),
-            Services::Plugin(h) => h.count_tokens(text),
-        }
+        self.services.count_tokens(text)
     }
 
     /// Tokens of `block` exactly as the host counts it for [`RunContext::conversation_tokens`]
     /// (from its cache when it has seen the block).
     pub fn count_block(&self, block: &Block) -> usize {
-        match self.services {
-            Services::Local(h) => h.count_block(block),
-            Services::Plugin(h) => h.count_block(block),
-        }
+        self.services.count_block(block)
     }
 
     /// Stores bytes in the content-addressed store, returning their key.
     pub fn store_put(&self, bytes: &[u8]) -> Result<String, StageError> {
-        let put = match self.services {
-            Services::Local(h) => h.store_put(bytes),
-            Services::Plugin(h) => h.store_put(bytes),
-        };
+        let put = self.services.store_put(bytes);
         // The host's own words ("disk full"): the stage says what it was storing.
         put.map_err(StageError::new)
     }
 
     /// Reads bytes stored under `key`.
     pub fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, StageError> {
-        let got = match self.services {
-            Services::Local(h) => h.store_get(key),
-            Services::Plugin(h) => h.store_get(key),
-        };
+        let got = self.services.store_get(key);
         got.map_err(StageError::new)
     }
 
     /// Summarizes `request.messages` with the pipeline's summarizer (offline extractive by
     /// default, or an LLM the host calls). Stages never talk to a model themselves.
     pub fn summarize(&self, request: SummaryRequest) -> Result<String, StageError> {
-        let summary = match self.services {
-            Services::Local(h) => h.summarize(request),
-            Services::Plugin(h) => h.summarize(request),
-        };
+        let summary = self.services.summarize(request);
         summary.map_err(StageError::new)
     }
 
     /// This stage's stored state for this session (the default when there is none), as a
     /// handle that saves with one call: see [`Versioned`].
     pub fn state<S: crate::StageState>(&self) -> Result<crate::Versioned<'a, S>, StageError> {
-        let stored = match self.services {
-            Services::Local(h) => h.state_get(),
-            Services::Plugin(h) => h.state_get(),
-        }
-        .map_err(|e| StageError::new(format!("cannot read the stage state: {e}")))?;
+        let stored = self
+            .services
+            .state_get()
+            .map_err(|e| StageError::new(format!("cannot read the stage state: {e}")))?;
         let value = crate::state::parse_state::<S>(stored.as_deref())?;
         Ok(crate::Versioned::new(value, stored, *self))
     }
 
     pub(crate) fn state_put(&self, text: &str) -> Result<(), StageError> {
-        match self.services {
-            Services::Local(h) => h.state_put(text),
-            Services::Plugin(h) => h.state_put(text),
-        }
-        .map_err(|e| StageError::new(format!("cannot write the stage state: {e}")))
+        self.services
+            .state_put(text)
+            .map_err(|e| StageError::new(format!("cannot write the stage state: {e}")))
     }
 }

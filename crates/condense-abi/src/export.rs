@@ -11,7 +11,7 @@ use crate::boundary::{
 use crate::config::{build_stage, metadata_of};
 use crate::context::{Context, RunContext, RunFlags, Signal};
 use crate::ffi::{FfiBlock, FfiConversation, FfiMessage};
-use crate::sdk::{Input, Stage, StageError, StageReport, SummaryRequest};
+use crate::sdk::{Host, Input, Stage, StageError, StageReport, SummaryRequest};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
@@ -69,10 +69,11 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, StageError>) -> RResult<T, RString> 
     }
 }
 
-/// The plugin-side view of the host services: the FFI object, read through
-/// [`Context`](crate::Context). A crate-private trait only so that the context can hold it
-/// without naming the FFI object's lifetimes; stages never see it.
-pub(crate) trait RemoteHost {
+/// What a [`Context`](crate::Context) calls: any [`Host`] of this process (by the blanket
+/// impl below), or the host across the boundary ([`PluginHost`]). Crate-private: stages see
+/// the context's methods, hosts implement [`Host`]; this only lets the context hold either
+/// without naming the FFI object's lifetimes.
+pub(crate) trait Services {
     fn count_tokens(&self, text: &str) -> usize;
     fn count_block(&self, block: &Block) -> usize;
     fn store_put(&self, bytes: &[u8]) -> Result<String, String>;
@@ -82,9 +83,34 @@ pub(crate) trait RemoteHost {
     fn summarize(&self, request: SummaryRequest) -> Result<String, String>;
 }
 
+impl<H: Host> Services for H {
+    fn count_tokens(&self, text: &str) -> usize {
+        Host::count_tokens(self, text)
+    }
+    fn count_block(&self, block: &Block) -> usize {
+        Host::count_block(self, block)
+    }
+    fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
+        Host::store_put(self, bytes)
+    }
+    fn store_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        Host::store_get(self, key)
+    }
+    fn state_get(&self) -> Result<Option<String>, String> {
+        Host::state_get(self)
+    }
+    fn state_put(&self, state: &str) -> Result<(), String> {
+        Host::state_put(self, state)
+    }
+    fn summarize(&self, request: SummaryRequest) -> Result<String, String> {
+        Host::summarize(self, request)
+    }
+}
+
+/// The plugin-side view of the host services: the FFI object.
 struct PluginHost<'r, 'a, 'b>(&'r FfiHost_TO<'a, RRef<'b, ()>>);
 
-impl RemoteHost for PluginHost<'_, '_, '_> {
+impl Services for PluginHost<'_, '_, '_> {
     fn count_tokens(&self, text: &str) -> usize {
         self.0.count_tokens(RStr::from_str(text)) as usize
     }

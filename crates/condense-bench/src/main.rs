@@ -16,6 +16,7 @@ use std::path::PathBuf;
 mod gen;
 mod peers;
 mod process;
+mod profile;
 mod proxy;
 mod scaling;
 mod speed;
@@ -31,7 +32,7 @@ fn bench_host(kind: TokenizerKind) -> MemoryHost {
 }
 
 /// The command line: `[RUNS] [--python PATH]`, or a mode first (`issue13`, `scaling`, the
-/// `profile-*` modes below).
+/// `profile-*` modes of `profile.rs`).
 struct Options {
     /// Runs per figure (the median is taken).
     runs: usize,
@@ -61,22 +62,8 @@ fn main() -> Result<()> {
     match std::env::args().nth(1).as_deref() {
         // Only issue 13's figures (the last part of a full run).
         Some("issue13") => return speed::run(opts.runs, opts.python.as_deref(), memory()?),
-        // `condense-bench profile-count [FILE]`: cold counts of FILE (by default the shipped
-        // Claude Code session) in a loop, for a profiler; prints the median of 3,000.
-        Some("profile-count") => {
-            let path = std::env::args().nth(2).map_or_else(
-                || repo().join("examples/claude-code-session.jsonl"),
-                PathBuf::from,
-            );
-            let bytes = std::fs::read(&path).with_context(|| path.display().to_string())?;
-            let doc = read(&bytes, "input", &ReadOptions::default())?;
-            let t = median_ms(3000, || {
-                let counter = TokenCounter::new(TokenizerKind::O200k);
-                let _ = counter.count_conversations(doc.conversations());
-            });
-            println!("cold count: {t:.4} ms");
-            return Ok(());
-        }
+        // The `profile-*` modes (module `profile`): one piece of work in a loop, for a profiler.
+        Some(mode) if mode.starts_with("profile-") => return profile::run(mode),
         // Only the `condense serve` figures (issue 14).
         Some("proxy") => return proxy::run(opts.runs),
         // Only the scaling table: every stage at 1x, 2x, 4x (CONDENSE_BENCH_ONLY=a,b narrows).
@@ -112,88 +99,8 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// The throughput figures (issues 2-6) and the `profile-*` modes.
+/// The throughput figures (issues 2-6).
 fn figures(runs: usize) -> Result<()> {
-    // `condense-bench profile-rerun PLUGIN[,PLUGIN...]`: that pipeline (default configs) rerun
-    // on the 1M-token conversation with the same store, in a loop, for a profiler;
-    // `profile-first PLUGIN[,...]`: the same, each run on a fresh store (first runs).
-    let mode = std::env::args().nth(1);
-    if matches!(mode.as_deref(), Some("profile-rerun" | "profile-first")) {
-        let fresh = mode.as_deref() == Some("profile-first");
-        let plugins = std::env::args()
-            .nth(2)
-            .unwrap_or_else(|| "autocompact".into());
-        let toml: String = plugins
-            .split(',')
-            .map(|p| format!("[[stage]]\nplugin = \"{p}\"\n\n"))
-            .collect();
-        let counter = TokenCounter::new(TokenizerKind::O200k);
-        let big = generated_conversation(1_000_000, &counter);
-        let loaded = LoadedPipeline::load(Pipeline::parse(&toml, "profile", None)?)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let opts = RunOptions {
-            now_ms: Some(1_893_456_000_000),
-            format: "anthropic".into(),
-            ..Default::default()
-        };
-        let session = session_key(&big, "", None);
-        let dir = tempfile::tempdir()?;
-        let run = |at: &std::path::Path| -> Result<()> {
-            let store = condense_store::Store::open(at)?;
-            loaded
-                .run(big.clone(), &store, &session, &opts)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok(())
-        };
-        run(dir.path())?;
-        let (n, what) = if fresh {
-            (10, "first run (a fresh store each time)")
-        } else {
-            (100, "rerun")
-        };
-        let mut k = 0;
-        let t = median_ms(n, || {
-            k += 1;
-            let at = if fresh {
-                dir.path().join(format!("s{k}"))
-            } else {
-                dir.path().to_path_buf()
-            };
-            let _ = run(&at);
-        });
-        println!("{what} of {plugins}: {t:.3} ms (a clone of the input included)");
-        return Ok(());
-    }
-    // `condense-bench profile-warm`: only the warm count, in a loop, for a profiler.
-    if std::env::args().nth(1).as_deref() == Some("profile-warm") {
-        let counter = TokenCounter::new(TokenizerKind::O200k);
-        let big = generated_conversation(1_000_000, &counter);
-        let _ = counter.count_conversation(&big);
-        let t = median_ms(2000, || {
-            let _ = counter.count_conversation(&big);
-        });
-        println!("warm count: {t:.3} ms");
-        return Ok(());
-    }
-    // `condense-bench profile-boundary [MODE]`: only one test-faulty stage (noop, read or
-    // echo), in a loop.
-    if std::env::args().nth(1).as_deref() == Some("profile-boundary") {
-        let mode = std::env::args()
-            .nth(2)
-            .unwrap_or_else(|| "noop".to_string());
-        let counter = TokenCounter::new(TokenizerKind::O200k);
-        let big = generated_conversation(1_000_000, &counter);
-        let plugin = Plugin::load(&test_plugin_path()).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let stage = plugin
-            .instantiate(&format!("mode = \"{mode}\""))
-            .map_err(|e| anyhow::anyhow!(e))?;
-        let host = bench_host(TokenizerKind::O200k);
-        let t = median_ms(300, || {
-            let _ = stage.apply(&big, &host.run, &host);
-        });
-        println!("{mode} stage: {t:.3} ms");
-        return Ok(());
-    }
     let kind = TokenizerKind::O200k;
     println!("condense benchmarks: medians of {runs} runs, release build, tokenizer {kind}\n");
     println!("| benchmark | median | throughput / ratio |\n|---|---|---|");

@@ -42,6 +42,20 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap_or_default()
 }
 
+/// `condense compress INPUT --store STORE --out OUT` at the bench's fixed time.
+fn compress(input: &Path, store: &Path, out: &Path) -> Result<std::process::Command> {
+    condense(&[
+        "compress",
+        s(input),
+        "--store",
+        s(store),
+        "--out",
+        s(out),
+        "--now",
+        NOW,
+    ])
+}
+
 /// A first `condense compress` of `input` on a fresh store (removed before each run).
 fn cold_compress(runs: usize, input: &Path, store: &Path, out: &Path) -> Result<Finished> {
     process::median(
@@ -52,18 +66,7 @@ fn cold_compress(runs: usize, input: &Path, store: &Path, out: &Path) -> Result<
             }
             Ok(())
         },
-        |_| {
-            condense(&[
-                "compress",
-                s(input),
-                "--store",
-                s(store),
-                "--out",
-                s(out),
-                "--now",
-                NOW,
-            ])
-        },
+        |_| compress(input, store, out),
     )
 }
 
@@ -161,30 +164,9 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
             if store.exists() {
                 std::fs::remove_dir_all(&store)?;
             }
-            let mut once = condense(&[
-                "compress",
-                s(&f1),
-                "--store",
-                s(&store),
-                "--out",
-                s(&out),
-                "--now",
-                NOW,
-            ])?;
-            process::run(&mut once).map(|_| ())
+            process::run(&mut compress(&f1, &store, &out)?).map(|_| ())
         },
-        |_| {
-            condense(&[
-                "compress",
-                s(&fp),
-                "--store",
-                s(&store),
-                "--out",
-                s(&out),
-                "--now",
-                NOW,
-            ])
-        },
+        |_| compress(&fp, &store, &out),
     )?;
     let stats_small = process::median(runs.max(21), |_| Ok(()), |_| condense(&["stats", s(&ft)]))?;
     println!(

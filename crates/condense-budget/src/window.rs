@@ -295,6 +295,18 @@ pub enum Level {
     Critical,
 }
 
+impl Level {
+    /// The level's name, as reports spell it (`normal`, `elevated`, `warning`, `critical`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Normal => "normal",
+            Level::Elevated => "elevated",
+            Level::Warning => "warning",
+            Level::Critical => "critical",
+        }
+    }
+}
+
 /// Where a conversation stands against its window. Serializes to JSON for reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Budget {
@@ -562,5 +574,20 @@ mod tests {
         assert_eq!(v["level"], "normal");
         assert_eq!(v["available"], 200_000 - 30 - 20_000);
         assert_eq!(v["autocompact_threshold"], 167_000);
+    }
+
+    #[test]
+    fn level_names_are_the_report_names() {
+        for level in [
+            Level::Normal,
+            Level::Elevated,
+            Level::Warning,
+            Level::Critical,
+        ] {
+            assert_eq!(
+                serde_json::to_value(level).unwrap(),
+                serde_json::Value::from(level.as_str())
+            );
+        }
     }
 }

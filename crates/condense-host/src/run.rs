@@ -139,7 +139,7 @@ impl LoadedPipeline {
     /// Finds, loads and configures every enabled stage's plugin.
     pub fn load(pipeline: Pipeline) -> Result<LoadedPipeline, HostError> {
         let dirs = search_dirs(&pipeline.plugin_dirs);
-        Self::build(pipeline, |pipeline, spec| {
+        Self::build(pipeline, |pipeline, spec, config| {
             let path = find_plugin(&spec.plugin, pipeline.base_dir.as_deref(), &dirs).map_err(
                 |source| HostError::Find {
                     stage: spec.name.clone(),
@@ -150,14 +150,7 @@ impl LoadedPipeline {
                 stage: spec.name.clone(),
                 source,
             })?;
-            let stage =
-                plugin
-                    .instantiate(&config_text(spec)?)
-                    .map_err(|message| HostError::Config {
-                        stage: spec.name.clone(),
-                        message: pipeline.locate_config_error(spec, &message),
-                    })?;
-            Ok((Some(path), stage))
+            Ok((Some(path), plugin.instantiate(config)))
         })
     }
 
@@ -168,25 +161,26 @@ impl LoadedPipeline {
         pipeline: Pipeline,
         stage: impl Fn(&str, &str) -> Result<LoadedStage, String>,
     ) -> Result<LoadedPipeline, HostError> {
-        Self::build(pipeline, |pipeline, spec| {
-            let built =
-                stage(&spec.plugin, &config_text(spec)?).map_err(|message| HostError::Config {
-                    stage: spec.name.clone(),
-                    message: pipeline.locate_config_error(spec, &message),
-                })?;
-            Ok((None, built))
+        Self::build(pipeline, |_, spec, config| {
+            Ok((None, stage(&spec.plugin, config)))
         })
     }
 
-    /// The pipeline with each enabled stage made by `make`, the counter and the summarizer.
+    /// The pipeline with each enabled stage made by `make` from its config text (a refused
+    /// config becomes [`HostError::Config`], placed in the pipeline file), the counter and the
+    /// summarizer.
     fn build(
         pipeline: Pipeline,
-        make: impl Fn(&Pipeline, &StageSpec) -> Result<(Option<PathBuf>, LoadedStage), HostError>,
+        make: impl Fn(&Pipeline, &StageSpec, &str) -> Result<MadeStage, HostError>,
     ) -> Result<LoadedPipeline, HostError> {
         let mut stages = Vec::new();
         for spec in &pipeline.stages {
             let (path, stage) = if spec.enabled {
-                let (path, stage) = make(&pipeline, spec)?;
+                let (path, stage) = make(&pipeline, spec, &config_text(spec)?)?;
+                let stage = stage.map_err(|message| HostError::Config {
+                    stage: spec.name.clone(),
+                    message: pipeline.locate_config_error(spec, &message),
+                })?;
                 (path, Some(stage))
             } else {
                 (None, None)
@@ -502,6 +496,10 @@ impl LoadedPipeline {
         }
     }
 }
+
+/// A stage as [`LoadedPipeline::build`]'s maker makes it: the library it came from (none for
+/// an in-process stage), and the stage or its refusal of the config (the plugin's own words).
+type MadeStage = (Option<PathBuf>, Result<LoadedStage, String>);
 
 /// A stage's `[stage.config]` table as the TOML text the plugin parses. Serializing a table
 /// read from TOML does not fail in practice; if it did, saying so beats handing the stage an

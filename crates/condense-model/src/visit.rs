@@ -24,6 +24,7 @@
 
 use crate::{Block, Conversation, Role, ToolResult};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Where a tool result sits and which tool made it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -70,12 +71,13 @@ pub struct ToolResultMut<'c> {
 impl Conversation {
     /// Every top-level tool result, in message order (see the [module docs](crate::visit)).
     pub fn tool_results(&self) -> impl Iterator<Item = ToolResultRef<'_>> {
-        let names = self.tool_names_by_id();
+        // Shared by every message's inner iterator: one map for the walk, not one per message.
+        let names = Rc::new(self.tool_names_by_id());
         self.messages
             .iter()
             .enumerate()
             .flat_map(move |(mi, message)| {
-                let names = names.clone();
+                let names = Rc::clone(&names);
                 message
                     .content
                     .blocks

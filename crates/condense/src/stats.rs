@@ -554,8 +554,7 @@ fn render_budget(o: &mut String, s: &Stats) {
         o,
         "  utilization              {:>11.1}%  ({})",
         b.utilization * 100.0,
-        // The level's name as the JSON report spells it (`rename_all = "lowercase"`).
-        format!("{:?}", b.level).to_lowercase()
+        b.level.as_str()
     );
     let _ = writeln!(
         o,

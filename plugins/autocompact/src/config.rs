@@ -15,11 +15,9 @@ pub struct PinRule {
     pub regex: Option<String>,
 }
 
-/// The stage's `[stage.config]`.
-///
-/// `threshold_pct` is declared last: keys are listed in declaration order, and the optional key
-/// has always come after the others. The config hash kept in the state is computed over the
-/// keys in their earlier order, see [`Config::canonical_json`].
+/// The stage's `[stage.config]`. Its compact JSON, in declaration order, is hashed into the
+/// state's `config_hash` (a change resets the circuit breaker): reordering the fields resets
+/// every stored breaker once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, condense_abi::StageConfig)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -29,6 +27,10 @@ pub struct Config {
     /// The threshold is the effective window (window - min(max output, 20,000)) minus
     /// this: 167,000 for a 200k window.
     pub buffer_tokens: usize,
+    /// Optional: the threshold as this fraction of the effective window instead, lower or
+    /// higher than the default, in 0.5..=0.98.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold_pct: Option<f64>,
     /// API turns that must pass between two compactions (force:autocompact overrides).
     /// An API turn is one API round: an assistant response with the tool results that
     /// answer it, opened by the user prompt it answers when there is one (every model
@@ -54,10 +56,6 @@ pub struct Config {
     pub pin_budget_tokens: usize,
     /// Each pinned item is cut to this many tokens.
     pub pin_max_tokens: usize,
-    /// Optional: the threshold as this fraction of the effective window instead, lower or
-    /// higher than the default, in 0.5..=0.98.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub threshold_pct: Option<f64>,
 }
 
 impl Default for Config {
@@ -65,6 +63,7 @@ impl Default for Config {
         Config {
             enabled: true,
             buffer_tokens: BudgetConfig::DEFAULT_AUTOCOMPACT_BUFFER,
+            threshold_pct: None,
             min_turns_between: 2,
             max_consecutive_failures: 3,
             summary_max_tokens: BudgetConfig::DEFAULT_SUMMARY_OUTPUT_CAP,
@@ -74,34 +73,7 @@ impl Default for Config {
             pin: Vec::new(),
             pin_budget_tokens: 25_000,
             pin_max_tokens: 5_000,
-            threshold_pct: None,
         }
-    }
-}
-
-impl Config {
-    /// The config as compact JSON with `threshold_pct` (when set) right after
-    /// `buffer_tokens`, where it was declared when the states now stored were written: the
-    /// hash of this text is the state's `config_hash`, and a different hash resets the circuit
-    /// breaker, so moving the field must not change it.
-    pub fn canonical_json(&self) -> Result<String, serde_json::Error> {
-        let serde_json::Value::Object(fields) = serde_json::to_value(self)? else {
-            // A struct always serializes to an object; anything else is hashed as it is.
-            return serde_json::to_string(self);
-        };
-        let mut ordered = serde_json::Map::new();
-        let pct = fields.get("threshold_pct").cloned();
-        for (key, value) in fields {
-            if key == "threshold_pct" {
-                continue;
-            }
-            let after_buffer = key == "buffer_tokens";
-            ordered.insert(key, value);
-            if let (true, Some(pct)) = (after_buffer, &pct) {
-                ordered.insert("threshold_pct".to_string(), pct.clone());
-            }
-        }
-        serde_json::to_string(&serde_json::Value::Object(ordered))
     }
 }
 
@@ -111,14 +83,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_canonical_json_keeps_the_order_config_hashes_were_made_with() {
+    fn the_hashed_json_keeps_the_order_stored_config_hashes_were_made_with() {
         let config = Config {
             threshold_pct: Some(0.85),
             read_tools: vec!["Read".into()],
             ..Config::default()
         };
         assert_eq!(
-            config.canonical_json().unwrap(),
+            serde_json::to_string(&config).unwrap(),
             r#"{"enabled":true,"buffer_tokens":13000,"threshold_pct":0.85,"min_turns_between":2,"max_consecutive_failures":3,"summary_max_tokens":20000,"restore_files":5,"restore_file_max_tokens":5000,"read_tools":["Read"],"pin":[],"pin_budget_tokens":25000,"pin_max_tokens":5000}"#
         );
         let unset = Config {
@@ -126,7 +98,7 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(
-            unset.canonical_json().unwrap(),
+            serde_json::to_string(&unset).unwrap(),
             r#"{"enabled":true,"buffer_tokens":13000,"min_turns_between":2,"max_consecutive_failures":3,"summary_max_tokens":20000,"restore_files":5,"restore_file_max_tokens":5000,"read_tools":[],"pin":[],"pin_budget_tokens":25000,"pin_max_tokens":5000}"#
         );
     }

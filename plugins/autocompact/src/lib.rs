@@ -229,7 +229,7 @@ impl Stage for Autocompact {
                 }
             }
         }
-        let canonical = config.canonical_json()?;
+        let canonical = serde_json::to_string(&config)?;
         let config_hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()));
         Ok(Autocompact {
             config,

@@ -45,7 +45,7 @@ pub fn strip(block: &mut Block, cx: &Context<'_>) -> Result<Stripped, StageError
     let dims_text = dims.map_or(String::new(), |(w, h)| format!(", {w}x{h}"));
     let detail = format!(
         "{media_type}, {decoded} bytes decoded{dims_text}; stored under key {key}",
-        decoded = crate::markers::thousands(decoded)
+        decoded = condense_text::thousands(decoded)
     );
     let extra = image.extra.clone();
     *block = Block::Text(TextBlock {

@@ -1,11 +1,10 @@
-//! The texts snip writes in place of what it removes, how it recognises them again, and small
-//! text helpers.
+//! The texts snip writes in place of what it removes, and how it recognises them again.
 //!
 //! Recognising its own output is what makes the stage idempotent without any state: a
 //! duplicate marker, a truncated text and an image marker are never processed again.
 
 use crate::Keep;
-pub use condense_text::{plural, thousands, utf8_prefix, utf8_suffix};
+use condense_text::{thousands, utf8_prefix, utf8_suffix};
 
 /// Every duplicate marker starts with this.
 pub const DUPLICATE_PREFIX: &str = "[Duplicate file content, see ";

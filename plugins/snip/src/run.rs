@@ -1,14 +1,13 @@
 //! One run of the stage: plan the tool result changes, apply them, strip images, report.
 
 use crate::images::{self, Stripped};
-use crate::markers::{
-    duplicate_marker, is_snip_output, plural, thousands, truncated_text, utf8_prefix, utf8_suffix,
-};
+use crate::markers::{duplicate_marker, is_snip_output, truncated_text};
 use crate::scan::{first_unanswered, payload_text, protected_ids, replace_payload};
 use crate::{Config, Keep};
 use condense_abi::{Context, StageError, StageEvent, StageOutput, StageReport};
 use condense_model::{Block, Conversation, Role, ToolResultAt};
 use condense_retain::error_line;
+use condense_text::{plural, thousands, utf8_prefix, utf8_suffix};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Where a changed block sits: message index, block index (a tool result, or an image in a

@@ -4,7 +4,7 @@
 //! SQLite replays or removes them); expand with a wrong or damaged store; two sessions whose
 //! names differ only by characters the store cleans.
 
-use crate::support::{assert_expands_to, bin, condense, fixture};
+use crate::support::{assert_expands_to, bin, condense, copy_dir, fixture};
 use condense_fuzz::binary::{Binary, NOW, PIPELINE};
 use condense_fuzz::kill::{kill_loop, COMPRESS};
 use std::path::Path;
@@ -92,19 +92,6 @@ impl Compressed {
         let line = run.one_line_failure(1).to_string();
         assert!(!Path::new(&back).exists(), "{what}: {back} written");
         line
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let p = entry.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
     }
 }
 

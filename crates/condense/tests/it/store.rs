@@ -4,23 +4,9 @@
 //! exactly; a new process reuses the token counts of the session's earlier runs.
 
 use crate::kill::session_named;
-use crate::support::{assert_expands_to, bin, condense, fixture};
+use crate::support::{assert_expands_to, bin, condense, copy_dir, fixture};
 use condense_fuzz::binary::{NOW, PIPELINE};
-use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let p = entry.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
 
 #[test]
 fn a_first_layout_store_expands_exactly_and_is_migrated() {
@@ -31,19 +17,12 @@ fn a_first_layout_store_expands_exactly_and_is_migrated() {
     assert!(store.join("blobs").is_dir() && store.join("state").is_dir());
     let d = |p: &str| dir.path().join(p).display().to_string();
     let out = v1.join("out.jsonl");
-    let run = condense(&[
-        "expand",
-        out.to_str().unwrap(),
-        "--store",
-        store.to_str().unwrap(),
-        "--out",
-        &d("back.jsonl"),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
     let input = std::fs::read(v1.join("in.jsonl")).unwrap();
-    assert!(
-        std::fs::read(d("back.jsonl")).unwrap() == input,
-        "not exact"
+    assert_expands_to(
+        out.to_str().unwrap(),
+        store.to_str().unwrap(),
+        &d("back.jsonl"),
+        &input,
     );
     // Migrated: the database holds it all, the old folders are gone.
     assert!(store.join(condense_store::DB_FILE).is_file());

@@ -65,6 +65,20 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// Copies the folder `from` into `to`, recursively (a fixture store to a scratch place).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
 /// `condense expand OUT --store STORE --out BACK` succeeds and BACK is `expected`, byte for byte.
 pub fn assert_expands_to(out: &str, store: &str, back: &str, expected: &[u8]) {
     let run = condense(&["expand", out, "--store", store, "--out", back]);

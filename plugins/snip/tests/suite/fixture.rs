@@ -4,6 +4,7 @@ use crate::support::{png, summary};
 use condense_model::render::render;
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolResult};
 use condense_testing::{run, stage, tool_result, tool_use, MemoryHost};
+use condense_text::thousands;
 use serde_json::json;
 use snip::Snip;
 
@@ -287,7 +288,7 @@ fn each_rule_in_detail() {
     assert!(japanese(180).starts_with(head));
     assert!(t9.ends_with(&format!(
         "[truncated, {} total chars, store key {}]",
-        crate::fixture::thousands(japanese(180).chars().count()),
+        thousands(japanese(180).chars().count()),
         host.store
             .borrow()
             .iter()
@@ -330,13 +331,9 @@ fn each_rule_in_detail() {
         out.report.notes[0],
         format!(
             "3 duplicate tool results, 2 truncated, 2 images; {} tokens freed",
-            crate::fixture::thousands(sum)
+            thousands(sum)
         )
     );
-}
-
-pub fn thousands(n: usize) -> String {
-    snip::markers::thousands(n)
 }
 
 #[test]
