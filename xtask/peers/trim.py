@@ -22,6 +22,12 @@ from langchain_core.messages import (
 )
 
 
+def as_args(value):
+    """A tool call's input as LangChain wants its args: an object (a Codex custom tool's input,
+    an apply_patch text, is a string: it goes under "input")."""
+    return value if isinstance(value, dict) else {"input": value}
+
+
 def to_langchain(messages):
     """Anthropic messages as LangChain messages: a user's tool results become tool messages."""
     out = []
@@ -31,7 +37,7 @@ def to_langchain(messages):
             blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
             text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
             calls = [
-                {"name": b["name"], "args": b.get("input", {}), "id": b["id"]}
+                {"name": b["name"], "args": as_args(b.get("input", {})), "id": b["id"]}
                 for b in blocks
                 if b.get("type") == "tool_use"
             ]

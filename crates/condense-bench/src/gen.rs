@@ -112,7 +112,13 @@ pub(crate) fn turn(i: usize) -> [Message; 3] {
 pub(crate) fn anthropic_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
     const SEED: &[u8] =
         br#"{"model": "claude-sonnet-4-5", "max_tokens": 32000, "messages": [{"role": "user", "content": "hi"}]}"#;
-    let mut doc = condense_formats::read(SEED, "seed", &condense_formats::ReadOptions::default())?;
+    // Said, not detected: the seed reads as an OpenAI Chat body too, whose writer has no place
+    // for a tool result block (it became an opaque part, which no stage touches).
+    let anthropic = condense_formats::ReadOptions {
+        format: Some(condense_model::Format::Anthropic),
+        ..Default::default()
+    };
+    let mut doc = condense_formats::read(SEED, "seed", &anthropic)?;
     let mut conv = conv.clone();
     // Event lines are never sent to the model (nor counted); a request body has no place for
     // them, nor for another format's per-message fields (a Claude Code line's wrapper).
@@ -186,6 +192,15 @@ mod tests {
             counter.count_conversation(&conv).total as f64,
         );
         assert!((1.0..1.1).contains(&(read / made)), "{read} vs {made}");
+        // Every block reads back as the kind it was made as (tool calls and results included),
+        // so the stages have the same work in the file as in memory.
+        let kinds = |c: &Conversation| -> Vec<std::mem::Discriminant<Block>> {
+            c.messages
+                .iter()
+                .flat_map(|m| m.content.blocks.iter().map(std::mem::discriminant))
+                .collect()
+        };
+        assert_eq!(kinds(back), kinds(&conv));
         let appended = turn(conv.messages.len() / 3);
         assert_eq!(appended[0].role, Role::User);
     }

@@ -73,7 +73,7 @@ pub(crate) fn read_block(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block
         }
         "tool_result" => {
             let tool_use_id = require_string(&mut map, "tool_use_id", ctx, ptr)?;
-            let content_ptr = format!("{ptr}/content");
+            let content_ptr = crate::json::child(ptr, "content");
             let content =
                 read_content(take(&mut map, "content"), ctx, &content_ptr, &mut |v, p| {
                     read_block(v, ctx, p)
@@ -206,7 +206,7 @@ pub(crate) fn read_role_and_content(
     };
     let keys = keys_of(map);
     take(map, "role");
-    let content_ptr = format!("{ptr}/content");
+    let content_ptr = crate::json::child(ptr, "content");
     let content = read_content(take(map, "content"), ctx, &content_ptr, &mut |v, p| {
         read_block(v, ctx, p)
     })?;

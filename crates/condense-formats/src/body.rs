@@ -33,11 +33,9 @@ pub(crate) fn read_messages(
     ctx: &Ctx<'_>,
     ptr: &str,
 ) -> Result<Vec<Message>> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| (codec.read)(item, i, ctx, &format!("{ptr}/{i}")))
-        .collect()
+    crate::parallel::read_all(items, ctx, |item, i, ctx| {
+        (codec.read)(item, i, ctx, &crate::json::child_at(ptr, i))
+    })
 }
 
 /// Reads a bare message list into a conversation.

@@ -46,6 +46,10 @@ struct Marker<'t> {
 
 /// `[name] Result:` or `[name for '…'] Result:` as the first line of `text`.
 fn marker(text: &str) -> Option<Marker<'_>> {
+    // What the first line must start with, checked before looking for its end.
+    if !text.starts_with('[') {
+        return None;
+    }
     let line_end = text.find('\n').unwrap_or(text.len());
     let line = text[..line_end].trim_end();
     let inner = line.strip_prefix('[')?.strip_suffix("] Result:")?;
@@ -71,10 +75,19 @@ pub(crate) fn is_history(messages: &[Value]) -> bool {
         {
             return false;
         }
+        // The markers first: most user messages have none, and then the call's texts are not
+        // joined.
+        let names: Vec<&str> = texts_of(result)
+            .filter_map(marker)
+            .map(|m| m.name)
+            .collect();
+        if names.is_empty() {
+            return false;
+        }
         let said = texts_of(call).collect::<Vec<_>>().join("\n");
-        texts_of(result).filter_map(marker).any(|m| {
-            said.contains(&format!("<{}>", m.name)) && said.contains(&format!("</{}>", m.name))
-        })
+        names
+            .iter()
+            .any(|name| said.contains(&format!("<{name}>")) && said.contains(&format!("</{name}>")))
     })
 }
 

@@ -72,11 +72,38 @@ pub(crate) struct Placed {
 }
 
 pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
+    let mut doc = read_text(bytes, source, opts)?;
+    let start = if doc.bom { BOM.len() } else { 0 };
+    let body = &bytes[start..start + doc.source.body_len];
+    doc.source.text = match std::str::from_utf8(body) {
+        Ok(text) => text.to_owned(),
+        // Unreachable: `read_text` checked these bytes, and the span ends before the tail.
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    Ok(doc)
+}
+
+/// [`read`], keeping `bytes` as the document's text instead of a copy of them.
+pub(crate) fn read_owned(mut bytes: Vec<u8>, source: &str, opts: &ReadOptions) -> Result<Document> {
+    let mut doc = read_text(&bytes, source, opts)?;
+    let start = if doc.bom { BOM.len() } else { 0 };
+    bytes.truncate(start + doc.source.body_len);
+    bytes.drain(..start);
+    doc.source.text = String::from_utf8(bytes)
+        // Unreachable: `read_text` checked these bytes, and the span ends before the tail.
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Ok(doc)
+}
+
+const BOM: &str = "\u{feff}";
+
+/// Reads a document whose source text is still to be filled in (its length is known).
+fn read_text(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
     let source = if source == "-" { "<stdin>" } else { source };
     let notes = Notes::default();
     let ctx = Ctx::with_notes(source, &notes);
     let (text, cut_char) = utf8(bytes, &ctx)?;
-    let (text, bom) = match text.strip_prefix('\u{feff}') {
+    let (text, bom) = match text.strip_prefix(BOM) {
         Some(rest) => (rest, true),
         None => (text, false),
     };
@@ -113,7 +140,6 @@ pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Doc
         doc.tail.extend_from_slice(cut_char);
     }
     doc.warnings.extend(notes.into_warnings());
-    doc.source.finish(&doc.conversations);
     Ok(doc)
 }
 
@@ -151,12 +177,16 @@ fn read_auto(
             Ok(lines) => lines,
             // A JSONL name on a pretty-printed JSON file: read it as JSON.
             Err(line_err) => match serde_json::from_str::<Value>(text) {
-                Ok(root) => return json_document(root, text, select, format, ctx),
+                Ok(root) => {
+                    let finder = scan::Finder::default();
+                    return json_document(root, finder, text, select, format, ctx);
+                }
                 Err(_) => return Err(line_err),
             },
         }
     } else {
-        match serde_json::from_str::<Value>(text) {
+        let (parsed, finder) = parse_scanning(text);
+        match parsed {
             Ok(root) => {
                 let session = match &root {
                     _ if !guess => None,
@@ -174,7 +204,7 @@ fn read_auto(
                     };
                     return session_document(session, one, ctx);
                 }
-                return json_document(root, text, select, format, ctx);
+                return json_document(root, finder, text, select, format, ctx);
             }
             Err(e) if !lines::first_line_parses(text) => return Err(ctx.invalid_json(&e)),
             Err(_) => lines::parse(text, ctx)?,
@@ -218,10 +248,7 @@ fn session_document(format: Format, lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<D
         return Err(ctx.detect("the input is empty"));
     }
     let style = Style::lines(lines.body);
-    let mut source = Source {
-        text: lines.body.to_string(),
-        ..Source::default()
-    };
+    let mut source = Source::of_len(lines.body.len());
     let spans = lines.spans;
     let (conv, usage, layout) = if format == Format::Codex {
         let rollout = codex::read(lines.values, ctx)?;
@@ -253,8 +280,30 @@ fn session_document(format: Format, lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<D
     Ok(doc)
 }
 
+/// Texts from this size are parsed on every core ([`crate::parallel::parse`]); below it, starting
+/// threads costs more than it saves.
+pub(crate) const PARALLEL_FROM: usize = 64 * 1024;
+
+/// serde_json's value of a whole JSON text, and a [`scan::Finder`] holding its root's members (or
+/// elements): the spans [`place`] looks up then cost nothing more. A large text is scanned first
+/// and its long arrays parsed on every core; when that cannot be done (a text that does not
+/// parse, or nests too deep), serde_json parses the whole text as usual.
+fn parse_scanning(text: &str) -> (serde_json::Result<Value>, scan::Finder) {
+    let mut finder = scan::Finder::default();
+    if text.len() < PARALLEL_FROM || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+    {
+        return (serde_json::from_str(text), finder);
+    }
+    finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
+    match crate::parallel::parse(text, &finder) {
+        Some(root) => (Ok(root), finder),
+        None => (serde_json::from_str(text), finder),
+    }
+}
+
 fn json_document(
     root: Value,
+    mut finder: scan::Finder,
     text: &str,
     select: Option<&Select>,
     format: Option<Format>,
@@ -264,14 +313,11 @@ fn json_document(
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
     let (mut root, conversations) = take_conversations(root, slots, format, ctx)?;
-    let mut source = Source {
-        text: text.to_string(),
-        ..Source::default()
-    };
+    let mut source = Source::of_len(text.len());
     place(
         &mut root,
-        text,
-        0..text.len(),
+        &mut finder,
+        (text, 0..text.len()),
         format,
         0,
         &conversations,
@@ -306,10 +352,7 @@ fn lines_document(
     let mut roots = Vec::with_capacity(found.len());
     let mut conversations = Vec::new();
     let mut labels = Vec::new();
-    let mut source = Source {
-        text: lines.body.to_string(),
-        ..Source::default()
-    };
+    let mut source = Source::of_len(lines.body.len());
     for ((n, root, slots), span) in found.into_iter().zip(&spans) {
         let many = slots.len() > 1;
         for slot in &slots {
@@ -323,8 +366,8 @@ fn lines_document(
         let first = conversations.len();
         place(
             &mut root,
-            lines.body,
-            span.clone(),
+            &mut scan::Finder::default(),
+            (lines.body, span.clone()),
             format,
             first,
             &convs,
@@ -471,20 +514,22 @@ impl Document {
 
 /// Finds where a root and its conversations' messages are in `text` (the root at `span`), and
 /// adds each message's element as a unit of its conversation (conversations from `first` on).
-/// Anything not found leaves the spans unknown: the writer serializes that part.
+/// Anything not found leaves the spans unknown: the writer serializes that part. `finder` may
+/// hold a scan of the text already ([`parse_scanning`]).
 fn place(
     root: &mut Root,
-    text: &str,
-    span: Range<usize>,
+    finder: &mut scan::Finder,
+    (text, span): (&str, Range<usize>),
     format: Format,
     first: usize,
     conversations: &[Conversation],
     source: &mut Source,
 ) {
-    let Some(span) = scan::value(text.as_bytes(), span.start).filter(|s| s.end <= span.end) else {
+    // serde_json accepted exactly one value there: no need to scan for its end.
+    let span = scan::trimmed(text.as_bytes(), span);
+    if span.is_empty() {
         return;
-    };
-    let mut finder = scan::Finder::default();
+    }
     for (k, placed) in root.slots.iter_mut().enumerate() {
         placed.span = finder.pointer(text, span.clone(), &placed.pointer);
         placed.array = placed.span.clone().and_then(|at| match placed.body_keys {
@@ -495,13 +540,15 @@ fn place(
                 } else {
                     "messages"
                 };
-                scan::member(text, at, key).filter(|a| text.as_bytes()[a.start] == b'[')
+                finder
+                    .member(text, at, key)
+                    .filter(|a| text.as_bytes()[a.start] == b'[')
             }
         });
         placed.elements = placed
             .array
             .clone()
-            .and_then(|a| scan::elements(text.as_bytes(), a))
+            .and_then(|a| finder.elements(text, a))
             .unwrap_or_default();
         let Some(conv) = conversations.get(k) else {
             continue;

@@ -50,6 +50,29 @@ pub(crate) struct Ctx<'a> {
     notes: Option<&'a Notes>,
 }
 
+/// Where a [`Ctx`] is, without its notes (which stay on their thread).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Place<'a> {
+    source: &'a str,
+    line: Option<usize>,
+    noting: bool,
+}
+
+impl<'a> Place<'a> {
+    /// A context at this place noting into `notes` (nothing if the original noted nothing): a
+    /// reader on another thread notes there, and the original [`Ctx::absorb`]s them afterwards.
+    pub fn noting_into<'n>(self, notes: &'n Notes) -> Ctx<'n>
+    where
+        'a: 'n,
+    {
+        Ctx {
+            source: self.source,
+            line: self.line,
+            notes: self.noting.then_some(notes),
+        }
+    }
+}
+
 impl<'a> Ctx<'a> {
     pub fn new(source: &'a str) -> Self {
         Ctx {
@@ -86,6 +109,22 @@ impl<'a> Ctx<'a> {
     pub fn note_uncounted(&self, what: String) {
         if let Some(notes) = self.notes {
             notes.uncounted(what);
+        }
+    }
+
+    /// This place without its notes, to send to another thread ([`Place::noting_into`]).
+    pub fn place(&self) -> Place<'a> {
+        Place {
+            source: self.source,
+            line: self.line,
+            noting: self.notes.is_some(),
+        }
+    }
+
+    /// Takes over what another context noted, after what this one noted so far.
+    pub fn absorb(&self, other: Notes) {
+        if let Some(notes) = self.notes {
+            notes.absorb(other);
         }
     }
 

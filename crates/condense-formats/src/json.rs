@@ -16,6 +16,37 @@ pub(crate) const HINT_PREFIX: &str = "condense:";
 /// Hint: the object's original key order, when the writer's own order would differ.
 const HINT_ORDER: &str = "order";
 
+/// `ptr/token`: the JSON pointer one level down. Readers make one for every message and block
+/// (an error must be able to name it), so it is built without the formatting machinery.
+pub(crate) fn child(ptr: &str, token: &str) -> String {
+    let mut out = String::with_capacity(ptr.len() + 1 + token.len());
+    out.push_str(ptr);
+    out.push('/');
+    out.push_str(token);
+    out
+}
+
+/// `ptr/index`: [`child`] for an array element.
+pub(crate) fn child_at(ptr: &str, index: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = index;
+    loop {
+        at -= 1;
+        // A digit: `n % 10` is below 10.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(ptr.len() + 1 + digits.len() - at);
+    out.push_str(ptr);
+    out.push('/');
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out
+}
+
 /// Removes a key, keeping the order of the others.
 pub(crate) fn take(map: &mut Map, key: &str) -> Option<Value> {
     map.shift_remove(key)
@@ -217,7 +248,7 @@ pub(crate) fn read_content(
         Some(Value::Array(items)) => {
             let mut blocks = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
-                blocks.push(read_block(item, &format!("{ptr}/{i}"))?);
+                blocks.push(read_block(item, &child_at(ptr, i))?);
             }
             Ok(Content::blocks(blocks))
         }

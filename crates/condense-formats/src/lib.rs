@@ -115,6 +115,7 @@ mod lines;
 mod notes;
 mod openai;
 pub mod openhands;
+mod parallel;
 mod responses;
 mod scan;
 mod select;
@@ -201,6 +202,9 @@ impl Document {
 
     /// The conversations, to change in place (their number is fixed by the file).
     pub fn conversations_mut(&mut self) -> &mut [Conversation] {
+        // The texts are matched to the conversations as read: fingerprint those before any
+        // change.
+        self.source.finish(&self.conversations);
         &mut self.conversations
     }
 
@@ -226,6 +230,7 @@ impl Document {
     /// serialized in the input's style (pretty-printed with its indent, or compact with its
     /// separators; JSONL one object per line).
     pub fn write(&self) -> Result<Vec<u8>, FormatError> {
+        self.source.finish(&self.conversations);
         self.write_bytes()
     }
 
@@ -235,6 +240,7 @@ impl Document {
     /// Codex replacement-history item, a Responses `input` string) or read from none at all.
     /// When value-equal messages were read from several texts, the first one.
     pub fn original_text(&self, conv: usize, message: &condense_model::Message) -> Option<&str> {
+        self.source.finish(&self.conversations);
         self.source.original_text(conv, message)
     }
 
@@ -264,6 +270,16 @@ impl Document {
 /// Reads a file. `source` names it in errors (`-` is shown as `<stdin>`).
 pub fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document, FormatError> {
     container::read(bytes, source, opts)
+}
+
+/// [`read`] from bytes the document may keep: the text it holds to write back what no stage
+/// changed is then these bytes, not a copy of them.
+pub fn read_owned(
+    bytes: Vec<u8>,
+    source: &str,
+    opts: &ReadOptions,
+) -> Result<Document, FormatError> {
+    container::read_owned(bytes, source, opts)
 }
 
 /// The format [`read`] would pick for this input (reads it whole).

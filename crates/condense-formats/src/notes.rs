@@ -35,6 +35,17 @@ impl Notes {
         self.lines.borrow_mut().push(line);
     }
 
+    /// Adds what `other` noted after what these notes hold.
+    pub fn absorb(&self, other: Notes) {
+        for (what, n) in other.unknown.into_inner() {
+            *self.unknown.borrow_mut().entry(what).or_default() += n;
+        }
+        for (what, n) in other.uncounted.into_inner() {
+            *self.uncounted.borrow_mut().entry(what).or_default() += n;
+        }
+        self.lines.borrow_mut().extend(other.lines.into_inner());
+    }
+
     /// The warning lines: the other lines first, then one for the unknown roles and items, then
     /// one for the uncounted lines.
     pub fn into_warnings(self) -> Vec<String> {

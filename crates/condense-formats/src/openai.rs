@@ -10,9 +10,9 @@ use crate::anthropic;
 use crate::body::{verbatim_json, verbatim_message, write_event, MessageCodec, HINT_ROLE};
 use crate::error::Ctx;
 use crate::json::{
-    into_object, keys_of, leftover, merge_extra, merge_fields, raw_map, raw_value, read_content,
-    remember_order, require_string, set_hint, split_data_url, take, take_hint, take_string,
-    write_content, Map, Result,
+    child, child_at, into_object, keys_of, leftover, merge_extra, merge_fields, raw_map, raw_value,
+    read_content, remember_order, require_string, set_hint, split_data_url, take, take_hint,
+    take_string, write_content, Map, Result,
 };
 use condense_model::{
     Block, Content, ContentShape, Image, ImageSource, Message, Opaque, RawJson, Role, TextBlock,
@@ -60,7 +60,7 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
     if role_name == "developer" {
         set_hint(&mut hints, HINT_ROLE, Value::String(role_name));
     }
-    let content_ptr = format!("{ptr}/content");
+    let content_ptr = child(ptr, "content");
     let mut content = read_content(take(&mut map, "content"), ctx, &content_ptr, &mut |v, p| {
         read_part(v, ctx, p)
     })?;
@@ -81,7 +81,7 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
     } else if role == Role::Assistant && non_empty_array(map.get("tool_calls")) {
         if let Some(Value::Array(calls)) = take(&mut map, "tool_calls") {
             for (i, call) in calls.into_iter().enumerate() {
-                let call_ptr = format!("{ptr}/tool_calls/{i}");
+                let call_ptr = child_at(&child(ptr, "tool_calls"), i);
                 content.blocks.push(read_tool_call(call, ctx, &call_ptr)?);
             }
         }
@@ -118,7 +118,7 @@ fn read_tool_call(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block> {
     let mut call = into_object(value, ctx, ptr, "a tool call object")?;
     let keys = keys_of(&call);
     let id = require_string(&mut call, "id", ctx, ptr)?;
-    let fn_ptr = format!("{ptr}/function");
+    let fn_ptr = child(ptr, "function");
     let mut function = match take(&mut call, "function") {
         Some(Value::Object(f)) => f,
         Some(other) => return Err(ctx.unexpected(&fn_ptr, "a function object", &other)),

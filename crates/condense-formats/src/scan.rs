@@ -37,12 +37,15 @@ fn string_end(text: &[u8], at: usize) -> Option<usize> {
 }
 
 /// Skips string bytes that are neither `"` nor `\`, eight at a time: most of a transcript is
-/// inside strings, and this keeps the scan a small fraction of a parse.
+/// inside strings, and this keeps the scan a small fraction of a parse. Stops at the first `"`
+/// or `\` (a transcript's strings have an escaped line end every few dozen bytes), or within
+/// the last seven bytes.
 fn skip_plain(text: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Nonzero when some byte of `word` is `byte` (the classic SWAR zero-byte test).
-    let has = |word: u64, byte: u8| {
+    // The high bit of each byte of `word` equal to `byte` (the classic SWAR zero-byte test; a
+    // borrow can flag a byte above a true one, never below, so the lowest flag is exact).
+    let equal = |word: u64, byte: u8| {
         let x = word ^ (ONES * u64::from(byte));
         x.wrapping_sub(ONES) & !x & HIGH
     };
@@ -50,8 +53,10 @@ fn skip_plain(text: &[u8], mut i: usize) -> usize {
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(chunk);
         let word = u64::from_le_bytes(bytes);
-        if has(word, b'"') | has(word, b'\\') != 0 {
-            break;
+        let flags = equal(word, b'"') | equal(word, b'\\');
+        if flags != 0 {
+            // Little-endian: the lowest flagged byte is the first one in the text.
+            return i + (flags.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -60,8 +65,14 @@ fn skip_plain(text: &[u8], mut i: usize) -> usize {
 
 /// The span of the value starting at the first non-whitespace byte from `at`.
 pub(crate) fn value(text: &[u8], at: usize) -> Option<Range<usize>> {
+    value_deep(text, at).map(|(span, _)| span)
+}
+
+/// [`value`], with how deep its arrays and objects nest (0 for a string, number or literal).
+fn value_deep(text: &[u8], at: usize) -> Option<(Range<usize>, usize)> {
     let start = skip_ws(text, at);
     let first = *text.get(start)?;
+    let mut deepest = 0;
     let end = match first {
         b'"' => string_end(text, start)?,
         b'{' | b'[' => {
@@ -73,7 +84,10 @@ pub(crate) fn value(text: &[u8], at: usize) -> Option<Range<usize>> {
                         i = string_end(text, i)?;
                         continue;
                     }
-                    b'{' | b'[' => depth += 1,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        deepest = deepest.max(depth);
+                    }
                     b'}' | b']' => {
                         depth -= 1;
                         if depth == 0 {
@@ -93,26 +107,45 @@ pub(crate) fn value(text: &[u8], at: usize) -> Option<Range<usize>> {
             i
         }
     };
-    (end > start).then_some(start..end)
+    (end > start).then_some((start..end, deepest))
+}
+
+/// The span of a value serde_json accepted at `span` (a JSON text, or a JSONL line): `span`
+/// without the JSON whitespace around it. No scan: the parse already found exactly one value.
+pub(crate) fn trimmed(text: &[u8], span: Range<usize>) -> Range<usize> {
+    let start = skip_ws(text, span.start).min(span.end);
+    let mut end = span.end;
+    while end > start && is_ws(text[end - 1]) {
+        end -= 1;
+    }
+    start..end
 }
 
 /// The spans of the elements of the array at `span`.
 pub(crate) fn elements(text: &[u8], span: Range<usize>) -> Option<Vec<Range<usize>>> {
-    if text.get(span.start) != Some(&b'[') {
+    array_at(text, span.start).map(|(elements, _, _)| elements)
+}
+
+/// The elements of the array starting at `start`, the array's end (just past its `]`) and how
+/// deep it nests: one scan gives all three.
+fn array_at(text: &[u8], start: usize) -> Option<(Vec<Range<usize>>, usize, usize)> {
+    if text.get(start) != Some(&b'[') {
         return None;
     }
     let mut out = Vec::new();
-    let mut at = skip_ws(text, span.start + 1);
+    let mut at = skip_ws(text, start + 1);
     if text.get(at) == Some(&b']') {
-        return Some(out);
+        return Some((out, at + 1, 1));
     }
+    let mut deepest = 0;
     loop {
-        let elem = value(text, at)?;
+        let (elem, depth) = value_deep(text, at)?;
+        deepest = deepest.max(depth);
         at = skip_ws(text, elem.end);
         out.push(elem);
         match text.get(at)? {
             b',' => at += 1,
-            b']' => return Some(out),
+            b']' => return Some((out, at + 1, deepest + 1)),
             _ => return None,
         }
     }
@@ -123,27 +156,59 @@ pub(crate) type Member = (Range<usize>, Range<usize>);
 
 /// The members of the object at `span`: the key's span (with its quotes) and the value's, in
 /// order, duplicates included.
+#[cfg(test)]
 pub(crate) fn members(text: &[u8], span: Range<usize>) -> Option<Vec<Member>> {
-    if text.get(span.start) != Some(&b'{') {
+    members_keeping_arrays(text, span, &mut HashMap::new())
+}
+
+/// [`members`], putting the elements of each member that is an array into `arrays` by the
+/// array's start: scanning a member's value to find its end finds its elements on the way, so
+/// a request body's message array is scanned once, not once for the body and again for it.
+fn members_keeping_arrays(
+    text: &[u8],
+    span: Range<usize>,
+    arrays: &mut HashMap<usize, Vec<Range<usize>>>,
+) -> Option<Vec<Member>> {
+    object_at(text, span.start, arrays).map(|(members, _, _)| members)
+}
+
+/// [`members_keeping_arrays`] of the object starting at `start`, with the object's end (just
+/// past its `}`) and how deep it nests.
+fn object_at(
+    text: &[u8],
+    start: usize,
+    arrays: &mut HashMap<usize, Vec<Range<usize>>>,
+) -> Option<(Vec<Member>, usize, usize)> {
+    if text.get(start) != Some(&b'{') {
         return None;
     }
     let mut out = Vec::new();
-    let mut at = skip_ws(text, span.start + 1);
+    let mut at = skip_ws(text, start + 1);
     if text.get(at) == Some(&b'}') {
-        return Some(out);
+        return Some((out, at + 1, 1));
     }
+    let mut deepest = 0;
     loop {
         let key = value(text, at)?;
         at = skip_ws(text, key.end);
         if text.get(at) != Some(&b':') {
             return None;
         }
-        let val = value(text, at + 1)?;
+        let start = skip_ws(text, at + 1);
+        let (val, depth) = match text.get(start)? {
+            b'[' => {
+                let (elements, end, depth) = array_at(text, start)?;
+                arrays.insert(start, elements);
+                (start..end, depth)
+            }
+            _ => value_deep(text, start)?,
+        };
+        deepest = deepest.max(depth);
         at = skip_ws(text, val.end);
         out.push((key, val));
         match text.get(at)? {
             b',' => at += 1,
-            b'}' => return Some(out),
+            b'}' => return Some((out, at + 1, deepest + 1)),
             _ => return None,
         }
     }
@@ -158,16 +223,6 @@ fn key_is(text: &str, span: Range<usize>, name: &str) -> bool {
     serde_json::from_str::<String>(&text[span]).is_ok_and(|k| k == name)
 }
 
-/// The span of the value of `key` in the object at `span`: the last one when the key repeats
-/// (serde_json keeps the last value, so that is what the readers saw).
-pub(crate) fn member(text: &str, span: Range<usize>, key: &str) -> Option<Range<usize>> {
-    members(text.as_bytes(), span)?
-        .into_iter()
-        .rev()
-        .find(|(k, _)| key_is(text, k.clone(), key))
-        .map(|(_, v)| v)
-}
-
 /// Finds values by JSON pointer in one text, remembering the arrays and objects it has scanned:
 /// the conversations of a file (`/0/traj`, `/1/traj`, ...) share their ancestors, which are then
 /// scanned once, not once per conversation.
@@ -175,6 +230,8 @@ pub(crate) fn member(text: &str, span: Range<usize>, key: &str) -> Option<Range<
 pub(crate) struct Finder {
     elements: HashMap<usize, Vec<Range<usize>>>,
     members: HashMap<usize, Vec<Member>>,
+    /// What [`Finder::scan`] found: the value's span and how deep it nests.
+    scanned: Option<(Range<usize>, usize)>,
 }
 
 impl Finder {
@@ -201,22 +258,85 @@ impl Finder {
                     };
                     list.get(i)?.clone()
                 }
-                b'{' => {
-                    let list = match self.members.entry(at.start) {
-                        Entry::Occupied(e) => e.into_mut(),
-                        Entry::Vacant(e) => e.insert(members(text.as_bytes(), at)?),
-                    };
-                    let found = list
-                        .iter()
-                        .rev()
-                        .find(|(k, _)| key_is(text, k.clone(), &token));
-                    found?.1.clone()
-                }
+                b'{' => self.member(text, at, &token)?,
                 _ => return None,
             };
         }
         Some(at)
     }
+
+    /// Scans the object or array at `span` for its members or elements (and an object's arrays'
+    /// elements), so that later lookups in it cost nothing.
+    pub fn scan(&mut self, text: &str, span: Range<usize>) {
+        let bytes = text.as_bytes();
+        self.scanned = match bytes.get(span.start) {
+            Some(b'{') => {
+                object_at(bytes, span.start, &mut self.elements).map(|(members, end, depth)| {
+                    self.members.insert(span.start, members);
+                    (span.start..end, depth)
+                })
+            }
+            Some(b'[') => array_at(bytes, span.start).map(|(elements, end, depth)| {
+                self.elements.insert(span.start, elements);
+                (span.start..end, depth)
+            }),
+            _ => None,
+        };
+    }
+
+    /// The value [`Finder::scan`] found (its span, how deep it nests), with its members (an
+    /// object) or elements (an array).
+    pub fn scanned(&self) -> Option<(Range<usize>, usize, Scanned<'_>)> {
+        let (span, depth) = self.scanned.clone()?;
+        let parts = match (
+            self.members.get(&span.start),
+            self.elements.get(&span.start),
+        ) {
+            (Some(members), _) => Scanned::Object(members),
+            (None, Some(_)) => Scanned::Array,
+            (None, None) => return None,
+        };
+        Some((span, depth, parts))
+    }
+
+    /// The elements of the array at `start`, if a scan found them.
+    pub fn known_elements(&self, start: usize) -> Option<&[Range<usize>]> {
+        self.elements.get(&start).map(Vec::as_slice)
+    }
+
+    /// The span of the value of `key` in the object at `span`: the last one when the key repeats
+    /// (serde_json keeps the last value, so that is what the readers saw). The object's members
+    /// and the elements of its arrays are remembered.
+    pub fn member(&mut self, text: &str, span: Range<usize>, key: &str) -> Option<Range<usize>> {
+        let list = match self.members.entry(span.start) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(members_keeping_arrays(
+                text.as_bytes(),
+                span,
+                &mut self.elements,
+            )?),
+        };
+        let found = list
+            .iter()
+            .rev()
+            .find(|(k, _)| key_is(text, k.clone(), key));
+        Some(found?.1.clone())
+    }
+
+    /// [`elements`], remembered.
+    pub fn elements(&mut self, text: &str, span: Range<usize>) -> Option<Vec<Range<usize>>> {
+        match self.elements.entry(span.start) {
+            Entry::Occupied(e) => Some(e.get().clone()),
+            Entry::Vacant(e) => Some(e.insert(elements(text.as_bytes(), span)?).clone()),
+        }
+    }
+}
+
+/// The parts of a scanned value.
+pub(crate) enum Scanned<'f> {
+    Object(&'f [Member]),
+    /// Its elements: [`Finder::known_elements`].
+    Array,
 }
 
 /// [`Finder::pointer`] once.
@@ -307,5 +427,20 @@ mod tests {
         assert_eq!(spaced_separators(r#"{"a":"b: c","d":1}"#), (false, false));
         assert_eq!(line_indent("[\n    {}", 6), Some("    "));
         assert_eq!(line_indent("[{}", 1), None);
+    }
+
+    #[test]
+    fn a_string_ends_at_its_closing_quote_wherever_its_escapes_fall() {
+        // An escaped quote or backslash at every offset of an 8-byte word, then more words.
+        for pad in 0..17 {
+            for escape in [r#"\""#, r"\\", r"\n"] {
+                let s = format!(r#""{}{escape}{}é""#, "a".repeat(pad), "b".repeat(pad));
+                let text = format!("[{s}, 1]");
+                assert_eq!(
+                    elements(text.as_bytes(), 0..text.len()).unwrap()[0],
+                    1..1 + s.len()
+                );
+            }
+        }
     }
 }

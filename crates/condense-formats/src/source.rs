@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::ops::Range;
+use std::sync::OnceLock;
 use xxhash_rust::xxh3::Xxh3;
 
 /// A 128-bit fingerprint of a value (xxh3 over its `Hash`): equal values, equal fingerprints;
@@ -50,7 +51,12 @@ fn whole(frame: Fp, messages: &[Fp]) -> Fp {
 pub(crate) struct Source {
     /// The input without its byte order mark and incomplete last line.
     pub text: String,
+    /// The length of that text: known while reading, before the text is moved in at the end.
+    pub body_len: usize,
     pub convs: Vec<ConvSource>,
+    /// The fingerprints of the conversations as read, made on first use ([`Source::finish`]):
+    /// a command that only reads (`stats`) never hashes the conversation.
+    prints: OnceLock<Vec<ConvPrints>>,
 }
 
 impl std::fmt::Debug for Source {
@@ -66,18 +72,23 @@ impl std::fmt::Debug for Source {
     }
 }
 
-/// One conversation as read.
+/// One conversation as read: where its messages are, and the texts set for expand.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ConvSource {
-    /// The whole conversation's fingerprint as read.
-    pub whole: Fp,
-    /// The fingerprint of its system prompt, tools and other fields as read.
-    pub frame: Fp,
     pub units: Vec<Unit>,
-    /// Unit indices by fingerprint, in file order.
-    by_fp: HashMap<Fp, Vec<usize>>,
     /// Texts set by `set_original_text`, by message fingerprint, in the order given.
     overrides: HashMap<Fp, Vec<String>>,
+}
+
+/// The fingerprints of one conversation as read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConvPrints {
+    /// The whole conversation's fingerprint.
+    whole: Fp,
+    /// The fingerprint of its system prompt, tools and other fields.
+    frame: Fp,
+    /// Unit indices by fingerprint, in file order.
+    by_fp: HashMap<Fp, Vec<usize>>,
     /// Units of one message by the message's id (the first one read with that id).
     by_id: HashMap<String, usize>,
 }
@@ -89,34 +100,37 @@ pub(crate) struct Unit {
     pub first: usize,
     pub count: usize,
     pub span: Range<usize>,
-    pub fp: Fp,
 }
 
 impl Source {
-    /// Fingerprints every conversation and unit (call once the conversations are final).
-    pub fn finish(&mut self, conversations: &[Conversation]) {
-        self.convs
-            .resize_with(conversations.len(), ConvSource::default);
-        for (conv, src) in conversations.iter().zip(&mut self.convs) {
-            let fps: Vec<Fp> = conv.messages.iter().map(fingerprint).collect();
-            src.frame = frame(conv);
-            src.whole = whole(src.frame, &fps);
-            for (i, unit) in src.units.iter_mut().enumerate() {
-                let range = unit.first..unit.first + unit.count;
-                let (Some(messages), Some(one)) = (conv.messages.get(range), fps.get(unit.first))
-                else {
-                    continue;
-                };
-                unit.fp = match messages {
-                    [_] => *one,
-                    many => fingerprint_all(many),
-                };
-                src.by_fp.entry(unit.fp).or_default().push(i);
-                if let [one] = messages {
-                    src.by_id.entry(one.id.clone()).or_insert(i);
-                }
-            }
+    /// A source whose text, to be filled in, is `len` bytes long.
+    pub fn of_len(len: usize) -> Source {
+        Source {
+            body_len: len,
+            ..Source::default()
         }
+    }
+
+    /// Fingerprints every conversation and unit, once. `conversations` must be as read: the
+    /// document calls this before it first hands them out to be changed, and before anything
+    /// that compares with them.
+    pub fn finish(&self, conversations: &[Conversation]) {
+        self.prints.get_or_init(|| {
+            conversations
+                .iter()
+                .enumerate()
+                .map(|(i, conv)| {
+                    let units = self.convs.get(i).map_or(&[][..], |c| c.units.as_slice());
+                    ConvPrints::of(conv, units)
+                })
+                .collect()
+        });
+    }
+
+    /// The fingerprints of conversation `i` as read (`None` before [`Source::finish`]: then
+    /// nothing is taken for unchanged and everything is serialized).
+    fn prints(&self, i: usize) -> Option<&ConvPrints> {
+        self.prints.get()?.get(i)
     }
 
     /// Adds the unit of one message (or `count` messages) of conversation `conv`.
@@ -124,32 +138,28 @@ impl Source {
         if self.convs.len() <= conv {
             self.convs.resize_with(conv + 1, ConvSource::default);
         }
-        self.convs[conv].units.push(Unit {
-            first,
-            count,
-            span,
-            fp: 0,
-        });
+        self.convs[conv].units.push(Unit { first, count, span });
     }
 
     /// Whether conversation `i` is as read (and no text was set for it).
     pub fn unchanged(&self, i: usize, conv: &Conversation) -> bool {
-        self.convs.get(i).is_some_and(|s| {
+        let no_overrides = self.convs.get(i).is_none_or(|s| s.overrides.is_empty());
+        self.prints(i).is_some_and(|p| {
             let fps: Vec<Fp> = conv.messages.iter().map(fingerprint).collect();
-            s.overrides.is_empty() && s.whole == whole(frame(conv), &fps)
+            no_overrides && p.whole == whole(frame(conv), &fps)
         })
     }
 
     /// Whether conversation `i`'s system prompt, tools and other fields are as read.
     pub fn frame_unchanged(&self, i: usize, conv: &Conversation) -> bool {
-        self.convs.get(i).is_some_and(|s| s.frame == frame(conv))
+        self.prints(i).is_some_and(|p| p.frame == frame(conv))
     }
 
     /// The text a single message had, when a message value-equal to it was read.
     pub fn original_text(&self, i: usize, message: &Message) -> Option<&str> {
-        let src = self.convs.get(i)?;
+        let (src, prints) = (self.convs.get(i)?, self.prints(i)?);
         let fp = fingerprint(message);
-        let unit = src
+        let unit = prints
             .by_fp
             .get(&fp)?
             .iter()
@@ -171,8 +181,39 @@ impl Source {
         Texts {
             text: &self.text,
             src: self.convs.get(i),
+            prints: self.prints(i),
             used: HashMap::new(),
         }
+    }
+}
+
+impl ConvPrints {
+    /// The fingerprints of `conv` as read, whose texts are `units`.
+    fn of(conv: &Conversation, units: &[Unit]) -> ConvPrints {
+        let fps: Vec<Fp> = conv.messages.iter().map(fingerprint).collect();
+        let frame = frame(conv);
+        let mut prints = ConvPrints {
+            whole: whole(frame, &fps),
+            frame,
+            by_fp: HashMap::new(),
+            by_id: HashMap::new(),
+        };
+        for (i, unit) in units.iter().enumerate() {
+            let range = unit.first..unit.first + unit.count;
+            let (Some(messages), Some(one)) = (conv.messages.get(range), fps.get(unit.first))
+            else {
+                continue;
+            };
+            let fp = match messages {
+                [_] => *one,
+                many => fingerprint_all(many),
+            };
+            prints.by_fp.entry(fp).or_default().push(i);
+            if let [one] = messages {
+                prints.by_id.entry(one.id.clone()).or_insert(i);
+            }
+        }
+        prints
     }
 }
 
@@ -180,6 +221,7 @@ impl Source {
 pub(crate) struct Texts<'s> {
     text: &'s str,
     src: Option<&'s ConvSource>,
+    prints: Option<&'s ConvPrints>,
     /// By fingerprint: how many overrides and units were used.
     used: HashMap<Fp, (usize, usize)>,
 }
@@ -218,15 +260,14 @@ impl<'s> Texts<'s> {
             used.0 += 1;
             return Some(text);
         }
-        let unit = src.by_fp.get(&fp)?.get(used.1)?;
+        let unit = self.prints?.by_fp.get(&fp)?.get(used.1)?;
         used.1 += 1;
         self.text.get(src.units[*unit].span.clone())
     }
 
     /// The text the message with this id was read from (to spell its numbers alike).
     fn read_as(&self, id: &str) -> Option<&'s str> {
-        let src = self.src?;
-        let unit = src.units.get(*src.by_id.get(id)?)?;
+        let unit = self.src?.units.get(*self.prints?.by_id.get(id)?)?;
         self.text.get(unit.span.clone())
     }
 

@@ -15,8 +15,10 @@
 //! One stage run writes ONE segment record (entries plus the original messages inline, and
 //! the original bytes of those the caller could give, see [`ArchiveOptions::texts`]), named by
 //! its content hash: a single atomic write however much changed, and an identical rerun writes
-//! nothing new. Beside it goes a small index record (`outputs-<session>/<same name>`): the
-//! format the conversation was read with and every output hash the segment has entries for.
+//! nothing new. It is serialized straight into the store (the run's batch), its originals
+//! borrowed and their bytes asked for one at a time, so it is never whole in memory. Beside it
+//! goes a small index record (`outputs-<session>/<same name>`): the format the conversation was
+//! read with and every output hash the segment has entries for.
 //! The index is what lets `expand` read a file with the format it was compressed from (not a
 //! guess), and know a marker it cannot restore when the segment itself is lost
 //! ([`expand()`](expand::expand) and [`Expansion::unresolved`]).
@@ -38,12 +40,13 @@ pub use expand::{
 
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
+use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+use xxhash_rust::xxh3::Xxh3;
 
 #[cfg(test)]
 mod tests;
-use xxhash_rust::xxh3::xxh3_128;
 
 const NAMESPACE_PREFIX: &str = "expand-";
 /// Namespace prefix of the segments' index records (never starts like [`NAMESPACE_PREFIX`]).
@@ -97,8 +100,8 @@ enum Entry {
     Header,
 }
 
-/// What one stage run archived.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// What one stage run archived, as [`expand`] reads it back ([`Draft`] writes it).
+#[derive(Debug, Default, Deserialize)]
 struct Segment {
     /// Output hash -> entries for that output message.
     entries: BTreeMap<String, Vec<Entry>>,
@@ -142,40 +145,79 @@ fn header_of(c: &Conversation) -> Header {
 /// `value` serialized for a record or a key. An error, never empty bytes: keys hashed from
 /// nothing would collide and expand would put back the wrong originals.
 fn encode<T: Serialize + ?Sized>(what: &'static str, value: &T) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(value).map_err(|e| StoreError::Encode {
-        what,
-        source: Box::new(e),
-    })
+    serde_json::to_vec(value).map_err(|e| encode_error(what, e))
 }
 
-/// Hash of a message as the output format shows it (synthetic `#n` ids left out).
-pub(crate) fn message_hash(m: &Message) -> Result<String, StoreError> {
-    let mut bytes = Vec::new();
-    if !m.id.starts_with('#') {
-        bytes.extend_from_slice(m.id.as_bytes());
+fn encode_error(what: &'static str, e: serde_json::Error) -> StoreError {
+    StoreError::Encode {
+        what,
+        source: Box::new(e),
     }
-    bytes.push(0);
-    let body = encode(
+}
+
+/// Feeds what is written to an xxh3-128 hasher: a key is hashed from a value's serialization
+/// without building it (the same key as hashing the whole bytes at once).
+struct HashWriter(Xxh3);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The xxh3-128 of `prefix` followed by `value`'s JSON, as [`encode`] writes it.
+fn hash_of<T: Serialize + ?Sized>(
+    what: &'static str,
+    prefix: &[u8],
+    value: &T,
+) -> Result<u128, StoreError> {
+    let mut hasher = HashWriter(Xxh3::new());
+    hasher.0.update(prefix);
+    serde_json::to_writer(&mut hasher, value).map_err(|e| encode_error(what, e))?;
+    Ok(hasher.0.digest128())
+}
+
+/// Hash of a message as the output format shows it (synthetic `#n` ids left out): its id, a
+/// zero byte, then the JSON of the rest.
+pub(crate) fn message_hash(m: &Message) -> Result<String, StoreError> {
+    let id = if m.id.starts_with('#') { "" } else { &m.id };
+    let mut prefix = Vec::with_capacity(id.len() + 1);
+    prefix.extend_from_slice(id.as_bytes());
+    prefix.push(0);
+    let hash = hash_of(
         "a message for its archive key",
+        &prefix,
         &(&m.role, &m.timestamp, &m.content, &m.extra, &m.envelope),
     )?;
-    bytes.extend_from_slice(&body);
-    Ok(format!("{:032x}", xxh3_128(&bytes)))
+    Ok(format!("{hash:032x}"))
 }
 
 fn header_hash(h: &Header) -> Result<String, StoreError> {
-    let bytes = encode("a conversation header for its archive key", h)?;
-    Ok(format!("{HEADER_KEY}-{:032x}", xxh3_128(&bytes)))
+    let hash = hash_of("a conversation header for its archive key", b"", h)?;
+    Ok(format!("{HEADER_KEY}-{hash:032x}"))
 }
 
-impl Segment {
-    fn keep(&mut self, m: &Message, texts: Option<&OriginalTexts<'_>>) -> usize {
-        self.messages.push(m.clone());
-        let i = self.messages.len() - 1;
-        if let Some(text) = texts.and_then(|f| f(m)) {
-            self.texts.push((i, text));
-        }
-        i
+/// A segment being built: its originals borrowed from the conversation the stage was given,
+/// their original bytes asked for (one message at a time) only while it is written, straight
+/// into the store ([`write_segment`]). Serializes exactly as [`Segment`] reads.
+#[derive(Default)]
+struct Draft<'m, 't> {
+    /// Output hash -> entries for that output message.
+    entries: BTreeMap<String, Vec<Entry>>,
+    messages: Vec<&'m Message>,
+    header: Option<Header>,
+    texts: Option<&'t OriginalTexts<'t>>,
+}
+
+impl<'m> Draft<'m, '_> {
+    fn keep(&mut self, m: &'m Message) -> usize {
+        self.messages.push(m);
+        self.messages.len() - 1
     }
 
     /// A header entry restoring `before`'s header, keyed by `after`'s, when they differ.
@@ -211,6 +253,39 @@ fn identities(messages: &[Message]) -> Vec<(&str, usize)> {
         .collect()
 }
 
+impl Serialize for Draft<'_, '_> {
+    /// The fields of [`Segment`], in its order; `texts` left out when no original has its bytes
+    /// (as `skip_serializing_if` would).
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let has_texts = self
+            .texts
+            .is_some_and(|f| self.messages.iter().any(|m| f(m).is_some()));
+        let mut st = serializer.serialize_struct("Segment", 3 + usize::from(has_texts))?;
+        st.serialize_field("entries", &self.entries)?;
+        st.serialize_field("messages", &self.messages)?;
+        st.serialize_field("header", &self.header)?;
+        if has_texts {
+            st.serialize_field("texts", &DraftTexts(self))?;
+        } else {
+            st.skip_field("texts")?;
+        }
+        st.end()
+    }
+}
+
+/// A draft's `(index in messages, original bytes)` pairs, each asked for as it is written.
+struct DraftTexts<'d, 'm, 't>(&'d Draft<'m, 't>);
+
+impl Serialize for DraftTexts<'_, '_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Some(texts) = self.0.texts else {
+            return serializer.collect_seq(std::iter::empty::<(usize, String)>());
+        };
+        let pairs = self.0.messages.iter().enumerate();
+        serializer.collect_seq(pairs.filter_map(|(i, m)| texts(m).map(|t| (i, t))))
+    }
+}
+
 /// Archives what a stage changed between `before` and `after` for `session`. Returns the
 /// number of entries written (0: nothing changed, nothing written).
 pub fn archive_stage(
@@ -220,7 +295,10 @@ pub fn archive_stage(
     after: &Conversation,
     opts: ArchiveOptions<'_>,
 ) -> Result<usize, StoreError> {
-    let mut seg = Segment::default();
+    let mut seg = Draft {
+        texts: opts.texts,
+        ..Draft::default()
+    };
     seg.add_header(before, after)?;
 
     let before_ids = identities(&before.messages);
@@ -237,7 +315,7 @@ pub fn archive_stage(
     for (m, id) in after.messages.iter().zip(&after_ids) {
         if let Some(orig) = before_by_id.get(id) {
             if *orig != m {
-                let original = seg.keep(orig, opts.texts);
+                let original = seg.keep(orig);
                 seg.add(message_hash(m)?, Entry::Replace { original });
             }
         }
@@ -247,7 +325,7 @@ pub fn archive_stage(
     let mut anchored_new: std::collections::HashSet<usize> = Default::default();
     let mut run: Vec<usize> = Vec::new();
     let mut last_kept: Option<usize> = None;
-    let flush = |seg: &mut Segment,
+    let flush = |seg: &mut Draft<'_, '_>,
                  run: &mut Vec<usize>,
                  last_kept: Option<usize>,
                  anchored: &mut std::collections::HashSet<usize>|
@@ -276,7 +354,7 @@ pub fn archive_stage(
                 last_kept = Some(pos);
             }
             None => {
-                let i = seg.keep(m, opts.texts);
+                let i = seg.keep(m);
                 run.push(i);
             }
         }
@@ -312,7 +390,7 @@ pub fn archive_written(
         };
         return archive_stage(store, session, produced, reread, opts);
     }
-    let mut seg = Segment::default();
+    let mut seg = Draft::default();
     seg.add_header(produced, reread)?;
     // Positional: synthetic `#n` ids renumber when a stage removed messages, but the hash
     // leaves them out, so only messages that really read back differently get an entry.
@@ -323,7 +401,7 @@ pub fn archive_written(
         }
         let key = message_hash(r)?;
         if message_hash(p)? != key {
-            let original = seg.keep(p, None);
+            let original = seg.keep(p);
             seg.add(key, Entry::Replace { original });
         }
     }
@@ -331,20 +409,30 @@ pub fn archive_written(
 }
 
 /// Writes a segment and its index (nothing when it is empty); returns its number of entries.
+/// The segment is serialized straight into the store ([`Store::record_writer`]: within a run,
+/// into its batch's spill file), never whole in memory, and named by the hash of its bytes.
 fn write_segment(
     store: &Store,
     session: &str,
-    seg: &Segment,
+    seg: &Draft<'_, '_>,
     format: Option<&str>,
 ) -> Result<usize, StoreError> {
     let count = seg.entries.values().map(Vec::len).sum();
     if count > 0 {
-        let bytes = encode("an archive segment", seg)?;
-        let name = format!("{:032x}", xxh3_128(&bytes));
+        let mut writer = store.record_writer();
+        serde_json::to_writer(&mut writer, seg).map_err(|e| match e.io_error_kind() {
+            // Writing into the store failed, not encoding.
+            Some(kind) => StoreError::Io {
+                path: store.root().to_path_buf(),
+                source: std::io::Error::new(kind, e.to_string()),
+            },
+            None => encode_error("an archive segment", e),
+        })?;
+        let name = writer.key();
         // The segment first: a run killed between the two writes leaves a segment without its
         // index (it still expands; only its loss would go unnoticed), never an index naming a
         // segment that was never written (expand would report it as lost).
-        store.record_put(&format!("{NAMESPACE_PREFIX}{session}"), &name, &bytes)?;
+        writer.finish(&format!("{NAMESPACE_PREFIX}{session}"), &name)?;
         let index = Index {
             format: format.filter(|f| !f.is_empty()).map(str::to_string),
             keys: seg.entries.keys().cloned().collect(),

@@ -23,11 +23,21 @@
 //! refuse the new summary and keep `P`.) The memory kept is that of live summaries and their
 //! immediate predecessors, not of every intermediate one, which grew with the square of the
 //! commits.
+//!
+//! Nor is a running summary's record copied at each commit: when a stage extends a summary this
+//! same call wrote, its record is handed over and the span merged into it in place
+//! ([`summarize_onto`]); the predecessor keeps only what takes that merge back
+//! ([`Kept::Before`]), and is rebuilt from its successor's record if it is asked for again (a
+//! stage refused the new summary and kept it, or its record is stored at the end of the run).
+//! A commit then costs its span, not the whole record.
 
 use crate::services::Services;
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
-use condense_summarize::retaining::{summarize_span, summary_body, Retained, RetainingSummary};
+use condense_summarize::retaining::{
+    is_summary_message, summarize_onto, summarize_span, summary_body, OntoSummary, Retained,
+    RetainingSummary, Undo,
+};
 use condense_summarize::SummaryRequest;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -45,7 +55,42 @@ fn record_name(summary: &str) -> String {
 pub(crate) struct RunRecord {
     call: usize,
     extends: Option<String>,
-    record: Retained,
+    record: Kept,
+}
+
+/// How a record written in this run is kept.
+#[derive(Debug)]
+enum Kept {
+    /// The record itself.
+    Full(Retained),
+    /// Handed over to the summary written next by extending this one (`next`, its record
+    /// name): this record is that one's with `undo` applied.
+    Before { next: String, undo: Undo },
+}
+
+/// The record named `name` written in this run, rebuilt when it was handed over (`None` when
+/// its successor is gone too, which `remember` never lets happen: the text is read back then).
+fn run_record(records: &HashMap<String, RunRecord>, name: &str) -> Option<Retained> {
+    // Undos to apply, latest summary's first. Each step goes to a summary written later (a
+    // name written again is kept whole), so the chain ends; the bound is a guard all the same.
+    let mut undos = Vec::new();
+    let mut name = name;
+    loop {
+        match &records.get(name)?.record {
+            Kept::Full(record) => {
+                let mut record = record.clone();
+                for undo in undos.into_iter().rev() {
+                    record.undo(Undo::clone(undo));
+                }
+                return Some(record);
+            }
+            Kept::Before { next, undo } if undos.len() < records.len() => {
+                undos.push(undo);
+                name = next;
+            }
+            Kept::Before { .. } => return None,
+        }
+    }
 }
 
 /// The records of the summaries written in this run, by record name.
@@ -56,9 +101,11 @@ pub(crate) type RunRecords = RefCell<HashMap<String, RunRecord>>;
 /// instead).
 fn record_of(services: &Services<'_>, text: &str) -> Option<Retained> {
     let name = record_name(text);
-    if let Some(kept) = services.run.records.borrow().get(&name) {
-        return Some(kept.record.clone());
+    let records = services.run.records.borrow();
+    if records.contains_key(&name) {
+        return run_record(&records, &name);
     }
+    drop(records);
     let bytes = services
         .store
         .record_get(&format!("{RECORD_NAMESPACE}{}", services.session), &name)
@@ -85,10 +132,7 @@ pub(crate) fn store_records(
         let name = record_name(body);
         // Serializing a record cannot fail (strings, numbers, options); without one the next
         // summary reads this one back from its text.
-        if let Some(bytes) = records
-            .get(&name)
-            .and_then(|r| serde_json::to_vec(&r.record).ok())
-        {
+        if let Some(bytes) = run_record(&records, &name).and_then(|r| serde_json::to_vec(&r).ok()) {
             store.record_put(&format!("{RECORD_NAMESPACE}{session}"), &name, &bytes)?;
         }
     }
@@ -121,7 +165,7 @@ fn remember(
         RunRecord {
             call,
             extends,
-            record,
+            record: Kept::Full(record),
         },
     );
 }
@@ -142,6 +186,9 @@ pub(crate) fn summarize(
         max_tokens: request.max_tokens,
         purpose: &request.purpose,
     };
+    if let Some(done) = summarize_running(services, &req) {
+        return done;
+    }
     let RetainingSummary { text, retained } =
         summarize_span(services.summarizer, services.counter, &req, &|text| {
             record_of(services, text)
@@ -155,6 +202,56 @@ pub(crate) fn summarize(
         retained,
     );
     Ok(text)
+}
+
+/// The service for a running summary: `req` extends a summary this same stage call wrote, whose
+/// record is kept whole, and holds no other summary. Its record is handed over to the new
+/// summary (see the module docs). `None`: not that case, nothing done.
+fn summarize_running(
+    services: &Services<'_>,
+    req: &SummaryRequest<'_>,
+) -> Option<Result<String, String>> {
+    let previous = req
+        .previous_summary
+        .map(str::trim)
+        .filter(|p| !p.is_empty())?;
+    if req.messages.iter().any(is_summary_message) {
+        return None;
+    }
+    let name = record_name(previous);
+    let mut record = {
+        let mut records = services.run.records.borrow_mut();
+        let kept = records.get_mut(&name).filter(|r| r.call == services.call)?;
+        match &mut kept.record {
+            // Taken; put back below whatever happens.
+            Kept::Full(record) => std::mem::take(record),
+            Kept::Before { .. } => return None,
+        }
+    };
+    let req = SummaryRequest {
+        previous_summary: Some(previous),
+        ..*req
+    };
+    let written = summarize_onto(services.summarizer, services.counter, &req, &mut record);
+    let mut records = services.run.records.borrow_mut();
+    Some(match written {
+        Ok(OntoSummary { text, undo }) => {
+            if let Some(kept) = records.get_mut(&name) {
+                kept.record = Kept::Before {
+                    next: record_name(&text),
+                    undo,
+                };
+            }
+            remember(&mut records, services.call, Some(previous), &text, record);
+            Ok(text)
+        }
+        Err(e) => {
+            if let Some(kept) = records.get_mut(&name) {
+                kept.record = Kept::Full(record);
+            }
+            Err(e.to_string())
+        }
+    })
 }
 
 #[cfg(test)]
@@ -184,6 +281,60 @@ mod tests {
         assert_eq!(names(&records), expected(&["s2", "s3"]));
         remember(&mut records, 3, Some("s3"), "s4", Retained::default());
         assert_eq!(names(&records), expected(&["s3", "s4"]));
+    }
+
+    fn requests(list: &[&str]) -> Retained {
+        Retained {
+            requests: list.iter().map(|r| r.to_string()).collect(),
+            ..Retained::default()
+        }
+    }
+
+    /// What `summarize_running` does to the records: hands `previous`'s record over to `text`.
+    fn hand_over(records: &mut HashMap<String, RunRecord>, previous: &str, text: &str, span: &str) {
+        let kept = records.get_mut(&record_name(previous)).unwrap();
+        let Kept::Full(record) = &mut kept.record else {
+            panic!("{previous} was handed over already");
+        };
+        let mut record = std::mem::take(record);
+        let undo = record.merge_later_undoable(requests(&[span]));
+        kept.record = Kept::Before {
+            next: record_name(text),
+            undo,
+        };
+        remember(records, 3, Some(previous), text, record);
+    }
+
+    #[test]
+    fn a_handed_over_record_is_rebuilt_from_its_successor() {
+        let mut records = HashMap::new();
+        remember(&mut records, 3, None, "s1", requests(&["a"]));
+        hand_over(&mut records, "s1", "s2", "b");
+        assert!(matches!(
+            records[&record_name("s1")].record,
+            Kept::Before { .. }
+        ));
+        assert_eq!(
+            run_record(&records, &record_name("s1")),
+            Some(requests(&["a"]))
+        );
+        assert_eq!(
+            run_record(&records, &record_name("s2")),
+            Some(requests(&["a", "b"]))
+        );
+        hand_over(&mut records, "s2", "s3", "c");
+        assert_eq!(names(&records), expected(&["s2", "s3"]));
+        assert_eq!(
+            run_record(&records, &record_name("s2")),
+            Some(requests(&["a", "b"]))
+        );
+        assert_eq!(
+            run_record(&records, &record_name("s3")),
+            Some(requests(&["a", "b", "c"]))
+        );
+        // Its successor gone (never by `remember`): no record, the text is read back instead.
+        records.remove(&record_name("s3"));
+        assert_eq!(run_record(&records, &record_name("s2")), None);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+mod compact;
+
 /// JSON text kept verbatim: unknown fields, tool inputs, opaque blocks.
 ///
 /// An empty string means "nothing" (no unknown fields). For `extra` fields the text is a JSON
@@ -22,9 +24,13 @@ impl RawJson {
     pub fn from_value(value: &serde_json::Value) -> Self {
         match value {
             serde_json::Value::Object(map) if map.is_empty() => RawJson::default(),
-            // `Value`'s `Display` is its compact JSON (as `serde_json::to_string`), and cannot
-            // fail: its keys are strings and it holds no non-finite floats.
-            other => RawJson(other.to_string()),
+            // The same text as `Value`'s `Display` (serde_json's compact JSON), written without
+            // its formatter: readers keep every unknown field and opaque block this way.
+            other => {
+                let mut out = String::with_capacity(compact::size_hint(other));
+                compact::write(other, &mut out);
+                RawJson(out)
+            }
         }
     }
 

@@ -243,107 +243,168 @@ impl Artifact {
 }
 
 /// Paths by recency, least recently touched first.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+///
+/// Kept as slots in recency order with an index by path: a path touched again leaves a hole
+/// where it was and moves to the end, and the holes are swept out once they outnumber the
+/// paths. So merging a span's trail costs what the span touched, not what the trail holds (a
+/// running summary merges a span into the whole session's trail at every commit). Serialized
+/// as the list of paths, least recent first.
+#[derive(Debug, Clone, Default)]
 pub struct ArtifactTrail {
-    entries: Vec<Artifact>,
+    slots: Vec<Option<Artifact>>,
+    /// Each path's slot.
+    index: HashMap<String, usize>,
+}
+
+/// What [`ArtifactTrail::merge_later_undoable`] changed, to take it back.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TrailUndo {
+    /// The slots before the merge (the merge only appends and leaves holes).
+    len: usize,
+    /// Each path the merge touched, in order: where it was and what it was, if anywhere.
+    touched: Vec<(String, Option<(usize, Artifact)>)>,
+}
+
+impl PartialEq for ArtifactTrail {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries().eq(other.entries())
+    }
+}
+
+impl Eq for ArtifactTrail {}
+
+impl Serialize for ArtifactTrail {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.entries())
+    }
+}
+
+impl<'de> Deserialize<'de> for ArtifactTrail {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut trail = ArtifactTrail::default();
+        for artifact in Vec::<Artifact>::deserialize(deserializer)? {
+            trail.push(artifact);
+        }
+        Ok(trail)
+    }
 }
 
 impl ArtifactTrail {
     /// Every path, least recently touched first.
-    pub fn entries(&self) -> &[Artifact] {
-        &self.entries
+    pub fn entries(&self) -> impl DoubleEndedIterator<Item = &Artifact> {
+        self.slots.iter().flatten()
     }
 
     /// Created, modified and deleted paths, least recently touched first.
     pub fn written(&self) -> impl DoubleEndedIterator<Item = &Artifact> {
-        self.entries.iter().filter(|a| a.status.written())
+        self.entries().filter(|a| a.status.written())
     }
 
     /// Paths only read, least recently touched first.
     pub fn read_only(&self) -> impl DoubleEndedIterator<Item = &Artifact> {
-        self.entries.iter().filter(|a| !a.status.written())
+        self.entries().filter(|a| !a.status.written())
     }
 
     pub fn get(&self, path: &str) -> Option<&Artifact> {
-        self.entries.iter().find(|a| a.path == path)
+        self.index.get(path).and_then(|&i| self.slots[i].as_ref())
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.index.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.index.is_empty()
     }
 
     /// Records `op` on `path`; the path becomes the most recent.
     pub fn record(&mut self, path: &str, op: FileOp) {
-        self.merge_later(ArtifactTrail {
-            entries: vec![Artifact::new(path, op)],
-        });
+        self.push(Artifact::new(path, op));
     }
 
     /// Adds `artifact` as the most recent, combined with what the trail holds for its path.
     pub fn push(&mut self, artifact: Artifact) {
-        self.merge_later(ArtifactTrail {
-            entries: vec![artifact],
-        });
+        self.touch(artifact);
+        self.sweep_if_sparse();
     }
 
     /// Merges the trail of the next span: statuses compose ([`Standing::then`]), operation
     /// counts add up, the later span's last operation wins, and its paths become the most
     /// recent, in its order.
     pub fn merge_later(&mut self, later: ArtifactTrail) {
-        let mut builder = Builder::from(std::mem::take(self));
-        for artifact in later.entries {
-            builder.push(artifact);
+        for artifact in later.slots.into_iter().flatten() {
+            self.push(artifact);
         }
-        *self = builder.finish();
     }
-}
 
-/// Builds a trail in O(operations): paths by index, recency by sequence number.
-#[derive(Debug, Default)]
-pub(crate) struct Builder {
-    index: HashMap<String, usize>,
-    /// (last touch, artifact)
-    slots: Vec<(u64, Artifact)>,
-    seq: u64,
-}
-
-impl Builder {
-    fn from(trail: ArtifactTrail) -> Builder {
-        let mut b = Builder::default();
-        for a in trail.entries {
-            b.push(a);
+    /// [`ArtifactTrail::merge_later`], and what takes it back ([`ArtifactTrail::undo`]).
+    pub(crate) fn merge_later_undoable(&mut self, later: ArtifactTrail) -> TrailUndo {
+        // Swept before, not during: the undo refers to the slots as they are now.
+        self.sweep_if_sparse();
+        let mut undo = TrailUndo {
+            len: self.slots.len(),
+            touched: Vec::with_capacity(later.index.len()),
+        };
+        for artifact in later.slots.into_iter().flatten() {
+            let was = self
+                .index
+                .get(&artifact.path)
+                .and_then(|&i| Some((i, self.slots[i].clone()?)));
+            undo.touched.push((artifact.path.clone(), was));
+            self.touch(artifact);
         }
-        b
+        undo
     }
 
-    pub(crate) fn record(&mut self, path: &str, op: FileOp) {
-        self.push(Artifact::new(path, op));
+    /// Takes back the merge `undo` was made by (the last one made on this trail).
+    pub(crate) fn undo(&mut self, undo: TrailUndo) {
+        self.slots.truncate(undo.len);
+        // Latest first, so a path touched twice ends where it was before the first touch.
+        for (path, was) in undo.touched.into_iter().rev() {
+            match was {
+                Some((i, artifact)) if i < undo.len => {
+                    self.slots[i] = Some(artifact);
+                    self.index.insert(path, i);
+                }
+                Some(_) => {}
+                None => {
+                    self.index.remove(&path);
+                }
+            }
+        }
     }
 
-    fn push(&mut self, artifact: Artifact) {
-        self.seq += 1;
-        match self.index.get(&artifact.path) {
-            Some(&i) => {
-                let slot = &mut self.slots[i];
-                slot.0 = self.seq;
-                slot.1.then(&artifact);
+    /// `artifact` as the most recent: combined with the path's slot, which becomes a hole.
+    fn touch(&mut self, artifact: Artifact) {
+        let end = self.slots.len();
+        match self.index.get_mut(&artifact.path) {
+            Some(i) => {
+                let merged = self.slots[*i].take().map(|mut a| {
+                    a.then(&artifact);
+                    a
+                });
+                *i = end;
+                // The index only names slots that hold their path.
+                self.slots.push(Some(merged.unwrap_or(artifact)));
             }
             None => {
-                self.index.insert(artifact.path.clone(), self.slots.len());
-                self.slots.push((self.seq, artifact));
+                self.index.insert(artifact.path.clone(), end);
+                self.slots.push(Some(artifact));
             }
         }
     }
 
-    pub(crate) fn finish(mut self) -> ArtifactTrail {
-        self.slots.sort_by_key(|(seq, _)| *seq);
-        ArtifactTrail {
-            entries: self.slots.into_iter().map(|(_, a)| a).collect(),
+    /// Sweeps the holes out once they outnumber the paths (so each sweep is paid for by as
+    /// many moves before it).
+    fn sweep_if_sparse(&mut self) {
+        if self.slots.len() <= 2 * self.index.len() + 16 {
+            return;
+        }
+        self.slots.retain(Option::is_some);
+        for (i, a) in self.slots.iter().enumerate() {
+            if let Some(slot) = a.as_ref().and_then(|a| self.index.get_mut(&a.path)) {
+                *slot = i;
+            }
         }
     }
 }
@@ -354,16 +415,16 @@ mod tests {
     use FileOp::*;
 
     fn fold(ops: &[FileOp]) -> ArtifactTrail {
-        let mut b = Builder::default();
+        let mut b = ArtifactTrail::default();
         for op in ops {
             b.record("f", *op);
         }
-        b.finish()
+        b
     }
 
     fn standing(ops: &[FileOp]) -> (FileStatus, bool) {
         let t = fold(ops);
-        let a = &t.entries()[0];
+        let a = t.entries().next().unwrap();
         (a.status, a.created_here)
     }
 
@@ -389,7 +450,8 @@ mod tests {
         assert_eq!(standing(&[MoveFrom, MoveTo]), (S::Modified, false));
         assert_eq!(standing(&[Delete, Edit]), (S::Modified, false));
         let t = fold(&[Read, Write, Edit, Append]);
-        assert_eq!((t.entries()[0].ops, t.entries()[0].last_op), (4, Append));
+        let a = t.entries().next().unwrap();
+        assert_eq!((a.ops, a.last_op), (4, Append));
     }
 
     #[test]
@@ -426,7 +488,7 @@ mod tests {
 
     #[test]
     fn recency_order_follows_the_last_touch() {
-        let mut b = Builder::default();
+        let mut whole = ArtifactTrail::default();
         for (p, op) in [
             ("a", Read),
             ("b", Write),
@@ -434,10 +496,9 @@ mod tests {
             ("a", Edit),
             ("d", Read),
         ] {
-            b.record(p, op);
+            whole.record(p, op);
         }
-        let whole = b.finish();
-        let paths: Vec<&str> = whole.entries().iter().map(|a| a.path.as_str()).collect();
+        let paths: Vec<&str> = whole.entries().map(|a| a.path.as_str()).collect();
         assert_eq!(paths, ["b", "c", "a", "d"]);
         let written: Vec<&str> = whole.written().map(|a| a.path.as_str()).collect();
         assert_eq!(written, ["b", "c", "a"]);
@@ -451,6 +512,33 @@ mod tests {
         second.record("d", Read);
         first.merge_later(second);
         assert_eq!(first, whole);
+    }
+
+    #[test]
+    fn holes_are_swept_and_undo_restores_the_order() {
+        let mut t = ArtifactTrail::default();
+        for i in 0..200 {
+            t.record(&format!("p{}", i % 3), if i % 2 == 0 { Read } else { Edit });
+        }
+        // Three paths: the holes their moves left were swept as they went.
+        assert!(t.slots.len() <= 2 * 3 + 16 + 1, "{}", t.slots.len());
+        let paths: Vec<&str> = t.entries().map(|a| a.path.as_str()).collect();
+        assert_eq!(paths, ["p2", "p0", "p1"]);
+        let before = t.clone();
+        let mut later = ArtifactTrail::default();
+        for p in ["p0", "new", "p0", "p2", "new"] {
+            later.record(p, Write);
+        }
+        let undo = t.merge_later_undoable(later);
+        let paths: Vec<&str> = t.entries().map(|a| a.path.as_str()).collect();
+        assert_eq!(paths, ["p1", "p0", "p2", "new"]);
+        t.undo(undo);
+        assert_eq!(t, before);
+        assert_eq!(t.get("new"), None);
+        assert_eq!(t.get("p0"), before.get("p0"));
+        t.record("p2", Read);
+        let paths: Vec<&str> = t.entries().map(|a| a.path.as_str()).collect();
+        assert_eq!(paths, ["p0", "p1", "p2"]);
     }
 
     #[test]

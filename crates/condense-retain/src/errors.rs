@@ -25,7 +25,6 @@
 //! only that header has no line. (npm prints `npm warn Unknown env
 //! config ...` before the real `error TS2307: ...`: a warning is never the error.) Lines are trimmed, then cut to 200 characters. An empty text has no line.
 
-use crate::text::find_ci;
 use condense_formats::openhands::failed_exit;
 use condense_model::{Block, Content, RawJson, ToolResult};
 use condense_text::prefix_chars;
@@ -92,16 +91,51 @@ fn number_after(s: &str) -> Option<i64> {
     s[..end].parse().ok()
 }
 
+/// The exit phrases, in any ASCII case. Both start with `exit`.
+const EXIT_PHRASES: [&str; 2] = ["exit code", "exited with code"];
+
+/// Byte offsets where `exit` starts, in any ASCII case, in order. Found through its `x`, a
+/// rare letter, with the standard library's fast byte search: scanning every byte for an
+/// `e` of either case was most of the time a stage spent telling errors from other results.
+fn exit_starts(piece: &str) -> impl Iterator<Item = usize> + '_ {
+    let bytes = piece.as_bytes();
+    let next = |c: char, from: usize| piece[from..].find(c).map_or(bytes.len(), |i| from + i);
+    let (mut lower, mut upper) = (next('x', 0), next('X', 0));
+    std::iter::from_fn(move || loop {
+        let x = lower.min(upper);
+        if x >= bytes.len() {
+            return None;
+        }
+        if x == lower {
+            lower = next('x', x + 1);
+        } else {
+            upper = next('X', x + 1);
+        }
+        if x >= 1 && bytes.len() - (x - 1) >= 4 && bytes[x - 1..x + 3].eq_ignore_ascii_case(b"exit")
+        {
+            return Some(x - 1);
+        }
+    })
+}
+
 /// Whether a text piece shows a non-zero exit status.
 fn nonzero_exit(piece: &str) -> bool {
-    for phrase in ["exit code", "exited with code"] {
-        let mut from = 0;
-        while let Some(at) = find_ci(piece, phrase, from) {
-            let after = at + phrase.len();
-            if number_after(&piece[after..]).is_some_and(|n| n != 0) {
+    // Each phrase's occurrences as a search from the end of the previous one finds them
+    // (a case-insensitive search from there): one pass over the `exit`s serves both.
+    let mut from = [0; 2];
+    for at in exit_starts(piece) {
+        for (k, phrase) in EXIT_PHRASES.iter().enumerate() {
+            let end = at + phrase.len();
+            if at < from[k]
+                || end > piece.len()
+                || !piece.as_bytes()[at..end].eq_ignore_ascii_case(phrase.as_bytes())
+            {
+                continue;
+            }
+            if number_after(&piece[end..]).is_some_and(|n| n != 0) {
                 return true;
             }
-            from = after;
+            from[k] = end;
         }
     }
     let mut rest = piece;
@@ -219,7 +253,83 @@ fn strip_wrappers(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::find_ci;
     use condense_model::Content;
+
+    /// The plain search `nonzero_exit` must agree with: each phrase's occurrences one after
+    /// the other, then the return code.
+    fn nonzero_exit_reference(piece: &str) -> bool {
+        for phrase in EXIT_PHRASES {
+            let mut from = 0;
+            while let Some(at) = find_ci(piece, phrase, from) {
+                let after = at + phrase.len();
+                if number_after(&piece[after..]).is_some_and(|n| n != 0) {
+                    return true;
+                }
+                from = after;
+            }
+        }
+        let mut rest = piece;
+        while let Some(at) = rest.find("<returncode>") {
+            rest = &rest[at + "<returncode>".len()..];
+            let end = rest.find("</returncode>").unwrap_or(rest.len());
+            if rest[..end].trim().parse::<i64>().is_ok_and(|n| n != 0) {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn the_exit_search_agrees_with_the_plain_one() {
+        // Pieces cut from words around the phrases, overlapping ones included
+        // (`exit codexit code 1`: the second starts inside the first, so it is not seen).
+        let parts = [
+            "exit",
+            "EXIT",
+            "eXiT",
+            " code",
+            " CODE",
+            "ed with code",
+            "ED WITH CODE",
+            " 1",
+            "0",
+            ": 2",
+            "=-3",
+            "x",
+            "X",
+            "e",
+            "é",
+            "ex",
+            "it",
+            "\n",
+            "<returncode>1</returncode>",
+            "codexit code 1",
+            "exited",
+            " with",
+            "code 7",
+        ];
+        let mut seed: u64 = 42;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        let mut positive = 0;
+        for _ in 0..20_000 {
+            let n = next() % 7;
+            let piece: String = (0..n).map(|_| parts[next() % parts.len()]).collect();
+            let expected = nonzero_exit_reference(&piece);
+            assert_eq!(nonzero_exit(&piece), expected, "{piece:?}");
+            positive += usize::from(expected);
+        }
+        assert!(positive > 1000, "{positive}");
+        assert!(!nonzero_exit("exit codexit code 1"));
+        assert!(nonzero_exit("Process EXITED with code 2"));
+        assert!(nonzero_exit("é exit code: 1"));
+        assert!(!nonzero_exit("exit code 0; exited with code 0"));
+    }
 
     fn result(text: &str, is_error: Option<bool>) -> ToolResult {
         ToolResult {

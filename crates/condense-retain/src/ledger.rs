@@ -46,14 +46,50 @@ pub struct Fix {
 }
 
 /// Distinct errors in order of first occurrence, never capped (rendering shortens).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The ledger keeps its lookups (entries by line, open entries by call key, the keys fixed)
+/// between merges, so merging a span's ledger costs what the span holds, not what the ledger
+/// holds. They are rebuilt when `entries` or `fixes` changed length behind their back
+/// (deserialized, pushed to directly); change entries in place only through the ledger's
+/// methods.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ErrorLedger {
     pub entries: Vec<ErrorEntry>,
     /// The first success of each call key in the span, in order: what resolves an earlier
     /// span's open errors when the ledgers merge. Not shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixes: Vec<Fix>,
+    #[serde(skip)]
+    index: LedgerIndex,
 }
+
+/// The ledger's lookups, and the lengths of `entries` and `fixes` they were made for.
+#[derive(Debug, Clone, Default)]
+struct LedgerIndex {
+    by_line: HashMap<String, usize>,
+    /// Open (unresolved) entries by key.
+    open: HashMap<String, Vec<usize>>,
+    fixed: HashSet<String>,
+    entries: usize,
+    fixes: usize,
+}
+
+/// What [`ErrorLedger::merge_later_undoable`] changed, to take it back.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LedgerUndo {
+    entries: usize,
+    fixes: usize,
+    /// Entries as they were before the merge first changed them.
+    changed: Vec<(usize, ErrorEntry)>,
+}
+
+impl PartialEq for ErrorLedger {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries && self.fixes == other.fixes
+    }
+}
+
+impl Eq for ErrorLedger {}
 
 impl ErrorLedger {
     /// Whether there is no error (fixes alone do not count).
@@ -75,50 +111,82 @@ impl ErrorLedger {
     /// its entries join (same line: one entry, counts add, the later state of resolution
     /// wins; new lines are appended).
     pub fn merge_later(&mut self, later: ErrorLedger) {
-        let mut b = LedgerBuilder::from(std::mem::take(self));
-        for fix in later.fixes {
-            b.succeed(&fix.key, &fix.id);
-        }
-        for entry in later.entries {
-            b.occur(entry);
-        }
-        *self = b.finish();
+        self.merge(later, None);
     }
-}
 
-/// Builds a ledger in one pass over the results.
-#[derive(Debug, Default)]
-pub(crate) struct LedgerBuilder {
-    ledger: ErrorLedger,
-    by_line: HashMap<String, usize>,
-    /// Open (unresolved) entries by key.
-    open: HashMap<String, Vec<usize>>,
-    fixed: HashSet<String>,
-}
+    /// [`ErrorLedger::merge_later`], and what takes it back ([`ErrorLedger::undo`]).
+    pub(crate) fn merge_later_undoable(&mut self, later: ErrorLedger) -> LedgerUndo {
+        let mut undo = LedgerUndo {
+            entries: self.entries.len(),
+            fixes: self.fixes.len(),
+            changed: Vec::new(),
+        };
+        self.merge(later, Some(&mut undo));
+        undo
+    }
 
-impl LedgerBuilder {
-    fn from(ledger: ErrorLedger) -> LedgerBuilder {
-        let mut b = LedgerBuilder::default();
-        for fix in &ledger.fixes {
-            b.fixed.insert(fix.key.clone());
-        }
-        for (i, e) in ledger.entries.iter().enumerate() {
-            b.by_line.insert(e.line.clone(), i);
-            if e.resolved_by.is_none() && !e.key.is_empty() {
-                b.open.entry(e.key.clone()).or_default().push(i);
+    /// Takes back the merge `undo` was made by (the last one made on this ledger). The
+    /// lookups are rebuilt when next needed.
+    pub(crate) fn undo(&mut self, undo: LedgerUndo) {
+        self.entries.truncate(undo.entries);
+        self.fixes.truncate(undo.fixes);
+        // Latest first, so an entry changed twice ends as it was before the first change.
+        for (i, entry) in undo.changed.into_iter().rev() {
+            if let Some(e) = self.entries.get_mut(i) {
+                *e = entry;
             }
         }
-        b.ledger = ledger;
-        b
+        self.index = LedgerIndex {
+            entries: usize::MAX,
+            ..LedgerIndex::default()
+        };
+    }
+
+    fn merge(&mut self, later: ErrorLedger, mut undo: Option<&mut LedgerUndo>) {
+        for fix in later.fixes {
+            self.succeed_logged(&fix.key, &fix.id, undo.as_deref_mut());
+        }
+        for entry in later.entries {
+            self.occur_logged(entry, undo.as_deref_mut());
+        }
+    }
+
+    /// The lookups, rebuilt when stale (see the type's docs).
+    fn index(&mut self) -> &mut LedgerIndex {
+        let ix = &mut self.index;
+        if ix.entries != self.entries.len() || ix.fixes != self.fixes.len() {
+            *ix = LedgerIndex::default();
+            for fix in &self.fixes {
+                ix.fixed.insert(fix.key.clone());
+            }
+            for (i, e) in self.entries.iter().enumerate() {
+                ix.by_line.insert(e.line.clone(), i);
+                if e.resolved_by.is_none() && !e.key.is_empty() {
+                    ix.open.entry(e.key.clone()).or_default().push(i);
+                }
+            }
+            ix.entries = self.entries.len();
+            ix.fixes = self.fixes.len();
+        }
+        ix
     }
 
     /// An occurrence (or, when merging, the later span's entry) of an error.
     pub(crate) fn occur(&mut self, entry: ErrorEntry) {
-        let i = match self.by_line.get(&entry.line) {
-            Some(&i) => {
-                let e = &mut self.ledger.entries[i];
+        self.occur_logged(entry, None);
+    }
+
+    fn occur_logged(&mut self, entry: ErrorEntry, undo: Option<&mut LedgerUndo>) {
+        let known = self.index().by_line.get(&entry.line).copied();
+        let i = match known {
+            Some(i) => {
+                if let Some(undo) = undo {
+                    undo.changed.push((i, self.entries[i].clone()));
+                }
+                let ix = &mut self.index;
+                let e = &mut self.entries[i];
                 if e.resolved_by.is_none() {
-                    if let Some(list) = self.open.get_mut(&e.key) {
+                    if let Some(list) = ix.open.get_mut(&e.key) {
                         list.retain(|j| *j != i);
                     }
                 }
@@ -133,38 +201,43 @@ impl LedgerBuilder {
                 i
             }
             None => {
-                let i = self.ledger.entries.len();
-                self.by_line.insert(entry.line.clone(), i);
-                self.ledger.entries.push(entry);
+                let i = self.entries.len();
+                self.index.by_line.insert(entry.line.clone(), i);
+                self.entries.push(entry);
+                self.index.entries = self.entries.len();
                 i
             }
         };
-        let e = &self.ledger.entries[i];
+        let e = &self.entries[i];
         if e.resolved_by.is_none() && !e.key.is_empty() {
-            self.open.entry(e.key.clone()).or_default().push(i);
+            self.index.open.entry(e.key.clone()).or_default().push(i);
         }
     }
 
     /// A non-error result of the call `key` (tool_use `id`).
     pub(crate) fn succeed(&mut self, key: &str, id: &str) {
+        self.succeed_logged(key, id, None);
+    }
+
+    fn succeed_logged(&mut self, key: &str, id: &str, mut undo: Option<&mut LedgerUndo>) {
         if key.is_empty() {
             return;
         }
-        if let Some(list) = self.open.remove(key) {
+        if let Some(list) = self.index().open.remove(key) {
             for i in list {
-                self.ledger.entries[i].resolved_by = Some(id.to_string());
+                if let Some(undo) = undo.as_deref_mut() {
+                    undo.changed.push((i, self.entries[i].clone()));
+                }
+                self.entries[i].resolved_by = Some(id.to_string());
             }
         }
-        if self.fixed.insert(key.to_string()) {
-            self.ledger.fixes.push(Fix {
+        if self.index.fixed.insert(key.to_string()) {
+            self.fixes.push(Fix {
                 key: key.to_string(),
                 id: id.to_string(),
             });
+            self.index.fixes = self.fixes.len();
         }
-    }
-
-    pub(crate) fn finish(self) -> ErrorLedger {
-        self.ledger
     }
 }
 
@@ -180,7 +253,7 @@ mod tests {
     }
 
     fn build(steps: &[(usize, Step)]) -> ErrorLedger {
-        let mut b = LedgerBuilder::default();
+        let mut b = ErrorLedger::default();
         for (n, step) in steps {
             let id = format!("t{n}");
             match step {
@@ -196,7 +269,7 @@ mod tests {
                 Step::Ok(key) => b.succeed(key, &id),
             }
         }
-        b.finish()
+        b
     }
 
     #[test]

@@ -84,6 +84,15 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use tools::Call;
 
+/// What [`Retained::merge_later_undoable`] changed, to take it back with [`Retained::undo`].
+#[derive(Debug, Clone, Default)]
+pub struct Undo {
+    artifacts: artifacts::TrailUndo,
+    errors: ledger::LedgerUndo,
+    /// The requests before the merge (a merge only appends).
+    requests: usize,
+}
+
 /// Everything a summary must keep, derived from messages, merged span by span.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Retained {
@@ -115,8 +124,8 @@ impl Retained {
             .map(|r| r.tool_use_id.as_str())
             .collect();
         let mut calls: HashMap<&str, Call> = HashMap::new();
-        let mut trail = artifacts::Builder::default();
-        let mut ledger = ledger::LedgerBuilder::default();
+        let mut trail = ArtifactTrail::default();
+        let mut ledger = ErrorLedger::default();
         let mut requests: Vec<String> = Vec::new();
 
         for m in chat() {
@@ -160,22 +169,59 @@ impl Retained {
             }
         }
         Retained {
-            artifacts: trail.finish(),
-            errors: ledger.finish(),
+            artifacts: trail,
+            errors: ledger,
             requests,
         }
     }
 
     /// Merges the next span's record into this one (`self` is the earlier span): the result
-    /// equals [`Retained::from_messages`] over both spans at once.
+    /// equals [`Retained::from_messages`] over both spans at once. It costs what `later`
+    /// holds, not what `self` holds (merged into a blank record, `later` is moved in).
     pub fn merge_later(&mut self, later: Retained) {
+        if self.is_blank() {
+            *self = later;
+            return;
+        }
         self.artifacts.merge_later(later.artifacts);
         self.errors.merge_later(later.errors);
-        let mut later_requests = later.requests.into_iter().peekable();
+        self.merge_requests(later.requests);
+    }
+
+    /// [`Retained::merge_later`], and what takes it back: [`Retained::undo`] on the merged
+    /// record gives this one back, so a caller that may still need the earlier record can
+    /// merge into it in place instead of merging into a copy.
+    pub fn merge_later_undoable(&mut self, later: Retained) -> Undo {
+        let requests = self.requests.len();
+        let artifacts = self.artifacts.merge_later_undoable(later.artifacts);
+        let errors = self.errors.merge_later_undoable(later.errors);
+        self.merge_requests(later.requests);
+        Undo {
+            artifacts,
+            errors,
+            requests,
+        }
+    }
+
+    /// Takes back the merge `undo` was made by: the record as it was before it. `undo` must
+    /// be the last merge made on this record (or on a copy of it).
+    pub fn undo(&mut self, undo: Undo) {
+        self.artifacts.undo(undo.artifacts);
+        self.errors.undo(undo.errors);
+        self.requests.truncate(undo.requests);
+    }
+
+    fn merge_requests(&mut self, later: Vec<String>) {
+        let mut later_requests = later.into_iter().peekable();
         if self.requests.last().is_some() && self.requests.last() == later_requests.peek() {
             later_requests.next();
         }
         self.requests.extend(later_requests);
+    }
+
+    /// Nothing at all, not even a fix.
+    fn is_blank(&self) -> bool {
+        self.is_empty() && self.errors.fixes.is_empty()
     }
 
     /// Whether there is nothing to keep: no path, no error, no request (the ledger's fixes,

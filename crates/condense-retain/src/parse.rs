@@ -5,7 +5,7 @@
 //! fences are respected (a `## ` line inside one is not a heading).
 
 use crate::artifacts::{Artifact, ArtifactTrail, FileOp, FileStatus};
-use crate::ledger::{ErrorEntry, ErrorLedger, LedgerBuilder};
+use crate::ledger::{ErrorEntry, ErrorLedger};
 use crate::render::{ERRORS_HEADING, FILES_HEADING, LAST_LABEL, READ_LABEL, REQUESTS_HEADING};
 use crate::text::{read_code_spans, Piece};
 use crate::tools::{file_key, is_file_tool, is_shell_tool, normalize_name, shell_key};
@@ -161,16 +161,13 @@ pub(crate) fn parse(summary: &str) -> Retained {
     for a in reads.into_iter().rev().chain(written) {
         artifacts.push(a);
     }
-    let mut ledger = LedgerBuilder::default();
+    let mut errors_read = ErrorLedger::default();
     for e in errors {
-        ledger.occur(e);
+        errors_read.occur(e);
     }
     Retained {
         artifacts,
-        errors: ErrorLedger {
-            entries: ledger.finish().entries,
-            fixes: Vec::new(),
-        },
+        errors: errors_read,
         requests,
     }
 }

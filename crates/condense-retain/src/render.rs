@@ -44,9 +44,11 @@
 
 use crate::artifacts::{Artifact, FileStatus};
 use crate::ledger::ErrorEntry;
-use crate::text::{code_span, first_line_marked, longest_backtick_run};
+use crate::text::{code_span, longest_backtick_run};
 use crate::Retained;
-use condense_text::cut_chars;
+use forms::{Costs, Forms, FULL, LINE, SHORT};
+
+mod forms;
 
 pub const REQUESTS_HEADING: &str = "User requests";
 pub const FILES_HEADING: &str = "Files (artifact trail)";
@@ -92,6 +94,18 @@ enum Level {
     Full,
 }
 
+impl Level {
+    /// The form shown ([`forms`]), if any.
+    fn form(self) -> Option<usize> {
+        match self {
+            Level::Omitted => None,
+            Level::Line => Some(LINE),
+            Level::Short => Some(SHORT),
+            Level::Full => Some(FULL),
+        }
+    }
+}
+
 /// What is kept.
 #[derive(Debug, Clone)]
 struct Plan {
@@ -103,8 +117,8 @@ struct Plan {
 
 /// The record, arranged for rendering.
 struct Parts<'a> {
-    /// Earlier requests' bullets: first line, first 300 chars, whole.
-    earlier: Vec<[String; 3]>,
+    /// Earlier requests, oldest first (their forms are made lazily: [`forms`]).
+    earlier: &'a [String],
     last: Option<&'a str>,
     written: Vec<&'a Artifact>,
     /// Most recent first.
@@ -216,7 +230,7 @@ fn fenced(text: &str) -> String {
     format!("{fence}\n{text}\n{fence}\n")
 }
 
-fn write(p: &Parts<'_>, plan: &Plan) -> String {
+fn write(p: &Parts<'_>, plan: &Plan, costs: &mut Costs<'_, '_>) -> String {
     let mut out = String::new();
     out.push_str("## ");
     out.push_str(REQUESTS_HEADING);
@@ -236,12 +250,9 @@ fn write(p: &Parts<'_>, plan: &Plan) -> String {
                 let s = if omitted == 1 { "" } else { "s" };
                 out.push_str(&format!("({omitted} earlier request{s} omitted)\n"));
             }
-            for (variants, level) in p.earlier.iter().zip(&plan.requests) {
-                match level {
-                    Level::Omitted => {}
-                    Level::Line => out.push_str(&variants[0]),
-                    Level::Short => out.push_str(&variants[1]),
-                    Level::Full => out.push_str(&variants[2]),
+            for (i, level) in plan.requests.iter().enumerate() {
+                if let Some(form) = level.form() {
+                    out.push_str(costs.forms.bullet(i, form));
                 }
             }
             out.push_str(LAST_LABEL);
@@ -312,26 +323,6 @@ enum Step {
     Read,
 }
 
-/// Token counts of the candidates, each counted at most once (both layouts share them).
-struct Costs<'c> {
-    count: &'c dyn Fn(&str) -> usize,
-    errors: Vec<Option<usize>>,
-    /// Per earlier request: first line, 300 chars, whole.
-    requests: Vec<[Option<usize>; 3]>,
-}
-
-impl Costs<'_> {
-    fn error(&mut self, p: &Parts<'_>, i: usize) -> usize {
-        let count = self.count;
-        *self.errors[i].get_or_insert_with(|| count(&error_bullet(&p.errors[i])))
-    }
-
-    fn request(&mut self, p: &Parts<'_>, i: usize, form: usize) -> usize {
-        let count = self.count;
-        *self.requests[i][form].get_or_insert_with(|| count(&p.earlier[i][form]))
-    }
-}
-
 /// A filled plan: what it keeps, in the order it was added.
 struct Fill {
     plan: Plan,
@@ -383,7 +374,7 @@ fn mandatory_errors(errors: &[ErrorEntry]) -> Vec<bool> {
 }
 
 /// Fills what `left` tokens allow into `plan`, by priority (see the module docs).
-fn fill(p: &Parts<'_>, mut plan: Plan, mut left: usize, costs: &mut Costs<'_>) -> Fill {
+fn fill(p: &Parts<'_>, mut plan: Plan, mut left: usize, costs: &mut Costs<'_, '_>) -> Fill {
     let mut steps: Vec<(Step, usize)> = Vec::new();
     let newest_first = |resolved: bool| -> Vec<usize> {
         (0..p.errors.len())
@@ -406,7 +397,7 @@ fn fill(p: &Parts<'_>, mut plan: Plan, mut left: usize, costs: &mut Costs<'_>) -
     }
     // 2. Earlier requests, their first line, newest first.
     for i in (0..p.earlier.len()).rev() {
-        let cost = costs.request(p, i, 0);
+        let cost = costs.request(i, LINE);
         if cost > left {
             break;
         }
@@ -445,19 +436,19 @@ fn fill(p: &Parts<'_>, mut plan: Plan, mut left: usize, costs: &mut Costs<'_>) -
         steps.push((Step::Read, cost));
     }
     // 5. Earlier requests lengthened: to 300 characters, then whole, newest first.
-    for (to, form) in [(Level::Short, 1), (Level::Full, 2)] {
+    for (to, form) in [(Level::Short, SHORT), (Level::Full, FULL)] {
         for i in (0..p.earlier.len()).rev() {
             let from = plan.requests[i];
             if from == Level::Omitted {
                 continue;
             }
-            if p.earlier[i][form] == p.earlier[i][form - 1] {
+            if costs.forms.same(i, form, form - 1) {
                 plan.requests[i] = to;
                 continue;
             }
             let extra = costs
-                .request(p, i, form)
-                .saturating_sub(costs.request(p, i, form - 1));
+                .request(i, form)
+                .saturating_sub(costs.request(i, form - 1));
             if extra > left {
                 continue;
             }
@@ -475,16 +466,7 @@ pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize)
         None => (&[][..], None),
     };
     let parts = Parts {
-        earlier: earlier
-            .iter()
-            .map(|t| {
-                [
-                    bullet(&first_line_marked(t, REQUEST_LINE_CHARS)),
-                    bullet(&cut_chars(t, REQUEST_CHARS)),
-                    bullet(t),
-                ]
-            })
-            .collect(),
+        earlier,
         last,
         written: r.artifacts.written().collect(),
         reads: r.artifacts.read_only().rev().collect(),
@@ -500,7 +482,7 @@ pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize)
     let mut costs = Costs {
         count,
         errors: vec![None; parts.errors.len()],
-        requests: vec![[None; 3]; parts.earlier.len()],
+        forms: Forms::new(earlier),
     };
 
     // The mandatory part (with the omission markers) in each layout: the compact one always,
@@ -514,7 +496,7 @@ pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize)
     let mut smallest: Option<(Plan, String, usize)> = None;
     for compact in layouts {
         let plan = skeleton(compact);
-        let text = write(&parts, &plan);
+        let text = write(&parts, &plan, &mut costs);
         let base = count(&text);
         if base > budget {
             if smallest.as_ref().is_none_or(|(_, _, t)| base < *t) {
@@ -538,19 +520,19 @@ pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize)
     else {
         let (plan, text, tokens) = smallest.unwrap_or_else(|| {
             let plan = skeleton(true);
-            let text = write(&parts, &plan);
+            let text = write(&parts, &plan, &mut costs);
             let tokens = count(&text);
             (plan, text, tokens)
         });
-        return finish(&parts, &plan, text, tokens, true);
+        return finish(&parts, &plan, text, tokens, true, &mut costs);
     };
 
     // The counts were per piece: check the whole, and undo the lowest priority until it fits.
     loop {
-        let text = write(&parts, &plan);
+        let text = write(&parts, &plan, &mut costs);
         let tokens = count(&text);
         if tokens <= budget || steps.is_empty() {
-            return finish(&parts, &plan, text, tokens, false);
+            return finish(&parts, &plan, text, tokens, false, &mut costs);
         }
         let mut excess = tokens - budget;
         while let Some((step, cost)) = steps.pop() {
@@ -567,7 +549,14 @@ pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize)
     }
 }
 
-fn finish(p: &Parts<'_>, plan: &Plan, text: String, tokens: usize, over: bool) -> Rendered {
+fn finish(
+    p: &Parts<'_>,
+    plan: &Plan,
+    text: String,
+    tokens: usize,
+    over: bool,
+    costs: &mut Costs<'_, '_>,
+) -> Rendered {
     let omitted = |resolved: bool| {
         p.errors
             .iter()
@@ -585,13 +574,13 @@ fn finish(p: &Parts<'_>, plan: &Plan, text: String, tokens: usize, over: bool) -
             .iter()
             .filter(|l| **l == Level::Omitted)
             .count(),
-        requests_shortened: p
-            .earlier
+        requests_shortened: plan
+            .requests
             .iter()
-            .zip(&plan.requests)
-            .filter(|(v, l)| match l {
-                Level::Line => v[0] != v[2],
-                Level::Short => v[1] != v[2],
+            .enumerate()
+            .filter(|(i, l)| match l {
+                Level::Line => !costs.forms.same(*i, LINE, FULL),
+                Level::Short => !costs.forms.same(*i, SHORT, FULL),
                 _ => false,
             })
             .count(),

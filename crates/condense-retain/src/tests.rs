@@ -51,7 +51,6 @@ fn derives_all_three_records() {
     let paths: Vec<(&str, FileStatus)> = r
         .artifacts
         .entries()
-        .iter()
         .map(|a| (a.path.as_str(), a.status))
         .collect();
     assert_eq!(
@@ -147,12 +146,7 @@ fn a_sub_agents_event_lines_count_for_artifacts_and_errors_not_requests() {
         results("r1", vec![result("task", "Done: types written", None)]),
     ];
     let r = Retained::from_messages(&messages);
-    let paths: Vec<&str> = r
-        .artifacts
-        .entries()
-        .iter()
-        .map(|a| a.path.as_str())
-        .collect();
+    let paths: Vec<&str> = r.artifacts.entries().map(|a| a.path.as_str()).collect();
     assert_eq!(paths, ["/p/types/todo.ts"]);
     assert_eq!(
         r.artifacts.get("/p/types/todo.ts").map(|a| a.status),
@@ -313,4 +307,41 @@ fn serde_round_trip() {
     let back: Retained = serde_json::from_str(&text).unwrap();
     assert_eq!(back, r);
     assert!(Retained::default().is_empty());
+}
+
+#[test]
+fn an_undoable_merge_gives_the_earlier_record_back() {
+    for seed in 0..200 {
+        let rounds = session(seed, 12);
+        let mut running = Retained::default();
+        for (n, round) in rounds.iter().enumerate() {
+            let before = running.clone();
+            let undo = running.merge_later_undoable(Retained::from_messages(round));
+            let after = running.clone();
+            // Undone on a copy: the record before the merge, which merges on as it did.
+            let mut back = running.clone();
+            back.undo(undo);
+            assert_eq!(back, before, "seed {seed} round {n}");
+            back.merge_later(Retained::from_messages(round));
+            assert_eq!(back, after, "seed {seed} round {n} merged again");
+        }
+        let all: Vec<Message> = rounds.iter().flatten().cloned().collect();
+        assert_eq!(running, Retained::from_messages(&all), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_record_read_back_from_json_merges_like_the_original() {
+    for seed in 0..50 {
+        let rounds = session(seed, 10);
+        let (a, b) = rounds.split_at(5);
+        let a: Vec<Message> = a.iter().flatten().cloned().collect();
+        let b: Vec<Message> = b.iter().flatten().cloned().collect();
+        let first = Retained::from_messages(&a);
+        let mut back: Retained =
+            serde_json::from_str(&serde_json::to_string(&first).unwrap()).unwrap();
+        back.merge_later(Retained::from_messages(&b));
+        let all: Vec<Message> = rounds.iter().flatten().cloned().collect();
+        assert_eq!(back, Retained::from_messages(&all), "seed {seed}");
+    }
 }

@@ -3,22 +3,30 @@
 //! The general cuts (`prefix_chars`, `cut_chars`) are `condense-text`'s.
 
 use condense_text::prefix_chars;
+use std::borrow::Cow;
 
 /// The first line of `s` (trimmed), cut to `max` characters; `…` marks anything left out
-/// (the rest of the line or further lines).
-pub(crate) fn first_line_marked(s: &str, max: usize) -> String {
+/// (the rest of the line or further lines). Borrowed from `s` when nothing was left out, so a
+/// renderer can compare it with other forms of `s` without allocating.
+pub(crate) fn first_line_marked(s: &str, max: usize) -> Cow<'_, str> {
     let trimmed = s.trim();
     let first = trimmed.split('\n').next().unwrap_or("").trim();
-    let head = prefix_chars(first, max);
-    if head.len() == trimmed.len() {
-        head.to_string()
+    // At most `max` bytes is at most `max` characters: no need to walk them.
+    let head = if first.len() <= max {
+        first
     } else {
-        format!("{}…", head.trim_end())
+        prefix_chars(first, max)
+    };
+    if head.len() == trimmed.len() {
+        Cow::Borrowed(head)
+    } else {
+        Cow::Owned(format!("{}…", head.trim_end()))
     }
 }
 
 /// Byte offset of the first ASCII-case-insensitive occurrence of `needle` (ASCII) in `hay`,
-/// from `from`. No allocation.
+/// from `from`. No allocation. (The tests' plain reference for faster searches.)
+#[cfg(test)]
 pub(crate) fn find_ci(hay: &str, needle: &str, from: usize) -> Option<usize> {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
     let first = *n.first()?;

@@ -251,7 +251,7 @@ impl Call {
                 if text.contains("*** Begin Patch") {
                     call.ops.extend(patch_ops(&text));
                 }
-                call.about = first_line_marked(&text, ABOUT_CHARS);
+                call.about = first_line_marked(&text, ABOUT_CHARS).into_owned();
                 call.key = shell_key(&text);
             } else {
                 call.key = other_key();
@@ -308,7 +308,7 @@ fn describe(input: &Input) -> String {
         Input::Text(t) => t.as_str(),
         Input::Other => "",
     };
-    first_line_marked(text, ABOUT_CHARS)
+    first_line_marked(text, ABOUT_CHARS).into_owned()
 }
 
 /// The file operations of one tool call (see the module docs), whatever the call's outcome.

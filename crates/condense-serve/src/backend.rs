@@ -7,13 +7,18 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// One request's figures, recorded into its session's totals.
+/// One body sent upstream (or one request that failed), recorded into its session's totals:
+/// a request's first send, then each prompt-too-long retry.
 #[derive(Debug, Clone, Default)]
 pub struct Turn {
+    /// The client's body, in tokens.
     pub tokens_before: usize,
+    /// The body sent, in tokens.
     pub tokens_after: usize,
-    /// The body sent upstream differs from the client's.
+    /// The body sent differs from the client's, and no earlier send of the request did.
     pub compressed: bool,
+    /// A retry of the request recorded last in its session (not a new request).
+    pub retry: bool,
     /// Compression failed and the original went upstream (`on_error = "pass"`), or 502.
     pub failed: bool,
     /// A hash per element of what was sent (system and tools first, then each message): the
@@ -24,9 +29,13 @@ pub struct Turn {
 /// A session's totals, as `GET /condense/status` shows them.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct Totals {
+    /// Client requests.
     pub requests: u64,
+    /// Bodies sent again after a prompt-too-long answer.
+    pub retries: u64,
     pub compressed: u64,
     pub failed: u64,
+    /// Every body sent upstream, retries included: the client's size, and as sent.
     pub tokens_before: u64,
     pub tokens_after: u64,
     pub tokens_saved: u64,
@@ -39,6 +48,7 @@ pub struct Totals {
 impl Totals {
     fn add(&mut self, other: &Totals) {
         self.requests += other.requests;
+        self.retries += other.retries;
         self.compressed += other.compressed;
         self.failed += other.failed;
         self.tokens_before += other.tokens_before;
@@ -66,7 +76,7 @@ pub trait SessionBackend: Send + Sync {
     /// on its stage state; sessions never wait for each other.
     fn lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>>;
     /// Adds a turn to its session's totals; whether its prefix equals what the previous turn
-    /// sent (`None` for a session's first turn).
+    /// sent (`None` for a session's first turn, and for a retry).
     fn record(&self, session: &str, turn: Turn) -> Option<bool>;
     /// Every session's totals.
     fn status(&self) -> Status;
@@ -112,11 +122,16 @@ impl SessionBackend for LocalBackend {
 
     fn record(&self, session: &str, turn: Turn) -> Option<bool> {
         self.with(session, |e| {
-            let stable = e.last_prefix.as_ref().map(|prev| {
+            // A retry is compared with nothing: what it replaces was refused, not cached.
+            let stable = e.last_prefix.as_ref().filter(|_| !turn.retry).map(|prev| {
                 prev.len() <= turn.prefix.len() && turn.prefix[..prev.len()] == prev[..]
             });
             let t = &mut e.totals;
-            t.requests += 1;
+            if turn.retry {
+                t.retries += 1;
+            } else {
+                t.requests += 1;
+            }
             t.compressed += u64::from(turn.compressed);
             t.failed += u64::from(turn.failed);
             t.tokens_before += turn.tokens_before as u64;
@@ -163,11 +178,25 @@ mod tests {
         assert_eq!(b.record("s", turn(vec![1, 2, 3, 4])), Some(true));
         assert_eq!(b.record("s", turn(vec![1, 9, 3, 4, 5])), Some(false));
         assert_eq!(b.record("t", turn(vec![1])), None);
+        // A retry counts what it sent, is compared with nothing, and is what the next turn
+        // is compared with.
+        let retry = Turn {
+            retry: true,
+            compressed: false,
+            tokens_after: 2,
+            ..turn(vec![7])
+        };
+        assert_eq!(b.record("s", retry), None);
+        assert_eq!(b.record("s", turn(vec![7, 8])), Some(true));
         let st = b.status();
-        assert_eq!(st.sessions["s"].cache_stable, 1);
-        assert_eq!(st.sessions["s"].cache_compared, 2);
-        assert_eq!(st.totals.requests, 4);
-        assert_eq!(st.totals.tokens_saved, 24);
+        assert_eq!(st.sessions["s"].cache_stable, 2);
+        assert_eq!(st.sessions["s"].cache_compared, 3);
+        assert_eq!(st.sessions["s"].requests, 4);
+        assert_eq!(st.sessions["s"].retries, 1);
+        assert_eq!(st.sessions["s"].compressed, 4);
+        assert_eq!(st.totals.requests, 5);
+        assert_eq!(st.totals.retries, 1);
+        assert_eq!(st.totals.tokens_saved, 6 * 5 + 8);
         Ok(())
     }
 }

@@ -8,14 +8,19 @@
 //!
 //! - [`settings`]: upstreams, `on_error`, the body limit, the known models' windows;
 //! - [`session`]: which session a request belongs to;
+//! - [`encoding`]: decoding a gzip, deflate or zstd request body, bounded by the body limit;
 //! - [`compress`]: one body through the pipeline (on the blocking pool), archived for expand;
 //! - [`backend`]: the store and the per-session locks, totals and prefixes, behind one trait;
-//! - [`proxy`]: the hyper service: routing, the body limit, the prompt-too-long retries,
-//!   streaming pass-through, the log line and `GET /condense/status`.
+//! - [`proxy`]: the hyper service: routing, pass-through, streaming, `GET /condense/status`;
+//! - `route`: a compressed route's request: the body limit, decoding, its place in its
+//!   session's line, the prompt-too-long retries and the log line.
 
 pub mod backend;
 pub mod compress;
+pub mod encoding;
+mod order;
 pub mod proxy;
+mod route;
 pub mod session;
 pub mod settings;
 mod wire;

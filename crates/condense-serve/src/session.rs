@@ -2,10 +2,20 @@
 //! session id Claude Code puts in `metadata.user_id` (read by
 //! `condense_formats::claude_code::session_from_user_id`); otherwise a stable hash of the system
 //! prompt and the first user message (both stay fixed while a conversation grows).
+//!
+//! [`quick_session`] finds the same id before the body is read whole, so a request can take
+//! its place in its session's line first (requests of one session are handled in the order
+//! they arrived, however long each takes to read): it reads the body with its message list cut
+//! after the first user message, through the same reader and the same derivation.
 
+use crate::compress;
+use crate::Api;
 use condense_formats::claude_code::session_from_user_id;
 use condense_model::{Conversation, Role};
-use serde::{Deserialize, Serialize};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// The header a client sets to name its session.
@@ -35,6 +45,131 @@ pub fn named_session(header: Option<&str>, head: &Head) -> Option<String> {
     }
     let user_id = head.metadata.as_ref()?.user_id.as_ref()?;
     session_from_user_id(user_id).map(|s| format!("cc-{s}"))
+}
+
+/// The fields the proxy reads of a conversation read from a body. The top-level fields condense
+/// does not map (`model`, `metadata`, `stream`) are the conversation's `extra`: read there, not
+/// by parsing the body again. An empty extra, or one of another shape, reads as no head.
+pub fn head_of(conv: &Conversation) -> Head {
+    serde_json::from_str(conv.extra.as_str()).unwrap_or_default() // tidy: names nothing
+}
+
+/// The session of a conversation read from a body: the header's, Claude Code's, else the hash.
+pub fn session_of(conv: &Conversation, head: &Head, header: Option<&str>) -> String {
+    named_session(header, head).unwrap_or_else(|| hashed_session(conv))
+}
+
+/// The session [`session_of`] gives for `body`, found without reading the whole body: from the
+/// header alone when it names one, else from the body read with its message list (`messages`,
+/// or `input`) cut after the first user message. `None` when that cut body cannot be read (the
+/// caller then finds the session after reading the whole body).
+pub fn quick_session(body: &[u8], api: Api, header: Option<&str>) -> Option<String> {
+    if let Some(named) = named_session(header, &Head::default()) {
+        return Some(named);
+    }
+    let list = match api {
+        Api::Anthropic | Api::OpenAiChat => "messages",
+        Api::Responses => "input",
+    };
+    // Most first user messages are the first or second element; a longer lead of system or
+    // assistant elements is read again with a longer cut.
+    let mut keep = 2;
+    loop {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let (top, total) = Cut { list, keep }.deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        // A `Value` always serializes.
+        let cut = serde_json::to_vec(&Value::Object(top)).ok()?;
+        let doc = compress::read(&cut, api).ok()?;
+        let conv = doc.conversations().first()?;
+        if keep >= total || conv.messages.iter().any(|m| m.role == Role::User) {
+            return Some(session_of(conv, &head_of(conv), None));
+        }
+        keep = keep.saturating_mul(8);
+    }
+}
+
+/// Reads a top-level object whole except its `list` array, of which the first `keep`
+/// elements are kept and the rest skipped unread; gives the object and the array's length.
+struct Cut {
+    list: &'static str,
+    keep: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Cut {
+    type Value = (Map<String, Value>, usize);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Cut {
+    type Value = (Map<String, Value>, usize);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a request body object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut top = Map::new();
+        let mut total = 0;
+        while let Some(key) = map.next_key::<String>()? {
+            let value = if key == self.list {
+                let (value, n) = map.next_value_seed(Prefix(self.keep))?;
+                total = n;
+                value
+            } else {
+                map.next_value::<Value>()?
+            };
+            top.insert(key, value);
+        }
+        Ok((top, total))
+    }
+}
+
+/// The first `.0` elements of an array and its length; a string as it is (a Responses
+/// `input` may be one).
+struct Prefix(usize);
+
+impl<'de> DeserializeSeed<'de> for Prefix {
+    type Value = (Value, usize);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Prefix {
+    type Value = (Value, usize);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of messages or a string")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut kept = Vec::new();
+        let mut n = 0;
+        while n < self.0 {
+            match seq.next_element::<Value>()? {
+                Some(v) => kept.push(v),
+                None => return Ok((Value::Array(kept), n)),
+            }
+            n += 1;
+        }
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        Ok((Value::Array(kept), n))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((Value::String(v.to_string()), 1))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok((Value::String(v), 1))
+    }
 }
 
 /// A stable hash of the system prompt (top-level, or the system messages before the first
@@ -67,6 +202,68 @@ mod tests {
 
     fn head(json: &str) -> Head {
         serde_json::from_str(json).unwrap()
+    }
+
+    /// The session the whole body gives, as the proxy finds it after reading it.
+    fn full_session(body: &str, api: Api) -> String {
+        let doc = compress::read(body.as_bytes(), api).unwrap();
+        let conv = &doc.conversations()[0];
+        session_of(conv, &head_of(conv), None)
+    }
+
+    #[test]
+    fn the_quick_look_finds_the_session_reading_the_whole_body_gives() {
+        let long_tail: Vec<String> = (0..40)
+            .map(|i| format!(r#"{{"role":"assistant","content":"answer {i}"}}"#))
+            .collect();
+        let tail = long_tail.join(",");
+        let lead: Vec<String> = (0..20)
+            .map(|i| format!(r#"{{"role":"system","content":"rule {i}"}}"#))
+            .collect();
+        let lead = lead.join(",");
+        let cases = [
+            (
+                Api::Anthropic,
+                format!(r#"{{"model":"claude-x","system":[{{"type":"text","text":"S"}}],"messages":[{{"role":"user","content":[{{"type":"text","text":"hi \u00e9"}}]}},{tail}],"tools":[{{"name":"t","input_schema":{{}}}}]}}"#),
+            ),
+            (
+                Api::Anthropic,
+                format!(r#"{{"metadata":{{"user_id":"user_a_account_b_session_77"}},"messages":[{tail}]}}"#),
+            ),
+            // No user message at all: the hash of the system prompt alone.
+            (Api::Anthropic, format!(r#"{{"system":"S","messages":[{tail}]}}"#)),
+            // Twenty system messages before the first user message: cut longer, twice.
+            (
+                Api::OpenAiChat,
+                format!(r#"{{"model":"gpt-4o","messages":[{lead},{{"role":"function","name":"f","content":"x"}},{{"role":"user","content":"u"}},{tail}]}}"#),
+            ),
+            (Api::Responses, r#"{"model":"gpt-5","instructions":"I","input":"just this"}"#.to_string()),
+            (
+                Api::Responses,
+                r#"{"instructions":"I","input":[{"type":"reasoning","summary":[]},{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}]}"#.to_string(),
+            ),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for (api, body) in &cases {
+            let full = full_session(body, *api);
+            assert_eq!(
+                quick_session(body.as_bytes(), *api, None),
+                Some(full.clone()),
+                "{body}"
+            );
+            seen.insert(full);
+        }
+        assert_eq!(seen.len(), cases.len(), "the cases name different sessions");
+        assert!(seen.contains("cc-77"));
+        assert_eq!(
+            quick_session(b"not json", Api::Anthropic, Some(" s1 ")).as_deref(),
+            Some("s1")
+        );
+        assert_eq!(quick_session(b"not json", Api::Anthropic, None), None);
+        assert_eq!(
+            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None),
+            None
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use std::time::Instant;
+use tokio::sync::OwnedMutexGuard;
 
 pub(crate) fn build(
     method: &Method,
@@ -80,6 +81,50 @@ impl hyper::body::Body for FlushBeforeError {
 
     fn is_end_stream(&self) -> bool {
         self.error.is_none() && self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// `req` with `guard` held until its body has been handed to the upstream connection (its
+/// last frame taken, or the body dropped): the session's next request waits for that, not for
+/// the model's answer.
+pub(crate) fn release_at_end(
+    req: Request<ProxyBody>,
+    guard: Option<OwnedMutexGuard<()>>,
+) -> Request<ProxyBody> {
+    req.map(|inner| ReleaseAtEnd { inner, guard }.boxed())
+}
+
+struct ReleaseAtEnd {
+    inner: ProxyBody,
+    guard: Option<OwnedMutexGuard<()>>,
+}
+
+impl hyper::body::Body for ReleaseAtEnd {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, BoxError>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        let ended = match &polled {
+            std::task::Poll::Ready(Some(Ok(_))) => self.inner.is_end_stream(),
+            std::task::Poll::Ready(_) => true,
+            std::task::Poll::Pending => false,
+        };
+        if ended {
+            self.guard = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> hyper::body::SizeHint {

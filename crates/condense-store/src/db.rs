@@ -2,8 +2,11 @@
 //! crash-safe and shareable between processes, its schema, and writing a batch of changes in
 //! one transaction.
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use crate::spill::{Held, Spill, CHUNK, SPILL_FROM};
+use rusqlite::blob::ZeroBlob;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
 use std::collections::{BTreeMap, HashMap};
+use std::io;
 use std::path::Path;
 use std::time::Duration;
 
@@ -103,13 +106,15 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
 /// Writes not yet committed: everything a batch (or one call outside a batch) changes.
 #[derive(Debug, Default)]
 pub struct Pending {
-    pub blobs: HashMap<String, Vec<u8>>,
+    pub blobs: HashMap<String, Held>,
     /// (sanitized session, sanitized stage) -> state.
     pub state: BTreeMap<(String, String), Vec<u8>>,
     /// (sanitized namespace, sanitized name) -> bytes.
-    pub records: BTreeMap<(String, String), Vec<u8>>,
+    pub records: BTreeMap<(String, String), Held>,
     /// (sanitized session, tokenizer) -> (block hash, tokens).
     pub tokens: BTreeMap<(String, String), Vec<(u64, u32)>>,
+    /// Where the large values of a batch are (created with the first one).
+    pub spill: Option<Spill>,
 }
 
 impl Pending {
@@ -119,12 +124,70 @@ impl Pending {
             && self.records.is_empty()
             && self.tokens.is_empty()
     }
+
+    /// `bytes` as this batch holds them: appended to its spill file (created in `dir`) when
+    /// they are large and there is a `dir` (a batch: the writes of one call outside a batch are
+    /// committed at once, from memory).
+    pub fn hold(&mut self, dir: Option<&Path>, bytes: &[u8]) -> io::Result<Held> {
+        let Some(dir) = dir.filter(|_| bytes.len() >= SPILL_FROM) else {
+            return Ok(Held::Mem(bytes.to_vec()));
+        };
+        let extent = self.spill_in(dir)?.append(bytes)?;
+        Ok(Held::Spilled {
+            extents: vec![extent],
+            len: extent.1,
+        })
+    }
+
+    /// This batch's spill file, created in `dir` when it has none yet.
+    pub fn spill_in(&mut self, dir: &Path) -> io::Result<&mut Spill> {
+        match &mut self.spill {
+            Some(spill) => Ok(spill),
+            none => Ok(none.insert(Spill::create(dir)?)),
+        }
+    }
+
+    /// The bytes of a value this batch holds.
+    pub fn read(&self, held: &Held) -> io::Result<Vec<u8>> {
+        match held {
+            Held::Mem(bytes) => Ok(bytes.clone()),
+            Held::Spilled { .. } => self.spill()?.read(held),
+        }
+    }
+
+    fn spill(&self) -> io::Result<&Spill> {
+        // Held::Spilled is only ever made by appending to this batch's spill file.
+        self.spill
+            .as_ref()
+            .ok_or_else(|| io::Error::other("a held value's spill file is missing"))
+    }
+}
+
+/// A commit failure: the database's, or reading back the batch's spill file.
+#[derive(Debug)]
+pub enum CommitError {
+    Db(rusqlite::Error),
+    Spill(io::Error),
+}
+
+impl From<rusqlite::Error> for CommitError {
+    fn from(e: rusqlite::Error) -> Self {
+        CommitError::Db(e)
+    }
+}
+
+impl From<io::Error> for CommitError {
+    fn from(e: io::Error) -> Self {
+        CommitError::Spill(e)
+    }
 }
 
 /// Commits `pending` in one transaction, taking the write lock at its start (so it waits for
 /// other writers through the busy timeout rather than failing half-way). Unchanged state and
-/// records are not rewritten: the upsert's WHERE leaves their pages clean.
-pub fn commit(conn: &mut Connection, pending: &Pending) -> rusqlite::Result<()> {
+/// records are not rewritten: the upsert's WHERE leaves their pages clean. A spilled value is
+/// copied from the spill file into its row a chunk at a time (incremental blob I/O), so the
+/// commit never holds a whole large value in memory.
+pub fn commit(conn: &mut Connection, pending: &Pending) -> Result<(), CommitError> {
     if pending.is_empty() {
         return Ok(());
     }
@@ -132,8 +195,18 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> rusqlite::Result<()> 
     {
         let mut put =
             tx.prepare_cached("INSERT OR IGNORE INTO blobs (key, bytes) VALUES (?1, ?2)")?;
-        for (key, bytes) in &pending.blobs {
-            put.execute(params![key, bytes])?;
+        for (key, held) in &pending.blobs {
+            match held {
+                Held::Mem(bytes) => {
+                    put.execute(params![key, bytes])?;
+                }
+                Held::Spilled { len, .. } => {
+                    if put.execute(params![key, ZeroBlob(*len)])? == 1 {
+                        let row = tx.last_insert_rowid();
+                        copy_in(&tx, "blobs", "bytes", row, pending, held)?;
+                    }
+                }
+            }
         }
         let mut put = tx.prepare_cached(
             "INSERT INTO state (session, stage, value) VALUES (?1, ?2, ?3)
@@ -148,8 +221,13 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> rusqlite::Result<()> 
              ON CONFLICT (namespace, name) DO UPDATE SET bytes = excluded.bytes
              WHERE bytes IS NOT excluded.bytes",
         )?;
-        for ((namespace, name), bytes) in &pending.records {
-            put.execute(params![namespace, name, bytes])?;
+        for ((namespace, name), held) in &pending.records {
+            match held {
+                Held::Mem(bytes) => {
+                    put.execute(params![namespace, name, bytes])?;
+                }
+                Held::Spilled { .. } => put_spilled_record(&tx, namespace, name, pending, held)?,
+            }
         }
         let mut put = tx.prepare_cached(
             "INSERT OR REPLACE INTO tokens (session, tokenizer, hash, tokens) VALUES (?1, ?2, ?3, ?4)",
@@ -161,7 +239,87 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> rusqlite::Result<()> 
             }
         }
     }
-    tx.commit()
+    tx.commit()?;
+    Ok(())
+}
+
+/// A spilled record, as the in-memory upsert does it: inserted, or replacing a different
+/// value, and left alone (no page written) when the stored value is the same bytes.
+fn put_spilled_record(
+    tx: &Connection,
+    namespace: &str,
+    name: &str,
+    pending: &Pending,
+    held: &Held,
+) -> Result<(), CommitError> {
+    let len = held.len();
+    let existing: Option<(i64, i64)> = tx
+        .prepare_cached(
+            "SELECT rowid, length(bytes) FROM records WHERE namespace = ?1 AND name = ?2",
+        )?
+        .query_row([namespace, name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let row = match existing {
+        Some((row, stored))
+            if u64::try_from(stored) == Ok(len) && same_bytes(tx, row, pending, held)? =>
+        {
+            return Ok(())
+        }
+        Some((row, _)) => {
+            tx.prepare_cached("UPDATE records SET bytes = ?1 WHERE rowid = ?2")?
+                .execute(params![ZeroBlob(len), row])?;
+            row
+        }
+        None => {
+            tx.prepare_cached("INSERT INTO records (namespace, name, bytes) VALUES (?1, ?2, ?3)")?
+                .execute(params![namespace, name, ZeroBlob(len)])?;
+            tx.last_insert_rowid()
+        }
+    };
+    copy_in(tx, "records", "bytes", row, pending, held)
+}
+
+/// Writes a held value into the zero-filled blob of its row, a chunk at a time.
+fn copy_in(
+    tx: &Connection,
+    table: &str,
+    column: &str,
+    row: i64,
+    pending: &Pending,
+    held: &Held,
+) -> Result<(), CommitError> {
+    let mut blob = tx.blob_open(MAIN_DB, table, column, row, false)?;
+    let mut at = 0;
+    pending.spill()?.chunks(held, |chunk| {
+        blob.write_at(chunk, at)?;
+        at += chunk.len();
+        Ok::<_, CommitError>(())
+    })?;
+    blob.close()?;
+    Ok(())
+}
+
+/// Whether the stored record at `row` (of the held value's length) holds the same bytes.
+fn same_bytes(
+    tx: &Connection,
+    row: i64,
+    pending: &Pending,
+    held: &Held,
+) -> Result<bool, CommitError> {
+    let blob = tx.blob_open(MAIN_DB, "records", "bytes", row, true)?;
+    let mut stored = vec![0; CHUNK];
+    let mut at = 0;
+    let mut same = true;
+    pending.spill()?.chunks(held, |chunk| {
+        if same {
+            let stored = &mut stored[..chunk.len()];
+            blob.read_at_exact(stored, at)?;
+            same = stored == chunk;
+            at += chunk.len();
+        }
+        Ok::<_, CommitError>(())
+    })?;
+    Ok(same)
 }
 
 pub fn has_blob(conn: &Connection, key: &str) -> rusqlite::Result<bool> {

@@ -14,6 +14,12 @@
 //! ([`Store::batch`]). redb was the other candidate, but it locks its file for one process at
 //! a time, and several `condense` runs may share a store.
 //!
+//! **Memory.** Until its commit a batch keeps its large values (16 KiB on: archive segments,
+//! persisted tool results) in an unnamed temporary file, not in memory, and the commit copies
+//! them into their rows a chunk at a time (`spill`); a record can be streamed in as it is
+//! serialized ([`Store::record_writer`]). So a run's peak memory does not grow with what it
+//! archives.
+//!
 //! **Crash safety.** WAL journal with `synchronous = NORMAL`: a transaction is atomic whatever
 //! moment the process is killed (SIGKILL included), so the next run sees the store as it was
 //! before the killed run's transaction or after it, never half of it. A commit is not synced to
@@ -48,20 +54,26 @@
 mod db;
 mod legacy;
 mod sanitize;
+mod spill;
+#[cfg(test)]
+mod spill_tests;
+mod stream;
 #[cfg(test)]
 mod tests;
 
 pub use db::{DB_FILE, DB_SIDE_FILES};
 pub use legacy::remove_orphan_temps;
 pub use sanitize::sanitize_component;
+pub use stream::RecordWriter;
 
-use db::Pending;
+use db::{CommitError, Pending};
 use rusqlite::Connection;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{self, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
 use xxhash_rust::xxh3::xxh3_128;
@@ -128,11 +140,24 @@ impl Conn {
 }
 
 /// One thread's open batch.
-#[derive(Default)]
 struct Open {
     pending: Pending,
     /// How many [`Batch`]es the thread has open: only the outermost commits.
     depth: usize,
+    /// Which batch this is (unique in the process): a [`RecordWriter`] checks its pieces all go
+    /// into the batch it started in.
+    id: u64,
+}
+
+impl Open {
+    fn new() -> Open {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Open {
+            pending: Pending::default(),
+            depth: 0,
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -186,7 +211,7 @@ impl Batch<'_> {
         let Some(open) = conn.open.remove(&id) else {
             return Ok(());
         };
-        db::commit(&mut conn.db, &open.pending).map_err(|e| self.store.db_err(e))
+        db::commit(&mut conn.db, &open.pending).map_err(|e| self.store.commit_err(e))
     }
 }
 
@@ -247,12 +272,27 @@ impl Store {
         }
     }
 
+    /// A failure of the batch's spill file (see `spill`), named by the store's directory.
+    fn spill_err(&self, source: io::Error) -> StoreError {
+        StoreError::Io {
+            path: self.inner.root.clone(),
+            source,
+        }
+    }
+
+    fn commit_err(&self, e: CommitError) -> StoreError {
+        match e {
+            CommitError::Db(e) => self.db_err(e),
+            CommitError::Spill(e) => self.spill_err(e),
+        }
+    }
+
     /// Starts a [`Batch`]: this thread's writes until its commit go in one transaction.
     pub fn batch(&self) -> Batch<'_> {
         self.lock()
             .open
             .entry(thread::current().id())
-            .or_default()
+            .or_insert_with(Open::new)
             .depth += 1;
         Batch {
             store: self,
@@ -262,15 +302,19 @@ impl Store {
     }
 
     /// Adds a write to this thread's open batch, or commits it at once when there is none.
-    fn write(&self, change: impl FnOnce(&mut Pending)) -> Result<(), StoreError> {
+    /// `change` is given the directory for the batch's spill file (none outside a batch).
+    fn write(
+        &self,
+        change: impl FnOnce(&mut Pending, Option<&Path>) -> io::Result<()>,
+    ) -> Result<(), StoreError> {
         let mut conn = self.lock();
         if let Some(open) = conn.open.get_mut(&thread::current().id()) {
-            change(&mut open.pending);
-            return Ok(());
+            return change(&mut open.pending, Some(&self.inner.root))
+                .map_err(|e| self.spill_err(e));
         }
         let mut pending = Pending::default();
-        change(&mut pending);
-        db::commit(&mut conn.db, &pending).map_err(|e| self.db_err(e))
+        change(&mut pending, None).map_err(|e| self.spill_err(e))?;
+        db::commit(&mut conn.db, &pending).map_err(|e| self.commit_err(e))
     }
 
     /// Stores `bytes`, returning their key. Storing the same bytes twice writes once.
@@ -285,8 +329,12 @@ impl Store {
                 return Ok(key);
             }
         }
-        self.write(|p| {
-            p.blobs.entry(key.clone()).or_insert_with(|| bytes.to_vec());
+        self.write(|p, dir| {
+            if !p.blobs.contains_key(&key) {
+                let held = p.hold(dir, bytes)?;
+                p.blobs.insert(key.clone(), held);
+            }
+            Ok(())
         })?;
         Ok(key)
     }
@@ -295,8 +343,8 @@ impl Store {
     pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let key = check_key(key)?;
         let conn = self.lock();
-        if let Some(bytes) = conn.held().and_then(|p| p.blobs.get(&key)) {
-            return Ok(Some(bytes.clone()));
+        if let Some((p, held)) = conn.held().and_then(|p| Some((p, p.blobs.get(&key)?))) {
+            return p.read(held).map(Some).map_err(|e| self.spill_err(e));
         }
         db::get_blob(&conn.db, &key).map_err(|e| self.db_err(e))
     }
@@ -341,16 +389,19 @@ impl Store {
     /// Replaces a stage's state for a session (no write when it is unchanged).
     pub fn state_put(&self, session: &str, stage: &str, state: &str) -> Result<(), StoreError> {
         let id = (sanitize_component(session), sanitize_component(stage));
-        self.write(|p| {
+        self.write(|p, _| {
             p.state.insert(id, state.as_bytes().to_vec());
+            Ok(())
         })
     }
 
     /// Writes a named record (replacing any previous one; no write when it is unchanged).
     pub fn record_put(&self, namespace: &str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let id = (sanitize_component(namespace), sanitize_component(name));
-        self.write(|p| {
-            p.records.insert(id, bytes.to_vec());
+        self.write(|p, dir| {
+            let held = p.hold(dir, bytes)?;
+            p.records.insert(id, held);
+            Ok(())
         })
     }
 
@@ -371,8 +422,8 @@ impl Store {
     pub fn record_get(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let id = (sanitize_component(namespace), sanitize_component(name));
         let conn = self.lock();
-        if let Some(bytes) = conn.held().and_then(|p| p.records.get(&id)) {
-            return Ok(Some(bytes.clone()));
+        if let Some((p, held)) = conn.held().and_then(|p| Some((p, p.records.get(&id)?))) {
+            return p.read(held).map(Some).map_err(|e| self.spill_err(e));
         }
         db::get_record(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))
     }
@@ -425,11 +476,12 @@ impl Store {
                     namespace.starts_with(prefix)
                 }
             });
-            for ((namespace, name), bytes) in held {
+            for ((namespace, name), value) in held {
+                let bytes = p.read(value).map_err(|e| self.spill_err(e))?;
                 grouped
                     .entry(namespace.clone())
                     .or_default()
-                    .insert(name.clone(), bytes.clone());
+                    .insert(name.clone(), bytes);
             }
         }
         Ok(grouped
@@ -470,7 +522,10 @@ impl Store {
             return Ok(());
         }
         let id = (sanitize_component(session), tokenizer.to_string());
-        self.write(|p| p.tokens.entry(id).or_default().extend(counts))
+        self.write(|p, _| {
+            p.tokens.entry(id).or_default().extend(counts);
+            Ok(())
+        })
     }
 }
 

@@ -65,7 +65,7 @@ fn hostile_session_and_stage_names_stay_inside() {
 }
 
 /// The size of the store's write-ahead log: it grows with every page a commit changes.
-fn wal_len(root: &Path) -> u64 {
+pub(crate) fn wal_len(root: &Path) -> u64 {
     fs::metadata(root.join("store.db-wal")).map_or(0, |m| m.len())
 }
 
@@ -327,10 +327,10 @@ fn crash_child() {
         .db
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .unwrap();
-    for (key, bytes) in &pending.blobs {
+    for (key, held) in &pending.blobs {
         tx.execute(
             "INSERT INTO blobs (key, bytes) VALUES (?1, ?2)",
-            rusqlite::params![key, bytes],
+            rusqlite::params![key, pending.read(held).unwrap()],
         )
         .unwrap();
     }

@@ -42,7 +42,7 @@
 
 use crate::{SummarizeError, Summarizer, SummaryRequest};
 use condense_model::Message;
-pub use condense_retain::Retained;
+pub use condense_retain::{Retained, Undo};
 use condense_tokens::TokenCounter;
 
 /// The share of the budget the retained record may take before the prose gets the rest (the
@@ -83,7 +83,57 @@ pub fn summarize_retaining(
         }
     }
     retained.merge_later(Retained::from_messages(request.messages));
+    let text = write(summarizer, counter, request, &retained, &earlier_prose)?;
+    Ok(RetainingSummary { text, retained })
+}
 
+/// A summary written onto a record handed over ([`summarize_onto`]), and what turns that
+/// record back into the one it was handed over as.
+#[derive(Debug)]
+pub struct OntoSummary {
+    pub text: String,
+    pub undo: Undo,
+}
+
+/// [`summarize_retaining`] for a running summary: `request.previous_summary` (non-empty) is the
+/// one summary the new one builds on and `record` is its record, handed over rather than
+/// copied; `request.messages` holds no summary message. The span is merged into `record` in
+/// place, so a commit costs its span, not the whole record: on success `record` is the new
+/// summary's record and `Retained::undo` with the returned undo turns a copy of it back into
+/// the previous one; on failure `record` is as it was.
+pub fn summarize_onto(
+    summarizer: &dyn Summarizer,
+    counter: &TokenCounter,
+    request: &SummaryRequest<'_>,
+    record: &mut Retained,
+) -> Result<OntoSummary, SummarizeError> {
+    let prose = request
+        .previous_summary
+        .map(|p| strip_retained_sections(p.trim()))
+        .filter(|p| !p.trim().is_empty());
+    let undo = record.merge_later_undoable(Retained::from_messages(request.messages));
+    let request = SummaryRequest {
+        previous_summary: None,
+        ..*request
+    };
+    match write(summarizer, counter, &request, record, prose.as_slice()) {
+        Ok(text) => Ok(OntoSummary { text, undo }),
+        Err(e) => {
+            record.undo(undo);
+            Err(e)
+        }
+    }
+}
+
+/// The summary of `request` (whose earlier summaries' prose is `earlier_prose`) with
+/// `retained` rendered in front.
+fn write(
+    summarizer: &dyn Summarizer,
+    counter: &TokenCounter,
+    request: &SummaryRequest<'_>,
+    retained: &Retained,
+    earlier_prose: &[String],
+) -> Result<String, SummarizeError> {
     // Cached: a running summary renders mostly the same record commit after commit.
     let count = |t: &str| counter.count_text_cached(t);
     let share = (request.max_tokens as f64 * RETAINED_SHARE) as usize;
@@ -91,7 +141,7 @@ pub fn summarize_retaining(
     let left = request.max_tokens.saturating_sub(rendered.tokens + 1);
     // Several earlier summaries are merged into one as a chain of merges would have (the
     // latest todo list, state and answer win), whoever the summarizer is.
-    let previous = match earlier_prose.as_slice() {
+    let previous = match earlier_prose {
         [] => None,
         [one] => Some(one.clone()),
         several => crate::extractive::combine(several, counter),
@@ -108,11 +158,10 @@ pub fn summarize_retaining(
     } else {
         String::new()
     };
-    let text = match prose.trim() {
+    Ok(match prose.trim() {
         "" => rendered.text.trim().to_string(),
         p => format!("{}\n\n{p}", rendered.text.trim()),
-    };
-    Ok(RetainingSummary { text, retained })
+    })
 }
 
 /// What a stage asked for, as the host answers it: `messages` may hold earlier summary

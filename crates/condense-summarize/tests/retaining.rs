@@ -10,8 +10,8 @@ mod support;
 
 use condense_model::Message;
 use condense_summarize::retaining::{
-    is_summary_message, summarize_retaining, summarize_span, summary_body, Earlier, Retained,
-    RetainingSummary,
+    is_summary_message, summarize_onto, summarize_retaining, summarize_span, summary_body, Earlier,
+    OntoSummary, Retained, RetainingSummary,
 };
 use condense_summarize::{build, SummarizerConfig, SummaryRequest};
 use condense_tokens::TokenCounter;
@@ -289,6 +289,39 @@ fn merging_across_two_splits_keeps_every_written_path_and_error() {
                 section(&whole.text, heading),
                 "{what}"
             );
+        }
+    }
+}
+
+#[test]
+fn a_record_handed_over_gives_the_same_summary_and_comes_back() {
+    let conv = real_transcript();
+    let msgs = &conv.messages;
+    let counter = counter();
+    let summarizer = build(&SummarizerConfig::default(), Arc::clone(&counter)).unwrap();
+    for at in [msgs.len() / 4, msgs.len() / 2, msgs.len() * 3 / 4] {
+        let split = turn_split(msgs, at);
+        let (a, b) = msgs.split_at(split);
+        let first = compose(a, Vec::new(), 20_000);
+        for budget in [300, 2_000, 20_000] {
+            let request = SummaryRequest {
+                messages: b,
+                previous_summary: Some(&first.text),
+                max_tokens: budget,
+                purpose: "collapse",
+            };
+            let copied = summarize_span(summarizer.as_ref(), &counter, &request, &|_| {
+                Some(first.retained.clone())
+            })
+            .unwrap();
+            let mut record = first.retained.clone();
+            let OntoSummary { text, undo } =
+                summarize_onto(summarizer.as_ref(), &counter, &request, &mut record).unwrap();
+            let what = format!("split at {split}, budget {budget}");
+            assert_eq!(text, copied.text, "{what}");
+            assert_eq!(record, copied.retained, "{what}");
+            record.undo(undo);
+            assert_eq!(record, first.retained, "{what}");
         }
     }
 }

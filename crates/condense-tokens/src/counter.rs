@@ -1,5 +1,6 @@
 //! [`TokenCounter`]: what blocks, messages and conversations cost, with a cache by content hash.
 
+use crate::pretokenize::line_parts;
 use crate::tokenizer::{tokenizer, Tokenizer, TokenizerKind};
 use condense_budget::image::image_tokens;
 use condense_budget::{Budget, BudgetConfig, MESSAGE_OVERHEAD_TOKENS};
@@ -10,6 +11,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
+use xxhash_rust::xxh3::xxh3_64;
 
 /// Default cache capacity (entries); the cache is cleared when it grows past it. An entry is
 /// about 16 bytes, so the default holds on to about 16 MB at most.
@@ -22,6 +24,15 @@ pub const PARALLEL_MIN_BYTES: usize = 64 * 1024;
 /// Seed of the hash that keys tool definitions, so they never collide with block hashes.
 const TOOL_DEF_SEED: u64 = 0x746f_6f6c_5f64_6566; // "tool_def"
 
+/// Texts from this many bytes that [`TokenCounter::count_text_cached`] has not seen whole are
+/// counted in line parts, each cached: a summary rewritten at every commit, or a tool result
+/// that grew, is mostly lines counted before.
+pub const LINE_PARTS_FROM: usize = 1024;
+
+/// The smallest line part worth its own cache entry (a few lines of a summary): hashing and a
+/// lookup cost about what tokenizing 16 bytes does.
+const LINE_PART_MIN: usize = 64;
+
 /// Block hash -> tokens. The keys are xxh3 hashes already: they are used as they are.
 type Cache = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
 
@@ -32,6 +43,9 @@ type Cache = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
 struct State {
     map: Cache,
     fresh: Vec<(u64, u32)>,
+    /// Line parts of texts counted by [`TokenCounter::count_text_cached`], by their xxh3.
+    /// Kept for this process only: a part is no block, and the store keeps blocks' counts.
+    parts: Cache,
 }
 
 /// Token counts of a conversation.
@@ -47,6 +61,10 @@ pub struct ConversationCount {
     pub system_messages: usize,
     /// `system + tools + sum(messages)`.
     pub total: usize,
+    /// Per block of the chat messages (not of [`Role::Event`] lines), in order: what a
+    /// breakdown by block needs without hashing every block again.
+    #[serde(skip)]
+    pub blocks: Vec<usize>,
 }
 
 impl ConversationCount {
@@ -75,6 +93,8 @@ pub struct CacheStats {
     pub misses: u64,
     /// Entries in the cache now.
     pub entries: usize,
+    /// Line parts of long texts in the cache now (see [`TokenCounter::count_text_cached`]).
+    pub line_parts: usize,
 }
 
 /// Counts tokens with one tokenizer and caches what blocks cost by [`Block::content_hash`].
@@ -149,7 +169,10 @@ impl TokenCounter {
 
     /// Tokens of a text, cached under the key of a text block holding it
     /// ([`Block::text_hash`]): what stages get through the host. They count the same tool
-    /// results run after run, and texts the conversation count already cached as blocks.
+    /// results run after run, and texts the conversation count already cached as blocks. A
+    /// long text not seen whole ([`LINE_PARTS_FROM`] bytes or more) is counted by line parts,
+    /// each cached for the process, so a text that is mostly lines seen before (a running
+    /// summary rewritten at every commit) costs hashing and its new lines.
     pub fn count_text_cached(&self, text: &str) -> usize {
         // Hashing and a lookup cost more than tokenizing a word or two; from 16 bytes on the
         // cache wins (a summary's record counts the same short lines commit after commit: 3x
@@ -157,7 +180,47 @@ impl TokenCounter {
         if text.len() < 16 {
             return self.tokenizer.count(text);
         }
-        self.cached(Block::text_hash(text), || self.tokenizer.count(text))
+        self.cached(Block::text_hash(text), || self.count_in_line_parts(text))
+    }
+
+    /// Tokens of `text`, counted part by part when it is long and the tokenizer allows it
+    /// ([`Tokenizer::additive_at_line_starts`]): parts seen before are not counted again. The
+    /// same count as the whole text's; one read lock for the lookups, one write lock for what
+    /// was new.
+    fn count_in_line_parts(&self, text: &str) -> usize {
+        if text.len() < LINE_PARTS_FROM || !self.tokenizer.additive_at_line_starts() {
+            return self.tokenizer.count(text);
+        }
+        let parts: Vec<&str> = line_parts(text, LINE_PART_MIN).collect();
+        if parts.len() < 2 {
+            return self.tokenizer.count(text);
+        }
+        let keys: Vec<u64> = parts.iter().map(|p| xxh3_64(p.as_bytes())).collect();
+        let found: Vec<Option<u32>> =
+            self.read_cache(|cache| keys.iter().map(|k| cache.parts.get(k).copied()).collect());
+        let mut total = 0;
+        let mut new: Vec<(u64, u32)> = Vec::new();
+        for ((part, key), hit) in parts.iter().zip(&keys).zip(found) {
+            total += match hit {
+                Some(n) => n as usize,
+                None => {
+                    let n = self.tokenizer.count(part);
+                    if let Ok(stored) = u32::try_from(n) {
+                        new.push((*key, stored));
+                    }
+                    n
+                }
+            };
+        }
+        if !new.is_empty() {
+            self.write_cache(|cache| {
+                if cache.parts.len() + new.len() > self.capacity {
+                    cache.parts.clear();
+                }
+                cache.parts.extend(new);
+            });
+        }
+        total
     }
 
     /// Tokens of a block, cached: text and thinking count their text; a tool use its name and
@@ -238,6 +301,7 @@ impl TokenCounter {
             .into_iter();
 
         let mut fresh: Vec<(u64, usize)> = Vec::with_capacity(missing.len());
+        let mut per_block: Vec<usize> = Vec::with_capacity(keys.len());
         let mut next = keys.iter().zip(found);
         let mut system_messages = 0;
         let messages: Vec<usize> = conversation
@@ -252,7 +316,7 @@ impl TokenCounter {
                     // `keys` holds one key per chat block, in this order, and `computed` one
                     // count per miss, in this order too.
                     let Some((key, hit)) = next.next() else { break };
-                    n += match hit {
+                    let block = match hit {
                         Some(count) => count as usize,
                         None => {
                             let count = computed.next().unwrap_or(0);
@@ -260,6 +324,8 @@ impl TokenCounter {
                             count
                         }
                     };
+                    per_block.push(block);
+                    n += block;
                 }
                 if m.role == Role::System {
                     system_messages += n;
@@ -281,6 +347,7 @@ impl TokenCounter {
             messages,
             system_messages,
             total,
+            blocks: per_block,
         }
     }
 
@@ -351,9 +418,13 @@ impl TokenCounter {
         self.read_cache(|cache| cache.map.len())
     }
 
-    /// Empties the cache (the statistics and the fresh counts not yet taken stay).
+    /// Empties the cache, line parts included (the statistics and the fresh counts not yet
+    /// taken stay).
     pub fn clear_cache(&self) {
-        self.write_cache(|cache| cache.map.clear());
+        self.write_cache(|cache| {
+            cache.map.clear();
+            cache.parts.clear();
+        });
     }
 
     /// Seeds the cache with counts an earlier process computed (keys as this cache makes them:
@@ -389,6 +460,7 @@ impl TokenCounter {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             entries: self.cache_len(),
+            line_parts: self.read_cache(|cache| cache.parts.len()),
         }
     }
 
@@ -482,71 +554,4 @@ impl Hasher for PassThrough {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::{Condvar, Mutex};
-    use std::time::Duration;
-
-    #[test]
-    fn big_batches_run_on_two_threads_at_once() {
-        // Each item waits until both are in flight: on one thread the first would wait alone
-        // until the (deadlock-guard) timeout and report false.
-        let started = Mutex::new(0);
-        let both = Condvar::new();
-        let meet = || {
-            let mut n = started.lock().unwrap();
-            *n += 1;
-            both.notify_all();
-            let (n, timeout) = both
-                .wait_timeout_while(n, Duration::from_secs(30), |n| *n < 2)
-                .unwrap();
-            usize::from(!timeout.timed_out() && *n >= 2)
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let counter = TokenCounter::new(TokenizerKind::Estimate);
-        let items = [PARALLEL_MIN_BYTES, PARALLEL_MIN_BYTES];
-        let met = pool.install(|| counter.costs(&items, |n| *n, |_| meet()));
-        assert_eq!(met, vec![1, 1]);
-    }
-
-    #[test]
-    fn small_batches_stay_on_the_calling_thread() {
-        let me = std::thread::current().id();
-        let counter = TokenCounter::new(TokenizerKind::Estimate);
-        let items = vec![100usize; 50];
-        let on_me = counter.costs(
-            &items,
-            |n| *n,
-            |_| usize::from(std::thread::current().id() == me),
-        );
-        assert_eq!(on_me, vec![1; 50]);
-        // One big item has nothing to share either.
-        let on_me = counter.costs(
-            &[10 * PARALLEL_MIN_BYTES],
-            |n| *n,
-            |_| usize::from(std::thread::current().id() == me),
-        );
-        assert_eq!(on_me, vec![1]);
-    }
-
-    #[test]
-    fn count_tokens_counts_through_the_text_cache() {
-        let counter = TokenCounter::new(TokenizerKind::O200k);
-        let text = "a sentence long enough to be cached by the counter";
-        let counted = CountTokens::count_tokens(&counter, text);
-        assert_eq!(counted, counter.count_text(text));
-        let misses = counter.stats().misses;
-        assert_eq!(CountTokens::count_tokens(&counter, text), counted);
-        assert_eq!(
-            counter.stats().misses,
-            misses,
-            "the second count is a cache hit"
-        );
-        // Through a trait object too, the way the measuring helpers take it.
-        let dynamic: &dyn CountTokens = &counter;
-        assert_eq!(dynamic.count_tokens(text), counted);
-    }
-}
+mod tests;

@@ -53,7 +53,8 @@ mod tokenizer;
 mod vocab_hash;
 
 pub use counter::{
-    CacheStats, ConversationCount, TokenCounter, DEFAULT_CACHE_CAPACITY, PARALLEL_MIN_BYTES,
+    CacheStats, ConversationCount, TokenCounter, DEFAULT_CACHE_CAPACITY, LINE_PARTS_FROM,
+    PARALLEL_MIN_BYTES,
 };
 pub use tokenizer::{
     estimate_count, tokenizer, ParseTokenizerKindError, Tokenizer, TokenizerKind,

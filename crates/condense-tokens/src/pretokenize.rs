@@ -226,6 +226,46 @@ pub(crate) fn next_piece(pattern: Pattern, t: &str, s: usize) -> usize {
     after0
 }
 
+/// Whether a piece starts at byte `i` of `t` whatever came before it, when the character before
+/// is `\n`: the character at `i` is neither whitespace (which `\s*[\r\n]+` and the other
+/// whitespace alternatives would run on into) nor `/` (which o200k's `[\r\n/]*` takes after
+/// punctuation). No other alternative of either pattern matches across a `\n`, and none looks
+/// behind its start, so the pieces of `t` are those of `t[..i]` followed by those of `t[i..]`.
+pub(crate) fn piece_starts_after_newline(t: &str, i: usize) -> bool {
+    i > 0
+        && t.as_bytes().get(i - 1) == Some(&b'\n')
+        && matches!(at(t, i), Some((c, f)) if f & SPACE == 0 && c != '/')
+}
+
+/// `text` in consecutive parts of at least `min` bytes (the last may be shorter), each cut
+/// after a `\n` where [`piece_starts_after_newline`] holds: the text's pieces are its parts'
+/// pieces, so its token count is the sum of theirs. A text with no such place is one part.
+pub(crate) fn line_parts(text: &str, min: usize) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= text.len() {
+            return None;
+        }
+        // A `\n` at `from` or later makes a part of at least `min` bytes.
+        let mut from = start + min.max(1) - 1;
+        let end = loop {
+            let next = bytes
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&b| b == b'\n'));
+            match next {
+                Some(k) if piece_starts_after_newline(text, from + k + 1) => break from + k + 1,
+                Some(k) => from += k + 1,
+                None => break text.len(),
+            }
+        };
+        // `end` follows a `\n` (or is the end): a character boundary.
+        let part = text.get(start..end);
+        start = end;
+        part
+    })
+}
+
 /// The pieces of `text`.
 pub(crate) fn pieces(pattern: Pattern, text: &str) -> impl Iterator<Item = &str> {
     let mut s = 0;
@@ -238,4 +278,68 @@ pub(crate) fn pieces(pattern: Pattern, text: &str) -> impl Iterator<Item = &str>
         s = e;
         piece
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fast::{CL100K, O200K};
+
+    /// Texts made of what meets at a line break: every kind of space and line break, `/`,
+    /// punctuation that takes the breaks after it, contractions, letters, digits.
+    fn texts() -> Vec<String> {
+        let alphabet = [
+            "\n", "\r\n", "\r", " \n", "\n\n", " ", "\t", "\u{3000}", "\u{85}", "\u{a0}", "/",
+            "//", "/x", ".", "!\n", "\")]", "'s", "'LL", "a", "Word", "中", "\u{301}", "1", "42",
+            "## h", "- b",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        (0..4000)
+            .map(|_| {
+                let len = 1 + (next() % 24) as usize;
+                (0..len)
+                    .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_text_counts_as_the_sum_of_its_line_parts() {
+        let mut cut = 0;
+        for text in texts() {
+            for min in [1, 3, 8] {
+                let parts: Vec<&str> = line_parts(&text, min).collect();
+                assert_eq!(parts.concat(), text);
+                assert!(parts[..parts.len() - 1].iter().all(|p| p.len() >= min));
+                cut += parts.len() - 1;
+                for vocab in [&O200K, &CL100K] {
+                    let sum: usize = parts.iter().map(|p| vocab.count(p)).sum();
+                    assert_eq!(sum, vocab.count(&text), "{text:?} in {parts:?}");
+                }
+            }
+        }
+        assert!(cut > 2000, "too few cuts to test anything: {cut}");
+    }
+
+    #[test]
+    fn line_parts_cut_only_before_a_character_that_starts_a_piece() {
+        let parts = |t: &'static str| line_parts(t, 1).collect::<Vec<_>>();
+        assert_eq!(
+            parts("a\nb\n\nc\n d\n/e\n"),
+            ["a\n", "b\n\n", "c\n d\n/e\n"]
+        );
+        assert_eq!(parts("no break"), ["no break"]);
+        assert_eq!(parts(""), Vec::<&str>::new());
+        assert_eq!(
+            line_parts("ab\ncd\nef", 4).collect::<Vec<_>>(),
+            ["ab\ncd\n", "ef"]
+        );
+    }
 }

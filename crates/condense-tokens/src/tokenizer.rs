@@ -15,6 +15,15 @@ pub trait Tokenizer: Send + Sync {
     fn name(&self) -> &'static str;
     /// The number of tokens of `text`, special tokens counted as ordinary text.
     fn count(&self, text: &str) -> usize;
+
+    /// Whether [`Self::count`] of a text is the sum of the counts of its parts when the text is
+    /// cut right after a `\n` followed by a character that is neither whitespace nor `/`. True
+    /// of the byte-pair encoders, whose pre-tokenizer never puts such a place inside a piece;
+    /// not of the byte estimate, which rounds up per text. A counter uses it to count a long
+    /// text line by line, counting again only the lines it has not seen.
+    fn additive_at_line_starts(&self) -> bool {
+        false
+    }
 }
 
 /// The tokenizers condense can count with.
@@ -140,6 +149,10 @@ impl Tokenizer for Fast {
 
     fn count(&self, text: &str) -> usize {
         self.vocab.count(text)
+    }
+
+    fn additive_at_line_starts(&self) -> bool {
+        true
     }
 }
 

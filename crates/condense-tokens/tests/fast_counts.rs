@@ -2,7 +2,7 @@
 //! bpe-openai and tiktoken-rs do: every string of every shipped transcript, and each whole file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use condense_tokens::{tokenizer, TokenizerKind};
+use condense_tokens::{tokenizer, TokenCounter, TokenizerKind, LINE_PARTS_FROM};
 use std::path::{Path, PathBuf};
 
 fn transcripts() -> Vec<PathBuf> {
@@ -181,5 +181,29 @@ fn adversarial_texts_count_as_bpe_openai() {
                 "{kind}: {text:?}"
             );
         }
+    }
+}
+
+/// Long texts counted line part by line part, with parts seen in earlier texts answered from
+/// the cache, count as the whole text does: every long string of every shipped transcript.
+#[test]
+fn long_texts_count_the_same_by_line_parts() {
+    for kind in [TokenizerKind::O200k, TokenizerKind::Cl100k] {
+        let counter = TokenCounter::new(kind);
+        let whole = tokenizer(kind);
+        let mut long = 0;
+        for path in transcripts() {
+            let (_, texts) = texts(&path);
+            for text in texts.iter().filter(|t| t.len() >= LINE_PARTS_FROM) {
+                assert_eq!(
+                    counter.count_text_cached(text),
+                    whole.count(text),
+                    "{kind}: {text:?}"
+                );
+                long += 1;
+            }
+        }
+        assert!(long > 300, "{long}");
+        assert!(counter.stats().line_parts > 1000, "{:?}", counter.stats());
     }
 }

@@ -76,7 +76,8 @@ fn preloaded_counts_answer_a_new_process_without_counting() {
         CacheStats {
             hits: 0,
             misses: 0,
-            entries: saved.len()
+            entries: saved.len(),
+            line_parts: 0,
         }
     );
     assert!(second.take_fresh().is_empty());

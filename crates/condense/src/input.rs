@@ -58,14 +58,15 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
     std::fs::read(path).map_err(|e| Failure::run(format!("{}: cannot read: {e}", path.display())))
 }
 
-fn parse(bytes: &[u8], name: &str, opts: &ReadOptions) -> Result<Document, Failure> {
-    condense_formats::read(bytes, name, opts).map_err(|e| Failure::run(e.to_string()))
+/// Parses `bytes`, which the document keeps as its text (no second copy of the input).
+fn parse(bytes: Vec<u8>, name: &str, opts: &ReadOptions) -> Result<Document, Failure> {
+    condense_formats::read_owned(bytes, name, opts).map_err(|e| Failure::run(e.to_string()))
 }
 
 /// Reads and parses the transcript at `path`, its format detected.
 pub fn read_path(path: &Path) -> Result<Document, Failure> {
     parse(
-        &read_file(path)?,
+        read_file(path)?,
         &path.display().to_string(),
         &ReadOptions::default(),
     )
@@ -76,7 +77,7 @@ pub fn read_path(path: &Path) -> Result<Document, Failure> {
 pub fn read_at(path: &Path, args: &InputArgs) -> Result<Input, Failure> {
     let opts = read_options(args);
     Ok(Input {
-        doc: parse(&read_file(path)?, &path.display().to_string(), &opts)?,
+        doc: parse(read_file(path)?, &path.display().to_string(), &opts)?,
         path: Some(path.to_path_buf()),
         select: opts.select,
     })
@@ -109,7 +110,7 @@ pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
         .map_err(|e| Failure::run(format!("<stdin>: cannot read: {e}")))?;
     let opts = read_options(args);
     Ok(Input {
-        doc: parse(&buf, "-", &opts)?,
+        doc: parse(buf, "-", &opts)?,
         path: None,
         select: opts.select,
     })

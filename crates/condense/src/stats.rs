@@ -175,6 +175,8 @@ pub fn compute(
         }
         let names = conv.tool_names_by_id();
         let mut seen: HashSet<String> = HashSet::new();
+        // One count per chat block, in the order walked below.
+        let mut block_tokens = count.blocks.iter().copied();
         for (msg, tokens) in conv.messages.iter().zip(&count.messages) {
             if !msg.is_chat() {
                 if let Some(carried) = not_context.of(msg) {
@@ -186,7 +188,7 @@ pub fn compute(
             messages += 1;
             *by_role.entry(msg.role.as_str().into()).or_default() += tokens;
             for block in &msg.content.blocks {
-                let t = counter.count_block(block);
+                let t = block_tokens.next().unwrap_or(0);
                 *by_block.entry(block.kind().into()).or_default() += t;
                 match block {
                     Block::ToolUse(tu) => {

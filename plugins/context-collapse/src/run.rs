@@ -13,6 +13,7 @@ use condense_abi::{Context, StageReport};
 use condense_budget::{fraction_of, BudgetConfig};
 use condense_model::{Message, Role};
 use condense_turns::measure::message_tokens;
+use std::cell::OnceCell;
 use std::ops::Range;
 
 /// One part of the conversation after the leading content.
@@ -52,6 +53,9 @@ pub(crate) struct Run<'a> {
     messages: &'a [Message],
     cx: Context<'a>,
     turns: condense_turns::Turns,
+    /// Tokens of each turn, counted on first need: a turn is measured while a span grows over
+    /// it and again when the span is committed.
+    turn_tokens: Vec<OnceCell<usize>>,
     stored: State,
     collapses: Vec<Applied>,
     units: Vec<Unit>,
@@ -91,11 +95,13 @@ impl<'a> Run<'a> {
         let effective = budget.effective_window();
         let conversation_tokens = cx.conversation_tokens;
         let fit_limit = cx.context_window.saturating_sub(cx.output_reserve);
+        let turns = condense_turns::group(messages);
         Run {
             config,
             messages,
             cx,
-            turns: condense_turns::group(messages),
+            turn_tokens: vec![OnceCell::new(); turns.turns.len()],
+            turns,
             stored,
             collapses: Vec::new(),
             units: Vec::new(),
@@ -143,6 +149,11 @@ impl<'a> Run<'a> {
             .filter(|m| m.role != Role::System)
             .map(|m| message_tokens(&self.cx, m))
             .sum()
+    }
+
+    /// [`Self::tokens_of_range`] of turn `t`, counted once per run.
+    fn turn_tokens(&self, t: usize) -> usize {
+        *self.turn_tokens[t].get_or_init(|| self.tokens_of_range(self.turns.turns[t].range()))
     }
 
     fn summary_tokens(&self, c: &Collapse) -> usize {

@@ -304,6 +304,36 @@ fn byte_order_mark_and_odd_names() {
 }
 
 #[test]
+fn owned_bytes_read_as_borrowed_ones() {
+    let mut bom = "\u{feff}".as_bytes().to_vec();
+    bom.extend_from_slice(&fixture!("edge/openai_compact.json"));
+    // A session still being written: its last line, cut inside a character, is the tail.
+    let session = b"{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"sessionId\":\"s\",\
+        \"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{\"type\":\"assistant\",\"uuid\":\"a\xc3"
+        .to_vec();
+    for (bytes, name) in [(bom, "bom.json"), (session, "s.jsonl")] {
+        let borrowed = read(&bytes, name, &auto()).unwrap();
+        let mut owned = crate::read_owned(bytes.clone(), name, &auto()).unwrap();
+        assert_eq!(owned.conversations(), borrowed.conversations(), "{name}");
+        assert_eq!(owned.write().unwrap(), bytes, "{name}");
+        let first = borrowed.conversations()[0].messages[0].clone();
+        assert!(owned.original_text(0, &first).is_some(), "{name}");
+        assert_eq!(
+            owned.original_text(0, &first),
+            borrowed.original_text(0, &first)
+        );
+        // Changed after reading: the unchanged text is still matched to the message as read.
+        owned.conversations_mut()[0].messages[0].content = Content::string("changed");
+        let out = String::from_utf8_lossy(&owned.write().unwrap()).into_owned();
+        assert!(out.contains("changed"), "{name}: {out}");
+        assert_eq!(
+            owned.original_text(0, &first),
+            borrowed.original_text(0, &first)
+        );
+    }
+}
+
+#[test]
 fn claude_code_session_starting_with_many_summaries() {
     let mut text = String::new();
     for i in 0..7 {

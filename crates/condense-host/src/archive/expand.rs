@@ -17,13 +17,12 @@
 //! (truncate-oldest) leaves nothing to find.
 
 use super::{
-    encode, header_hash, header_of, message_hash, originals_of, Entry, Index, Segment,
+    hash_of, header_hash, header_of, message_hash, originals_of, Entry, Index, Segment,
     INDEX_PREFIX, NAMESPACE_PREFIX,
 };
 use condense_model::{Block, Content, Conversation, Message};
 use condense_store::{Store, StoreError};
 use std::collections::{HashMap, HashSet};
-use xxhash_rust::xxh3::xxh3_128;
 
 /// Why expansion failed.
 #[derive(Debug, thiserror::Error)]
@@ -246,8 +245,9 @@ fn expand_with(
                     .filter_map(|&i| segment.messages.get(i))
                     .collect();
                 let kind = format!("{:?}", std::mem::discriminant(entry));
-                let fingerprint =
-                    xxh3_128(&encode("an archive entry's originals", &(kind, originals))?);
+                // Hashed as serialized, not serialized whole first: an entry of a collapse
+                // holds most of the conversation.
+                let fingerprint = hash_of("an archive entry's originals", b"", &(kind, originals))?;
                 let n = occurrences.entry((key.as_str(), fingerprint)).or_insert(0);
                 *n += 1;
                 if seen.insert((key.as_str(), fingerprint, *n)) {

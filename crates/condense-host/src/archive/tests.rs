@@ -280,3 +280,102 @@ fn a_value_that_does_not_serialize_is_an_error_not_empty_bytes() {
     // What does serialize gives its bytes, the same as serde_json's.
     assert_eq!(encode("x", &[1, 2]).unwrap(), b"[1,2]");
 }
+
+/// Stores written before keep their keys: a message's key is the xxh3-128 of its id (none for
+/// a synthetic `#n` id), a zero byte and the JSON of the rest, however it is computed.
+#[test]
+fn archive_keys_are_the_hash_of_the_bytes_they_always_were() {
+    let old_key = |m: &Message| {
+        let mut bytes = Vec::new();
+        if !m.id.starts_with('#') {
+            bytes.extend_from_slice(m.id.as_bytes());
+        }
+        bytes.push(0);
+        let body = (&m.role, &m.timestamp, &m.content, &m.extra, &m.envelope);
+        bytes.extend_from_slice(&serde_json::to_vec(&body).unwrap());
+        format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes))
+    };
+    for m in [
+        text("uuid-7", Role::User, "a \"quoted\" request"),
+        result("#3", "t1", &"long output\n".repeat(500)),
+    ] {
+        assert_eq!(message_hash(&m).unwrap(), old_key(&m));
+    }
+    let header = Header {
+        system: Some(Content::string("be brief")),
+        tools: Vec::new(),
+        extra: Default::default(),
+    };
+    let bytes = serde_json::to_vec(&header).unwrap();
+    assert_eq!(
+        header_hash(&header).unwrap(),
+        format!("header-{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes))
+    );
+}
+
+/// A segment goes into the run's batch as a stream (its originals and their bytes are never
+/// gathered in memory), named by the hash of what was written, and reads back as a segment
+/// with its fields in their order; `texts` only when some original has its bytes.
+#[test]
+fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
+    let (_dir, store) = store();
+    let long = "x".repeat(300_000);
+    let before = conv(vec![
+        text("#0", Role::User, "go"),
+        result("#1", "t1", &long),
+        text("#2", Role::Assistant, "removed"),
+        text("#3", Role::User, "kept"),
+    ]);
+    let mut after = before.clone();
+    after.messages[1] = result("#1", "t1", CLEARED);
+    after.messages.remove(2);
+    let texts = |m: &Message| (m.id == "#1").then(|| format!("{{\"raw\":\"{}\"}}", m.id));
+    let batch = store.batch();
+    let opts = ArchiveOptions {
+        format: Some("anthropic"),
+        texts: Some(&texts),
+    };
+    assert_eq!(
+        archive_stage(&store, "s", &before, &after, opts).unwrap(),
+        2
+    );
+    let no_texts = |_: &Message| None;
+    let opts = ArchiveOptions {
+        format: Some("anthropic"),
+        texts: Some(&no_texts),
+    };
+    archive_stage(&store, "t", &before, &after, opts).unwrap();
+    batch.commit().unwrap();
+    for (session, with_texts) in [("s", true), ("t", false)] {
+        let records = store
+            .records(&format!("{NAMESPACE_PREFIX}{session}"))
+            .unwrap();
+        let [(name, bytes)] = &records[..] else {
+            panic!("one segment: {records:?}");
+        };
+        assert_eq!(*name, condense_store::blob_key(bytes));
+        let json = std::str::from_utf8(bytes).unwrap();
+        assert!(json.starts_with("{\"entries\":{"), "{}", &json[..40]);
+        let tail = &json[json.len() - 60..];
+        assert_eq!(
+            json.contains("\"texts\":[[0,\"{\\\"raw\\\":\\\"#1\\\"}\"]]"),
+            with_texts,
+            "{tail}"
+        );
+        assert!(
+            json.ends_with(if with_texts {
+                "]]}"
+            } else {
+                "\"header\":null}"
+            }),
+            "{tail}"
+        );
+        let segment: Segment = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(segment.messages, before.messages[1..3]);
+    }
+    let mut back = after.clone();
+    let expansion = expand(&store, "s", &mut back).unwrap();
+    assert_eq!(back, before);
+    let texts: Vec<&str> = expansion.texts.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts, ["{\"raw\":\"#1\"}"]);
+}

@@ -5,7 +5,9 @@ use super::*;
 use crate::artifacts::FileOp;
 use crate::ledger::ErrorEntry;
 use crate::testing::session;
+use crate::text::first_line_marked;
 use condense_model::Message;
+use condense_text::cut_chars;
 use std::cell::Cell;
 
 /// A rough counter: a token per 4 bytes, at least one per line (so sums are optimistic
@@ -333,4 +335,39 @@ fn earlier_requests_shorten_then_lengthen() {
     let none = r.render(floor + 2, &count);
     assert!(none.text.contains("(1 earlier request omitted)"));
     assert_eq!(none.requests_omitted, 1);
+}
+
+#[test]
+fn omitted_requests_are_never_formed_or_counted() {
+    // 500 earlier requests, a budget for a few (a bullet is about 10 tokens here): only the
+    // newest ones, those the fill tried, may be made into bullets and counted.
+    let mut r = Retained::default();
+    for i in 0..500 {
+        r.requests
+            .push(format!("request number {i:03} with a second\nline"));
+    }
+    r.requests.push("the last one".into());
+    let counted = std::cell::RefCell::new(Vec::<String>::new());
+    let count = |s: &str| {
+        counted.borrow_mut().push(s.to_string());
+        s.len().div_ceil(4)
+    };
+    let floor = r.render(0, &count).tokens;
+    counted.borrow_mut().clear();
+    let rendered = r.render(floor + 60, &count);
+    assert!(
+        (490..500).contains(&rendered.requests_omitted),
+        "{rendered:?}"
+    );
+    let tried: Vec<usize> = (0..500)
+        .filter(|i| {
+            let needle = format!("request number {i:03} ");
+            counted.borrow().iter().any(|t| t.contains(&needle))
+        })
+        .collect();
+    assert!(tried.iter().all(|i| *i >= 480), "{tried:?}");
+    assert!(tried.contains(&499));
+    // The kept ones are the newest.
+    assert!(rendered.text.contains("- request number 499 with a second"));
+    assert!(!rendered.text.contains("request number 000"));
 }

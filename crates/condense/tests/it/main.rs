@@ -26,6 +26,7 @@ mod scaffold;
 mod serve;
 mod serve_fake;
 mod serve_sdk;
+mod serve_wire;
 mod store;
 mod summarizer;
 mod support;

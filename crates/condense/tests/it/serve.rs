@@ -7,14 +7,27 @@ use crate::serve_fake::*;
 use crate::support::condense;
 use std::sync::{mpsc, Arc, Mutex};
 
-const ANTHROPIC_HEADERS: &[(&str, &str)] = &[
+pub(crate) const ANTHROPIC_HEADERS: &[(&str, &str)] = &[
     ("content-type", "application/json"),
     ("x-api-key", "sk-ant-secret-key"),
     ("anthropic-version", "2023-06-01"),
 ];
 
 /// An Anthropic request of `turns` tool rounds, each result `result_lines` lines long.
-fn agent_request(turns: usize, result_lines: usize, stream: bool) -> serde_json::Value {
+/// An upstream that refuses the first body as Anthropic does (prompt too long) and accepts
+/// what comes next with "fits now".
+pub(crate) fn too_long_once() -> Upstream {
+    let ptl = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+    Upstream::start(move |_, n| {
+        if n == 0 {
+            Reply::Json(400, ptl.to_string())
+        } else {
+            Reply::Json(200, anthropic_answer("fits now"))
+        }
+    })
+}
+
+pub(crate) fn agent_request(turns: usize, result_lines: usize, stream: bool) -> serde_json::Value {
     let mut msgs = vec![
         serde_json::json!({"role": "user", "content": "Please fix the failing build in src/lib.rs"}),
     ];
@@ -211,15 +224,7 @@ fn a_compressed_request_keeps_every_field_and_expands_back() {
 
 #[test]
 fn prompt_too_long_escalates_and_retries_once_per_level() {
-    // Refuses the first body as Anthropic does, accepts what comes next.
-    let ptl = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
-    let up = Upstream::start(move |_, n| {
-        if n == 0 {
-            Reply::Json(400, ptl.to_string())
-        } else {
-            Reply::Json(200, anthropic_answer("fits now"))
-        }
-    });
+    let up = too_long_once();
     let serve = Serve::start(&up.url, &[]);
     let body = serde_json::to_vec(&agent_request(6, 80, false)).unwrap();
     let a = post(&serve.url, "/v1/messages", ANTHROPIC_HEADERS, &body);

@@ -3,7 +3,7 @@
 //! or cut), the proxy as a child process, and a small HTTP/1.1 client that reads chunked
 //! answers frame by frame.
 
-use crate::support::{bin, header, read_head, read_request, Received};
+use crate::support::{bin, header, read_head, Received};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -29,7 +29,18 @@ pub enum Reply {
 
 pub struct Upstream {
     pub url: String,
-    received: Arc<Mutex<Vec<Received>>>,
+    received: Arc<Mutex<Log>>,
+}
+
+/// What the fake upstream received.
+#[derive(Default)]
+struct Log {
+    /// Each request with its body's exact bytes (`Received::body` is lossy text), in the order
+    /// their bodies were read whole.
+    requests: Vec<(Received, Vec<u8>)>,
+    /// In the order the requests' heads arrived: each one's index in `requests` once its body
+    /// is in.
+    heads: Vec<Option<usize>>,
 }
 
 impl Upstream {
@@ -37,7 +48,7 @@ impl Upstream {
     pub fn start(answer: impl Fn(&Received, usize) -> Reply + Send + Sync + 'static) -> Upstream {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let received = Arc::new(Mutex::new(Vec::new()));
+        let received = Arc::new(Mutex::new(Log::default()));
         let rec = Arc::clone(&received);
         let answer = Arc::new(answer);
         std::thread::spawn(move || {
@@ -50,25 +61,59 @@ impl Upstream {
         Upstream { url, received }
     }
 
+    /// The requests in the order the upstream began to receive them (their heads), which a
+    /// large body read after a small later one does not change.
+    pub fn in_arrival_order(&self) -> Vec<Received> {
+        let log = self.received.lock().unwrap();
+        log.heads
+            .iter()
+            .filter_map(|i| i.map(|i| log.requests[i].0.clone()))
+            .collect()
+    }
+
     pub fn requests(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
+        let log = self.received.lock().unwrap();
+        log.requests.iter().map(|(req, _)| req.clone()).collect()
+    }
+
+    /// The exact bytes of each body received.
+    pub fn raw_bodies(&self) -> Vec<Vec<u8>> {
+        let log = self.received.lock().unwrap();
+        log.requests.iter().map(|(_, raw)| raw.clone()).collect()
     }
 }
 
 fn serve_one(
     mut stream: TcpStream,
-    rec: &Mutex<Vec<Received>>,
+    rec: &Mutex<Log>,
     answer: &(dyn Fn(&Received, usize) -> Reply + Send + Sync),
 ) {
     stream.set_read_timeout(Some(PATIENCE)).ok();
     let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let Some(request) = read_request(&mut reader) else {
+    let Some((line, headers)) = read_head(&mut reader) else {
         return;
     };
+    let head = {
+        let mut log = rec.lock().unwrap();
+        log.heads.push(None);
+        log.heads.len() - 1
+    };
+    let len = header(&headers, "content-length").map_or(0, |v| v.parse().unwrap_or(0));
+    let mut raw = vec![0; len];
+    reader.read_exact(&mut raw).ok();
+    let mut parts = line.split_whitespace();
+    let request = Received {
+        method: parts.next().unwrap_or("").to_string(),
+        path: parts.next().unwrap_or("").to_string(),
+        headers,
+        body: String::from_utf8_lossy(&raw).into_owned(),
+    };
     let n = {
-        let mut r = rec.lock().unwrap();
-        r.push(request.clone());
-        r.len() - 1
+        let mut log = rec.lock().unwrap();
+        log.requests.push((request.clone(), raw));
+        let n = log.requests.len() - 1;
+        log.heads[head] = Some(n);
+        n
     };
     match answer(&request, n) {
         Reply::Json(status, reply) => {
@@ -212,8 +257,20 @@ pub fn request(
     path: &str,
     headers: &[(&str, &str)],
     body: &[u8],
-    mut on_chunk: impl FnMut(&[u8]),
+    on_chunk: impl FnMut(&[u8]),
 ) -> Answer {
+    read_answer(send(url, method, path, headers, body), on_chunk)
+}
+
+/// Sends one request (`content-length` is added); the answer is then read with
+/// [`read_answer`].
+pub fn send(
+    url: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> TcpStream {
     let addr = url.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).ok();
@@ -227,6 +284,11 @@ pub fn request(
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).unwrap();
     stream.write_all(body).ok();
+    stream
+}
+
+/// Reads the answer to a request [`send`] sent.
+pub fn read_answer(stream: TcpStream, mut on_chunk: impl FnMut(&[u8])) -> Answer {
     let mut reader = BufReader::new(stream);
     let Some((line, headers)) = read_head(&mut reader) else {
         return Answer::default();

@@ -68,7 +68,7 @@ impl Run<'_> {
                 && u1 - u0 < self.config.turns_per_span
             {
                 if let Unit::Turn(t) = self.units[u1] {
-                    span_tokens += self.tokens_of_range(self.turns.turns[t].range());
+                    span_tokens += self.turn_tokens(t);
                 }
                 u1 += 1;
                 let budget = self
@@ -130,7 +130,8 @@ impl Run<'_> {
             .filter(|m| m.role != Role::System)
             .cloned()
             .collect();
-        let span_tokens = self.tokens_of_range(range.clone());
+        // The span's turns cover `range` (turns are contiguous).
+        let span_tokens: usize = turn_idx.iter().map(|&t| self.turn_tokens(t)).sum();
         let first_id = self.messages[range.start].id.clone();
         let last_id = ids.last().cloned().unwrap_or_default();
         // The collapse merged into, without its ids: they grow with every merge of a running

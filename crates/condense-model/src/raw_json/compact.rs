@@ -1,0 +1,172 @@
+//! serde_json's compact JSON text of a [`Value`], byte for byte, written straight into a
+//! `String`.
+//!
+//! Readers keep every opaque block and unknown field as its compact JSON ([`super::RawJson`]),
+//! and the counts, hashes and snapshots are of exactly that text, so it must not change. Going
+//! through serde_json's serializer costs a formatter call per string piece and a byte-by-byte
+//! escape table walk; here a string's runs that need no escape are copied whole (found eight
+//! bytes at a time), which makes a transcript's opaque blocks several times cheaper to keep.
+
+use serde_json::Value;
+
+/// Appends `value` as serde_json's compact JSON (`Value`'s `Display`) to `out`.
+pub(super) fn write(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        // Rare, and spelled by serde_json itself (integers, ryu's shortest floats).
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                string(key, out);
+                out.push(':');
+                write(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// About the length of `value`'s compact JSON, a little more when its strings hold a few
+/// escapes: sizing the text once saves reallocating (and copying) it as it grows.
+pub(super) fn size_hint(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 20,
+        // The quotes, and one escape in 32 bytes (a line end every few dozen).
+        Value::String(s) => s.len() + s.len() / 32 + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| size_hint(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + size_hint(v))
+                .sum::<usize>()
+        }
+    }
+}
+
+/// A JSON string as serde_json escapes it: `"` and `\` backslashed, `\b \t \n \f \r` by name,
+/// the other control characters as `\u00xx` (lowercase hex), everything else as it is.
+fn string(s: &str, out: &mut String) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    loop {
+        let i = next_escape(bytes, start);
+        let Some(&b) = bytes.get(i) else { break };
+        // `start..i` ends before an ASCII byte: a char boundary.
+        out.push_str(&s[start..i]);
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x08 => out.push_str("\\b"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            0x0c => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0xf)]));
+            }
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// The position of the first byte at or after `i` that needs an escape (`bytes.len()` when
+/// none does), eight bytes at a time: a transcript's strings are long, with an escape (a line
+/// end) every few dozen bytes.
+fn next_escape(bytes: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // The high bit of each byte of `word` equal to `byte` (the classic SWAR zero-byte test; a
+    // borrow can flag a byte above a true one, never below, so the lowest flag is exact).
+    let equal = |word: u64, byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGH
+    };
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // Bytes below 0x20: subtracting 0x20 borrows into their high bit (bytes from 0x80 up
+        // are masked out by `!word`); the lowest flag is exact here too.
+        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+        let flags = control | equal(word, b'"') | equal(word, b'\\');
+        if flags != 0 {
+            // Little-endian: the lowest flagged byte is the first one in the text.
+            return i + (flags.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !needs_escape(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn same_as_serde(value: &Value) {
+        let mut out = String::new();
+        write(value, &mut out);
+        assert_eq!(out, value.to_string());
+    }
+
+    #[test]
+    fn every_byte_is_escaped_as_serde_json_escapes_it() {
+        let all: String = (0u32..0x300).filter_map(char::from_u32).collect();
+        same_as_serde(&Value::String(all.clone()));
+        // Each character alone and at every offset of an 8-byte word, so the word scan meets it
+        // in every lane.
+        for c in (0u32..0x100).filter_map(char::from_u32) {
+            for pad in 0..9 {
+                let s = format!("{}{c}{}", "a".repeat(pad), "é".repeat(pad % 3));
+                same_as_serde(&json!({ s.clone(): [s] }));
+            }
+        }
+        same_as_serde(&Value::String("\u{7f}\u{80}\u{10ffff}日本語\"\\/".into()));
+    }
+
+    #[test]
+    fn values_are_written_as_serde_json_writes_them() {
+        same_as_serde(&json!(null));
+        same_as_serde(&json!({}));
+        same_as_serde(&json!([]));
+        same_as_serde(
+            &json!({"b": [1, -2, 3.5, 1e300, -0.0, u64::MAX, i64::MIN, 0.1],
+            "a": {"t": true, "f": false, "n": null, "e": "", "x": [[], {}]}}),
+        );
+        let parsed: Value =
+            serde_json::from_str(r#"{"z":1,"a":[1E2,-0,12345678901234567890,1.5e-7]}"#).unwrap();
+        same_as_serde(&parsed);
+    }
+}

@@ -1,0 +1,398 @@
+//! One request of the three compressed routes: the body limit, decoding a content-encoded
+//! body, the request's place in its session's line, the pipeline, the upstream, and the
+//! prompt-too-long retries.
+//!
+//! Order: when a body is in, the request first takes its place in the proxy's intake line,
+//! then finds its session cheaply ([`quick_session`], concurrently with other requests), and
+//! in intake order takes its place in the session's line. So the requests of one session are
+//! compressed and sent upstream in the order their bodies arrived, even when a later one reads
+//! faster. The session's lock is held until the body has been handed to the upstream
+//! connection ([`crate::wire::ReleaseAtEnd`]), not for the model's answer: sessions that share
+//! an id (Claude Code's sub-agents) still wait for each other only while being compressed.
+
+use crate::backend::Turn;
+use crate::compress::{self, Compressed};
+use crate::encoding::{self, DecodeError};
+use crate::order::Place;
+use crate::proxy::{BoxError, Proxy, ProxyBody};
+use crate::session::{head_of, named_session, quick_session, session_of, Head, SESSION_HEADER};
+use crate::settings::OnError;
+use crate::wire::{build, error_answer, forward_headers, full, ms, set_saved, stream_back};
+use crate::Api;
+use bytes::Bytes;
+use condense_host::LoadedPipeline;
+use condense_text::thousands;
+use http::header;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::OwnedMutexGuard;
+
+/// The most of an upstream error body read to look for prompt-too-long (errors are small).
+const ERROR_BODY_LIMIT: usize = 1 << 20;
+
+/// A body through the pipeline: its session, model, result and pipeline, and the session's
+/// lock, held until the body is sent.
+type Done = (
+    String,
+    Option<String>,
+    Compressed,
+    Arc<LoadedPipeline>,
+    OwnedMutexGuard<()>,
+);
+/// Why a body was not compressed: its session when known, and a one-line reason.
+type NotDone = (Option<String>, String);
+
+/// The body as the pipeline reads it.
+struct Plain {
+    bytes: Bytes,
+    /// It was content-encoded: a compressed body goes upstream without the encoding.
+    decoded: bool,
+}
+
+impl Proxy {
+    pub(crate) async fn compressed_route(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        api: Api,
+        started: Instant,
+    ) -> Result<Response<ProxyBody>, BoxError> {
+        let (parts, body) = req.into_parts();
+        let (method, path) = (parts.method.clone(), parts.uri.path().to_string());
+        let max = self.settings.max_body_bytes;
+        let too_large = |what: &str| {
+            self.log(format_args!(
+                "{method} {path}: {what} over the limit -> 413"
+            ));
+            error_answer(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("condense serve: the request body is over the {}-byte limit (max_body_bytes in [serve], --max-body-bytes)", thousands(max)),
+            )
+        };
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > max) {
+            return Ok(too_large("body"));
+        }
+        let bytes = match Limited::new(body, max).collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => return Ok(too_large("body")),
+            Err(e) => return Err(e),
+        };
+        let uri = self.upstream_uri(&parts.uri, &parts.headers)?;
+        let headers = forward_headers(&parts.headers, true);
+        let header_session = parts
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let codings = match parts.headers.get(header::CONTENT_ENCODING) {
+            Some(v) => encoding::codings(&String::from_utf8_lossy(v.as_bytes())),
+            None => Vec::new(),
+        };
+
+        // The place in the intake line is taken now that the body is in; the session is found
+        // while others' are, and its place taken in intake order.
+        let intake = Place::take(Arc::clone(&self.intake)).await;
+        let t = Instant::now();
+        let (raw, hs) = (bytes.clone(), header_session.clone());
+        let look = move || {
+            let plain = if codings.is_empty() {
+                Ok(Plain {
+                    bytes: raw,
+                    decoded: false,
+                })
+            } else {
+                encoding::decode(&raw, &codings, max).map(|v| Plain {
+                    bytes: Bytes::from(v),
+                    decoded: true,
+                })
+            };
+            let quick = match &plain {
+                Ok(p) => quick_session(&p.bytes, api, hs.as_deref()),
+                Err(_) => None,
+            };
+            (plain, quick)
+        };
+        // A plain body whose header names its session needs no work: no trip to the pool.
+        let named = named_session(header_session.as_deref(), &Head::default()).is_some();
+        let looked = if named && !parts.headers.contains_key(header::CONTENT_ENCODING) {
+            Ok(look())
+        } else {
+            tokio::task::spawn_blocking(look).await
+        };
+        let mut condense_ms = ms(t);
+        let (plain, quick) = match looked {
+            Ok(x) => x,
+            Err(e) => (
+                Err(DecodeError::Corrupt {
+                    encoding: "?".into(),
+                    reason: format!("decoding panicked: {e}"),
+                }),
+                None,
+            ),
+        };
+        let place = {
+            let _turn = intake.turn().await;
+            match quick {
+                Some(s) => {
+                    let place = Place::take(self.backend.lock(&s)).await;
+                    Some((s, place))
+                }
+                None => None,
+            }
+        };
+
+        let t = Instant::now();
+        let first = match plain {
+            Err(DecodeError::TooLarge) => return Ok(too_large("decoded body")),
+            Err(e) => Err((
+                named_session(header_session.as_deref(), &Head::default()),
+                e.to_string(),
+            )),
+            Ok(p) => Arc::clone(&self)
+                .compress(api, p.bytes.clone(), header_session, None, place)
+                .await
+                .map(|done| (done, p)),
+        };
+        condense_ms += ms(t);
+        let ((session, model, mut done, pipeline, guard), plain) = match first {
+            Ok(x) => x,
+            Err((session, reason)) => {
+                let session = session.unwrap_or_else(|| "?".into());
+                if self.settings.on_error == OnError::Fail {
+                    self.log(format_args!(
+                        "{method} {path} session={session}: not compressed: {reason} -> 502 (on_error = \"fail\")"
+                    ));
+                    return Ok(error_answer(
+                        StatusCode::BAD_GATEWAY,
+                        &format!("condense serve: {reason}"),
+                    ));
+                }
+                self.backend.record(
+                    &session,
+                    Turn {
+                        failed: true,
+                        ..Turn::default()
+                    },
+                );
+                // The client's bytes, with their encoding.
+                let up = build(&method, &uri, &headers, bytes.clone())?;
+                let resp = self.send(up, &method, &path, started).await?;
+                self.log(format_args!(
+                    "{method} {path} session={session}: not compressed: {reason}; forwarded unchanged -> {} ({:.1} ms)",
+                    resp.status().as_u16(),
+                    ms(started)
+                ));
+                return Ok(stream_back(resp, Some(0)));
+            }
+        };
+        let levels = compress::levels(&pipeline).len();
+        let mut level = 0;
+        let mut retries = 0;
+        let mut guard = Some(guard);
+        // Recorded before it is sent, under the session's lock: the session's turns are
+        // recorded in the order they went upstream.
+        let stable = self.backend.record(
+            &session,
+            Turn {
+                tokens_before: done.tokens_before,
+                tokens_after: done.tokens_after,
+                compressed: done.body.is_some(),
+                retry: false,
+                failed: false,
+                prefix: std::mem::take(&mut done.prefix),
+            },
+        );
+        let mut ever_compressed = done.body.is_some();
+        loop {
+            // A body condense changed goes as plain JSON; the client's goes as it came.
+            let up = match &done.body {
+                Some(b) => {
+                    let mut plain_headers = headers.clone();
+                    if plain.decoded {
+                        plain_headers.remove(header::CONTENT_ENCODING);
+                    }
+                    build(&method, &uri, &plain_headers, Bytes::from(b.clone()))?
+                }
+                None => build(&method, &uri, &headers, bytes.clone())?,
+            };
+            let up = crate::wire::release_at_end(up, guard.take());
+            let resp = self.send(up, &method, &path, started).await?;
+            let saved = done.tokens_before.saturating_sub(done.tokens_after);
+            let line = |status: u16, note: &str, condense_ms: f64, retries: usize| {
+                format!(
+                    "{method} {path} session={session} model={} tokens {} -> {} stages={} retries={retries}{note} -> {status} (condense {condense_ms:.1} ms, total {:.1} ms{})",
+                    model.as_deref().unwrap_or("?"),
+                    thousands(done.tokens_before),
+                    thousands(done.tokens_after),
+                    if done.acted.is_empty() { "-".to_string() } else { done.acted.join(",") },
+                    ms(started),
+                    match stable {
+                        Some(true) => ", prefix stable",
+                        Some(false) => ", prefix changed",
+                        None => "",
+                    }
+                )
+            };
+            if resp.status() != StatusCode::BAD_REQUEST {
+                self.log(format_args!(
+                    "{}",
+                    line(resp.status().as_u16(), "", condense_ms, retries)
+                ));
+                return Ok(stream_back(resp, Some(saved)));
+            }
+            // A 400: read it (errors are small) to see whether it is prompt-too-long.
+            let (rparts, rbody) = resp.into_parts();
+            let error = Limited::new(rbody, ERROR_BODY_LIMIT)
+                .collect()
+                .await?
+                .to_bytes();
+            let buffered = |rparts: http::response::Parts, error: Bytes| {
+                let mut r = Response::from_parts(rparts, full(error));
+                *r.version_mut() = http::Version::HTTP_11;
+                crate::wire::strip_hop_by_hop(r.headers_mut());
+                r.headers_mut().remove(header::CONTENT_LENGTH);
+                set_saved(r.headers_mut(), saved);
+                r
+            };
+            if !api.is_prompt_too_long(&error) {
+                self.log(format_args!("{}", line(400, "", condense_ms, retries)));
+                return Ok(buffered(rparts, error));
+            }
+            // Escalate: force one more level each time, and send only what is smaller than
+            // what the upstream refused; at most once per level.
+            let sent = done.tokens_after;
+            let mut next = None;
+            while level < levels {
+                level += 1;
+                let t = Instant::now();
+                let again = Arc::clone(&self)
+                    .compress(
+                        api,
+                        plain.bytes.clone(),
+                        Some(session.clone()),
+                        Some(level),
+                        None,
+                    )
+                    .await;
+                condense_ms += ms(t);
+                match again {
+                    Ok((_, _, c, _, g)) if c.tokens_after < sent => {
+                        next = Some((c, g));
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err((_, reason)) => {
+                        self.log(format_args!(
+                            "session={session}: forcing level {level} failed: {reason}"
+                        ));
+                    }
+                }
+            }
+            match next {
+                Some((mut c, g)) => {
+                    retries += 1;
+                    self.backend.record(
+                        &session,
+                        Turn {
+                            tokens_before: c.tokens_before,
+                            tokens_after: c.tokens_after,
+                            compressed: c.body.is_some() && !ever_compressed,
+                            retry: true,
+                            failed: false,
+                            prefix: std::mem::take(&mut c.prefix),
+                        },
+                    );
+                    ever_compressed |= c.body.is_some();
+                    done = c;
+                    guard = Some(g);
+                }
+                None => {
+                    self.log(format_args!(
+                        "{}",
+                        line(
+                            400,
+                            ", prompt too long after every level",
+                            condense_ms,
+                            retries
+                        )
+                    ));
+                    return Ok(buffered(rparts, error));
+                }
+            }
+        }
+    }
+
+    /// Reads, orders by session and compresses a plain body; `Err` carries the session when
+    /// known and a one-line reason. `level`: `None` for the first run, else how many levels to
+    /// force (`session` is then the one found the first time). `place`: the place the request
+    /// took in its quickly found session's line.
+    async fn compress(
+        self: Arc<Self>,
+        api: Api,
+        bytes: Bytes,
+        session: Option<String>,
+        level: Option<usize>,
+        place: Option<(String, Place)>,
+    ) -> Result<Done, NotDone> {
+        let this = Arc::clone(&self);
+        let body = bytes.clone();
+        let prepared = tokio::task::spawn_blocking(move || {
+            let doc = compress::read(&body, api)
+                .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
+            let conv = &doc.conversations()[0];
+            let head = head_of(conv);
+            let session = match (level, session) {
+                (Some(_), Some(s)) => s,
+                (_, header) => session_of(conv, &head, header.as_deref()),
+            };
+            let window = head
+                .model
+                .as_deref()
+                .and_then(|m| this.settings.window_for(m));
+            let pipeline = this
+                .pipelines
+                .for_window(window)
+                .map_err(|e| (Some(session.clone()), e))?;
+            Ok::<_, NotDone>((doc, session, head.model, pipeline))
+        })
+        .await
+        .map_err(|e| (None, format!("reading the body panicked: {e}")))?;
+        let (doc, session, model, pipeline) = prepared?;
+        let guard = match place {
+            Some((quick, place)) if quick == session => place.turn().await,
+            other => {
+                if let Some((quick, _)) = other {
+                    // The cut body named another session than the whole one: keep the
+                    // state right, at the cost of this request's order.
+                    self.log(format_args!(
+                        "session={session}: the quick look said {quick}; ordered by the whole body"
+                    ));
+                }
+                Place::take(self.backend.lock(&session)).await.turn().await
+            }
+        };
+        let this = Arc::clone(&self);
+        let (s, p) = (session.clone(), Arc::clone(&pipeline));
+        let done = tokio::task::spawn_blocking(move || {
+            compress::run(
+                doc,
+                &bytes,
+                &p,
+                this.backend.store(),
+                &s,
+                level.unwrap_or(0),
+            )
+        })
+        .await
+        .map_err(|e| (Some(session.clone()), format!("the pipeline panicked: {e}")))?
+        .map_err(|e| (Some(session.clone()), e))?;
+        Ok((session, model, done, pipeline, guard))
+    }
+}
