@@ -158,16 +158,19 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
     let whole = runs.min(5);
     let cold_proc = cold_compress(whole, &f1, &store, &out)?;
     let stats_1x = process::median(runs, |_| Ok(()), |_| condense(&["stats", s(&f1)]))?;
-    let append = process::median(
-        whole,
-        |_| {
-            if store.exists() {
-                std::fs::remove_dir_all(&store)?;
-            }
-            process::run(&mut compress(&f1, &store, &out)?).map(|_| ())
-        },
-        |_| compress(&fp, &store, &out),
-    )?;
+    let compressed_once = |_: usize| -> Result<()> {
+        if store.exists() {
+            std::fs::remove_dir_all(&store)?;
+        }
+        process::run(&mut compress(&f1, &store, &out)?).map(|_| ())
+    };
+    let append = process::median(whole, compressed_once, |_| compress(&fp, &store, &out))?;
+    // The same run over the whole input (`--no-resume`): what the resume point saves.
+    let append_whole = process::median(whole, compressed_once, |_| {
+        let mut cmd = compress(&fp, &store, &out)?;
+        cmd.arg("--no-resume");
+        Ok(cmd)
+    })?;
     let stats_small = process::median(runs.max(21), |_| Ok(()), |_| condense(&["stats", s(&ft)]))?;
     println!(
         "| `condense stats`, 1M-token request body ({:.1} MB), whole process | {:.1} ms | |",
@@ -183,6 +186,11 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
         "| one turn appended, a new `condense compress` on the same store, whole process | {:.1} ms | {:.1}% of the cold run |",
         append.ms,
         append.ms / cold_proc.ms * 100.0
+    );
+    println!(
+        "| the same with `--no-resume` (the stages over the whole input) | {:.1} ms | {:.1}% of the cold run |",
+        append_whole.ms,
+        append_whole.ms / cold_proc.ms * 100.0
     );
     println!(
         "| `condense stats` on a small file ({bt} bytes), default tokenizer, whole process | {:.2} ms | |",

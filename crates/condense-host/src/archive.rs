@@ -28,15 +28,23 @@
 //! kept and applied in order, one per occurrence; only an identical entry of *another* segment
 //! (a rerun) counts once.
 //!
+//! Each run also writes a run record ([`runs`]): its segments and the run it started from, so
+//! expansion applies the one history that made the file, not another run's entries keyed by
+//! the same unchanged messages.
+//!
 //! Expansion loads the session's segments, applies entries round by round (a message changed
 //! by two stages unwinds in two rounds) and uses each entry at most once, so it always
 //! terminates.
 
 mod expand;
+mod read_index;
+mod runs;
 
 pub use expand::{
     expand, ExpandError, Expander, Expansion, Unresolved, UnresolvedKind, PLACEHOLDERS,
 };
+pub use read_index::ReadIndex;
+pub use runs::record_run;
 
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
@@ -51,6 +59,8 @@ mod tests;
 const NAMESPACE_PREFIX: &str = "expand-";
 /// Namespace prefix of the segments' index records (never starts like [`NAMESPACE_PREFIX`]).
 const INDEX_PREFIX: &str = "outputs-";
+/// Namespace prefix of the run records ([`runs`]).
+const RUNS_PREFIX: &str = "runs-";
 /// Namespace of the per-session record of how the conversation was read.
 const READ_AS_NAMESPACE: &str = "read-as";
 const HEADER_KEY: &str = "header";
@@ -295,6 +305,17 @@ pub fn archive_stage(
     after: &Conversation,
     opts: ArchiveOptions<'_>,
 ) -> Result<usize, StoreError> {
+    archive_stage_named(store, session, before, after, opts).map(|(count, _)| count)
+}
+
+/// [`archive_stage`], also giving the name of the segment written (for the run's record).
+pub(crate) fn archive_stage_named(
+    store: &Store,
+    session: &str,
+    before: &Conversation,
+    after: &Conversation,
+    opts: ArchiveOptions<'_>,
+) -> Result<(usize, Option<String>), StoreError> {
     let mut seg = Draft {
         texts: opts.texts,
         ..Draft::default()
@@ -335,7 +356,22 @@ pub fn archive_stage(
         }
         let originals = std::mem::take(run);
         let next = last_kept.map_or(0, |i| i + 1);
-        if let Some(anchor) = after.messages.get(next) {
+        // After a message the stage changed (a running summary rewritten in place) the run
+        // is anchored to that message, not to the unchanged one that follows: an unchanged
+        // message is shared with every other run of the session (one over the whole input
+        // next to one resumed from an earlier output), a changed one only with runs that made
+        // it, so expand never applies this run's insertion where another run's output stands.
+        let changed_before = last_kept.filter(|&i| {
+            before_by_id
+                .get(&after_ids[i])
+                .is_some_and(|orig| **orig != after.messages[i])
+        });
+        if let Some(i) = changed_before {
+            seg.add(
+                message_hash(&after.messages[i])?,
+                Entry::InsertAfter { originals },
+            );
+        } else if let Some(anchor) = after.messages.get(next) {
             if before_by_id.contains_key(&after_ids[next]) {
                 seg.add(message_hash(anchor)?, Entry::InsertBefore { originals });
             } else {
@@ -374,12 +410,28 @@ pub fn archive_stage(
 /// Archives how the written output reads back: a stage-made message (a summary) may come back
 /// from the file with another id or a filled-in wrapper line. Keyed by the re-read form, each
 /// such message expands to the one the pipeline produced, so `expand` works from the file.
+/// `run` is the run's record ([`crate::RunResult::archive_run`]): when something is archived,
+/// a record of this step goes on from it, with the re-read output.
 pub fn archive_written(
     store: &Store,
     session: &str,
     produced: &Conversation,
     reread: &Conversation,
+    run: Option<&str>,
 ) -> Result<usize, StoreError> {
+    let (count, segment) = archive_reread(store, session, produced, reread)?;
+    if let Some(segment) = segment {
+        record_run(store, session, run, vec![segment], reread)?;
+    }
+    Ok(count)
+}
+
+fn archive_reread(
+    store: &Store,
+    session: &str,
+    produced: &Conversation,
+    reread: &Conversation,
+) -> Result<(usize, Option<String>), StoreError> {
     // The format the run was read with (recorded by the run just before), for the index.
     let read_as = recorded_read_as(store, session)?;
     let format = read_as.as_ref().map(|r| r.format.as_str());
@@ -388,15 +440,17 @@ pub fn archive_written(
             format,
             texts: None,
         };
-        return archive_stage(store, session, produced, reread, opts);
+        return archive_stage_named(store, session, produced, reread, opts);
     }
     let mut seg = Draft::default();
     seg.add_header(produced, reread)?;
     // Positional: synthetic `#n` ids renumber when a stage removed messages, but the hash
     // leaves them out, so only messages that really read back differently get an entry.
     for (p, r) in produced.messages.iter().zip(&reread.messages) {
-        // Nearly every message reads back as produced: equal messages hash equal.
-        if p == r {
+        // Nearly every message reads back as produced: equal messages hash equal, and so do
+        // messages that differ only in their synthetic ids (the hash leaves those out; a run
+        // resumed from an earlier output keeps the ids its messages were first read with).
+        if p == r || same_but_synthetic_id(p, r) {
             continue;
         }
         let key = message_hash(r)?;
@@ -408,16 +462,30 @@ pub fn archive_written(
     write_segment(store, session, &seg, format)
 }
 
-/// Writes a segment and its index (nothing when it is empty); returns its number of entries.
-/// The segment is serialized straight into the store ([`Store::record_writer`]: within a run,
-/// into its batch's spill file), never whole in memory, and named by the hash of its bytes.
+/// Whether two messages differ at most in their synthetic `#n` ids ([`message_hash`] leaves
+/// those out), compared in place instead of hashed.
+fn same_but_synthetic_id(a: &Message, b: &Message) -> bool {
+    a.id.starts_with('#')
+        && b.id.starts_with('#')
+        && a.role == b.role
+        && a.timestamp == b.timestamp
+        && a.content == b.content
+        && a.extra == b.extra
+        && a.envelope == b.envelope
+}
+
+/// Writes a segment and its index (nothing when it is empty); returns its number of entries
+/// and its name. The segment is serialized straight into the store ([`Store::record_writer`]:
+/// within a run, into its batch's spill file), never whole in memory, and named by the hash of
+/// its bytes.
 fn write_segment(
     store: &Store,
     session: &str,
     seg: &Draft<'_, '_>,
     format: Option<&str>,
-) -> Result<usize, StoreError> {
+) -> Result<(usize, Option<String>), StoreError> {
     let count = seg.entries.values().map(Vec::len).sum();
+    let mut written = None;
     if count > 0 {
         let mut writer = store.record_writer();
         serde_json::to_writer(&mut writer, seg).map_err(|e| match e.io_error_kind() {
@@ -439,8 +507,9 @@ fn write_segment(
         };
         let index = encode("an archive index", &index)?;
         store.record_put(&format!("{INDEX_PREFIX}{session}"), &name, &index)?;
+        written = Some(name);
     }
-    Ok(count)
+    Ok((count, written))
 }
 
 /// Records how `session`'s conversation was read (replacing what an earlier run recorded).
@@ -455,73 +524,6 @@ pub fn recorded_read_as(store: &Store, session: &str) -> Result<Option<ReadAs>, 
     Ok(store
         .record_get(READ_AS_NAMESPACE, session)?
         .and_then(|b| serde_json::from_slice(&b).ok()))
-}
-
-/// What a store knows about how its conversations were read: each session's [`ReadAs`] record
-/// and, per format, every output hash its segments were indexed with. `expand` uses it to read
-/// a compressed file the way it was compressed: the way whose conversations' sessions are
-/// recorded with it, else whose messages the archive knows best.
-#[derive(Debug, Default)]
-pub struct ReadIndex {
-    /// Session name as on disk (sanitized) -> how it was read.
-    read_as: HashMap<String, ReadAs>,
-    /// Format -> the output hashes of the segments indexed with it.
-    keys: HashMap<String, std::collections::HashSet<String>>,
-}
-
-impl ReadIndex {
-    /// Loads every read-as and index record of the store (damaged ones are left out: they only
-    /// help choose).
-    pub fn load(store: &Store) -> Result<ReadIndex, StoreError> {
-        let mut index = ReadIndex::default();
-        for (name, bytes) in store.records(READ_AS_NAMESPACE)? {
-            if let Ok(read_as) = serde_json::from_slice(&bytes) {
-                index.read_as.insert(name, read_as);
-            }
-        }
-        for records in store.records_by_prefix(INDEX_PREFIX)? {
-            for (_, bytes) in records {
-                if let Ok(Index {
-                    format: Some(format),
-                    keys,
-                }) = serde_json::from_slice(&bytes)
-                {
-                    index.keys.entry(format).or_default().extend(keys);
-                }
-            }
-        }
-        Ok(index)
-    }
-
-    /// Every way a conversation of this store was read: the recorded [`ReadAs`] records, and
-    /// each indexed format without a pointer. Sorted, without duplicates.
-    pub fn candidates(&self) -> Vec<ReadAs> {
-        let mut out: Vec<ReadAs> = self.read_as.values().cloned().collect();
-        out.extend(self.keys.keys().map(|format| ReadAs {
-            format: format.clone(),
-            select: None,
-        }));
-        out.sort();
-        out.dedup();
-        out
-    }
-
-    /// How `session` was read, if recorded.
-    pub fn recorded(&self, session: &str) -> Option<&ReadAs> {
-        self.read_as
-            .get(&condense_store::sanitize_component(session))
-    }
-
-    /// How many messages of `conv` are outputs the archive recorded for `format`.
-    pub fn hits(&self, format: &str, conv: &Conversation) -> usize {
-        self.keys.get(format).map_or(0, |keys| {
-            conv.messages
-                .iter()
-                // A message that cannot be hashed was never archived (archiving it fails).
-                .filter(|m| message_hash(m).is_ok_and(|k| keys.contains(&k)))
-                .count()
-        })
-    }
 }
 
 fn originals_of(entry: &Entry) -> &[usize] {

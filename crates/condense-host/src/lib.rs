@@ -22,12 +22,14 @@ pub mod discover;
 pub mod guard;
 mod originals;
 pub mod pipeline;
+mod resume;
 pub mod run;
 mod services;
 mod summaries;
 
 pub use archive::{expand, ExpandError, Expansion, ReadAs, ReadIndex};
 pub use pipeline::{OnError, Pipeline, PipelineError, StageSpec};
+pub use resume::Resumed;
 pub use run::{HostError, LoadedPipeline, RunOptions, RunResult, StageRun};
 pub use services::StateMode;
 

@@ -1,18 +1,19 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
-use crate::archive::{archive_stage, ArchiveOptions, OriginalTexts};
+use crate::archive::{archive_stage_named, ArchiveOptions, OriginalTexts};
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
-use crate::services::{record_rewrites, state_slot, RunServices, Services, StateMode};
+use crate::resume::{self, InputHash, Resumed, Start};
+use crate::services::{record_rewrites, state_slot, Services, StateMode};
 use condense_abi::{
-    LoadError, LoadedStage, Plugin, RunContext, RunFlags, Signal, StageCallError, StageReport,
+    LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
 };
 use condense_budget::Budget;
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
-use condense_tokens::{ConversationCount, TokenCounter};
+use condense_tokens::TokenCounter;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -100,6 +101,11 @@ pub struct RunOptions {
     pub disabled: Vec<String>,
     /// Whether stages see the state saved by earlier runs (`--fresh`: they do not).
     pub state: StateMode,
+    /// Keep a resume point for the session after the run, and start from the previous one
+    /// when the input extends its input ([`crate::resume`]): per-turn use (`compress` once per
+    /// turn, `serve`) then costs the new turn. Off for runs that must see the whole input
+    /// (`diff`, `snapshot`, `eval`). With [`StateMode::Fresh`] the point is saved, not used.
+    pub resume: bool,
 }
 
 /// What happened to one stage in a run.
@@ -132,6 +138,13 @@ pub struct RunResult {
     pub tokens_before: usize,
     pub tokens_after: usize,
     pub budget_after: Budget,
+    /// Set when the run started from the previous run's output ([`RunOptions::resume`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<Resumed>,
+    /// The run's record in the archive ([`crate::archive::record_run`]): pass it to
+    /// [`crate::archive::archive_written`] with the output as it reads back.
+    #[serde(skip)]
+    pub archive_run: String,
     pub stages: Vec<StageRun>,
 }
 
@@ -226,9 +239,35 @@ impl LoadedPipeline {
         texts: &OriginalTexts<'_>,
     ) -> Result<RunResult, HostError> {
         self.in_one_transaction(store, session, || {
-            let state = self.run_all(conversation, store, session, opts, texts)?;
-            state.finish(&self.pipeline, store, session, opts)
+            let (start, settings) = self.start(store, session, opts, conversation)?;
+            let state = self.run_all(start, store, session, opts, texts)?;
+            let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
+            save_point(store, session, settings, point, &result)?;
+            Ok(result)
         })
+    }
+
+    /// The conversation a run starts from: the input, or the session's previous output
+    /// followed by the input's new messages ([`crate::resume`]); and the settings hash to keep
+    /// the next resume point under (`None`: keep none).
+    fn start(
+        &self,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        conversation: Conversation,
+    ) -> Result<(Start, Option<String>), HostError> {
+        if !opts.resume {
+            return Ok((Start::whole(conversation, None), None));
+        }
+        let settings = resume::settings_hash(&self.pipeline, &self.stages, opts);
+        let usable = settings
+            .as_deref()
+            .filter(|_| opts.state == StateMode::Saved);
+        let start = resume::start(store, session, usable, conversation, |c| {
+            self.counter.count_conversation(c).total
+        })?;
+        Ok((start, settings))
     }
 
     /// Runs `run` with the store's writes held back and committed together at its end (one
@@ -254,13 +293,13 @@ impl LoadedPipeline {
     /// Every enabled stage once, in order: the state after the last.
     fn run_all(
         &self,
-        conversation: Conversation,
+        start: Start,
         store: &Store,
         session: &str,
         opts: &RunOptions,
         texts: &OriginalTexts<'_>,
     ) -> Result<RunState, HostError> {
-        let mut state = RunState::new(&self.counter, conversation, opts);
+        let mut state = RunState::new(&self.counter, start, opts);
         for loaded in &self.stages {
             let run = self.run_stage(loaded, &mut state, store, session, opts, false, texts)?;
             state.runs.push(run);
@@ -297,30 +336,35 @@ impl LoadedPipeline {
         texts: &OriginalTexts<'_>,
     ) -> Result<FitResult, HostError> {
         self.in_one_transaction(store, session, || {
-            self.fit_in(conversation, store, session, opts, prompt_too_long, texts)
+            let (start, settings) = self.start(store, session, opts, conversation)?;
+            let (fit, point) = self.fit_in(start, store, session, opts, prompt_too_long, texts)?;
+            save_point(store, session, settings, point, &fit.result)?;
+            Ok(fit)
         })
     }
 
     /// [`fit_with_texts`](Self::fit_with_texts), inside its transaction.
     fn fit_in(
         &self,
-        conversation: Conversation,
+        start: Start,
         store: &Store,
         session: &str,
         opts: &RunOptions,
         prompt_too_long: bool,
         texts: &OriginalTexts<'_>,
-    ) -> Result<FitResult, HostError> {
-        let mut state = self.run_all(conversation, store, session, opts, texts)?;
+    ) -> Result<(FitResult, Option<InputHash>), HostError> {
+        let mut state = self.run_all(start, store, session, opts, texts)?;
         let fits = |state: &RunState, shrunk: bool| {
             !state.count.budget(&self.pipeline.budget).over_window() && (!prompt_too_long || shrunk)
         };
         if fits(&state, false) {
-            return Ok(FitResult {
+            let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
+            let fit = FitResult {
                 fit_by: None,
                 fits: true,
-                result: state.finish(&self.pipeline, store, session, opts)?,
-            });
+                result,
+            };
+            return Ok((fit, point));
         }
         let mut fit_by = None;
         let mut shrunk = false;
@@ -334,11 +378,13 @@ impl LoadedPipeline {
             }
         }
         let fits_now = fit_by.is_some();
-        Ok(FitResult {
+        let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
+        let fit = FitResult {
             fit_by,
             fits: fits_now,
-            result: state.finish(&self.pipeline, store, session, opts)?,
-        })
+            result,
+        };
+        Ok((fit, point))
     }
 
     /// Runs one stage over the run's current conversation, applying the host's guards and
@@ -459,7 +505,14 @@ impl LoadedPipeline {
                             format: Some(opts.format.as_str()),
                             texts: Some(texts),
                         };
-                        archive_stage(store, session, &state.current, &conversation, archive)?;
+                        let (_, segment) = archive_stage_named(
+                            store,
+                            session,
+                            &state.current,
+                            &conversation,
+                            archive,
+                        )?;
+                        state.segments.extend(segment);
                     }
                     record_rewrites(
                         &mut state.services,
@@ -521,87 +574,9 @@ pub struct FitResult {
     pub result: RunResult,
 }
 
-/// The state threaded through one run's stages.
-struct RunState {
-    now_ms: i64,
-    tokens_before: usize,
-    current: Conversation,
-    /// The token count of `current` (kept whole: the budget is computed from it).
-    count: ConversationCount,
-    freed: usize,
-    /// What the stages that ran so far raised.
-    signals: Vec<Signal>,
-    /// Invariants the conversation already breaks: not the next stage's fault (see `guard`).
-    violations: Vec<guard::Violation>,
-    runs: Vec<StageRun>,
-    /// What the host services keep across the run's stages (the originals of rewritten
-    /// messages, the state slots written).
-    services: RunServices,
-}
+mod state;
 
-impl RunState {
-    fn new(counter: &TokenCounter, conversation: Conversation, opts: &RunOptions) -> RunState {
-        let count = counter.count_conversation(&conversation);
-        RunState {
-            now_ms: opts.now_ms.unwrap_or_else(system_now_ms),
-            tokens_before: count.total,
-            count,
-            violations: guard::violations(&conversation),
-            current: conversation,
-            freed: 0,
-            signals: Vec::new(),
-            runs: Vec::new(),
-            services: RunServices::default(),
-        }
-    }
-
-    /// The result, after storing the retained records of the summaries the output holds and
-    /// how the conversation was read (for `expand`).
-    fn finish(
-        self,
-        pipeline: &Pipeline,
-        store: &Store,
-        session: &str,
-        opts: &RunOptions,
-    ) -> Result<RunResult, HostError> {
-        crate::summaries::store_records(&self.services.records, store, session, &self.current)?;
-        record_format(store, session, &opts.format)?;
-        Ok(RunResult {
-            budget_after: self.count.budget(&pipeline.budget),
-            conversation: self.current,
-            session: session.to_string(),
-            tokens_before: self.tokens_before,
-            tokens_after: self.count.total,
-            stages: self.runs,
-        })
-    }
-}
-
-/// Records the format `session` was read with, unless that format is recorded already: the
-/// caller may have recorded it with its `--select` pointer
-/// ([`crate::archive::record_read_as`]), which the run does not know.
-fn record_format(store: &Store, session: &str, format: &str) -> Result<(), StoreError> {
-    if format.is_empty() {
-        return Ok(());
-    }
-    match crate::archive::recorded_read_as(store, session)? {
-        Some(recorded) if recorded.format == format => Ok(()),
-        _ => crate::archive::record_read_as(
-            store,
-            session,
-            &crate::archive::ReadAs {
-                format: format.to_string(),
-                select: None,
-            },
-        ),
-    }
-}
-
-fn system_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+use state::{save_point, RunState};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

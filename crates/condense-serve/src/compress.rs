@@ -16,7 +16,8 @@ pub struct Compressed {
     pub body: Option<Vec<u8>>,
     pub tokens_before: usize,
     pub tokens_after: usize,
-    /// The stages that saved tokens, in order.
+    /// The stages that saved tokens, in order; first `resumed` when the run started from the
+    /// session's previous output ([`condense_host::Resumed`]).
     pub acted: Vec<String>,
     /// See [`crate::backend::Turn::prefix`].
     pub prefix: Vec<u64>,
@@ -64,6 +65,8 @@ pub fn run(
         forced: levels(pipeline).into_iter().take(level).collect(),
         disabled: condense_host::env_disabled(),
         state: StateMode::Saved,
+        // Each request is the session's previous one plus a turn: start from its output.
+        resume: true,
     };
     let conv = std::mem::take(&mut doc.conversations_mut()[0]);
     let result = {
@@ -73,20 +76,29 @@ pub fn run(
             .run_with_texts(conv, store, session, &opts, &texts)
             .map_err(|e| e.to_string())?
     };
+    // A request that started from the session's previous output says so first: the tokens it
+    // saves include what earlier requests' stages cut.
     let acted = result
-        .stages
+        .resumed
         .iter()
-        .filter(|s| s.tokens_saved > 0)
-        .map(|s| s.name.clone())
+        .map(|_| "resumed".to_string())
+        .chain(
+            result
+                .stages
+                .iter()
+                .filter(|s| s.tokens_saved > 0)
+                .map(|s| s.name.clone()),
+        )
         .collect();
     let prefix = prefix_hashes(&result.conversation);
     let (tokens_before, tokens_after) = (result.tokens_before, result.tokens_after);
+    let run = result.archive_run;
     doc.conversations_mut()[0] = result.conversation;
     let out = doc.write().map_err(|e| e.to_string())?;
     let body = if out == body {
         None
     } else {
-        archive_as_written(&doc, &out, store, session)?;
+        archive_as_written(&doc, &out, store, session, &run)?;
         Some(out)
     };
     Ok(Compressed {
@@ -105,6 +117,7 @@ fn archive_as_written(
     out: &[u8],
     store: &Store,
     session: &str,
+    run: &str,
 ) -> Result<(), String> {
     let opts = ReadOptions {
         format: Some(doc.format()),
@@ -115,7 +128,7 @@ fn archive_as_written(
     if let (Some(produced), Some(back)) =
         (doc.conversations().first(), reread.conversations().first())
     {
-        condense_host::archive::archive_written(store, session, produced, back)
+        condense_host::archive::archive_written(store, session, produced, back, Some(run))
             .map_err(|e| e.to_string())?;
     }
     Ok(())

@@ -327,9 +327,15 @@ pub struct CompressArgs {
     /// Ignore the stage state saved by earlier runs of this session (committed collapses,
     /// replacement decisions, ...) and replace it. State is kept per window and pipeline
     /// settings, so another --context-window never inherits it; --fresh also drops the state
-    /// saved under the same settings.
+    /// saved under the same settings. The run still leaves a resume point for the next.
     #[arg(long)]
     pub fresh: bool,
+    /// Run the stages over the whole input even when it only extends the input of this
+    /// session's previous run. By default such a run starts from the previous output plus the
+    /// new messages (same pipeline and settings only), so compressing once per turn costs the
+    /// new turn; `expand` restores the whole input either way.
+    #[arg(long)]
+    pub no_resume: bool,
 }
 
 #[derive(Debug, Args)]

@@ -143,6 +143,10 @@ pub(crate) struct CompressReport<'a> {
     /// What was scaled to fit a small window ("window 32,000: output reserve scaled to 8,000").
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub budget_notes: Vec<String>,
+    /// How the runs that resumed from their previous output started (each run's `resumed`
+    /// says it in the JSON report).
+    #[serde(skip)]
+    resume_note: Option<String>,
     stages: Vec<StageTotal>,
     runs: &'a [RunResult],
 }
@@ -248,6 +252,9 @@ pub(crate) fn compress_input(
         } else {
             condense_host::StateMode::Saved
         },
+        // Run once per turn on a growing session, a run starts from the previous output
+        // (`--fresh` still saves the point, it does not use it).
+        resume: !args.no_resume,
     };
 
     let mut runs = Vec::new();
@@ -337,8 +344,14 @@ fn archive_as_written(
         .zip(reread.conversations())
         .zip(runs)
     {
-        condense_host::archive::archive_written(store, &run.session, produced, back)
-            .map_err(|e| Failure::run(e.to_string()))?;
+        condense_host::archive::archive_written(
+            store,
+            &run.session,
+            produced,
+            back,
+            Some(&run.archive_run),
+        )
+        .map_err(|e| Failure::run(e.to_string()))?;
     }
     Ok(())
 }
@@ -391,8 +404,34 @@ pub(crate) fn build_report<'a>(
         tokens_after: after,
         tokens_saved: before - after.min(before),
         budget_notes: Vec::new(),
+        resume_note: resume_note(runs),
         stages,
         runs,
+    }
+}
+
+/// The report's line on resumed runs: what the stages started from (one conversation), or how
+/// many conversations resumed.
+fn resume_note(runs: &[RunResult]) -> Option<String> {
+    let resumed: Vec<_> = runs.iter().filter_map(|r| r.resumed.as_ref()).collect();
+    let how = "--no-resume runs over the whole input";
+    match (runs, resumed.as_slice()) {
+        (_, []) => None,
+        ([_], [r]) => Some(format!(
+            "resumed: the first {} messages are the previous run's input, unchanged; the stages started from its output ({} messages){}: {} tokens ({how})",
+            thousands(r.input_messages),
+            thousands(r.output_messages),
+            match r.new_messages {
+                0 => " (nothing new)".to_string(),
+                n => format!(" and the {} new", thousands(n)),
+            },
+            thousands(r.tokens_started),
+        )),
+        _ => Some(format!(
+            "resumed {} of {} conversations from their previous run's output ({how})",
+            resumed.len(),
+            runs.len()
+        )),
     }
 }
 
@@ -407,7 +446,7 @@ fn render_report(r: &CompressReport<'_>) -> String {
         if r.conversations == 1 { "" } else { "s" },
         r.store
     );
-    for note in &r.budget_notes {
+    for note in r.budget_notes.iter().chain(&r.resume_note) {
         let _ = writeln!(o, "  {note}");
     }
     let _ = writeln!(

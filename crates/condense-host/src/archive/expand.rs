@@ -162,7 +162,29 @@ impl<'s> Expander<'s> {
     ) -> Result<Expansion, ExpandError> {
         let store = self.store;
         let own = parse_segments(store.records(&format!("{NAMESPACE_PREFIX}{session}"))?)?;
-        let mut expansion = expand_with(&own, conv)?;
+        let all_own: Vec<&Segment> = own.iter().map(|(_, s)| s).collect();
+        // The history that made `conv` first (see `runs`); every segment when no run record
+        // matches, or when that history leaves markers.
+        let mut expansion = match super::runs::lineage(store, session, conv)? {
+            Some(names) => {
+                let history: Vec<&Segment> = own
+                    .iter()
+                    .filter(|(n, _)| names.contains(n))
+                    .map(|(_, s)| s)
+                    .collect();
+                let mut first = expand_with(&history, conv)?;
+                let missing =
+                    missing_keys(store.records(&format!("{INDEX_PREFIX}{session}"))?, &own);
+                if history.len() < all_own.len() && !unresolved(conv, &missing).is_empty() {
+                    let rest = expand_with(&all_own, conv)?;
+                    first.applied += rest.applied;
+                    first.texts.extend(rest.texts);
+                    keep_present_texts(conv, &mut first.texts)?;
+                }
+                first
+            }
+            None => expand_with(&all_own, conv)?,
+        };
         let own_missing;
         let missing = if expansion.applied > 0 {
             own_missing = missing_keys(store.records(&format!("{INDEX_PREFIX}{session}"))?, &own);
@@ -173,7 +195,8 @@ impl<'s> Expander<'s> {
                 Some(loaded) => loaded,
                 empty => empty.insert(load_all(store)?),
             };
-            expansion = expand_with(all, conv)?;
+            let all: Vec<&Segment> = all.iter().map(|(_, s)| s).collect();
+            expansion = expand_with(&all, conv)?;
             &*missing
         };
         expansion.unresolved = unresolved(conv, missing);
@@ -225,20 +248,29 @@ fn unresolved(conv: &Conversation, missing: &HashSet<String>) -> Vec<Unresolved>
 struct Loaded<'a> {
     entry: &'a Entry,
     segment: &'a Segment,
+    /// The segment's position in the list (entries of one run go together, see below).
+    from: usize,
+    /// Whether that segment also replaces the message this entry is keyed by.
+    segment_replaces: bool,
 }
 
-fn expand_with(
-    segments: &[(String, Segment)],
-    conv: &mut Conversation,
-) -> Result<Expansion, StoreError> {
+fn replacing(entry: &Entry) -> bool {
+    matches!(
+        entry,
+        Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove
+    )
+}
+
+fn expand_with(segments: &[&Segment], conv: &mut Conversation) -> Result<Expansion, StoreError> {
     // Output hash -> every entry for it, across segments. Within a segment identical entries
     // are all kept (one per identical message); another segment's identical entry (a rerun)
     // counts once: the n-th identical entry of a key is the same entry in every segment.
     let mut index: HashMap<&str, Vec<Loaded<'_>>> = HashMap::new();
     let mut seen: HashSet<(&str, u128, usize)> = HashSet::new();
-    for (_, segment) in segments {
+    for (from, &segment) in segments.iter().enumerate() {
         let mut occurrences: HashMap<(&str, u128), usize> = HashMap::new();
         for (key, entries) in &segment.entries {
+            let segment_replaces = entries.iter().any(replacing);
             for entry in entries {
                 let originals: Vec<&Message> = originals_of(entry)
                     .iter()
@@ -251,10 +283,12 @@ fn expand_with(
                 let n = occurrences.entry((key.as_str(), fingerprint)).or_insert(0);
                 *n += 1;
                 if seen.insert((key.as_str(), fingerprint, *n)) {
-                    index
-                        .entry(key.as_str())
-                        .or_default()
-                        .push(Loaded { entry, segment });
+                    index.entry(key.as_str()).or_default().push(Loaded {
+                        entry,
+                        segment,
+                        from,
+                        segment_replaces,
+                    });
                 }
             }
         }
@@ -300,24 +334,34 @@ fn expand_with(
                 continue;
             };
             let (mut before, mut after, mut replacement) = (Vec::new(), Vec::new(), None);
+            // One replacement per occurrence: the first unused one. Two runs can make the same
+            // message from different inputs (a run resumed from an earlier output, then one
+            // over the whole input): each run's entries unwind it on their own, so the
+            // insertions a run archived next to a message go with that run's replacement of
+            // it, never with another run's.
+            let chosen = entries
+                .iter()
+                .enumerate()
+                .find(|(i, l)| replacing(l.entry) && !used.contains(&(key.clone(), *i)));
+            let chosen_from = chosen.map(|(_, l)| l.from);
+            if let Some((i, l)) = chosen {
+                used.insert((key.clone(), i));
+                replacement = Some(resolve(l));
+                applied += 1;
+                changed = true;
+            }
             for (i, l) in entries.iter().enumerate() {
-                let replacing = matches!(
-                    l.entry,
-                    Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove
-                );
-                if (replacing && replacement.is_some()) || matches!(l.entry, Entry::Header) {
+                let with_this_run = !l.segment_replaces || Some(l.from) == chosen_from;
+                if replacing(l.entry) || matches!(l.entry, Entry::Header) || !with_this_run {
                     continue;
                 }
                 if !used.insert((key.clone(), i)) {
                     continue;
                 }
                 match l.entry {
-                    Entry::Replace { .. } | Entry::ReplaceNew { .. } | Entry::Remove => {
-                        replacement = Some(resolve(l));
-                    }
                     Entry::InsertBefore { .. } => before.extend(resolve(l)),
                     Entry::InsertAfter { .. } => after.extend(resolve(l)),
-                    Entry::Header => {}
+                    _ => {}
                 }
                 applied += 1;
                 changed = true;
@@ -334,8 +378,20 @@ fn expand_with(
             break;
         }
     }
-    // Only the texts of messages that are still there (not unwound again by an earlier stage's
-    // entry) are the input's bytes.
+    keep_present_texts(conv, &mut texts)?;
+    Ok(Expansion {
+        applied,
+        texts,
+        unresolved: Vec::new(),
+    })
+}
+
+/// Only the texts of messages that are still there (not unwound again by an earlier stage's
+/// entry) are the input's bytes.
+fn keep_present_texts(
+    conv: &Conversation,
+    texts: &mut Vec<(Message, String)>,
+) -> Result<(), StoreError> {
     if !texts.is_empty() {
         let present = conv
             .messages
@@ -344,9 +400,5 @@ fn expand_with(
             .collect::<Result<HashSet<String>, _>>()?;
         texts.retain(|(m, _)| message_hash(m).is_ok_and(|k| present.contains(&k)));
     }
-    Ok(Expansion {
-        applied,
-        texts,
-        unresolved: Vec::new(),
-    })
+    Ok(())
 }

@@ -41,7 +41,9 @@ impl Stage for Probe {
 
     fn new(config: Config) -> Result<Self, StageError> {
         match config.mode.as_str() {
-            "shrink" | "grow" | "fail" | "raise" | "observe" => Ok(Probe(config.mode)),
+            "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" => {
+                Ok(Probe(config.mode))
+            }
             other => Err(format!(
                 "mode must be shrink, grow, fail, raise or observe, got `{other}`"
             )
@@ -67,6 +69,32 @@ impl Stage for Probe {
                 seen.runs += 1;
                 seen.save()?;
                 Ok(StageOutput::unchanged(report))
+            }
+            "fold" | "nest" => {
+                // A running summary: everything before the last 3 messages folded into one
+                // message `sum` listing the ids it stands for (rewritten in place each time;
+                // `nest` keeps an earlier summary in brackets, so a summary made over an
+                // earlier one differs from one made over the same messages at once).
+                let mut conversation = input.into_conversation()?;
+                let keep = conversation.messages.len().saturating_sub(3);
+                if keep < 2 {
+                    return Ok(StageOutput::unchanged(report));
+                }
+                let folded: Vec<Message> = conversation.messages.drain(..keep).collect();
+                let ids: Vec<String> = folded
+                    .iter()
+                    .map(|m| match (m.id.as_str(), m.content.blocks.first()) {
+                        ("sum", Some(Block::Text(t))) if self.0 == "nest" => {
+                            format!("({})", t.text)
+                        }
+                        ("sum", Some(Block::Text(t))) => t.text.clone(),
+                        (id, _) => id.to_string(),
+                    })
+                    .collect();
+                let sum = Message::new("sum", Role::User, vec![Block::text(ids.join(" "))]);
+                conversation.messages.insert(0, sum);
+                report.blocks_changed = 1;
+                Ok(StageOutput::changed(conversation, report))
             }
             "grow" => {
                 let mut conversation = input.into_conversation()?;
@@ -252,4 +280,186 @@ fn the_recovery_chain_forces_levels_and_state_carries_across_runs() {
         (seen["forced"].clone(), seen["runs"].clone()),
         (true.into(), 2.into())
     );
+}
+
+/// `conversation()` and one more turn: a request, a tool call and its long result.
+fn with_turn(mut conv: Conversation, n: usize) -> Conversation {
+    let output = format!("output of turn {n}\n").repeat(100);
+    conv.messages.extend([
+        Message::new(format!("u{n}x"), Role::User, vec![Block::text("and again")]),
+        Message::new(
+            format!("a{n}x"),
+            Role::Assistant,
+            vec![Block::tool_use(
+                format!("c{n}x"),
+                "Bash",
+                condense_model::RawJson::from_string_unchecked("{}".into()),
+            )],
+        ),
+        Message::new(
+            format!("r{n}x"),
+            Role::User,
+            vec![Block::tool_result(
+                format!("c{n}x"),
+                Content::string(output),
+            )],
+        ),
+    ]);
+    conv
+}
+
+fn resuming() -> RunOptions {
+    RunOptions {
+        resume: true,
+        ..options()
+    }
+}
+
+#[test]
+fn a_turn_appended_starts_from_the_previous_output_and_expands_exactly() {
+    let (_dir, st) = store();
+    let loaded = pipeline(&[("cut", "shrink", "fail"), ("watch", "observe", "fail")]);
+    let first = loaded.run(conversation(), &st, "s", &resuming()).unwrap();
+    assert_eq!(first.resumed, None, "nothing to resume from yet");
+
+    let input = with_turn(conversation(), 2);
+    let second = loaded.run(input.clone(), &st, "s", &resuming()).unwrap();
+    let resumed = second.resumed.clone().expect("the input extends the first");
+    assert_eq!(
+        (
+            resumed.input_messages,
+            resumed.output_messages,
+            resumed.new_messages
+        ),
+        (3, 3, 3)
+    );
+    // The stages saw the first output (its result already cut) plus the new turn, and the
+    // run still reports the whole input's count before the stages.
+    let (_whole_dir, whole_store) = store();
+    let whole = loaded
+        .run(input.clone(), &whole_store, "s", &options())
+        .unwrap();
+    assert_eq!(second.tokens_before, whole.tokens_before);
+    assert_eq!(second.conversation, whole.conversation);
+    assert!(resumed.tokens_started < whole.tokens_before, "{resumed:?}");
+    assert_eq!(second.stages[0].tokens_before, resumed.tokens_started);
+    let slot = state_slot(&loaded.pipeline, &loaded.stages[1].spec).unwrap();
+    let seen: serde_json::Value =
+        serde_json::from_str(&st.state_get("s", &slot).unwrap().unwrap()).unwrap();
+    assert_eq!(seen["tokens"], second.tokens_after);
+
+    // Expansion unwinds both runs: the whole second input comes back.
+    let mut restored = second.conversation.clone();
+    crate::expand(&st, "s", &mut restored).unwrap();
+    assert_eq!(restored, input);
+
+    // A third turn resumes from the second output, not the first.
+    let third = loaded
+        .run(with_turn(input, 3), &st, "s", &resuming())
+        .unwrap();
+    assert_eq!(third.resumed.map(|r| r.input_messages), Some(6));
+}
+
+#[test]
+fn an_input_that_does_not_extend_the_previous_one_runs_whole() {
+    let loaded = pipeline(&[("cut", "shrink", "fail")]);
+    let resumed_after = |first: Conversation, opts: &RunOptions, next: Conversation| {
+        let (_dir, st) = store();
+        loaded.run(first, &st, "s", &resuming()).unwrap();
+        loaded.run(next, &st, "s", opts).unwrap().resumed
+    };
+    let grown = with_turn(conversation(), 2);
+    assert!(resumed_after(conversation(), &resuming(), grown.clone()).is_some());
+
+    // An earlier message edited, a shorter input, another system prompt: the whole input.
+    let mut edited = grown.clone();
+    edited.messages[0] = Message::new("u1", Role::User, vec![Block::text("list the dirs")]);
+    assert_eq!(resumed_after(conversation(), &resuming(), edited), None);
+    assert_eq!(
+        resumed_after(grown.clone(), &resuming(), conversation()),
+        None
+    );
+    let mut other_system = grown.clone();
+    other_system.system = Some(Content::string("You are terse."));
+    assert_eq!(
+        resumed_after(conversation(), &resuming(), other_system),
+        None
+    );
+
+    // Other settings (a disabled stage, another window), --fresh, or resume off: whole too.
+    let disabled = RunOptions {
+        disabled: vec!["probe".into()],
+        ..resuming()
+    };
+    assert_eq!(
+        resumed_after(conversation(), &disabled, grown.clone()),
+        None
+    );
+    let fresh = RunOptions {
+        state: StateMode::Fresh,
+        ..resuming()
+    };
+    assert_eq!(resumed_after(conversation(), &fresh, grown.clone()), None);
+    assert_eq!(
+        resumed_after(conversation(), &options(), grown.clone()),
+        None
+    );
+    let (_dir, st) = store();
+    loaded.run(conversation(), &st, "s", &resuming()).unwrap();
+    let mut wider = pipeline(&[("cut", "shrink", "fail")]);
+    wider.pipeline.budget.context_window *= 2;
+    let run = wider.run(grown.clone(), &st, "s", &resuming()).unwrap();
+    assert_eq!(run.resumed, None);
+
+    // A run without resume keeps no point: the next one has nothing to start from.
+    let (_dir, st) = store();
+    loaded.run(conversation(), &st, "s", &options()).unwrap();
+    let run = loaded.run(grown.clone(), &st, "s", &resuming()).unwrap();
+    assert_eq!(run.resumed, None);
+    // --fresh still leaves one.
+    let (_dir, st) = store();
+    loaded.run(conversation(), &st, "s", &fresh).unwrap();
+    let run = loaded.run(grown, &st, "s", &resuming()).unwrap();
+    assert!(run.resumed.is_some());
+}
+
+#[test]
+fn a_run_over_the_whole_input_after_resumed_runs_expands_and_so_do_theirs() {
+    // A running summary resumed turn by turn, then the same input run whole (`--no-resume`,
+    // or an edited turn): the two runs make the same summary from different inputs. Each
+    // output must expand to the input, whichever run's entries the archive holds first.
+    // `fold`: both make the same summary message (the archive holds two ways to unwind it);
+    // `nest`: different ones, next to the same unchanged messages.
+    for mode in ["fold", "nest"] {
+        let loaded = pipeline(&[("fold", mode, "fail")]);
+        let (_dir, st) = store();
+        let mut input = conversation();
+        let mut resumed = None;
+        for n in 2..=4 {
+            input = with_turn(input, n);
+            let run = loaded.run(input.clone(), &st, "s", &resuming()).unwrap();
+            assert_eq!(run.resumed.is_some(), n > 2, "{mode}");
+            resumed = Some(run.conversation);
+        }
+        let resumed = resumed.unwrap();
+        let whole = loaded.run(input.clone(), &st, "s", &options()).unwrap();
+        assert_eq!(whole.resumed, None);
+        assert_eq!(whole.conversation == resumed, mode == "fold", "{mode}");
+        for out in [&whole.conversation, &resumed] {
+            let mut restored = out.clone();
+            crate::expand(&st, "s", &mut restored).unwrap();
+            assert_eq!(restored, input, "{mode}");
+        }
+        // Without the run records (a store written before them), expand uses every segment:
+        // a removed run is anchored to the summary changed next to it, not to a message both
+        // histories kept, and a replacement goes only with its own run's insertions.
+        for (name, _) in st.records("runs-s").unwrap() {
+            st.record_remove("runs-s", &name).unwrap();
+        }
+        for out in [&whole.conversation, &resumed] {
+            let mut restored = out.clone();
+            crate::expand(&st, "s", &mut restored).unwrap();
+            assert_eq!(restored, input, "{mode}, no run records");
+        }
+    }
 }

@@ -18,6 +18,7 @@ mod kill;
 mod plugin_edges;
 mod plugins;
 mod readme;
+mod resume;
 mod retention;
 mod review;
 mod review_flow;

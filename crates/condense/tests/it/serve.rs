@@ -255,8 +255,10 @@ fn prompt_too_long_escalates_and_retries_once_per_level() {
         .lines()
         .find(|l| l.contains("retries=1"))
         .unwrap_or_default();
+    // The retry starts from what the first try made of the same body (its resume point),
+    // with microcompact forced.
     assert!(
-        line.contains("session=cc-5f3e-agent") && line.contains("stages=microcompact"),
+        line.contains("session=cc-5f3e-agent") && line.contains("stages=resumed,microcompact"),
         "{log}"
     );
 }

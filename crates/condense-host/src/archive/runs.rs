@@ -1,0 +1,142 @@
+//! Run records: which segments made a conversation, so `expand` unwinds one history.
+//!
+//! Entries are keyed by the output messages they unwind, and a message left unchanged is shared
+//! by every run of a session. Two runs that made different outputs from overlapping inputs (a
+//! `truncate-oldest` run on the session at 60 messages, then one over all 100, both over the
+//! whole input; or a run resumed from an earlier output next to one over the whole input) each
+//! archived an insertion next to a message both kept: applied together, the removed messages
+//! come back twice. So every run also writes a small record (`runs-<session>/<hash>`): the
+//! segments it wrote, the run it started from (a resumed run's previous run, the run whose
+//! output a re-read file differs from), and a hash of its output's message keys.
+//!
+//! `expand` takes the record whose output the conversation starts with (the longest: the
+//! agent may have appended turns) and applies first the segments of that run and its
+//! ancestors only. Only if markers are left (an output of another run the agent kept and
+//! extended, then compressed again without resuming) does it go on with every segment of the
+//! session, as it did before records existed; with no matching record (a store written before
+//! them) it uses every segment from the start.
+
+use super::{encode, message_hash, RUNS_PREFIX};
+use condense_model::Conversation;
+use condense_store::{Store, StoreError};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use xxhash_rust::xxh3::Xxh3;
+
+/// One run's record.
+#[derive(Debug, Serialize, Deserialize)]
+struct RunRecord {
+    /// The run whose output this run's input started from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
+    /// The segments this run wrote (their record names), in order.
+    segments: Vec<String>,
+    /// How many messages the output had.
+    outputs: usize,
+    /// The hash of their archive keys ([`prefix_hashes`]).
+    prefix: String,
+}
+
+/// The hash of the first `n` keys, for each `n` in `at` (sorted), as `(n, hash)`: the same
+/// bytes [`record_run`] hashes, each key followed by a line feed.
+fn prefix_hashes(keys: &[String], at: &[usize]) -> Vec<(usize, String)> {
+    let mut h = Xxh3::new();
+    let mut out = Vec::with_capacity(at.len());
+    let mut wanted = at.iter().copied().peekable();
+    for (i, key) in keys.iter().enumerate() {
+        while wanted.peek() == Some(&i) {
+            out.push((i, format!("{:032x}", h.digest128())));
+            wanted.next();
+        }
+        h.update(key.as_bytes());
+        h.update(b"\n");
+    }
+    for n in wanted.filter(|&n| n == keys.len()) {
+        out.push((n, format!("{:032x}", h.digest128())));
+    }
+    out
+}
+
+/// Records a run of `session` that wrote `segments` and made `output` from the output of
+/// `parent` (or from the input); returns the record's name, to pass on as a later run's parent.
+pub fn record_run(
+    store: &Store,
+    session: &str,
+    parent: Option<&str>,
+    segments: Vec<String>,
+    output: &Conversation,
+) -> Result<String, StoreError> {
+    let keys = output
+        .messages
+        .iter()
+        .map(message_hash)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut h = Xxh3::new();
+    for key in &keys {
+        h.update(key.as_bytes());
+        h.update(b"\n");
+    }
+    let prefix = format!("{:032x}", h.digest128());
+    let record = RunRecord {
+        parent: parent.map(str::to_string),
+        segments,
+        outputs: keys.len(),
+        prefix,
+    };
+    let bytes = encode("a run record", &record)?;
+    let name = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
+    store.record_put(&format!("{RUNS_PREFIX}{session}"), &name, &bytes)?;
+    Ok(name)
+}
+
+/// The names of the segments of the history that made `conv` (see the [module docs](self)),
+/// or `None` when no run record matches it.
+pub(super) fn lineage(
+    store: &Store,
+    session: &str,
+    conv: &Conversation,
+) -> Result<Option<HashSet<String>>, StoreError> {
+    let runs: HashMap<String, RunRecord> = store
+        .records(&format!("{RUNS_PREFIX}{session}"))?
+        .into_iter()
+        // A damaged record tells nothing: expansion then falls back to every segment.
+        .filter_map(|(name, bytes)| Some((name, serde_json::from_slice(&bytes).ok()?)))
+        .collect();
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    let keys = conv
+        .messages
+        .iter()
+        .map(message_hash)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut at: Vec<usize> = runs
+        .values()
+        .map(|r| r.outputs)
+        .filter(|&n| n <= keys.len())
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    let hashes: HashMap<usize, String> = prefix_hashes(&keys, &at).into_iter().collect();
+    // The longest output the conversation starts with; equal ones by name, for a stable pick.
+    let Some((name, _)) = runs
+        .iter()
+        .filter(|(_, r)| hashes.get(&r.outputs) == Some(&r.prefix))
+        .max_by(|(a, ra), (b, rb)| ra.outputs.cmp(&rb.outputs).then(b.cmp(a)))
+    else {
+        return Ok(None);
+    };
+    let mut segments = HashSet::new();
+    let mut seen = HashSet::new();
+    let mut next = Some(name.clone());
+    while let Some(name) = next.take() {
+        // A parent named twice would be a cycle: each record is walked once.
+        if !seen.insert(name.clone()) {
+            break;
+        }
+        let Some(run) = runs.get(&name) else { break };
+        segments.extend(run.segments.iter().cloned());
+        next = run.parent.clone();
+    }
+    Ok(Some(segments))
+}

@@ -1,0 +1,262 @@
+//! Resuming a session from its previous run's output, so a turn costs the new turn.
+//!
+//! An agent that runs `condense compress` (or sends through `condense serve`) once per turn
+//! hands condense its whole history every time: the previous input plus the new turn. Running
+//! the stages over all of it again repeats every decision already made, and costs the whole
+//! conversation per turn. Instead, after every run the host keeps a **resume point** for the
+//! session: a hash of the input's system prompt, tools and messages, how many messages that
+//! was, and the output the stages made of them. When the next input starts with exactly those
+//! messages (same hash) under the same settings, the stages start from that output followed by
+//! the input's new messages: what the agent would have had if it had kept condense's output and
+//! added the turn to it (a case the stages handle anyway). The top-level fields (`model`,
+//! `max_tokens`, ...) are always the new input's.
+//!
+//! What keeps this safe:
+//! - **Nothing is lost.** The previous run archived how its output unwinds to its input, and
+//!   this run archives how its output unwinds to the resumed conversation; expansion applies
+//!   both (entries are keyed by output messages, see [`crate::archive`]), so `condense expand`
+//!   still rebuilds the input exactly.
+//! - **Same settings only.** The point records a hash of everything that shapes the output: each
+//!   stage's plugin, settings slot and library file, the disabled stages, the tokenizer and the
+//!   budget. Any change, a shorter input, an edited or reordered earlier message, or a changed
+//!   system prompt or tool list means a run over the whole input, as before. Levels forced by
+//!   the recovery chain are not part of it: a request compressed harder after a prompt-too-long
+//!   answer is the right start for the next one.
+//! - **Counts stay whole.** The run still reports the input's full token count before the
+//!   stages (counted with the session's stored counts, so only the new blocks are tokenized).
+
+use crate::pipeline::Pipeline;
+use crate::run::{LoadedSpec, RunOptions};
+use crate::services::state_slot;
+use condense_model::{Conversation, Message};
+use condense_store::{Store, StoreError};
+use serde::{Deserialize, Serialize};
+use std::hash::Hash;
+use xxhash_rust::xxh3::Xxh3;
+
+/// Store namespace of the resume points, one record per session.
+const NAMESPACE: &str = "resume";
+
+/// Bumped when the record's meaning changes: an older point is then not used.
+const VERSION: u32 = 1;
+
+/// What a resumed run started from (reported with the run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resumed {
+    /// The input's first messages, unchanged since the previous run, that its output stood for.
+    pub input_messages: usize,
+    /// The messages of that output the stages started from, before the new ones.
+    pub output_messages: usize,
+    /// The input's messages after those.
+    pub new_messages: usize,
+    /// The tokens the stages started from: that output plus the new messages.
+    pub tokens_started: usize,
+}
+
+/// A session's resume point as stored.
+#[derive(Debug, Serialize, Deserialize)]
+struct Point {
+    version: u32,
+    /// Hash of the settings that shape the output ([`settings_hash`]).
+    settings: String,
+    /// How many input messages the point covers.
+    inputs: usize,
+    /// Hash of the input's frame (system prompt, tools) and those messages.
+    prefix: String,
+    /// The record of the run that made the output ([`crate::archive::record_run`]).
+    #[serde(default)]
+    run: Option<String>,
+    /// The previous run's output messages.
+    output: Vec<Message>,
+}
+
+/// The hash of an input's frame and messages, taken as it is read (one pass over the input).
+pub(crate) struct InputHash {
+    /// The hash of the frame and the first `inputs` messages of the stored point, when the input
+    /// has that many.
+    at_point: Option<String>,
+    /// The hash of the frame and every message.
+    whole: String,
+    messages: usize,
+}
+
+fn hex(h: &Xxh3) -> String {
+    format!("{:032x}", h.digest128())
+}
+
+impl InputHash {
+    fn of(conv: &Conversation, point_inputs: Option<usize>) -> InputHash {
+        let mut h = Xxh3::new();
+        (&conv.system, &conv.tools).hash(&mut h);
+        let mut at_point = None;
+        for (i, m) in conv.messages.iter().enumerate() {
+            if point_inputs == Some(i) {
+                at_point = Some(hex(&h));
+            }
+            m.hash(&mut h);
+        }
+        if point_inputs == Some(conv.messages.len()) {
+            at_point = Some(hex(&h));
+        }
+        InputHash {
+            at_point,
+            whole: hex(&h),
+            messages: conv.messages.len(),
+        }
+    }
+}
+
+/// Everything that shapes a run's output besides its input and the forced levels: each
+/// stage's name, plugin and settings slot (its config, the budget, tokenizer and summarizer),
+/// the library it was loaded from (path, size and modification time, so a rebuilt plugin is
+/// not resumed from), the disabled stages, the fixed tokens and the format.
+pub(crate) fn settings_hash(
+    pipeline: &Pipeline,
+    stages: &[LoadedSpec],
+    opts: &RunOptions,
+) -> Option<String> {
+    let mut h = Xxh3::new();
+    (VERSION, env!("CARGO_PKG_VERSION")).hash(&mut h);
+    for loaded in stages {
+        let spec = &loaded.spec;
+        (&spec.name, &spec.plugin, spec.enabled).hash(&mut h);
+        if spec.enabled {
+            state_slot(pipeline, spec).ok()?.hash(&mut h);
+        }
+        if let Some(path) = &loaded.path {
+            let meta = std::fs::metadata(path).ok()?;
+            let modified = meta
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            (path, meta.len(), modified.as_nanos()).hash(&mut h);
+        }
+    }
+    (
+        &opts.disabled,
+        &opts.format,
+        pipeline.budget.fixed_tokens,
+        pipeline.budget.context_window,
+        pipeline.budget.max_output_tokens,
+    )
+        .hash(&mut h);
+    Some(hex(&h))
+}
+
+/// The conversation the stages start from: `input` itself, or the stored point's output
+/// followed by `input`'s new messages when `input` extends that point's input (see the
+/// [module docs](self)). Also gives the input's hash, for [`save`].
+/// `count` gives a conversation's tokens: the resumed run reports the whole input's count as
+/// its count before, and does not resume when the start would not be smaller.
+pub(crate) fn start(
+    store: &Store,
+    session: &str,
+    settings: Option<&str>,
+    mut input: Conversation,
+    count: impl Fn(&Conversation) -> usize,
+) -> Result<Start, StoreError> {
+    let point = match settings {
+        Some(settings) => load(store, session)?.filter(|p| {
+            p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len()
+        }),
+        None => None,
+    };
+    let hash = InputHash::of(&input, point.as_ref().map(|p| p.inputs));
+    let Some(point) = point.filter(|p| hash.at_point.as_deref() == Some(p.prefix.as_str())) else {
+        return Ok(Start::whole(input, Some(hash)));
+    };
+    let tokens_before = count(&input);
+    let new = input.messages.split_off(point.inputs);
+    let output_messages = point.output.len();
+    let prefix = std::mem::replace(&mut input.messages, point.output);
+    input.messages.extend(new);
+    let tokens_started = count(&input);
+    if tokens_started > tokens_before {
+        // Not expected (a stored output was never bigger than its input), but a run must never
+        // start bigger than its input: put the input back and run over it whole.
+        let new = input.messages.split_off(output_messages);
+        input.messages = prefix;
+        input.messages.extend(new);
+        return Ok(Start::whole(input, Some(hash)));
+    }
+    Ok(Start {
+        resumed: Some(Resumed {
+            input_messages: point.inputs,
+            output_messages,
+            new_messages: hash.messages - point.inputs,
+            tokens_started,
+        }),
+        tokens_before: Some(tokens_before),
+        conversation: input,
+        hash: Some(hash),
+        parent_run: point.run,
+    })
+}
+
+/// The conversation a run starts from, and what [`save`] needs after it.
+pub(crate) struct Start {
+    pub(crate) conversation: Conversation,
+    /// `None` when the run keeps no resume point ([`RunOptions::resume`] off).
+    pub(crate) hash: Option<InputHash>,
+    pub(crate) resumed: Option<Resumed>,
+    /// The whole input's tokens, when the run resumed (else the run counts `conversation`).
+    pub(crate) tokens_before: Option<usize>,
+    /// The archive's record of the run that made the output the run resumed from.
+    pub(crate) parent_run: Option<String>,
+}
+
+impl Start {
+    /// A run over the whole input (`hash`: `None` when no point is kept).
+    pub(crate) fn whole(conversation: Conversation, hash: Option<InputHash>) -> Start {
+        Start {
+            conversation,
+            hash,
+            resumed: None,
+            tokens_before: None,
+            parent_run: None,
+        }
+    }
+}
+
+fn load(store: &Store, session: &str) -> Result<Option<Point>, StoreError> {
+    let Some(bytes) = store.record_get(NAMESPACE, session)? else {
+        return Ok(None);
+    };
+    // A point that does not read (written by another version) is no point: run whole.
+    Ok(serde_json::from_slice(&bytes).ok())
+}
+
+/// Stores `output` as the session's resume point for the input `hash` was taken of.
+pub(crate) fn save(
+    store: &Store,
+    session: &str,
+    settings: &str,
+    hash: &InputHash,
+    run: &str,
+    output: &Conversation,
+) -> Result<(), StoreError> {
+    #[derive(Serialize)]
+    struct PointRef<'a> {
+        version: u32,
+        settings: &'a str,
+        inputs: usize,
+        prefix: &'a str,
+        run: &'a str,
+        output: &'a [Message],
+    }
+    let point = PointRef {
+        version: VERSION,
+        settings,
+        inputs: hash.messages,
+        prefix: &hash.whole,
+        run,
+        output: &output.messages,
+    };
+    // Were it ever empty, no point is kept: the next run runs whole.
+    let bytes = serde_json::to_vec(&point).unwrap_or_default(); // tidy: the model always serializes
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    store.record_put(NAMESPACE, session, &bytes)
+}

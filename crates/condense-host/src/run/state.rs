@@ -1,0 +1,152 @@
+//! What one run threads through its stages ([`RunState`]), and what it leaves in the store at
+//! its end: the retained records of its summaries, how the conversation was read, the run's
+//! archive record, and the session's next resume point.
+
+use super::{RunOptions, RunResult, StageRun};
+use crate::archive::record_run;
+use crate::guard;
+use crate::pipeline::Pipeline;
+use crate::resume::{self, InputHash, Resumed, Start};
+use crate::services::RunServices;
+use condense_abi::Signal;
+use condense_model::Conversation;
+use condense_store::{Store, StoreError};
+use condense_tokens::{ConversationCount, TokenCounter};
+
+use super::HostError;
+
+/// The state threaded through one run's stages.
+pub(super) struct RunState {
+    pub(super) now_ms: i64,
+    /// The input's tokens (the whole input's, when the run resumed).
+    pub(super) tokens_before: usize,
+    pub(super) resumed: Option<Resumed>,
+    /// The input's hash, for the next resume point.
+    pub(super) input_hash: Option<InputHash>,
+    /// The record of the run a resumed run started from the output of.
+    pub(super) parent_run: Option<String>,
+    /// The archive segments this run wrote, in order.
+    pub(super) segments: Vec<String>,
+    pub(super) current: Conversation,
+    /// The token count of `current` (kept whole: the budget is computed from it).
+    pub(super) count: ConversationCount,
+    pub(super) freed: usize,
+    /// What the stages that ran so far raised.
+    pub(super) signals: Vec<Signal>,
+    /// Invariants the conversation already breaks: not the next stage's fault (see `guard`).
+    pub(super) violations: Vec<guard::Violation>,
+    pub(super) runs: Vec<StageRun>,
+    /// What the host services keep across the run's stages (the originals of rewritten
+    /// messages, the state slots written).
+    pub(super) services: RunServices,
+}
+
+impl RunState {
+    pub(super) fn new(counter: &TokenCounter, start: Start, opts: &RunOptions) -> RunState {
+        let Start {
+            conversation,
+            hash,
+            resumed,
+            tokens_before,
+            parent_run,
+        } = start;
+        let count = counter.count_conversation(&conversation);
+        let tokens_before = tokens_before.unwrap_or(count.total);
+        RunState {
+            now_ms: opts.now_ms.unwrap_or_else(system_now_ms),
+            // A resumed run starts with what the previous runs freed (the stages' reports
+            // count from the whole input).
+            freed: tokens_before.saturating_sub(count.total),
+            tokens_before,
+            resumed,
+            input_hash: hash,
+            parent_run,
+            segments: Vec::new(),
+            count,
+            violations: guard::violations(&conversation),
+            current: conversation,
+            signals: Vec::new(),
+            runs: Vec::new(),
+            services: RunServices::default(),
+        }
+    }
+
+    /// The result, after storing the retained records of the summaries the output holds and
+    /// how the conversation was read (for `expand`); and the input's hash for the next resume
+    /// point.
+    pub(super) fn finish(
+        self,
+        pipeline: &Pipeline,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+    ) -> Result<(RunResult, Option<InputHash>), HostError> {
+        crate::summaries::store_records(&self.services.records, store, session, &self.current)?;
+        record_format(store, session, &opts.format)?;
+        let archive_run = record_run(
+            store,
+            session,
+            self.parent_run.as_deref(),
+            self.segments,
+            &self.current,
+        )?;
+        let result = RunResult {
+            archive_run,
+            budget_after: self.count.budget(&pipeline.budget),
+            conversation: self.current,
+            session: session.to_string(),
+            tokens_before: self.tokens_before,
+            tokens_after: self.count.total,
+            resumed: self.resumed,
+            stages: self.runs,
+        };
+        Ok((result, self.input_hash))
+    }
+}
+
+/// Keeps `result`'s output as the session's resume point, when the run keeps one.
+pub(super) fn save_point(
+    store: &Store,
+    session: &str,
+    settings: Option<String>,
+    hash: Option<InputHash>,
+    result: &RunResult,
+) -> Result<(), HostError> {
+    if let (Some(settings), Some(hash)) = (settings, hash) {
+        resume::save(
+            store,
+            session,
+            &settings,
+            &hash,
+            &result.archive_run,
+            &result.conversation,
+        )?;
+    }
+    Ok(())
+}
+
+/// Records the format `session` was read with, unless that format is recorded already: the
+/// caller may have recorded it with its `--select` pointer
+/// ([`crate::archive::record_read_as`]), which the run does not know.
+fn record_format(store: &Store, session: &str, format: &str) -> Result<(), StoreError> {
+    if format.is_empty() {
+        return Ok(());
+    }
+    match crate::archive::recorded_read_as(store, session)? {
+        Some(recorded) if recorded.format == format => Ok(()),
+        _ => crate::archive::record_read_as(
+            store,
+            session,
+            &crate::archive::ReadAs {
+                format: format.to_string(),
+                select: None,
+            },
+        ),
+    }
+}
+
+fn system_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,135 @@
+//! Compressing once per turn: a run on a session that only grew since the last run starts from
+//! that run's output plus the new lines, on real Claude Code and Codex sessions, and `expand`
+//! still gives back the whole input, byte for byte.
+
+use crate::support::{assert_expands_to, condense, fixture};
+use std::path::Path;
+
+const SESSIONS: [&str; 2] = [
+    "transcripts/DRMacIver__claude-reliability/transcript.jsonl",
+    "transcripts/codemie-ai__codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl",
+];
+
+/// The session's first `share` of lines (whole lines), written to `path`.
+fn first_lines(session: &[u8], share: f64, path: &Path) -> usize {
+    let lines: Vec<&[u8]> = session.split_inclusive(|&b| b == b'\n').collect();
+    let keep = (lines.len() as f64 * share) as usize;
+    std::fs::write(path, lines[..keep].concat()).unwrap();
+    keep
+}
+
+fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "compress",
+        input.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--context-window",
+        "32000",
+    ];
+    args.extend_from_slice(extra);
+    let run = condense(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stderr
+}
+
+#[test]
+fn each_turn_resumes_from_the_previous_output_and_expands_to_the_whole_input() {
+    let dir = tempfile::tempdir().unwrap();
+    for rel in SESSIONS {
+        let whole = std::fs::read(fixture(rel)).unwrap();
+        let name = Path::new(rel).file_name().unwrap().to_str().unwrap();
+        let (store, input, out) = (
+            dir.path().join(format!("{name}.store")),
+            dir.path().join(name),
+            dir.path().join(format!("{name}.out")),
+        );
+        // The session as it was two turns ago, one turn ago, and now (the same file growing).
+        let mut turns = Vec::new();
+        for share in [0.6, 0.8] {
+            turns.push(first_lines(&whole, share, &input));
+            let report = compress(&input, &store, &out, &[]);
+            if turns.len() == 1 {
+                assert!(!report.contains("resumed"), "{rel}: {report}");
+            } else {
+                assert!(report.contains("resumed: the first "), "{rel}: {report}");
+            }
+        }
+        std::fs::write(&input, &whole).unwrap();
+        let report = compress(&input, &store, &out, &["--report", "json"]);
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        let resumed = &report["runs"][0]["resumed"];
+        assert!(
+            resumed["input_messages"].as_u64().unwrap() > 0,
+            "{rel}: {report}"
+        );
+        assert!(
+            resumed["new_messages"].as_u64().unwrap() > 0,
+            "{rel}: {report}"
+        );
+        let (before, after) = (
+            report["tokens_before"].as_u64().unwrap(),
+            report["tokens_after"].as_u64().unwrap(),
+        );
+        assert!(after < before, "{rel}: {before} -> {after}");
+        // The report's "before" is the whole input's count, not what the stages started from.
+        let stats = condense(&["stats", input.to_str().unwrap(), "--json"]);
+        let stats: serde_json::Value = serde_json::from_str(&stats.stdout).unwrap();
+        assert_eq!(stats["total_tokens"].as_u64(), Some(before), "{rel}");
+        assert!(
+            resumed["tokens_started"].as_u64().unwrap() < before,
+            "{rel}"
+        );
+        assert_expands_to(
+            out.to_str().unwrap(),
+            store.to_str().unwrap(),
+            dir.path().join(format!("{name}.back")).to_str().unwrap(),
+            &whole,
+        );
+
+        // --no-resume runs the stages over the whole input, on the same store.
+        let report = compress(&input, &store, &out, &["--no-resume"]);
+        assert!(!report.contains("resumed"), "{rel}: {report}");
+        assert_expands_to(
+            out.to_str().unwrap(),
+            store.to_str().unwrap(),
+            dir.path().join(format!("{name}.back2")).to_str().unwrap(),
+            &whole,
+        );
+    }
+}
+
+#[test]
+fn two_runs_over_a_growing_session_each_expand_to_their_own_input() {
+    // truncate-oldest over the whole session at 60% and then at 100% (`--no-resume`, as every
+    // run was before resume points): the second removes more of the same head. Each output
+    // expands to its own input, not with the first run's removals put back a second time.
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("trunc.toml");
+    std::fs::write(
+        &pipeline,
+        "[[stage]]\nplugin = \"truncate-oldest\"\n[stage.config]\nmax_tokens = 20000\n",
+    )
+    .unwrap();
+    let whole = std::fs::read(fixture(SESSIONS[1])).unwrap();
+    let store = dir.path().join("store");
+    let mut runs = Vec::new();
+    for (i, share) in [0.6, 1.0].into_iter().enumerate() {
+        let input = dir.path().join(format!("in{i}.jsonl"));
+        let out = dir.path().join(format!("out{i}.jsonl"));
+        first_lines(&whole, share, &input);
+        let args = ["-p", pipeline.to_str().unwrap(), "--no-resume"];
+        compress(&input, &store, &out, &args);
+        runs.push((std::fs::read(&input).unwrap(), out));
+    }
+    for (i, (input, out)) in runs.iter().enumerate() {
+        assert_expands_to(
+            out.to_str().unwrap(),
+            store.to_str().unwrap(),
+            dir.path().join(format!("back{i}.jsonl")).to_str().unwrap(),
+            input,
+        );
+    }
+}
