@@ -159,11 +159,7 @@ impl TryFrom<FfiConversation> for model::Conversation {
                     raw: unraw(t.raw),
                 })
                 .collect(),
-            messages: c
-                .messages
-                .into_iter()
-                .map(model::Message::try_from)
-                .collect::<Result<_, _>>()?,
+            messages: exact(c.messages, model::Message::try_from)?,
             extra: unraw(c.extra),
         })
     }
@@ -216,7 +212,18 @@ impl TryFrom<FfiContent> for model::Content {
 }
 
 fn blocks_from_ffi(blocks: RVec<FfiBlock>) -> Result<Vec<model::Block>, String> {
-    blocks.into_iter().map(model::Block::try_from).collect()
+    exact(blocks, model::Block::try_from)
+}
+
+/// `items` converted one by one into a vector of exactly their number. Collecting a fallible
+/// map would start at 4 and double (its size hint is 0): most contents hold one block, and the
+/// spare room stayed with the conversation (a third of its blocks' memory).
+fn exact<F, T>(items: RVec<F>, convert: impl Fn(F) -> Result<T, String>) -> Result<Vec<T>, String> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push(convert(item)?);
+    }
+    Ok(out)
 }
 
 impl FfiBlock {
@@ -319,5 +326,37 @@ impl TryFrom<FfiBlock> for model::Block {
             KIND_OPAQUE => model::Block::Opaque(model::Opaque { json: unraw(b.a) }),
             other => return Err(format!("unknown block kind tag {other}")),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_comes_back_whole_in_vectors_of_its_size() {
+        let result = model::Block::tool_result("t1", model::Content::string("out"));
+        let conv = model::Conversation {
+            messages: (0..5)
+                .map(|i| {
+                    model::Message::new(
+                        format!("m{i}"),
+                        model::Role::User,
+                        vec![model::Block::text("a"), result.clone()],
+                    )
+                })
+                .collect(),
+            ..model::Conversation::default()
+        };
+        let back = model::Conversation::try_from(FfiConversation::from(conv.clone()));
+        assert_eq!(back.as_ref(), Ok(&conv));
+        let back = back.unwrap_or_default();
+        assert_eq!(back.messages.capacity(), 5);
+        for m in &back.messages {
+            assert_eq!(m.content.blocks.capacity(), 2);
+            if let Some(model::Block::ToolResult(t)) = m.content.blocks.get(1) {
+                assert_eq!(t.content.blocks.capacity(), 1);
+            }
+        }
     }
 }

@@ -38,15 +38,21 @@ pub(crate) fn read_messages(
     })
 }
 
-/// Reads a bare message list into a conversation.
+/// Reads a bare message list into a conversation (`quick`: its messages, already read by
+/// [`crate::quick`]; `items` then holds their stubs).
 pub(crate) fn read_list(
     items: Vec<Value>,
     codec: MessageCodec,
     ctx: &Ctx<'_>,
     ptr: &str,
+    quick: Option<Vec<Message>>,
 ) -> Result<Conversation> {
+    let messages = match quick {
+        Some(messages) => messages,
+        None => read_messages(items, codec, ctx, ptr)?,
+    };
     Ok(Conversation {
-        messages: read_messages(items, codec, ctx, ptr)?,
+        messages,
         ..Conversation::default()
     })
 }
@@ -93,12 +99,14 @@ pub(crate) fn system_message(system: &Content) -> Message {
 }
 
 /// Reads a request body. Returns the conversation and the body's key order, so the writer can
-/// lay the keys out as they were.
+/// lay the keys out as they were. `quick`: its messages, already read by [`crate::quick`] (its
+/// `messages` then holds their stubs).
 pub(crate) fn read_body(
     mut map: Map,
     codec: MessageCodec,
     ctx: &Ctx<'_>,
     ptr: &str,
+    quick: Option<Vec<Message>>,
 ) -> Result<(Conversation, Vec<String>)> {
     let order: Vec<String> = map.keys().cloned().collect();
     let messages = match take(&mut map, "messages") {
@@ -108,8 +116,12 @@ pub(crate) fn read_body(
         }
         None => return Err(ctx.missing(ptr, "a request body with a `messages` array")),
     };
+    let messages = match quick {
+        Some(messages) => messages,
+        None => read_messages(messages, codec, ctx, &format!("{ptr}/messages"))?,
+    };
     let mut conv = Conversation {
-        messages: read_messages(messages, codec, ctx, &format!("{ptr}/messages"))?,
+        messages,
         ..Conversation::default()
     };
     if codec.system_key && map.contains_key("system") {

@@ -14,6 +14,7 @@ use crate::error::Ctx;
 use crate::json::{Result, Style};
 use crate::lines::{self, Lines};
 use crate::notes::Notes;
+use crate::parallel::{parse_scanning, take_quick, QuickList};
 use crate::scan;
 use crate::select::{self, Select, Slot, SlotKind};
 use crate::source::Source;
@@ -84,7 +85,20 @@ pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Doc
 }
 
 /// [`read`], keeping `bytes` as the document's text instead of a copy of them.
-pub(crate) fn read_owned(mut bytes: Vec<u8>, source: &str, opts: &ReadOptions) -> Result<Document> {
+pub(crate) fn read_owned(bytes: Vec<u8>, source: &str, opts: &ReadOptions) -> Result<Document> {
+    // Checked as UTF-8 once: all of it is, as a whole file mostly is.
+    let mut bytes = match String::from_utf8(bytes) {
+        Ok(text) => {
+            let mut doc = read_valid(&text, &[], source, opts)?;
+            let start = if doc.bom { BOM.len() } else { 0 };
+            let mut text = text;
+            text.truncate(start + doc.source.body_len);
+            text.drain(..start);
+            doc.source.text = text;
+            return Ok(doc);
+        }
+        Err(e) => e.into_bytes(),
+    };
     let mut doc = read_text(&bytes, source, opts)?;
     let start = if doc.bom { BOM.len() } else { 0 };
     bytes.truncate(start + doc.source.body_len);
@@ -99,10 +113,26 @@ const BOM: &str = "\u{feff}";
 
 /// Reads a document whose source text is still to be filled in (its length is known).
 fn read_text(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
-    let source = if source == "-" { "<stdin>" } else { source };
+    let (text, cut_char) = utf8(bytes, display_name(source))?;
+    read_valid(text, cut_char, source, opts)
+}
+
+/// How errors name the input `source` (`-`: standard input).
+fn display_name(source: &str) -> &str {
+    if source == "-" {
+        "<stdin>"
+    } else {
+        source
+    }
+}
+
+/// [`read_text`] of bytes already checked: `text`, then `cut_char`, the bytes of a UTF-8
+/// character cut short at the very end (see [`utf8`]).
+fn read_valid(text: &str, cut_char: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
+    let source = display_name(source);
     let notes = Notes::default();
     let ctx = Ctx::with_notes(source, &notes);
-    let (text, cut_char) = utf8(bytes, &ctx)?;
+    let whole = text;
     let (text, bom) = match text.strip_prefix(BOM) {
         Some(rest) => (rest, true),
         None => (text, false),
@@ -135,7 +165,7 @@ fn read_text(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document>
     if !cut_char.is_empty() {
         // Bytes of a character cut short: only the end of an incomplete last line may hold them.
         if doc.tail.is_empty() {
-            return Err(not_utf8(bytes, bytes.len() - cut_char.len(), source));
+            return Err(not_utf8(whole.as_bytes(), whole.len(), source));
         }
         doc.tail.extend_from_slice(cut_char);
     }
@@ -179,15 +209,17 @@ fn read_auto(
             Err(line_err) => match serde_json::from_str::<Value>(text) {
                 Ok(root) => {
                     let finder = scan::Finder::default();
-                    return json_document(root, finder, text, select, format, ctx);
+                    return json_document((root, None), finder, text, select, format, ctx);
                 }
                 Err(_) => return Err(line_err),
             },
         }
     } else {
-        let (parsed, finder) = parse_scanning(text);
+        // Messages read without a JSON tree only where the wrappers are found without
+        // `--select` (a pointer may lead into the messages).
+        let (parsed, finder, quick) = parse_scanning(text, select.is_none());
         match parsed {
-            Ok(root) => {
+            Ok(mut root) => {
                 let session = match &root {
                     _ if !guess => None,
                     r if codex::is_line(r) => Some(Format::Codex),
@@ -195,6 +227,9 @@ fn read_auto(
                     _ => None,
                 };
                 if let Some(session) = session {
+                    if let Some(list) = quick {
+                        list.restore(&mut root);
+                    }
                     let start = text.len() - text.trim_start().len();
                     let one = Lines {
                         values: vec![(1, root)],
@@ -204,7 +239,7 @@ fn read_auto(
                     };
                     return session_document(session, one, ctx);
                 }
-                return json_document(root, finder, text, select, format, ctx);
+                return json_document((root, quick), finder, text, select, format, ctx);
             }
             Err(e) if !lines::first_line_parses(text) => return Err(ctx.invalid_json(&e)),
             Err(_) => lines::parse(text, ctx)?,
@@ -221,16 +256,16 @@ fn read_auto(
 
 /// The text, and the bytes of a UTF-8 character cut short at the very end (a file still being
 /// written), which are not part of it.
-fn utf8<'b>(bytes: &'b [u8], ctx: &Ctx<'_>) -> Result<(&'b str, &'b [u8])> {
+fn utf8<'b>(bytes: &'b [u8], source: &str) -> Result<(&'b str, &'b [u8])> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Ok((text, &[])),
         Err(e) if e.error_len().is_none() => {
             let (good, cut) = bytes.split_at(e.valid_up_to());
-            let text = std::str::from_utf8(good)
-                .map_err(|_| not_utf8(bytes, e.valid_up_to(), ctx.source))?;
+            let text =
+                std::str::from_utf8(good).map_err(|_| not_utf8(bytes, e.valid_up_to(), source))?;
             Ok((text, cut))
         }
-        Err(e) => Err(not_utf8(bytes, e.valid_up_to(), ctx.source)),
+        Err(e) => Err(not_utf8(bytes, e.valid_up_to(), source)),
     }
 }
 
@@ -284,25 +319,8 @@ fn session_document(format: Format, lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<D
 /// threads costs more than it saves.
 pub(crate) const PARALLEL_FROM: usize = 64 * 1024;
 
-/// serde_json's value of a whole JSON text, and a [`scan::Finder`] holding its root's members (or
-/// elements): the spans [`place`] looks up then cost nothing more. A large text is scanned first
-/// and its long arrays parsed on every core; when that cannot be done (a text that does not
-/// parse, or nests too deep), serde_json parses the whole text as usual.
-fn parse_scanning(text: &str) -> (serde_json::Result<Value>, scan::Finder) {
-    let mut finder = scan::Finder::default();
-    if text.len() < PARALLEL_FROM || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
-    {
-        return (serde_json::from_str(text), finder);
-    }
-    finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
-    match crate::parallel::parse(text, &finder) {
-        Some(root) => (Ok(root), finder),
-        None => (serde_json::from_str(text), finder),
-    }
-}
-
 fn json_document(
-    root: Value,
+    (mut root, quick): (Value, Option<QuickList>),
     mut finder: scan::Finder,
     text: &str,
     select: Option<&Select>,
@@ -312,7 +330,8 @@ fn json_document(
     let slots = find_slots(&root, select, ctx)?;
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
-    let (mut root, conversations) = take_conversations(root, slots, format, ctx)?;
+    let quick = take_quick(quick, &mut root, &slots, format);
+    let (mut root, conversations) = take_conversations(root, slots, format, quick, ctx)?;
     let mut source = Source::of_len(text.len());
     place(
         &mut root,
@@ -362,7 +381,7 @@ fn lines_document(
                 format!("line {n}")
             });
         }
-        let (mut root, convs) = take_conversations(root, slots, format, &ctx.at_line(n))?;
+        let (mut root, convs) = take_conversations(root, slots, format, None, &ctx.at_line(n))?;
         let first = conversations.len();
         place(
             &mut root,
@@ -412,11 +431,13 @@ pub(crate) fn codec(format: Format) -> Option<MessageCodec> {
     }
 }
 
-/// Takes each slot's value out of the root and reads it as a conversation.
+/// Takes each slot's value out of the root and reads it as a conversation; `quick`: the
+/// messages of the only slot, already read ([`take_quick`]).
 fn take_conversations(
     mut value: Value,
     slots: Vec<Slot>,
     format: Format,
+    mut quick: Option<Vec<condense_model::Message>>,
     ctx: &Ctx<'_>,
 ) -> Result<(Root, Vec<Conversation>)> {
     let mut placed = Vec::with_capacity(slots.len());
@@ -439,11 +460,11 @@ fn take_conversations(
                 (openhands::read_list(items, ctx, ptr)?, None)
             }
             (SlotKind::Body, Value::Object(map), _, Some(codec)) => {
-                let (conv, keys) = body::read_body(map, codec, ctx, ptr)?;
+                let (conv, keys) = body::read_body(map, codec, ctx, ptr, quick.take())?;
                 (conv, Some(keys))
             }
             (SlotKind::List, Value::Array(items), _, Some(codec)) => {
-                (body::read_list(items, codec, ctx, ptr)?, None)
+                (body::read_list(items, codec, ctx, ptr, quick.take())?, None)
             }
             (_, other, _, _) => {
                 let expected = match format {

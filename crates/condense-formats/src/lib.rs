@@ -116,6 +116,7 @@ mod notes;
 mod openai;
 pub mod openhands;
 mod parallel;
+mod quick;
 mod responses;
 mod scan;
 mod select;

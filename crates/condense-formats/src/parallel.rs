@@ -7,7 +7,10 @@
 //!   (the message list) are parsed by serde_json in runs, one per core, and the root is put
 //!   together around them. Anything unusual (no scan, a piece serde_json refuses, nesting near
 //!   serde_json's limit) gives `None`, and the caller parses the whole text as before, so the
-//!   value and any error are serde_json's own;
+//!   value and any error are serde_json's own. The message list (the root's `messages`, or the
+//!   root array) is read by [`crate::quick`] element by element, in the same runs: when every
+//!   element is a message it reads, the list comes back as messages ([`QuickList`]) and the
+//!   value holds stubs for the format detection; otherwise as the elements' values;
 //! - [`read_all`]: a long list is cut into one run of consecutive messages per core, each run
 //!   read on its own thread with its own [`Notes`], and the results and notes put back together
 //!   in list order. The outcome is the sequential one: the same messages, the first error in
@@ -16,7 +19,11 @@
 use crate::error::Ctx;
 use crate::json::{Map, Result};
 use crate::notes::Notes;
+use crate::quick;
 use crate::scan::{self, Scanned};
+use crate::select::{Slot, SlotKind};
+use crate::Format;
+use condense_model::Message;
 use serde_json::Value;
 use std::ops::Range;
 
@@ -24,35 +31,192 @@ use std::ops::Range;
 /// alone starts two levels down (the root, its array); well below, both parses agree.
 const MAX_DEPTH: usize = 100;
 
+/// A message list [`crate::quick`] read whole: the value holds its stubs ([`quick::stubs`]).
+pub(crate) struct QuickList {
+    /// The root member it is (`messages`), or `None` for the root itself.
+    pub key: Option<String>,
+    pub messages: Vec<Message>,
+}
+
+impl QuickList {
+    /// Puts the exact JSON of the messages back in place of their stubs in `root`.
+    pub fn restore(self, root: &mut Value) {
+        let values = Value::Array(self.messages.into_iter().map(quick::to_value).collect());
+        match self.key {
+            None => *root = values,
+            Some(key) => {
+                if let Some(slot) = root.get_mut(key.as_str()) {
+                    *slot = values;
+                }
+            }
+        }
+    }
+}
+
 /// The value of the whole `text`, as `serde_json::from_str` gives it, parsed on every core;
 /// `None` when it cannot be done that way (see the module docs). `finder` holds the scan of the
-/// text's root ([`scan::Finder::scan`]).
-pub(crate) fn parse(text: &str, finder: &scan::Finder) -> Option<Value> {
+/// text's root ([`scan::Finder::scan`]). With `quick`, a long message list (the root's
+/// `messages`, or the root array) whose every element [`crate::quick`] reads is returned as
+/// messages, its stubs in the value.
+pub(crate) fn parse(
+    text: &str,
+    finder: &scan::Finder,
+    quick: bool,
+) -> Option<(Value, Option<QuickList>)> {
     let (span, depth, parts) = finder.scanned()?;
     // The root must be all of the text but JSON whitespace: nothing trails it (JSONL).
     if span != scan::trimmed(text.as_bytes(), 0..text.len()) || depth > MAX_DEPTH {
         return None;
     }
     let piece = |span: &Range<usize>| serde_json::from_str::<Value>(text.get(span.clone())?).ok();
-    // A long array's elements on every core; anything else as it is.
-    let member = |span: &Range<usize>| match finder.known_elements(span.start) {
-        Some(elements) if elements.len() >= PARALLEL_MIN_ITEMS => {
-            parse_elements(text, elements).map(Value::Array)
-        }
-        _ => piece(span),
+    let long = |span: &Range<usize>| {
+        finder
+            .known_elements(span.start)
+            .filter(|elements| elements.len() >= PARALLEL_MIN_ITEMS)
+    };
+    // A long array's elements on every core (as messages when they may be); anything else as
+    // it is.
+    let member = |span: &Range<usize>, list: bool| match long(span) {
+        Some(elements) if quick && list => parse_messages(text, elements),
+        Some(elements) => Some((Value::Array(parse_elements(text, elements)?), None)),
+        None => Some((piece(span)?, None)),
     };
     match parts {
         Scanned::Object(members) => {
             let mut map = Map::new();
+            let mut quick_list = None;
             for (key, value) in members {
                 let key: String = serde_json::from_str(text.get(key.clone())?).ok()?;
+                let is_list = key == "messages";
+                let (value, messages) = member(value, is_list)?;
+                if is_list {
+                    // A repeated key keeps its last value: the list read last.
+                    quick_list = messages.map(|messages| QuickList {
+                        key: Some(key.clone()),
+                        messages,
+                    });
+                }
                 // As serde_json does: a repeated key keeps its first place and its last value.
-                map.insert(key, member(value)?);
+                map.insert(key, value);
             }
-            Some(Value::Object(map))
+            Some((Value::Object(map), quick_list))
         }
-        Scanned::Array => member(&span),
+        Scanned::Array => {
+            let (value, messages) = member(&span, true)?;
+            Some((
+                value,
+                messages.map(|messages| QuickList {
+                    key: None,
+                    messages,
+                }),
+            ))
+        }
     }
+}
+
+/// One element of a message list, read by [`crate::quick`] or parsed.
+enum Element {
+    Quick(Message),
+    Parsed(Value),
+}
+
+/// The elements at `spans` as messages when every one is quick and none may be a Cline result
+/// (the value then holds their stubs), else as their values; in one run per core.
+fn parse_messages(text: &str, spans: &[Range<usize>]) -> Option<(Value, Option<Vec<Message>>)> {
+    let read_run = |(offset, run): (usize, Vec<Range<usize>>)| -> Option<Vec<Element>> {
+        let mut out = Vec::with_capacity(run.len());
+        for (i, span) in run.into_iter().enumerate() {
+            let element = text.get(span)?;
+            out.push(match quick::message(element, offset + i).ok()? {
+                Some(message) => Element::Quick(message),
+                None => Element::Parsed(serde_json::from_str(element).ok()?),
+            });
+        }
+        Some(out)
+    };
+    let runs = split(spans.to_vec(), cores());
+    let parsed: Vec<Option<Vec<Element>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .into_iter()
+            .map(|run| scope.spawn(move || read_run(run)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().ok().flatten())
+            .collect()
+    });
+    let mut elements = Vec::with_capacity(spans.len());
+    for run in parsed {
+        elements.extend(run?);
+    }
+    let keep = elements.iter().all(|e| match e {
+        Element::Quick(message) => !quick::may_be_cline(message),
+        Element::Parsed(_) => false,
+    });
+    if keep {
+        let messages: Vec<Message> = elements
+            .into_iter()
+            .filter_map(|e| match e {
+                Element::Quick(message) => Some(message),
+                Element::Parsed(_) => None,
+            })
+            .collect();
+        return Some((Value::Array(quick::stubs(&messages)), Some(messages)));
+    }
+    let values = elements
+        .into_iter()
+        .map(|e| match e {
+            Element::Quick(message) => quick::to_value(message),
+            Element::Parsed(value) => value,
+        })
+        .collect();
+    Some((Value::Array(values), None))
+}
+
+/// serde_json's value of a whole JSON text, and a [`scan::Finder`] holding its root's members (or
+/// elements): the spans [`crate::container`] looks up then cost nothing more. A large text is scanned first
+/// and its long arrays parsed on every core, its message list read into messages when `quick`
+/// allows and every message is one [`crate::quick`] reads (the value then holds their stubs);
+/// when that cannot be done (a text that does not parse, or nests too deep), serde_json parses
+/// the whole text as usual.
+pub(crate) fn parse_scanning(
+    text: &str,
+    quick: bool,
+) -> (serde_json::Result<Value>, scan::Finder, Option<QuickList>) {
+    let mut finder = scan::Finder::default();
+    if text.len() < crate::container::PARALLEL_FROM
+        || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+    {
+        return (serde_json::from_str(text), finder, None);
+    }
+    finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
+    match parse(text, &finder, quick) {
+        Some((root, list)) => (Ok(root), finder, list),
+        None => (serde_json::from_str(text), finder, None),
+    }
+}
+
+/// The messages of a quick list when the conversation found is that list (a request body at
+/// the root with it as `messages`, or the root list itself) and its format reads messages as
+/// Anthropic does; otherwise the list's JSON is put back in `root` and `None` returned.
+pub(crate) fn take_quick(
+    list: Option<QuickList>,
+    root: &mut Value,
+    slots: &[Slot],
+    format: Format,
+) -> Option<Vec<condense_model::Message>> {
+    let list = list?;
+    let anthropic = matches!(format, Format::Anthropic | Format::Cline);
+    let fits = match (slots, list.key.as_deref()) {
+        ([slot], Some("messages")) => slot.kind == SlotKind::Body && slot.pointer.is_empty(),
+        ([slot], None) => slot.kind == SlotKind::List && slot.pointer.is_empty(),
+        _ => false,
+    };
+    if anthropic && fits {
+        return Some(list.messages);
+    }
+    list.restore(root);
+    None
 }
 
 /// The values of the array elements at `spans`, parsed in one run per core.
@@ -212,7 +376,7 @@ mod tests {
     fn parse_scanned(text: &str) -> Option<Value> {
         let mut finder = scan::Finder::default();
         finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
-        parse(text, &finder)
+        parse(text, &finder, false).map(|(value, _)| value)
     }
 
     #[test]

@@ -540,52 +540,97 @@ fn originals_of(entry: &Entry) -> &[usize] {
 /// only): what the host's summarizer reads instead of a placeholder left in the input, so a
 /// summary is written from what the agent really saw. Summaries of spans (`replace_new`) are
 /// not unfolded: the summarizer is given an earlier summary as such.
+///
+/// Only the segments indexed with a message asked about are read (a long session's archive is
+/// never loaded whole for one summary), each at most once.
 #[derive(Debug, Default)]
 pub struct Rewrites {
-    /// Output hash -> the message it replaced (the first such entry wins).
+    namespace: String,
+    /// Output hash -> the committed segments whose index names it.
+    index: HashMap<String, Vec<String>>,
+    loaded: std::sync::Mutex<Loaded>,
+}
+
+/// What [`Rewrites`] has read so far.
+#[derive(Debug, Default)]
+struct Loaded {
+    segments: std::collections::HashSet<String>,
+    /// Output hash -> the message it replaced (the first such entry read wins).
     by_hash: HashMap<String, Message>,
 }
 
 impl Rewrites {
-    /// Loads the `replace` entries of `session`'s archive.
+    /// The index of `session`'s archive as earlier runs committed it: only what they
+    /// committed, since a message this run rewrote is in the run's own originals
+    /// (`Originals`), and the run's held-back segments would be a second copy of it.
     pub fn load(store: &Store, session: &str) -> Result<Rewrites, ExpandError> {
-        let mut by_hash = HashMap::new();
-        for segment in expand::load_segments(store, &format!("{NAMESPACE_PREFIX}{session}"))? {
+        let mut index: HashMap<String, Vec<String>> = HashMap::new();
+        for (name, bytes) in store.committed_records(&format!("{INDEX_PREFIX}{session}"))? {
+            // A damaged index names nothing: its segment's originals are not offered.
+            if let Ok(Index { keys, .. }) = serde_json::from_slice::<Index>(&bytes) {
+                for key in keys {
+                    index.entry(key).or_default().push(name.clone());
+                }
+            }
+        }
+        Ok(Rewrites {
+            namespace: format!("{NAMESPACE_PREFIX}{session}"),
+            index,
+            loaded: Default::default(),
+        })
+    }
+
+    /// Whether no earlier run archived anything.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Reads the segments indexed with `key` not read yet (a lost or damaged one is skipped).
+    fn read_for(&self, store: &Store, key: &str, loaded: &mut Loaded) {
+        for name in self.index.get(key).into_iter().flatten() {
+            if !loaded.segments.insert(name.clone()) {
+                continue;
+            }
+            let Ok(Some(bytes)) = store.record_get(&self.namespace, name) else {
+                continue;
+            };
+            let Ok(segment) = serde_json::from_slice::<Segment>(&bytes) else {
+                continue;
+            };
             let mut messages: Vec<Option<Message>> =
                 segment.messages.into_iter().map(Some).collect();
             for (key, entries) in segment.entries {
                 for entry in entries {
                     if let Entry::Replace { original } = entry {
                         if let Some(m) = messages.get_mut(original).and_then(Option::take) {
-                            by_hash.entry(key.clone()).or_insert(m);
+                            loaded.by_hash.entry(key.clone()).or_insert(m);
                         }
                     }
                 }
             }
         }
-        Ok(Rewrites { by_hash })
-    }
-
-    /// Whether nothing was rewritten in place.
-    pub fn is_empty(&self) -> bool {
-        self.by_hash.is_empty()
     }
 
     /// The original of `m`, unwinding every rewrite (a result truncated by one stage and cleared
     /// by the next unwinds twice); `None` when `m` was never rewritten.
-    pub fn original(&self, m: &Message) -> Option<Message> {
+    pub fn original(&self, store: &Store, m: &Message) -> Option<Message> {
         // A message that cannot be hashed was never archived (archiving it fails): no original.
-        let mut current = self.by_hash.get(&message_hash(m).ok()?)?;
-        // Each step uses another entry: bounded by their number even if entries form a cycle.
-        for _ in 0..self.by_hash.len() {
-            match message_hash(current)
-                .ok()
-                .and_then(|k| self.by_hash.get(&k))
-            {
-                Some(earlier) if earlier != current => current = earlier,
+        let key = message_hash(m).ok()?;
+        self.index.get(&key)?;
+        // A poisoned lock only means another call panicked mid-read: what it read still holds.
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        self.read_for(store, &key, &mut loaded);
+        let mut current = loaded.by_hash.get(&key)?.clone();
+        // Each step uses another entry: bounded by the number of indexed keys even if entries
+        // form a cycle.
+        for _ in 0..self.index.len() {
+            let Ok(k) = message_hash(&current) else { break };
+            self.read_for(store, &k, &mut loaded);
+            match loaded.by_hash.get(&k) {
+                Some(earlier) if *earlier != current => current = earlier.clone(),
                 _ => break,
             }
         }
-        Some(current.clone())
+        Some(current)
     }
 }

@@ -61,7 +61,8 @@ fn is_empty_content(blocks: &[Block]) -> bool {
 pub fn violations(conv: &Conversation) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut orphans = orphaned_tool_results(&conv.messages).into_iter().peekable();
-    let mut ids: HashSet<&str> = HashSet::new();
+    // Sized once, one id per message: growing it rehashes the ids seen so far at each doubling.
+    let mut ids: HashSet<&str> = HashSet::with_capacity(conv.messages.len());
     let mut previous_role: Option<Role> = None;
     for (i, m) in conv.messages.iter().enumerate() {
         if !ids.insert(m.id.as_str()) {

@@ -9,8 +9,9 @@
 //! - messages rewritten by a stage of **this run** are taken as they were before the first
 //!   stage that changed them ([`Originals::record`] after every stage that changed something);
 //! - messages that were **already** placeholders in the input (the agent kept condense's output
-//!   of an earlier run) are unwound through the session's archive (`archive::Rewrites`), loaded
-//!   once per run, on the first summary request.
+//!   of an earlier run) are unwound through the session's archive (`archive::Rewrites`): its
+//!   index read once per run, on the first summary request, and only the segments indexed
+//!   with a message of a span read.
 //!
 //! Messages are matched by id within a run, by content hash across runs. A summary message (one
 //! that stands for a span) is not unfolded: it reaches the summarizer as an earlier summary.
@@ -74,7 +75,7 @@ impl Originals {
                 *m = orig.clone();
                 changed = true;
             }
-            if let Some(orig) = rewrites.as_ref().and_then(|r| r.original(m)) {
+            if let Some(orig) = rewrites.as_ref().and_then(|r| r.original(store, m)) {
                 *m = orig;
                 changed = true;
             }

@@ -35,8 +35,8 @@ use crate::services::Services;
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use condense_summarize::retaining::{
-    is_summary_message, summarize_onto, summarize_span, summary_body, OntoSummary, Retained,
-    RetainingSummary, Undo,
+    is_summary_message, summarize_onto_memo, summarize_span, summary_body, OntoSummary, RenderMemo,
+    Retained, RetainingSummary, Undo,
 };
 use condense_summarize::SummaryRequest;
 use std::cell::RefCell;
@@ -56,6 +56,9 @@ pub(crate) struct RunRecord {
     call: usize,
     extends: Option<String>,
     record: Kept,
+    /// The token counts of its rendered pieces, handed on with the record to the summary
+    /// that extends it (every summary of a run is counted with the run's one counter).
+    memo: RenderMemo,
 }
 
 /// How a record written in this run is kept.
@@ -147,6 +150,7 @@ fn remember(
     previous: Option<&str>,
     text: &str,
     record: Retained,
+    memo: RenderMemo,
 ) {
     // The summary this request extends, when this same call wrote it; and what that one
     // extended, which is now gone for good.
@@ -166,6 +170,7 @@ fn remember(
             call,
             extends,
             record: Kept::Full(record),
+            memo,
         },
     );
 }
@@ -200,6 +205,7 @@ pub(crate) fn summarize(
         req.previous_summary,
         &text,
         retained,
+        RenderMemo::default(),
     );
     Ok(text)
 }
@@ -219,12 +225,12 @@ fn summarize_running(
         return None;
     }
     let name = record_name(previous);
-    let mut record = {
+    let (mut record, mut memo) = {
         let mut records = services.run.records.borrow_mut();
         let kept = records.get_mut(&name).filter(|r| r.call == services.call)?;
         match &mut kept.record {
-            // Taken; put back below whatever happens.
-            Kept::Full(record) => std::mem::take(record),
+            // Taken; put back below whatever happens (the memo goes on with the record).
+            Kept::Full(record) => (std::mem::take(record), std::mem::take(&mut kept.memo)),
             Kept::Before { .. } => return None,
         }
     };
@@ -232,7 +238,13 @@ fn summarize_running(
         previous_summary: Some(previous),
         ..*req
     };
-    let written = summarize_onto(services.summarizer, services.counter, &req, &mut record);
+    let written = summarize_onto_memo(
+        services.summarizer,
+        services.counter,
+        &req,
+        &mut record,
+        &mut memo,
+    );
     let mut records = services.run.records.borrow_mut();
     Some(match written {
         Ok(OntoSummary { text, undo }) => {
@@ -242,12 +254,20 @@ fn summarize_running(
                     undo,
                 };
             }
-            remember(&mut records, services.call, Some(previous), &text, record);
+            remember(
+                &mut records,
+                services.call,
+                Some(previous),
+                &text,
+                record,
+                memo,
+            );
             Ok(text)
         }
         Err(e) => {
             if let Some(kept) = records.get_mut(&name) {
                 kept.record = Kept::Full(record);
+                kept.memo = memo;
             }
             Err(e.to_string())
         }
@@ -273,13 +293,41 @@ mod tests {
     #[test]
     fn a_running_summary_keeps_only_itself_and_its_predecessor() {
         let mut records = HashMap::new();
-        remember(&mut records, 3, None, "s1", Retained::default());
-        remember(&mut records, 3, Some("s1"), "s2", Retained::default());
+        remember(
+            &mut records,
+            3,
+            None,
+            "s1",
+            Retained::default(),
+            RenderMemo::default(),
+        );
+        remember(
+            &mut records,
+            3,
+            Some("s1"),
+            "s2",
+            Retained::default(),
+            RenderMemo::default(),
+        );
         assert_eq!(names(&records), expected(&["s1", "s2"]));
         // Building on s2 means s2 replaced s1 for good.
-        remember(&mut records, 3, Some("s2"), "s3", Retained::default());
+        remember(
+            &mut records,
+            3,
+            Some("s2"),
+            "s3",
+            Retained::default(),
+            RenderMemo::default(),
+        );
         assert_eq!(names(&records), expected(&["s2", "s3"]));
-        remember(&mut records, 3, Some("s3"), "s4", Retained::default());
+        remember(
+            &mut records,
+            3,
+            Some("s3"),
+            "s4",
+            Retained::default(),
+            RenderMemo::default(),
+        );
         assert_eq!(names(&records), expected(&["s3", "s4"]));
     }
 
@@ -302,13 +350,27 @@ mod tests {
             next: record_name(text),
             undo,
         };
-        remember(records, 3, Some(previous), text, record);
+        remember(
+            records,
+            3,
+            Some(previous),
+            text,
+            record,
+            RenderMemo::default(),
+        );
     }
 
     #[test]
     fn a_handed_over_record_is_rebuilt_from_its_successor() {
         let mut records = HashMap::new();
-        remember(&mut records, 3, None, "s1", requests(&["a"]));
+        remember(
+            &mut records,
+            3,
+            None,
+            "s1",
+            requests(&["a"]),
+            RenderMemo::default(),
+        );
         hand_over(&mut records, "s1", "s2", "b");
         assert!(matches!(
             records[&record_name("s1")].record,
@@ -340,14 +402,49 @@ mod tests {
     #[test]
     fn summaries_of_other_calls_are_never_dropped() {
         let mut records = HashMap::new();
-        remember(&mut records, 1, None, "a1", Retained::default());
-        remember(&mut records, 1, Some("a1"), "a2", Retained::default());
+        remember(
+            &mut records,
+            1,
+            None,
+            "a1",
+            Retained::default(),
+            RenderMemo::default(),
+        );
+        remember(
+            &mut records,
+            1,
+            Some("a1"),
+            "a2",
+            Retained::default(),
+            RenderMemo::default(),
+        );
         // A later call (autocompact, the recovery chain) builds on a2: a2 may stay in the
         // output if that call is refused, and so may what it rests on from the earlier call.
-        remember(&mut records, 2, Some("a2"), "b1", Retained::default());
-        remember(&mut records, 2, Some("b1"), "b2", Retained::default());
+        remember(
+            &mut records,
+            2,
+            Some("a2"),
+            "b1",
+            Retained::default(),
+            RenderMemo::default(),
+        );
+        remember(
+            &mut records,
+            2,
+            Some("b1"),
+            "b2",
+            Retained::default(),
+            RenderMemo::default(),
+        );
         assert_eq!(names(&records), expected(&["a1", "a2", "b1", "b2"]));
-        remember(&mut records, 2, Some("b2"), "b3", Retained::default());
+        remember(
+            &mut records,
+            2,
+            Some("b2"),
+            "b3",
+            Retained::default(),
+            RenderMemo::default(),
+        );
         assert_eq!(names(&records), expected(&["a1", "a2", "b2", "b3"]));
     }
 }

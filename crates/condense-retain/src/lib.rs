@@ -71,7 +71,7 @@ pub use artifacts::{Artifact, ArtifactTrail, FileOp, FileStatus, Standing};
 pub use errors::{error_line, is_error_result, meaningful_line, ERROR_LINE_CHARS};
 pub use ledger::{ErrorEntry, ErrorLedger, Fix};
 pub use parse::strip_rendered;
-pub use render::{Rendered, ERRORS_HEADING, FILES_HEADING, REQUESTS_HEADING};
+pub use render::{RenderMemo, Rendered, ERRORS_HEADING, FILES_HEADING, REQUESTS_HEADING};
 pub use requests::{clean_request, request_text, CONDENSE_MARKER};
 pub use tools::{
     is_file_tool, is_shell_tool, normalize_name, patch_ops, shell_command, tool_file_ops,
@@ -238,7 +238,20 @@ impl Retained {
     /// Markdown sections within `budget` tokens, counted with `count` (the caller's tokenizer;
     /// see [`mod@render`] for the format and the budget rules).
     pub fn render(&self, budget: usize, count: &dyn Fn(&str) -> usize) -> Rendered {
-        render::render(self, budget, count)
+        render::render(self, budget, count, &mut RenderMemo::default())
+    }
+
+    /// [`Retained::render`], with the counts of the pieces earlier renderings wrote kept in
+    /// `memo` (the same text as `render`'s): a record rendered again and again, a running
+    /// summary's at each commit, counts only its new pieces. `memo` must only ever be used
+    /// with this same `count`.
+    pub fn render_memo(
+        &self,
+        budget: usize,
+        count: &dyn Fn(&str) -> usize,
+        memo: &mut RenderMemo,
+    ) -> Rendered {
+        render::render(self, budget, count, memo)
     }
 
     /// Reads back what [`Retained::render`] wrote (and the sections of the older extractive

@@ -42,13 +42,19 @@
 //! counted at the end and trimmed from the lowest priority if the sum was optimistic, so the
 //! result never exceeds the budget when the mandatory part fits.
 
-use crate::artifacts::{Artifact, FileStatus};
+use crate::artifacts::Artifact;
 use crate::ledger::ErrorEntry;
-use crate::text::{code_span, longest_backtick_run};
+use crate::text::push_code_span;
 use crate::Retained;
+pub use forms::RenderMemo;
 use forms::{Costs, Forms, FULL, LINE, SHORT};
+#[cfg(test)]
+pub(crate) use pieces::{bullet, error_bullet};
+use pieces::{compact_written, fenced, push_file_bullet};
+pub(crate) use pieces::{push_bullet, push_error_bullet};
 
 mod forms;
+mod pieces;
 
 pub const REQUESTS_HEADING: &str = "User requests";
 pub const FILES_HEADING: &str = "Files (artifact trail)";
@@ -126,110 +132,6 @@ struct Parts<'a> {
     errors: &'a [ErrorEntry],
 }
 
-/// A bullet: `- ` and the first line, further lines indented by two spaces.
-pub(crate) fn bullet(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for (i, line) in text.split('\n').enumerate() {
-        out.push_str(if i == 0 { "- " } else { "  " });
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
-fn ops_label(a: &Artifact) -> String {
-    let created = if a.status == FileStatus::Deleted && a.created_here {
-        "created here, "
-    } else {
-        ""
-    };
-    let s = if a.ops == 1 { "" } else { "s" };
-    format!("{created}{} op{s}, last: {}", a.ops, a.last_op.as_str())
-}
-
-fn file_bullet(a: &Artifact) -> String {
-    format!(
-        "- {} — {} ({})\n",
-        code_span(&a.path),
-        a.status.as_str(),
-        ops_label(a)
-    )
-}
-
-/// The directory part of a path, with its `/` (`./` for a bare name).
-fn dir_of(path: &str) -> &str {
-    match path.trim_end_matches('/').rfind('/') {
-        Some(i) => &path[..=i],
-        None => "./",
-    }
-}
-
-/// One bullet per directory: statuses in a fixed order, paths in recency order.
-fn compact_written(written: &[&Artifact], out: &mut String) {
-    let mut dirs: Vec<(&str, Vec<&Artifact>)> = Vec::new();
-    for a in written {
-        let dir = dir_of(&a.path);
-        match dirs.iter_mut().find(|(d, _)| *d == dir) {
-            Some((_, list)) => list.push(a),
-            None => dirs.push((dir, vec![a])),
-        }
-    }
-    for (dir, list) in dirs {
-        out.push_str("- ");
-        out.push_str(&code_span(dir));
-        out.push(':');
-        let mut first_group = true;
-        for status in [
-            FileStatus::Created,
-            FileStatus::Modified,
-            FileStatus::Deleted,
-        ] {
-            let paths: Vec<String> = list
-                .iter()
-                .filter(|a| a.status == status)
-                .map(|a| code_span(&a.path))
-                .collect();
-            if paths.is_empty() {
-                continue;
-            }
-            out.push_str(if first_group { " " } else { "; " });
-            first_group = false;
-            out.push_str(status.as_str());
-            out.push(' ');
-            out.push_str(&paths.join(", "));
-        }
-        out.push('\n');
-    }
-}
-
-pub(crate) fn error_bullet(e: &ErrorEntry) -> String {
-    let tool = if e.tool.is_empty() { "tool" } else { &e.tool };
-    let about = if e.about.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", code_span(&e.about))
-    };
-    let times = if e.count > 1 {
-        format!("×{}, ", e.count)
-    } else {
-        String::new()
-    };
-    let state = match &e.resolved_by {
-        Some(id) => format!("resolved by {id}"),
-        None => "unresolved".to_string(),
-    };
-    format!(
-        "- {tool}{about} — {times}{state} (first {})\n  {}\n",
-        e.first_id, e.line
-    )
-}
-
-/// The last request in a code fence longer than any backtick run inside it.
-fn fenced(text: &str) -> String {
-    let fence = "`".repeat((longest_backtick_run(text) + 1).max(3));
-    format!("{fence}\n{text}\n{fence}\n")
-}
-
 fn write(p: &Parts<'_>, plan: &Plan, costs: &mut Costs<'_, '_>) -> String {
     let mut out = String::new();
     out.push_str("## ");
@@ -252,7 +154,7 @@ fn write(p: &Parts<'_>, plan: &Plan, costs: &mut Costs<'_, '_>) -> String {
             }
             for (i, level) in plan.requests.iter().enumerate() {
                 if let Some(form) = level.form() {
-                    out.push_str(costs.forms.bullet(i, form));
+                    costs.forms.push_bullet(i, form, &mut out);
                 }
             }
             out.push_str(LAST_LABEL);
@@ -273,13 +175,17 @@ fn write(p: &Parts<'_>, plan: &Plan, costs: &mut Costs<'_, '_>) -> String {
         compact_written(&p.written, &mut out);
         if !reads.is_empty() {
             out.push_str(READ_LABEL);
-            let paths: Vec<String> = reads.iter().map(|a| code_span(&a.path)).collect();
-            out.push_str(&paths.join(", "));
+            for (n, a) in reads.iter().enumerate() {
+                if n > 0 {
+                    out.push_str(", ");
+                }
+                push_code_span(&mut out, &a.path);
+            }
             out.push('\n');
         }
     } else {
         for a in p.written.iter().chain(reads) {
-            out.push_str(&file_bullet(a));
+            push_file_bullet(&mut out, a);
         }
     }
     let reads_omitted = p.reads.len() - reads.len();
@@ -298,7 +204,7 @@ fn write(p: &Parts<'_>, plan: &Plan, costs: &mut Costs<'_, '_>) -> String {
     let (mut resolved, mut unresolved) = (0, 0);
     for (e, keep) in p.errors.iter().zip(&plan.errors) {
         if *keep {
-            out.push_str(&error_bullet(e));
+            push_error_bullet(&mut out, e);
         } else if e.resolved_by.is_some() {
             resolved += 1;
         } else {
@@ -420,14 +326,18 @@ fn fill(p: &Parts<'_>, mut plan: Plan, mut left: usize, costs: &mut Costs<'_, '_
     }
     // 4. Read paths, most recent first.
     for (n, a) in p.reads.iter().enumerate() {
-        let piece = if !plan.compact {
-            file_bullet(a)
-        } else if n == 0 {
-            format!("{READ_LABEL}{}\n", code_span(&a.path))
-        } else {
-            format!(", {}", code_span(&a.path))
-        };
-        let cost = (costs.count)(&piece);
+        let cost = costs.piece(|piece| {
+            if !plan.compact {
+                push_file_bullet(piece, a);
+            } else if n == 0 {
+                piece.push_str(READ_LABEL);
+                push_code_span(piece, &a.path);
+                piece.push('\n');
+            } else {
+                piece.push_str(", ");
+                push_code_span(piece, &a.path);
+            }
+        });
         if cost > left {
             break;
         }
@@ -460,7 +370,12 @@ fn fill(p: &Parts<'_>, mut plan: Plan, mut left: usize, costs: &mut Costs<'_, '_
     Fill { plan, steps }
 }
 
-pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize) -> Rendered {
+pub(crate) fn render(
+    r: &Retained,
+    budget: usize,
+    count: &dyn Fn(&str) -> usize,
+    memo: &mut RenderMemo,
+) -> Rendered {
     let (earlier, last) = match r.requests.split_last() {
         Some((last, earlier)) => (earlier, Some(last.as_str())),
         None => (&[][..], None),
@@ -481,8 +396,10 @@ pub(crate) fn render(r: &Retained, budget: usize, count: &dyn Fn(&str) -> usize)
     };
     let mut costs = Costs {
         count,
+        memo,
         errors: vec![None; parts.errors.len()],
         forms: Forms::new(earlier),
+        scratch: String::new(),
     };
 
     // The mandatory part (with the omission markers) in each layout: the compact one always,

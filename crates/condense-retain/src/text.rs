@@ -51,21 +51,36 @@ pub(crate) fn stable_hash(s: &str) -> String {
 /// the longest backtick run inside, and a space pads each side when the text starts or ends with
 /// a backtick or a space (CommonMark strips exactly one such pair). [`read_code_span`] reads it
 /// back.
+#[cfg(test)]
 pub(crate) fn code_span(text: &str) -> String {
-    let fence = "`".repeat(longest_backtick_run(text) + 1);
+    let mut out = String::with_capacity(text.len() + 4);
+    push_code_span(&mut out, text);
+    out
+}
+
+/// [`code_span`] appended to `out`: a running summary renders hundreds of paths at every
+/// commit, and a string for each was most of what rendering them cost.
+pub(crate) fn push_code_span(out: &mut String, text: &str) {
+    let fence = longest_backtick_run(text) + 1;
     let pad = text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']);
+    let push_fence = |out: &mut String| out.extend(std::iter::repeat_n('`', fence));
+    push_fence(out);
     if pad {
-        format!("{fence} {text} {fence}")
-    } else {
-        format!("{fence}{text}{fence}")
+        out.push(' ');
     }
+    out.push_str(text);
+    if pad {
+        out.push(' ');
+    }
+    push_fence(out);
 }
 
 /// The longest run of backticks in `text`.
 pub(crate) fn longest_backtick_run(text: &str) -> usize {
     let (mut best, mut run) = (0, 0);
-    for c in text.chars() {
-        if c == '`' {
+    // By bytes: a backtick is ASCII, and no byte of a multi-byte character is one.
+    for c in text.bytes() {
+        if c == b'`' {
             run += 1;
             best = best.max(run);
         } else {

@@ -435,6 +435,20 @@ impl Store {
         Ok(grouped.pop().unwrap_or_default())
     }
 
+    /// Every record of a namespace as committed: without the writes a batch holds back (the
+    /// run in progress's own), as (name, bytes), sorted by name.
+    pub fn committed_records(&self, namespace: &str) -> Result<Records, StoreError> {
+        let namespace = sanitize_component(namespace);
+        let conn = self.lock();
+        let rows = db::records(&conn.db, &namespace, true).map_err(|e| self.db_err(e))?;
+        let mut records: Records = rows
+            .into_iter()
+            .map(|(_, name, bytes)| (name, bytes))
+            .collect();
+        records.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(records)
+    }
+
     /// The records of every namespace whose stored (sanitized) name starts with `prefix`,
     /// namespace by namespace (sorted). Stored names are sanitized already and are compared as
     /// they are: sanitizing is not idempotent for long names.

@@ -42,7 +42,7 @@
 
 use crate::{SummarizeError, Summarizer, SummaryRequest};
 use condense_model::Message;
-pub use condense_retain::{Retained, Undo};
+pub use condense_retain::{RenderMemo, Retained, Undo};
 use condense_tokens::TokenCounter;
 
 /// The share of the budget the retained record may take before the prose gets the rest (the
@@ -83,7 +83,15 @@ pub fn summarize_retaining(
         }
     }
     retained.merge_later(Retained::from_messages(request.messages));
-    let text = write(summarizer, counter, request, &retained, &earlier_prose)?;
+    let memo = &mut RenderMemo::default();
+    let text = write(
+        summarizer,
+        counter,
+        request,
+        &retained,
+        &earlier_prose,
+        memo,
+    )?;
     Ok(RetainingSummary { text, retained })
 }
 
@@ -107,6 +115,21 @@ pub fn summarize_onto(
     request: &SummaryRequest<'_>,
     record: &mut Retained,
 ) -> Result<OntoSummary, SummarizeError> {
+    let memo = &mut RenderMemo::default();
+    summarize_onto_memo(summarizer, counter, request, record, memo)
+}
+
+/// [`summarize_onto`], keeping the counts of the record's rendered pieces in `memo` (see
+/// [`Retained::render_memo`]): handed from commit to commit of a running summary with its
+/// record, so a commit counts the pieces it adds, not the whole record again. `memo` must only
+/// ever be used with this same `counter`.
+pub fn summarize_onto_memo(
+    summarizer: &dyn Summarizer,
+    counter: &TokenCounter,
+    request: &SummaryRequest<'_>,
+    record: &mut Retained,
+    memo: &mut RenderMemo,
+) -> Result<OntoSummary, SummarizeError> {
     let prose = request
         .previous_summary
         .map(|p| strip_retained_sections(p.trim()))
@@ -116,7 +139,14 @@ pub fn summarize_onto(
         previous_summary: None,
         ..*request
     };
-    match write(summarizer, counter, &request, record, prose.as_slice()) {
+    match write(
+        summarizer,
+        counter,
+        &request,
+        record,
+        prose.as_slice(),
+        memo,
+    ) {
         Ok(text) => Ok(OntoSummary { text, undo }),
         Err(e) => {
             record.undo(undo);
@@ -133,11 +163,12 @@ fn write(
     request: &SummaryRequest<'_>,
     retained: &Retained,
     earlier_prose: &[String],
+    memo: &mut RenderMemo,
 ) -> Result<String, SummarizeError> {
     // Cached: a running summary renders mostly the same record commit after commit.
     let count = |t: &str| counter.count_text_cached(t);
     let share = (request.max_tokens as f64 * RETAINED_SHARE) as usize;
-    let rendered = retained.render(share.max(1), &count);
+    let rendered = retained.render_memo(share.max(1), &count, memo);
     let left = request.max_tokens.saturating_sub(rendered.tokens + 1);
     // Several earlier summaries are merged into one as a chain of merges would have (the
     // latest todo list, state and answer win), whoever the summarizer is.

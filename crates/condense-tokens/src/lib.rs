@@ -5,7 +5,8 @@
 //! - [`Tokenizer`] / [`TokenizerKind`] / [`tokenizer`]: `o200k_base` (the default) and
 //!   `cl100k_base` from static tables laid out at build time, with a hand-written pre-tokenizer
 //!   and tiktoken's merge (nothing to build at start-up; pieces over 512 bytes, rare, go to
-//!   `bpe-openai`, built on that first need; the same counts as `bpe-openai` and `tiktoken-rs`);
+//!   `bpe-openai`, built on that first need; the same counts as `bpe-openai` and `tiktoken-rs`;
+//!   each counting thread remembers what the pieces it met lately cost: `memo`);
 //!   `tiktoken-o200k_base` and `tiktoken-cl100k_base` with `tiktoken-rs`, guarded so that it
 //!   never panics and stays linear (see [`tiktoken_guard`]); `estimate`, bytes / 4 rounded up.
 //!   The `tiktoken-rs` tables are built once per process, on first use.
@@ -47,6 +48,7 @@
 
 mod counter;
 mod fast;
+mod memo;
 mod pretokenize;
 pub mod tiktoken_guard;
 mod tokenizer;

@@ -133,7 +133,49 @@ fn upper_star_lower_plus(t: &str, mut i: usize) -> Option<usize> {
 }
 
 /// The end of the piece that starts at byte `s` (< `t.len()`) of `t`.
+#[inline]
 pub(crate) fn next_piece(pattern: Pattern, t: &str, s: usize) -> usize {
+    if pattern == Pattern::O200k {
+        if let Some(e) = ascii_word_o200k(t, s) {
+            return e;
+        }
+    }
+    next_piece_general(pattern, t, s)
+}
+
+/// o200k's word alternatives at `s` when they are decided within ASCII (most words of most
+/// text): an optional prefix character, then ASCII capitals and small letters, followed by an
+/// ASCII byte or the end. Both word alternatives then end where the letters do (a capital run
+/// alone or capitals then small letters; ASCII capitals are not small, nor small letters
+/// capitals, so nothing is given back), before a contraction. `None`: not such a word, or a
+/// character beyond ASCII (which may continue it) follows; [`next_piece_general`] decides.
+#[inline]
+fn ascii_word_o200k(t: &str, s: usize) -> Option<usize> {
+    let b = t.as_bytes();
+    let c0 = *b.get(s)?;
+    let f0 = *ASCII.get(usize::from(c0))?;
+    let q = if f0 & LETTER != 0 {
+        s
+    } else if is_prefix(char::from(c0), f0) {
+        s + 1
+    } else {
+        return None;
+    };
+    let mut i = q;
+    while b.get(i).is_some_and(u8::is_ascii_uppercase) {
+        i += 1;
+    }
+    while b.get(i).is_some_and(u8::is_ascii_lowercase) {
+        i += 1;
+    }
+    if i == q || b.get(i).is_some_and(|&c| c >= 0x80) {
+        return None;
+    }
+    Some(contraction(t, i))
+}
+
+/// [`next_piece`] by the patterns' alternatives in order.
+fn next_piece_general(pattern: Pattern, t: &str, s: usize) -> usize {
     let Some((c0, f0)) = at(t, s) else {
         return t.len();
     };
@@ -284,6 +326,30 @@ pub(crate) fn pieces(pattern: Pattern, text: &str) -> impl Iterator<Item = &str>
 mod tests {
     use super::*;
     use crate::fast::{CL100K, O200K};
+
+    #[test]
+    fn ascii_words_end_where_the_alternatives_end() {
+        let mut text = String::new();
+        for t in texts() {
+            text.push_str(&t);
+        }
+        text.push_str(
+            " Hello WORLD, don't I'LL x'S a'Ve (word) \"q\" naïve Éa aÉ ABCdef AbC 12ab _x \t\tx\r\nY 'll",
+        );
+        let mut decided = 0;
+        for (s, _) in text.char_indices() {
+            if let Some(e) = ascii_word_o200k(&text, s) {
+                decided += 1;
+                assert_eq!(
+                    e,
+                    next_piece_general(Pattern::O200k, &text, s),
+                    "at {s}: {:?}",
+                    &text[s..]
+                );
+            }
+        }
+        assert!(decided > 50);
+    }
 
     /// Texts made of what meets at a line break: every kind of space and line break, `/`,
     /// punctuation that takes the breaks after it, contractions, letters, digits.

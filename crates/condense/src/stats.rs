@@ -25,8 +25,11 @@ use condense_formats::{Document, ReportedUsage};
 use condense_model::{Block, ImageSource, Message, Role};
 use condense_tokens::{ConversationCount, TokenCounter};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt::Write;
+
+mod seen;
+use seen::Seen;
 
 /// Tool results shorter than this are not counted as duplicates (a repeated "ok" is not a
 /// wasted file read). Matches snip's `min_duplicate_chars` default.
@@ -174,7 +177,7 @@ pub fn compute(
                 count.system + count.tools;
         }
         let names = conv.tool_names_by_id();
-        let mut seen: HashSet<String> = HashSet::new();
+        let mut seen = Seen::default();
         // One count per chat block, in the order walked below.
         let mut block_tokens = count.blocks.iter().copied();
         for (msg, tokens) in conv.messages.iter().zip(&count.messages) {
@@ -201,8 +204,7 @@ pub fn compute(
                             .copied()
                             .unwrap_or("(unknown)");
                         tools.entry(name.to_string()).or_default().1 += t;
-                        let text = tr.content.text();
-                        if text.chars().count() >= MIN_DUPLICATE_CHARS && !seen.insert(text) {
+                        if seen.repeated(&tr.content) {
                             dups += 1;
                         }
                         images += tr

@@ -39,6 +39,10 @@ struct Applied {
     fresh: bool,
     /// For a collapse of an earlier run: itself and its input tokens before any merge in this run.
     prior: Option<(Collapse, usize)>,
+    /// Its summary message's tokens, when this run committed it: the next commit merging into
+    /// it needs them, and counting the running summary again at every commit cost as much as
+    /// the summary had grown.
+    summary_tokens: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -100,15 +100,25 @@ pub fn plan(
 
     let mut dropped: Vec<bool> = (0..n).map(|i| i < cut && candidate(i)).collect();
     // An event line goes when the chat messages on both sides of it (those that exist) go.
-    let chat: Vec<usize> = (0..n).filter(|&i| msgs[i].is_chat()).collect();
+    // The nearest chat message after each index, from one backward pass (a search per event
+    // line made a session full of event lines quadratic); the one before, walking forward.
+    let mut next_chat: Vec<Option<usize>> = vec![None; n + 1];
+    for i in (0..n).rev() {
+        next_chat[i] = if msgs[i].is_chat() {
+            Some(i)
+        } else {
+            next_chat[i + 1]
+        };
+    }
+    let mut prev_chat: Option<usize> = None;
     for i in 0..n {
         if msgs[i].is_chat() {
+            prev_chat = Some(i);
             continue;
         }
-        let prev = chat.iter().rev().find(|&&j| j < i);
-        let next = chat.iter().find(|&&j| j > i);
-        let neighbours: Vec<usize> = prev.into_iter().chain(next).copied().collect();
-        dropped[i] = !neighbours.is_empty() && neighbours.iter().all(|&j| dropped[j]);
+        let neighbours = [prev_chat, next_chat[i + 1]];
+        let mut known = neighbours.iter().flatten().peekable();
+        dropped[i] = known.peek().is_some() && known.all(|&j| dropped[j]);
     }
     Plan {
         dropped,
@@ -152,4 +162,58 @@ fn invalid_cuts(msgs: &[Message], pinned: &[bool]) -> Vec<bool> {
         invalid.push(running > 0);
     }
     invalid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_model::Block;
+
+    /// The rule for event lines, as stated: an event line goes when every chat message next to
+    /// it (the nearest before and after, those that exist) goes.
+    fn reference(msgs: &[Message], dropped: &[bool]) -> Vec<bool> {
+        (0..msgs.len())
+            .map(|i| {
+                if msgs[i].is_chat() {
+                    return dropped[i];
+                }
+                let prev = (0..i).rev().find(|&j| msgs[j].is_chat());
+                let next = (i + 1..msgs.len()).find(|&j| msgs[j].is_chat());
+                let near: Vec<usize> = prev.into_iter().chain(next).collect();
+                !near.is_empty() && near.iter().all(|&j| dropped[j])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn event_lines_follow_their_neighbours() {
+        // Roles by letter: u user, a assistant, e event line.
+        for layout in ["eueaeaeuaee", "eeua", "uaeeeuaua", "eee", "uaueauae"] {
+            let messages: Vec<Message> = layout
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    let role = match c {
+                        'u' => Role::User,
+                        'a' => Role::Assistant,
+                        _ => Role::Event,
+                    };
+                    Message::new(format!("m{i}"), role, vec![Block::text("x")])
+                })
+                .collect();
+            let conv = Conversation {
+                messages,
+                ..Conversation::default()
+            };
+            let costs = vec![10; layout.len()];
+            for budget in [0, 15, 25, 45, 1_000] {
+                let plan = plan(&conv, &costs, 0, budget, true);
+                assert_eq!(
+                    plan.dropped,
+                    reference(&conv.messages, &plan.dropped),
+                    "{layout} within {budget}"
+                );
+            }
+        }
+    }
 }

@@ -10,6 +10,7 @@ mod edge;
 mod errors;
 mod mapping;
 mod passthrough;
+mod quick;
 mod responses;
 mod robust;
 mod roundtrip;

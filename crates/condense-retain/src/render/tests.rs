@@ -371,3 +371,39 @@ fn omitted_requests_are_never_formed_or_counted() {
     assert!(rendered.text.contains("- request number 499 with a second"));
     assert!(!rendered.text.contains("request number 000"));
 }
+
+/// A memo carried from rendering to rendering (a running summary's, commit after commit)
+/// changes nothing in what is rendered, whatever the budget, and spares the counter the
+/// pieces it counted before.
+#[test]
+fn a_memo_renders_the_same_and_counts_only_new_pieces() {
+    let calls = Cell::new(0);
+    let counting = |s: &str| {
+        calls.set(calls.get() + 1);
+        count(s)
+    };
+    let mut memo = RenderMemo::default();
+    let mut r = Retained::default();
+    for step in 0..12 {
+        r.merge_later(sample(step * 3, step % 4, step * 2, step * 5));
+        for budget in [0, 40, 400, 4_000] {
+            let fresh = r.render(budget, &count);
+            assert_eq!(
+                r.render_memo(budget, &count, &mut memo),
+                fresh,
+                "{step} {budget}"
+            );
+        }
+    }
+    let record = sample(60, 30, 40, 200);
+    let first = {
+        calls.set(0);
+        record.render_memo(3_000, &counting, &mut memo);
+        calls.get()
+    };
+    calls.set(0);
+    let again = record.render_memo(3_000, &counting, &mut memo);
+    assert_eq!(again, record.render(3_000, &count));
+    // Only the whole texts are counted again, not a piece.
+    assert!(calls.get() * 10 < first, "{} of {first}", calls.get());
+}

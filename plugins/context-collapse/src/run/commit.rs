@@ -55,7 +55,9 @@ impl Run<'_> {
                 let applied = &self.collapses[c];
                 (
                     self.replaced_tokens(applied),
-                    self.summary_tokens(&applied.collapse),
+                    applied
+                        .summary_tokens
+                        .unwrap_or_else(|| self.summary_tokens(&applied.collapse)),
                 )
             });
             // The span: consecutive open turns from the oldest eligible one, until the commit
@@ -79,7 +81,7 @@ impl Run<'_> {
                     break;
                 }
             }
-            if let Err((why, short)) = self.commit_span(u0..u1, merge_into, landing) {
+            if let Err((why, short)) = self.commit_span(u0..u1, merge_into, old_summary, landing) {
                 self.report.note(why);
                 self.stopped = Some(short.to_string());
                 break;
@@ -96,14 +98,15 @@ impl Run<'_> {
         }
     }
 
-    /// Summarizes the turns of units `span` (merged into collapse `merge_into` when given) and
-    /// replaces them by the collapse. The summary's budget is `Config::summary_budget` of what
+    /// Summarizes the turns of units `span` (merged into collapse `merge_into` when given, whose
+    /// summary message has `old_summary` tokens) and replaces them by the collapse. The summary's budget is `Config::summary_budget` of what
     /// it stands for, raised up to the cap by the room left above `landing`: when one commit
     /// has to free more than needed (a single huge turn), the summary keeps more of it.
     fn commit_span(
         &mut self,
         span: Range<usize>,
         merge_into: Option<usize>,
+        old_summary: usize,
         landing: usize,
     ) -> Result<(), (String, &'static str)> {
         let turn_idx: Vec<usize> = self.units[span.clone()]
@@ -140,7 +143,6 @@ impl Run<'_> {
         let previous = merge_into.map(|c| without_ids(&self.collapses[c].collapse));
         let prior_replaced = merge_into.map_or(0, |c| self.replaced_tokens(&self.collapses[c]));
         let replaced = prior_replaced + span_tokens;
-        let old_summary = previous.as_ref().map_or(0, |p| self.summary_tokens(p));
         let scaled = self.config.summary_budget(replaced, self.effective);
         let cap = self.config.summary_cap(self.effective);
         // The summary message's own cost (header line, message overhead) besides its text.
@@ -286,6 +288,7 @@ impl Run<'_> {
                 applied.input_tokens += span_tokens;
                 applied.collapse = collapse;
                 applied.fresh = true;
+                applied.summary_tokens = Some(new_summary);
                 self.units.drain(span);
             }
             None => {
@@ -297,6 +300,7 @@ impl Run<'_> {
                     found: Found::Span,
                     fresh: true,
                     prior: None,
+                    summary_tokens: Some(new_summary),
                 });
                 self.units.splice(span, [Unit::Collapsed(c)]);
             }

@@ -138,6 +138,7 @@ impl Run<'_> {
             input_tokens,
             found,
             fresh: false,
+            summary_tokens: None,
         });
     }
 }

@@ -1,0 +1,574 @@
+//! Anthropic messages read straight from their text, without a `serde_json::Value` tree.
+//!
+//! A long message list (the `messages` of a large request body, or a large bare list) is most of
+//! a read, and building serde_json's tree of every message, then taking it apart into the model,
+//! costs about as much time as parsing and holds the whole list twice. Here each element is
+//! deserialized by serde straight into a [`Message`] when it has the common shape, exactly as
+//! the Anthropic reader would read it:
+//! - `{"role": "user" | "assistant", "content": ...}`, those keys in that order (`content` may
+//!   be missing);
+//! - content a string, `null`, or an array of `text` (`type`, `text`), `tool_use` (`type`, `id`,
+//!   `name`, `input`) and `tool_result` (`type`, `tool_use_id`, then optionally `content` and a
+//!   boolean `is_error`) blocks, each with exactly those keys in that order (a tool result's
+//!   content nests the same blocks);
+//! - a tool input whose numbers are all non-negative integers (so that its compact text parses
+//!   back to the very same value, see [`to_value`]).
+//!
+//! Anything else (another key, another order, a repeated key, another block type, a `system`
+//! role) makes the element "not quick": it is consumed all the same and parsed by serde_json as
+//! before. A message read here has no unknown fields and no hints, which is exactly when the
+//! Anthropic reader's `extra` is empty. [`crate::parallel`] keeps the result only when every
+//! element of the list is quick; otherwise the quick ones are turned back into their exact
+//! `Value`s ([`to_value`]) and the list is read as before.
+//!
+//! The format is still decided on JSON ([`crate::detect`]): the list holds stubs ([`stubs`]) with
+//! everything detection reads of it (which roles and block types occur); a list with a user text
+//! that starts like a Cline result marker is never kept quick, since telling Cline apart reads
+//! the texts.
+
+use condense_model::{Block, Content, ContentShape, Message, RawJson, Role};
+use condense_model::{TextBlock, ToolResult, ToolUse};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::fmt;
+
+/// The message at `index` of its list read from its `text`: `Ok(None)` when it is not quick,
+/// an error when the text is not one JSON value.
+pub(crate) fn message(text: &str, index: usize) -> serde_json::Result<Option<Message>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let quick = QuickMessage::deserialize(&mut de)?;
+    de.end()?;
+    Ok(quick.0.map(|(role, content)| Message {
+        id: format!("#{index}"),
+        role,
+        timestamp: None,
+        content,
+        extra: RawJson::default(),
+        envelope: RawJson::default(),
+    }))
+}
+
+/// What the format detection reads of a quick list ([`crate::detect::decide`],
+/// [`crate::cline::is_history`], the wrapper detection) stands in for it: one stub per distinct
+/// role, content shape and sequence of block types, with no texts (a list of messages that all
+/// have roles and none of whose user texts starts a Cline marker: detection only asks whether
+/// some message has a given role or block type).
+pub(crate) fn stubs(messages: &[Message]) -> Vec<Value> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for m in messages {
+        let kinds: Vec<&'static str> = m.content.blocks.iter().map(Block::kind).collect();
+        if !seen.insert((m.role, m.content.shape, kinds)) {
+            continue;
+        }
+        let mut map = crate::json::Map::new();
+        map.insert("role".into(), Value::String(role_name(m.role).into()));
+        if let Some(content) = content_stub(&m.content) {
+            map.insert("content".into(), content);
+        }
+        out.push(Value::Object(map));
+    }
+    out
+}
+
+fn content_stub(content: &Content) -> Option<Value> {
+    Some(match content.shape {
+        ContentShape::Absent => return None,
+        ContentShape::Null => Value::Null,
+        ContentShape::String => Value::String(String::new()),
+        ContentShape::Array => Value::Array(
+            content
+                .blocks
+                .iter()
+                .map(|b| {
+                    let mut map = crate::json::Map::new();
+                    map.insert("type".into(), Value::String(b.kind().into()));
+                    Value::Object(map)
+                })
+                .collect(),
+        ),
+    })
+}
+
+/// Whether a user message of a quick list has a text that may be a Cline result marker: then
+/// the list is not kept quick (see the module docs).
+pub(crate) fn may_be_cline(message: &Message) -> bool {
+    message.role == Role::User
+        && message.content.blocks.iter().any(|b| match b {
+            Block::Text(t) => t.text.starts_with('['),
+            _ => false,
+        })
+}
+
+/// The exact JSON a quick message was read from (the same `Value` serde_json gives for its
+/// text): what the readers get when the list is not kept quick.
+pub(crate) fn to_value(message: Message) -> Value {
+    let mut map = crate::json::Map::new();
+    map.insert("role".into(), Value::String(role_name(message.role).into()));
+    if let Some(content) = content_value(message.content) {
+        map.insert("content".into(), content);
+    }
+    Value::Object(map)
+}
+
+fn role_name(role: Role) -> &'static str {
+    if role == Role::Assistant {
+        "assistant"
+    } else {
+        "user"
+    }
+}
+
+fn content_value(content: Content) -> Option<Value> {
+    Some(match content.shape {
+        ContentShape::Absent => return None,
+        ContentShape::Null => Value::Null,
+        ContentShape::String => match content.blocks.into_iter().next() {
+            Some(Block::Text(t)) => Value::String(t.text),
+            _ => Value::String(String::new()),
+        },
+        ContentShape::Array => Value::Array(content.blocks.into_iter().map(block_value).collect()),
+    })
+}
+
+fn block_value(block: Block) -> Value {
+    let mut map = crate::json::Map::new();
+    map.insert("type".into(), Value::String(block.kind().into()));
+    match block {
+        Block::Text(t) => {
+            map.insert("text".into(), Value::String(t.text));
+        }
+        Block::ToolUse(t) => {
+            map.insert("id".into(), Value::String(t.id));
+            map.insert("name".into(), Value::String(t.name));
+            // Quick inputs parse back to themselves: their numbers are all non-negative
+            // integers (see `exact_numbers`), written and read exactly.
+            map.insert("input".into(), t.input.to_value().unwrap_or_default());
+        }
+        Block::ToolResult(t) => {
+            map.insert("tool_use_id".into(), Value::String(t.tool_use_id));
+            if let Some(content) = content_value(t.content) {
+                map.insert("content".into(), content);
+            }
+            if let Some(is_error) = t.is_error {
+                map.insert("is_error".into(), Value::Bool(is_error));
+            }
+        }
+        // Never quick.
+        Block::Thinking(_) | Block::Image(_) | Block::Opaque(_) => {}
+    }
+    Value::Object(map)
+}
+
+/// A JSON value whose every number is a non-negative integer: its compact text parses back to
+/// an equal value.
+fn exact_numbers(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_u64(),
+        Value::Array(items) => items.iter().all(exact_numbers),
+        Value::Object(map) => map.values().all(exact_numbers),
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
+    }
+}
+
+/// Consumes whatever remains of a map.
+fn drain_map<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Consumes whatever remains of a sequence.
+fn drain_seq<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Visitor methods for the kinds of value a quick reader does not take: consumed, "not quick".
+macro_rules! not_quick_scalars {
+    ($out:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($out)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($out)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($out)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($out)
+        }
+    };
+}
+
+/// A key of an object a quick reader reads: one of the names it knows, or another.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Role,
+    Content,
+    Type,
+    Text,
+    Id,
+    Name,
+    Input,
+    ToolUseId,
+    IsError,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key, E> {
+                Ok(match s {
+                    "role" => Key::Role,
+                    "content" => Key::Content,
+                    "type" => Key::Type,
+                    "text" => Key::Text,
+                    "id" => Key::Id,
+                    "name" => Key::Name,
+                    "input" => Key::Input,
+                    "tool_use_id" => Key::ToolUseId,
+                    "is_error" => Key::IsError,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Checks that an object's keys come in the order of `known`, each at most once.
+struct Order {
+    known: &'static [Key],
+    next: usize,
+}
+
+impl Order {
+    fn new(known: &'static [Key]) -> Self {
+        Order { known, next: 0 }
+    }
+
+    /// Whether `key` may come now (it is one of the known keys after the last one seen).
+    fn admit(&mut self, key: Key) -> bool {
+        match self.known[self.next..].iter().position(|k| *k == key) {
+            Some(at) => {
+                self.next += at + 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A message: `Some((role, content))` when quick.
+struct QuickMessage(Option<(Role, Content)>);
+
+impl<'de> Deserialize<'de> for QuickMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(MessageVisitor)
+    }
+}
+
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = QuickMessage;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message")
+    }
+
+    not_quick_scalars!(QuickMessage(None));
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(QuickMessage(None))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(QuickMessage(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        drain_seq(&mut seq)?;
+        Ok(QuickMessage(None))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut order = Order::new(&[Key::Role, Key::Content]);
+        let mut role = None;
+        let mut content = Content {
+            shape: ContentShape::Absent,
+            blocks: Vec::new(),
+        };
+        while let Some(key) = map.next_key::<Key>()? {
+            if !order.admit(key) {
+                drain_value_and_rest(&mut map)?;
+                return Ok(QuickMessage(None));
+            }
+            match key {
+                Key::Role => {
+                    role = match map.next_value::<Value>()? {
+                        Value::String(s) if s == "user" => Some(Role::User),
+                        Value::String(s) if s == "assistant" => Some(Role::Assistant),
+                        _ => None,
+                    };
+                }
+                _ => match map.next_value::<QuickContent>()?.0 {
+                    Some(c) => content = c,
+                    None => {
+                        drain_map(&mut map)?;
+                        return Ok(QuickMessage(None));
+                    }
+                },
+            }
+        }
+        Ok(QuickMessage(role.map(|r| (r, content))))
+    }
+}
+
+/// Consumes the value of the key just read and every entry after it.
+fn drain_value_and_rest<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
+    map.next_value::<IgnoredAny>()?;
+    drain_map(map)
+}
+
+/// A content value (present): `Some` when quick.
+struct QuickContent(Option<Content>);
+
+impl<'de> Deserialize<'de> for QuickContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ContentVisitor)
+    }
+}
+
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = QuickContent;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("content")
+    }
+
+    not_quick_scalars!(QuickContent(None));
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(QuickContent(Some(Content::string(s))))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+        Ok(QuickContent(Some(Content::string(s))))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(QuickContent(Some(Content {
+            shape: ContentShape::Null,
+            blocks: Vec::new(),
+        })))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        drain_map(&mut map)?;
+        Ok(QuickContent(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(block) = seq.next_element::<QuickBlock>()? {
+            match block.0 {
+                Some(b) => blocks.push(b),
+                None => {
+                    drain_seq(&mut seq)?;
+                    return Ok(QuickContent(None));
+                }
+            }
+        }
+        // serde_json gives no length: the vector grew by doubling (from 4); a message holds on to
+        // its blocks as long as the run does.
+        blocks.shrink_to_fit();
+        Ok(QuickContent(Some(Content::blocks(blocks))))
+    }
+}
+
+/// A content block: `Some` when quick.
+struct QuickBlock(Option<Block>);
+
+impl<'de> Deserialize<'de> for QuickBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(BlockVisitor)
+    }
+}
+
+struct BlockVisitor;
+
+/// The block types a quick reader reads, by the value of `type`.
+#[derive(Clone, Copy)]
+enum Kind {
+    Text,
+    ToolUse,
+    ToolResult,
+}
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = QuickBlock;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block")
+    }
+
+    not_quick_scalars!(QuickBlock(None));
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(QuickBlock(None))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(QuickBlock(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        drain_seq(&mut seq)?;
+        Ok(QuickBlock(None))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // `type` first, a string naming a quick block.
+        let kind = match map.next_key::<Key>()? {
+            None => return Ok(QuickBlock(None)),
+            Some(Key::Type) => match map.next_value::<Value>()? {
+                Value::String(s) if s == "text" => Kind::Text,
+                Value::String(s) if s == "tool_use" => Kind::ToolUse,
+                Value::String(s) if s == "tool_result" => Kind::ToolResult,
+                _ => {
+                    drain_map(&mut map)?;
+                    return Ok(QuickBlock(None));
+                }
+            },
+            Some(_) => {
+                drain_value_and_rest(&mut map)?;
+                return Ok(QuickBlock(None));
+            }
+        };
+        let block = match kind {
+            Kind::Text => text_block(&mut map)?,
+            Kind::ToolUse => tool_use_block(&mut map)?,
+            Kind::ToolResult => tool_result_block(&mut map)?,
+        };
+        Ok(QuickBlock(block))
+    }
+}
+
+/// The rest of a `text` block after its `type`.
+fn text_block<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Block>, A::Error> {
+    let mut order = Order::new(&[Key::Text]);
+    let mut text = None;
+    while let Some(key) = map.next_key::<Key>()? {
+        if !order.admit(key) {
+            drain_value_and_rest(map)?;
+            return Ok(None);
+        }
+        match map.next_value::<Value>()? {
+            Value::String(s) => text = Some(s),
+            _ => {
+                drain_map(map)?;
+                return Ok(None);
+            }
+        }
+    }
+    Ok(text.map(|text| {
+        Block::Text(TextBlock {
+            text,
+            extra: RawJson::default(),
+        })
+    }))
+}
+
+/// The rest of a `tool_use` block after its `type`.
+fn tool_use_block<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Block>, A::Error> {
+    let mut order = Order::new(&[Key::Id, Key::Name, Key::Input]);
+    let (mut id, mut name, mut input) = (None, None, None);
+    while let Some(key) = map.next_key::<Key>()? {
+        if !order.admit(key) {
+            drain_value_and_rest(map)?;
+            return Ok(None);
+        }
+        let value = map.next_value::<Value>()?;
+        match (key, value) {
+            (Key::Id, Value::String(s)) => id = Some(s),
+            (Key::Name, Value::String(s)) => name = Some(s),
+            (Key::Input, v) if exact_numbers(&v) => input = Some(RawJson::from_value(&v)),
+            _ => {
+                drain_map(map)?;
+                return Ok(None);
+            }
+        }
+    }
+    Ok(match (id, name, input) {
+        (Some(id), Some(name), Some(input)) => Some(Block::ToolUse(ToolUse {
+            id,
+            name,
+            input,
+            extra: RawJson::default(),
+        })),
+        _ => None,
+    })
+}
+
+/// The rest of a `tool_result` block after its `type`.
+fn tool_result_block<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Block>, A::Error> {
+    let mut order = Order::new(&[Key::ToolUseId, Key::Content, Key::IsError]);
+    let mut tool_use_id = None;
+    let mut content = Content {
+        shape: ContentShape::Absent,
+        blocks: Vec::new(),
+    };
+    let mut is_error = None;
+    while let Some(key) = map.next_key::<Key>()? {
+        if !order.admit(key) {
+            drain_value_and_rest(map)?;
+            return Ok(None);
+        }
+        let quick = match key {
+            Key::ToolUseId => match map.next_value::<Value>()? {
+                Value::String(s) => {
+                    tool_use_id = Some(s);
+                    true
+                }
+                _ => false,
+            },
+            Key::Content => match map.next_value::<QuickContent>()?.0 {
+                Some(c) => {
+                    content = c;
+                    true
+                }
+                None => false,
+            },
+            _ => match map.next_value::<Value>()? {
+                Value::Bool(b) => {
+                    is_error = Some(b);
+                    true
+                }
+                _ => false,
+            },
+        };
+        if !quick {
+            drain_map(map)?;
+            return Ok(None);
+        }
+    }
+    Ok(tool_use_id.map(|tool_use_id| {
+        Block::ToolResult(ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+            extra: RawJson::default(),
+        })
+    }))
+}
