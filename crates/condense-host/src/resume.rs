@@ -1,4 +1,4 @@
-//! Resuming a session from its previous run's output, so a turn costs the new turn.
+//! Resuming a session from its previous run's output, so a turn does not redo the session.
 //!
 //! An agent that runs `condense compress` (or sends through `condense serve`) once per turn
 //! hands condense its whole history every time: the previous input plus the new turn. Running

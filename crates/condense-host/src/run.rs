@@ -102,9 +102,10 @@ pub struct RunOptions {
     /// Whether stages see the state saved by earlier runs (`--fresh`: they do not).
     pub state: StateMode,
     /// Keep a resume point for the session after the run, and start from the previous one
-    /// when the input extends its input ([`crate::resume`]): per-turn use (`compress` once per
-    /// turn, `serve`) then costs the new turn. Off for runs that must see the whole input
-    /// (`diff`, `snapshot`, `eval`). With [`StateMode::Fresh`] the point is saved, not used.
+    /// when the input extends its input ([`crate::resume`]): per-turn use (`compress` once
+    /// per turn, `serve`) then does not redo the whole session's stages. Off for runs that
+    /// must see the whole input (`diff`, `snapshot`, `eval`). With [`StateMode::Fresh`] the
+    /// point is saved, not used.
     pub resume: bool,
 }
 

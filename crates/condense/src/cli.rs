@@ -332,8 +332,8 @@ pub struct CompressArgs {
     pub fresh: bool,
     /// Run the stages over the whole input even when it only extends the input of this
     /// session's previous run. By default such a run starts from the previous output plus the
-    /// new messages (same pipeline and settings only), so compressing once per turn costs the
-    /// new turn; `expand` restores the whole input either way.
+    /// new messages (same pipeline and settings only), so compressing once per turn does not
+    /// redo the whole session; `expand` restores the whole input either way.
     #[arg(long)]
     pub no_resume: bool,
 }
