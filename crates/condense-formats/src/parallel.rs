@@ -125,11 +125,22 @@ enum Element {
 fn parse_messages(text: &str, spans: &[Range<usize>]) -> Option<(Value, Option<Vec<Message>>)> {
     let read_run = |(offset, run): (usize, Vec<Range<usize>>)| -> Option<Vec<Element>> {
         let mut out = Vec::with_capacity(run.len());
+        // Once one element is not quick the list is returned as values anyway: the rest of the
+        // run is parsed straight to values, not read quick first and parsed again.
+        let mut try_quick = true;
         for (i, span) in run.into_iter().enumerate() {
             let element = text.get(span)?;
-            out.push(match quick::message(element, offset + i).ok()? {
+            let quick = if try_quick {
+                quick::message(element, offset + i).ok()?
+            } else {
+                None
+            };
+            out.push(match quick {
                 Some(message) => Element::Quick(message),
-                None => Element::Parsed(serde_json::from_str(element).ok()?),
+                None => {
+                    try_quick = false;
+                    Element::Parsed(serde_json::from_str(element).ok()?)
+                }
             });
         }
         Some(out)

@@ -63,7 +63,7 @@ pub(crate) fn stubs(messages: &[Message]) -> Vec<Value> {
             continue;
         }
         let mut map = crate::json::Map::new();
-        map.insert("role".into(), Value::String(role_name(m.role).into()));
+        map.insert("role".into(), Value::String(m.role.as_str().into()));
         if let Some(content) = content_stub(&m.content) {
             map.insert("content".into(), content);
         }
@@ -102,63 +102,13 @@ pub(crate) fn may_be_cline(message: &Message) -> bool {
 }
 
 /// The exact JSON a quick message was read from (the same `Value` serde_json gives for its
-/// text): what the readers get when the list is not kept quick.
+/// text): what the readers get when the list is not kept quick. The Anthropic writer writes a
+/// quick message's keys in the order they were read (a quick message has no `extra`), and its
+/// tool inputs parse back to themselves: their numbers are all non-negative integers (see
+/// `exact_numbers`), written and read exactly.
 pub(crate) fn to_value(message: Message) -> Value {
-    let mut map = crate::json::Map::new();
-    map.insert("role".into(), Value::String(role_name(message.role).into()));
-    if let Some(content) = content_value(message.content) {
-        map.insert("content".into(), content);
-    }
-    Value::Object(map)
-}
-
-fn role_name(role: Role) -> &'static str {
-    if role == Role::Assistant {
-        "assistant"
-    } else {
-        "user"
-    }
-}
-
-fn content_value(content: Content) -> Option<Value> {
-    Some(match content.shape {
-        ContentShape::Absent => return None,
-        ContentShape::Null => Value::Null,
-        ContentShape::String => match content.blocks.into_iter().next() {
-            Some(Block::Text(t)) => Value::String(t.text),
-            _ => Value::String(String::new()),
-        },
-        ContentShape::Array => Value::Array(content.blocks.into_iter().map(block_value).collect()),
-    })
-}
-
-fn block_value(block: Block) -> Value {
-    let mut map = crate::json::Map::new();
-    map.insert("type".into(), Value::String(block.kind().into()));
-    match block {
-        Block::Text(t) => {
-            map.insert("text".into(), Value::String(t.text));
-        }
-        Block::ToolUse(t) => {
-            map.insert("id".into(), Value::String(t.id));
-            map.insert("name".into(), Value::String(t.name));
-            // Quick inputs parse back to themselves: their numbers are all non-negative
-            // integers (see `exact_numbers`), written and read exactly.
-            map.insert("input".into(), t.input.to_value().unwrap_or_default());
-        }
-        Block::ToolResult(t) => {
-            map.insert("tool_use_id".into(), Value::String(t.tool_use_id));
-            if let Some(content) = content_value(t.content) {
-                map.insert("content".into(), content);
-            }
-            if let Some(is_error) = t.is_error {
-                map.insert("is_error".into(), Value::Bool(is_error));
-            }
-        }
-        // Never quick.
-        Block::Thinking(_) | Block::Image(_) | Block::Opaque(_) => {}
-    }
-    Value::Object(map)
+    // A quick message has nothing the writer can refuse (no `extra`, known blocks only).
+    Value::Object(crate::anthropic::write_message_object(&message).unwrap_or_default())
 }
 
 /// A JSON value whose every number is a non-negative integer: its compact text parses back to

@@ -154,7 +154,10 @@ fn header_of(c: &Conversation) -> Header {
 
 /// `value` serialized for a record or a key. An error, never empty bytes: keys hashed from
 /// nothing would collide and expand would put back the wrong originals.
-fn encode<T: Serialize + ?Sized>(what: &'static str, value: &T) -> Result<Vec<u8>, StoreError> {
+pub(crate) fn encode<T: Serialize + ?Sized>(
+    what: &'static str,
+    value: &T,
+) -> Result<Vec<u8>, StoreError> {
     serde_json::to_vec(value).map_err(|e| encode_error(what, e))
 }
 
@@ -548,12 +551,12 @@ pub struct Rewrites {
     namespace: String,
     /// Output hash -> the committed segments whose index names it.
     index: HashMap<String, Vec<String>>,
-    loaded: std::sync::Mutex<Loaded>,
+    loaded: std::sync::Mutex<ReadSoFar>,
 }
 
 /// What [`Rewrites`] has read so far.
 #[derive(Debug, Default)]
-struct Loaded {
+struct ReadSoFar {
     segments: std::collections::HashSet<String>,
     /// Output hash -> the message it replaced (the first such entry read wins).
     by_hash: HashMap<String, Message>,
@@ -580,13 +583,8 @@ impl Rewrites {
         })
     }
 
-    /// Whether no earlier run archived anything.
-    pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
-    }
-
     /// Reads the segments indexed with `key` not read yet (a lost or damaged one is skipped).
-    fn read_for(&self, store: &Store, key: &str, loaded: &mut Loaded) {
+    fn read_for(&self, store: &Store, key: &str, loaded: &mut ReadSoFar) {
         for name in self.index.get(key).into_iter().flatten() {
             if !loaded.segments.insert(name.clone()) {
                 continue;

@@ -30,7 +30,9 @@ use crate::run::{LoadedSpec, RunOptions};
 use crate::services::state_slot;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
+use condense_tokens::ConversationCount;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::hash::Hash;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -53,21 +55,21 @@ pub struct Resumed {
     pub tokens_started: usize,
 }
 
-/// A session's resume point as stored.
+/// A session's resume point as stored (borrowed when written, owned when read).
 #[derive(Debug, Serialize, Deserialize)]
-struct Point {
+struct Point<'a> {
     version: u32,
     /// Hash of the settings that shape the output ([`settings_hash`]).
-    settings: String,
+    settings: Cow<'a, str>,
     /// How many input messages the point covers.
     inputs: usize,
     /// Hash of the input's frame (system prompt, tools) and those messages.
-    prefix: String,
+    prefix: Cow<'a, str>,
     /// The record of the run that made the output ([`crate::archive::record_run`]).
     #[serde(default)]
-    run: Option<String>,
+    run: Option<Cow<'a, str>>,
     /// The previous run's output messages.
-    output: Vec<Message>,
+    output: Cow<'a, [Message]>,
 }
 
 /// The hash of an input's frame and messages, taken as it is read (one pass over the input).
@@ -147,14 +149,14 @@ pub(crate) fn settings_hash(
 /// The conversation the stages start from: `input` itself, or the stored point's output
 /// followed by `input`'s new messages when `input` extends that point's input (see the
 /// [module docs](self)). Also gives the input's hash, for [`save`].
-/// `count` gives a conversation's tokens: the resumed run reports the whole input's count as
-/// its count before, and does not resume when the start would not be smaller.
+/// `count` counts a conversation: the resumed run reports the whole input's count as its count
+/// before, does not resume when the start would not be smaller, and keeps the start's count.
 pub(crate) fn start(
     store: &Store,
     session: &str,
     settings: Option<&str>,
     mut input: Conversation,
-    count: impl Fn(&Conversation) -> usize,
+    count: impl Fn(&Conversation) -> ConversationCount,
 ) -> Result<Start, StoreError> {
     let point = match settings {
         Some(settings) => load(store, session)?.filter(|p| {
@@ -163,15 +165,16 @@ pub(crate) fn start(
         None => None,
     };
     let hash = InputHash::of(&input, point.as_ref().map(|p| p.inputs));
-    let Some(point) = point.filter(|p| hash.at_point.as_deref() == Some(p.prefix.as_str())) else {
+    let Some(point) = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix)) else {
         return Ok(Start::whole(input, Some(hash)));
     };
-    let tokens_before = count(&input);
+    let tokens_before = count(&input).total;
     let new = input.messages.split_off(point.inputs);
     let output_messages = point.output.len();
-    let prefix = std::mem::replace(&mut input.messages, point.output);
+    let prefix = std::mem::replace(&mut input.messages, point.output.into_owned());
     input.messages.extend(new);
-    let tokens_started = count(&input);
+    let started = count(&input);
+    let tokens_started = started.total;
     if tokens_started > tokens_before {
         // Not expected (a stored output was never bigger than its input), but a run must never
         // start bigger than its input: put the input back and run over it whole.
@@ -188,9 +191,10 @@ pub(crate) fn start(
             tokens_started,
         }),
         tokens_before: Some(tokens_before),
+        count: Some(started),
         conversation: input,
         hash: Some(hash),
-        parent_run: point.run,
+        parent_run: point.run.map(Cow::into_owned),
     })
 }
 
@@ -202,6 +206,8 @@ pub(crate) struct Start {
     pub(crate) resumed: Option<Resumed>,
     /// The whole input's tokens, when the run resumed (else the run counts `conversation`).
     pub(crate) tokens_before: Option<usize>,
+    /// The count of `conversation`, when it was counted already (a resumed start).
+    pub(crate) count: Option<ConversationCount>,
     /// The archive's record of the run that made the output the run resumed from.
     pub(crate) parent_run: Option<String>,
 }
@@ -214,12 +220,13 @@ impl Start {
             hash,
             resumed: None,
             tokens_before: None,
+            count: None,
             parent_run: None,
         }
     }
 }
 
-fn load(store: &Store, session: &str) -> Result<Option<Point>, StoreError> {
+fn load(store: &Store, session: &str) -> Result<Option<Point<'static>>, StoreError> {
     let Some(bytes) = store.record_get(NAMESPACE, session)? else {
         return Ok(None);
     };
@@ -236,27 +243,14 @@ pub(crate) fn save(
     run: &str,
     output: &Conversation,
 ) -> Result<(), StoreError> {
-    #[derive(Serialize)]
-    struct PointRef<'a> {
-        version: u32,
-        settings: &'a str,
-        inputs: usize,
-        prefix: &'a str,
-        run: &'a str,
-        output: &'a [Message],
-    }
-    let point = PointRef {
+    let point = Point {
         version: VERSION,
-        settings,
+        settings: Cow::Borrowed(settings),
         inputs: hash.messages,
-        prefix: &hash.whole,
-        run,
-        output: &output.messages,
+        prefix: Cow::Borrowed(&hash.whole),
+        run: Some(Cow::Borrowed(run)),
+        output: Cow::Borrowed(&output.messages),
     };
-    // Were it ever empty, no point is kept: the next run runs whole.
-    let bytes = serde_json::to_vec(&point).unwrap_or_default(); // tidy: the model always serializes
-    if bytes.is_empty() {
-        return Ok(());
-    }
+    let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)
 }

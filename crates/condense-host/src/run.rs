@@ -266,7 +266,7 @@ impl LoadedPipeline {
             .as_deref()
             .filter(|_| opts.state == StateMode::Saved);
         let start = resume::start(store, session, usable, conversation, |c| {
-            self.counter.count_conversation(c).total
+            self.counter.count_conversation(c)
         })?;
         Ok((start, settings))
     }

@@ -137,10 +137,7 @@ impl Vocab {
                         return self.count_piece(piece);
                     }
                     let h = hash(piece);
-                    memo.get_or(piece, h, || match self.rank_hashed(piece, h) {
-                        Some(_) => 1,
-                        None => self.merge(piece),
-                    })
+                    memo.get_or(piece, h, || self.count_hashed(piece, h))
                 })
                 .sum()
         })
@@ -149,10 +146,19 @@ impl Vocab {
     /// Tokens of one piece of the pre-tokenizer.
     pub(crate) fn count_piece(&self, piece: &[u8]) -> usize {
         // Every single byte is a token in both vocabularies.
-        if piece.len() <= 1 || self.rank(piece).is_some() {
-            return piece.len().min(1);
+        if piece.len() <= 1 {
+            return piece.len();
         }
-        self.merge(piece)
+        self.count_hashed(piece, hash(piece))
+    }
+
+    /// [`Self::count_piece`] of a piece of two bytes or more whose hash is `h`: one token when
+    /// the piece is one, else its merge.
+    fn count_hashed(&self, piece: &[u8], h: u64) -> usize {
+        match self.rank_hashed(piece, h) {
+            Some(_) => 1,
+            None => self.merge(piece),
+        }
     }
 
     /// Tokens of a piece of two bytes or more that is not one token.

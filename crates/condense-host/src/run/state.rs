@@ -48,9 +48,10 @@ impl RunState {
             hash,
             resumed,
             tokens_before,
+            count,
             parent_run,
         } = start;
-        let count = counter.count_conversation(&conversation);
+        let count = count.unwrap_or_else(|| counter.count_conversation(&conversation));
         let tokens_before = tokens_before.unwrap_or(count.total);
         RunState {
             now_ms: opts.now_ms.unwrap_or_else(system_now_ms),

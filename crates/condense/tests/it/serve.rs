@@ -432,7 +432,7 @@ fn concurrent_sessions_each_keep_their_totals() {
         t.join().unwrap();
     }
     assert_eq!(up.requests().len(), 24);
-    let status = request(&serve.url, "GET", "/condense/status", &[], b"", |_| {}).json();
+    let status = serve.status();
     let sessions = status["sessions"].as_object().unwrap();
     assert_eq!(sessions.len(), 8, "{status}");
     for (id, totals) in sessions {

@@ -125,7 +125,7 @@ fn the_real_sdks_work_through_the_proxy() {
     assert_eq!(got[2].json()["messages"][4]["content"], "Turn 3: go on.");
     assert_eq!(got[1].json()["stream"], true);
     assert_eq!(got[5].json()["messages"][5]["content"], "Turn 3: go on.");
-    let status = request(&serve.url, "GET", "/condense/status", &[], b"", |_| {}).json();
+    let status = serve.status();
     assert_eq!(status["sessions"]["sdk-anthropic"]["requests"], 3);
     assert_eq!(status["sessions"]["sdk-anthropic"]["cache_stable"], 2);
     assert_eq!(status["totals"]["requests"], 6);

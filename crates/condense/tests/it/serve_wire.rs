@@ -68,7 +68,7 @@ fn a_sessions_requests_go_upstream_in_arrival_order_even_when_a_later_one_reads_
         !lines[1].contains("prefix"),
         "the first of its session: {log}"
     );
-    let status = request(&serve.url, "GET", "/condense/status", &[], b"", |_| {}).json();
+    let status = serve.status();
     let sessions = status["sessions"].as_object().unwrap();
     assert_eq!(sessions.len(), 1, "{status}");
     let totals = sessions.values().next().unwrap();
@@ -99,7 +99,7 @@ fn the_totals_count_what_a_prompt_too_long_retry_sent() {
     let log = serve.wait_log("retries=1", 1);
     let line = log.lines().find(|l| l.contains("retries=1")).unwrap();
     let before = tokens_before(line) as u64;
-    let status = request(&serve.url, "GET", "/condense/status", &[], b"", |_| {}).json();
+    let status = serve.status();
     let t = &status["sessions"]["cc-5f3e-agent"];
     assert_eq!(
         (t["requests"].as_u64(), t["retries"].as_u64()),
