@@ -1,5 +1,4 @@
 //! Counts that outlive the process: `TokenCounter::preload` and `TokenCounter::take_fresh`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolDef};
 use condense_tokens::{CacheStats, TokenCounter, TokenizerKind};

@@ -1,5 +1,4 @@
 //! Cold blocks counted on all cores give the counts one thread gives.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use condense_budget::MESSAGE_OVERHEAD_TOKENS;
 use condense_model::{Block, Content, Conversation, Message, RawJson, Role, ToolDef, ToolResult};

@@ -1,5 +1,4 @@
 //! The cached conversation counter.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use base64::Engine as _;
 use condense_budget::image::IMAGE_FALLBACK_TOKENS;

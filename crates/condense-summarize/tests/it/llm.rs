@@ -1,9 +1,7 @@
 //! LLM backends against a scripted local HTTP server: request shape, retries, prompt-too-long
 //! head drops, errors, and the key never leaking.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::{assistant, call, result, user, Reply, Server};
 use condense_model::Message;
 use condense_summarize::{
     build_with_env, llm::NO_TOOLS_PREAMBLE, SummarizeError, Summarizer, SummarizerConfig,
@@ -13,7 +11,6 @@ use condense_tokens::TokenCounter;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{assistant, call, result, user, Reply, Server};
 
 const KEY: &str = "sk-test-SECRET-0123456789";
 
@@ -327,7 +324,7 @@ fn turns(n: usize) -> Vec<Message> {
         .collect()
 }
 
-fn user_text(r: &support::Recorded, openai: bool) -> String {
+fn user_text(r: &crate::support::Recorded, openai: bool) -> String {
     let body = r.json();
     let i = usize::from(openai);
     body["messages"][i]["content"].as_str().unwrap().to_string()

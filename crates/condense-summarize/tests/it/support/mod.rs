@@ -1,5 +1,5 @@
 //! Test helpers: a scripted HTTP/1.1 server on 127.0.0.1 and message builders.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code)]
 
 use condense_model::{Block, Content, Message, RawJson, Role, ToolResult, ToolUse};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,10 +4,10 @@
 //! request survive any budget, the budget holds whenever the mandatory part fits, and merging
 //! span by span (with the earlier records, or reading them back from the text) keeps every
 //! written path and error of summarizing the whole.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use crate::support::{
+    assistant, call, real_transcript, result, section, sidechain, turn_split, user, written_paths,
+};
 use condense_model::Message;
 use condense_summarize::retaining::{
     is_summary_message, summarize_onto, summarize_retaining, summarize_span, summary_body, Earlier,
@@ -17,9 +17,6 @@ use condense_summarize::{build, SummarizerConfig, SummaryRequest};
 use condense_tokens::TokenCounter;
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
-use support::{
-    assistant, call, real_transcript, result, section, sidechain, turn_split, user, written_paths,
-};
 
 const PROSE: [&str; 4] = [
     "Decisions",

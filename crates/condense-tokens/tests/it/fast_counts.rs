@@ -1,6 +1,5 @@
 //! The default tokenizers (static tables and a hand-written pre-tokenizer) count exactly as
 //! bpe-openai and tiktoken-rs do: every string of every shipped transcript, and each whole file.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use condense_tokens::{tokenizer, TokenCounter, TokenizerKind, LINE_PARTS_FROM};
 use std::path::{Path, PathBuf};

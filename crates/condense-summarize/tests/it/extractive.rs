@@ -1,19 +1,16 @@
 //! The extractive summarizer (the prose part of a summary): every section on a hand-made
 //! session, the merge rules, merging span by span on the real Claude Code transcript, and the
 //! token budget. The user requests, files and errors are the retained record's
-//! (tests/retaining.rs).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! (retaining.rs).
 
-mod support;
-
+use crate::support::{
+    assistant, between_turns, call, real_transcript, result, section, sidechain, turn_split, user,
+};
 use condense_model::{Block, Message, Role};
 use condense_summarize::{build, Summarizer, SummarizerConfig, SummaryRequest};
 use condense_tokens::TokenCounter;
 use serde_json::json;
 use std::sync::Arc;
-use support::{
-    assistant, between_turns, call, real_transcript, result, section, sidechain, turn_split, user,
-};
 
 const DECISIONS: &str = "Decisions";
 const STATE: &str = "Current state";
