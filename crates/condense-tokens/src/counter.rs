@@ -183,6 +183,15 @@ impl TokenCounter {
         self.cached(Block::text_hash(text), || self.count_in_line_parts(text))
     }
 
+    /// Tokens of a text that is built again and again with small changes (a summary rendered,
+    /// trimmed and rendered again): counted by line parts like
+    /// [`count_text_cached`](Self::count_text_cached), so only its new lines are tokenized, but
+    /// the whole text is not cached: it is not a block, and a run that keeps the counts it
+    /// made would store every draft's. The same count as [`count_text`](Self::count_text).
+    pub fn count_text_drafted(&self, text: &str) -> usize {
+        self.count_in_line_parts(text)
+    }
+
     /// Tokens of `text`, counted part by part when it is long and the tokenizer allows it
     /// ([`Tokenizer::additive_at_line_starts`]): parts seen before are not counted again. The
     /// same count as the whole text's; one read lock for the lookups, one write lock for what

@@ -214,7 +214,7 @@ pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> S
     }
     let mut keep: Vec<Vec<bool>> = parts.iter().map(|p| vec![true; p.entries.len()]).collect();
     let full = render_all(&parts, &keep);
-    if counter.count_text(&full) <= max_tokens {
+    if counter.count_text_drafted(&full) <= max_tokens {
         return full;
     }
 
@@ -226,7 +226,7 @@ pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> S
         .zip(&lowest)
         .map(|(p, low)| vec![!low; p.entries.len()])
         .collect();
-    let base = counter.count_text(&render_all(&parts, &without));
+    let base = counter.count_text_drafted(&render_all(&parts, &without));
     if base <= max_tokens {
         let mut left = max_tokens - base;
         for (pi, part) in parts.iter_mut().enumerate().filter(|(pi, _)| lowest[*pi]) {
@@ -248,7 +248,7 @@ pub(crate) fn render(d: &Digest, counter: &TokenCounter, max_tokens: usize) -> S
 
     // Headings cost the same whatever is kept; the items share the rest. (Omission markers
     // are left to the final check: counting one per section would starve the items.)
-    let overhead = counter.count_text(&skeleton(&parts));
+    let overhead = counter.count_text_drafted(&skeleton(&parts));
     let need: Vec<usize> = parts
         .iter()
         .map(|p| p.entries.iter().map(|e| e.cost).sum::<usize>())
@@ -306,7 +306,7 @@ fn fit_lowest_first(
 ) -> String {
     loop {
         let text = render_all(parts, &keep);
-        if counter.count_text(&text) <= max_tokens {
+        if counter.count_text_drafted(&text) <= max_tokens {
             return text;
         }
         let kept_cost = |pi: usize| -> usize {

@@ -60,6 +60,33 @@ fn take_fresh_returns_what_was_computed_once() {
     assert_eq!(c.take_fresh(), vec![(Block::text_hash(text), n as u32)]);
 }
 
+/// Drafts (a summary rendered again after each trim) count as the whole text does, reuse the
+/// lines counted before, and leave nothing to store.
+#[test]
+fn drafted_texts_count_whole_and_are_not_kept() {
+    let c = TokenCounter::new(TokenizerKind::O200k);
+    let lines: Vec<String> = (0..200)
+        .map(|i| format!("- Step {i}: look at module {i} and fix what fails.\n"))
+        .collect();
+    let draft = lines.concat();
+    assert!(draft.len() > condense_tokens::LINE_PARTS_FROM);
+    let trimmed = lines[..150].concat() + "(3 more omitted)\n";
+    assert_eq!(c.count_text_drafted(&draft), c.count_text(&draft));
+    let first = c.stats();
+    assert!(first.line_parts > 1, "{first:?}");
+    assert_eq!(c.count_text_drafted(&trimmed), c.count_text(&trimmed));
+    // The second draft shares its first lines with the first: only its new end was added.
+    let second = c.stats();
+    assert!(
+        second.line_parts - first.line_parts <= 2,
+        "{first:?} {second:?}"
+    );
+    // Neither draft is in the cache whole, nor fresh for the store.
+    assert_eq!((second.entries, second.misses), (0, 0));
+    assert!(c.take_fresh().is_empty());
+    assert_eq!(c.count_text_drafted("short"), 1);
+}
+
 #[test]
 fn preloaded_counts_answer_a_new_process_without_counting() {
     let conv = conversation();
