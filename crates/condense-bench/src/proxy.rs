@@ -123,10 +123,15 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
             ),
         ));
     }
-    let (stable, compared) = stability(&proxy.url)?;
+    let [stable, compared, kept, previous] = stability(&proxy.url)?;
     out.push((
         format!("cache-stability share ({i} turns to 200k tokens)"),
-        format!("{stable} of {compared} turns sent a prefix equal to the previous turn's"),
+        format!(
+            "{stable} of {compared} turns sent a prefix equal to the previous turn's; \
+             {kept} of the {previous} elements the previous turns sent (system, tools, \
+             messages: {:.1}%) started the next turn unchanged",
+            kept as f64 * 100.0 / previous.max(1) as f64
+        ),
     ));
 
     // 3. 32 concurrent sessions.
@@ -343,14 +348,18 @@ fn get(url: &str, path: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
-/// The growing session's `cache_stable` and `cache_compared` so far.
-fn stability(url: &str) -> Result<(u64, u64)> {
+/// The growing session's `cache_stable`, `cache_compared`, `cache_kept` and
+/// `cache_previous` so far.
+fn stability(url: &str) -> Result<[u64; 4]> {
     let v: serde_json::Value = serde_json::from_str(&get(url, "/condense/status")?)?;
     let g = &v["sessions"]["growing"];
-    Ok((
-        g["cache_stable"].as_u64().unwrap_or(0),
-        g["cache_compared"].as_u64().unwrap_or(0),
-    ))
+    Ok([
+        "cache_stable",
+        "cache_compared",
+        "cache_kept",
+        "cache_previous",
+    ]
+    .map(|k| g[k].as_u64().unwrap_or(0)))
 }
 
 fn ms(t: Instant) -> f64 {

@@ -43,6 +43,13 @@ pub struct Totals {
     pub cache_stable: u64,
     /// Turns that had a previous turn to compare with.
     pub cache_compared: u64,
+    /// Over those turns: the elements (system and tools, then messages) the previous turn sent,
+    /// and how many of them start the next turn unchanged. A turn that is not stable still
+    /// reuses the provider's cache up to its first changed element, so `cache_kept /
+    /// cache_previous` says how much of what was sent stays cacheable, where `cache_stable`
+    /// says only how often all of it does.
+    pub cache_previous: u64,
+    pub cache_kept: u64,
 }
 
 impl Totals {
@@ -56,6 +63,8 @@ impl Totals {
         self.tokens_saved += other.tokens_saved;
         self.cache_stable += other.cache_stable;
         self.cache_compared += other.cache_compared;
+        self.cache_previous += other.cache_previous;
+        self.cache_kept += other.cache_kept;
     }
 }
 
@@ -75,11 +84,40 @@ pub trait SessionBackend: Send + Sync {
     /// The lock that orders a session's compressions: two requests of one session never race
     /// on its stage state; sessions never wait for each other.
     fn lock(&self, session: &str) -> Arc<tokio::sync::Mutex<()>>;
-    /// Adds a turn to its session's totals; whether its prefix equals what the previous turn
-    /// sent (`None` for a session's first turn, and for a retry).
-    fn record(&self, session: &str, turn: Turn) -> Option<bool>;
+    /// Adds a turn to its session's totals; what its prefix kept of what the previous turn
+    /// sent ([`compare_prefixes`]; `None` for a session's first turn, and for a retry).
+    fn record(&self, session: &str, turn: Turn) -> Option<PrefixKept>;
     /// Every session's totals.
     fn status(&self) -> Status;
+}
+
+/// What a turn kept of the previous turn's prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefixKept {
+    /// Elements the previous turn sent.
+    pub previous: usize,
+    /// How many of them start this turn unchanged (up to the first that differs).
+    pub kept: usize,
+}
+
+impl PrefixKept {
+    /// All of the previous turn's prefix starts this one: a provider's cache of it is reused.
+    pub fn stable(self) -> bool {
+        self.kept == self.previous
+    }
+}
+
+/// How much of `previous` (one hash per element sent) starts `next` unchanged.
+pub fn compare_prefixes(previous: &[u64], next: &[u64]) -> PrefixKept {
+    let kept = previous
+        .iter()
+        .zip(next)
+        .take_while(|(a, b)| a == b)
+        .count();
+    PrefixKept {
+        previous: previous.len(),
+        kept,
+    }
 }
 
 #[derive(Default)]
@@ -120,13 +158,21 @@ impl SessionBackend for LocalBackend {
         self.with(session, |e| Arc::clone(&e.lock))
     }
 
-    fn record(&self, session: &str, turn: Turn) -> Option<bool> {
+    fn record(&self, session: &str, turn: Turn) -> Option<PrefixKept> {
         self.with(session, |e| {
             // A retry is compared with nothing: what it replaces was refused, not cached.
-            let stable = e.last_prefix.as_ref().filter(|_| !turn.retry).map(|prev| {
-                prev.len() <= turn.prefix.len() && turn.prefix[..prev.len()] == prev[..]
-            });
+            let compared = e
+                .last_prefix
+                .as_ref()
+                .filter(|_| !turn.retry)
+                .map(|prev| compare_prefixes(prev, &turn.prefix));
             let t = &mut e.totals;
+            if let Some(c) = compared {
+                t.cache_compared += 1;
+                t.cache_stable += u64::from(c.stable());
+                t.cache_previous += c.previous as u64;
+                t.cache_kept += c.kept as u64;
+            }
             if turn.retry {
                 t.retries += 1;
             } else {
@@ -137,14 +183,10 @@ impl SessionBackend for LocalBackend {
             t.tokens_before += turn.tokens_before as u64;
             t.tokens_after += turn.tokens_after as u64;
             t.tokens_saved += turn.tokens_before.saturating_sub(turn.tokens_after) as u64;
-            if let Some(s) = stable {
-                t.cache_compared += 1;
-                t.cache_stable += u64::from(s);
-            }
             if !turn.prefix.is_empty() {
                 e.last_prefix = Some(turn.prefix);
             }
-            stable
+            compared
         })
     }
 
@@ -165,6 +207,15 @@ mod tests {
 
     #[test]
     fn stability_compares_with_the_previous_turn() -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(
+            compare_prefixes(&[1, 2, 3], &[1, 2]),
+            PrefixKept {
+                previous: 3,
+                kept: 2
+            }
+        );
+        assert!(!compare_prefixes(&[1, 2, 3], &[1, 2]).stable());
+        assert!(compare_prefixes(&[], &[5]).stable());
         let dir = tempfile::tempdir()?;
         let b = LocalBackend::new(Store::open(dir.path())?);
         let turn = |prefix: Vec<u64>| Turn {
@@ -174,9 +225,13 @@ mod tests {
             prefix,
             ..Turn::default()
         };
+        let stable = |k: Option<PrefixKept>| k.map(PrefixKept::stable);
         assert_eq!(b.record("s", turn(vec![1, 2])), None);
-        assert_eq!(b.record("s", turn(vec![1, 2, 3, 4])), Some(true));
-        assert_eq!(b.record("s", turn(vec![1, 9, 3, 4, 5])), Some(false));
+        assert_eq!(stable(b.record("s", turn(vec![1, 2, 3, 4]))), Some(true));
+        assert_eq!(
+            stable(b.record("s", turn(vec![1, 9, 3, 4, 5]))),
+            Some(false)
+        );
         assert_eq!(b.record("t", turn(vec![1])), None);
         // A retry counts what it sent, is compared with nothing, and is what the next turn
         // is compared with.
@@ -187,10 +242,13 @@ mod tests {
             ..turn(vec![7])
         };
         assert_eq!(b.record("s", retry), None);
-        assert_eq!(b.record("s", turn(vec![7, 8])), Some(true));
+        assert_eq!(stable(b.record("s", turn(vec![7, 8]))), Some(true));
         let st = b.status();
         assert_eq!(st.sessions["s"].cache_stable, 2);
         assert_eq!(st.sessions["s"].cache_compared, 3);
+        // Kept of the previous prefixes: 2 of 2, 1 of 4 (the second element changed), 1 of 1.
+        assert_eq!(st.sessions["s"].cache_previous, 7);
+        assert_eq!(st.sessions["s"].cache_kept, 4);
         assert_eq!(st.sessions["s"].requests, 4);
         assert_eq!(st.sessions["s"].retries, 1);
         assert_eq!(st.sessions["s"].compressed, 4);

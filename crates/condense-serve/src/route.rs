@@ -234,9 +234,12 @@ impl Proxy {
                     if done.acted.is_empty() { "-".to_string() } else { done.acted.join(",") },
                     ms(started),
                     match stable {
-                        Some(true) => ", prefix stable",
-                        Some(false) => ", prefix changed",
-                        None => "",
+                        Some(k) if k.stable() => ", prefix stable".to_string(),
+                        Some(k) => format!(
+                            ", prefix changed after {} of the {} elements last sent",
+                            k.kept, k.previous
+                        ),
+                        None => String::new(),
                     }
                 )
             };

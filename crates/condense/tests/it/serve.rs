@@ -450,6 +450,9 @@ fn concurrent_sessions_each_keep_their_totals() {
             (Some(2), Some(2)),
             "{status}"
         );
+        // Every element the previous turns sent started the next one.
+        assert_eq!(totals["cache_kept"], totals["cache_previous"], "{status}");
+        assert!(totals["cache_previous"].as_u64() > Some(2), "{status}");
     }
     assert_eq!(status["totals"]["requests"], 24);
 }

@@ -81,6 +81,11 @@ fn a_sessions_requests_go_upstream_in_arrival_order_even_when_a_later_one_reads_
         (Some(1), Some(0)),
         "{status}"
     );
+    // The turn changed something in the previous prefix: not all of it was kept.
+    assert!(
+        totals["cache_kept"].as_u64() < totals["cache_previous"].as_u64(),
+        "{status}"
+    );
 }
 
 #[test]
