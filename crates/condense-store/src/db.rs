@@ -2,6 +2,7 @@
 //! crash-safe and shareable between processes, its schema, and writing a batch of changes in
 //! one transaction.
 
+use crate::codec;
 use crate::spill::{Held, Spill, CHUNK, SPILL_FROM};
 use rusqlite::blob::ZeroBlob;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
@@ -23,8 +24,15 @@ pub const DB_SIDE_FILES: [&str; 3] = ["store.db-wal", "store.db-shm", "store.db-
 /// something is badly stuck.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The schema version this code writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// The schema version this code writes (`PRAGMA user_version`): 2 added the `codec` column
+/// of records ([`crate::codec`]).
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// From version 1: records may be compressed; the records already there are stored as they
+/// are. Blobs are never compressed: they are the exact bytes `condense expand` writes back,
+/// and an older condense reading a compressed blob would write its compressed bytes without a
+/// word, where a compressed record (JSON to it) fails to read, loudly.
+const ADD_CODEC: &str = "ALTER TABLE records ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;";
 
 /// Names are stored sanitized ([`crate::sanitize_component`]), as the file layout did, so what
 /// callers read back is the same names the old layout gave them. Blobs and records are only
@@ -44,6 +52,7 @@ CREATE TABLE IF NOT EXISTS records (
     namespace TEXT NOT NULL,
     name TEXT NOT NULL,
     bytes BLOB NOT NULL,
+    codec INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (namespace, name)
 );
 CREATE TABLE IF NOT EXISTS tokens (
@@ -72,18 +81,35 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
         retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)))?;
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version < SCHEMA_VERSION {
+    if user_version(&conn)? < SCHEMA_VERSION {
         retry_busy(|| {
-            conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            ))
-            .inspect_err(|_| {
-                let _ = conn.execute_batch("ROLLBACK");
-            })
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            migrate(&conn)
+                .and_then(|()| conn.execute_batch("COMMIT"))
+                .inspect_err(|_| {
+                    let _ = conn.execute_batch("ROLLBACK");
+                })
         })?;
     }
     Ok(conn)
+}
+
+/// The schema version of the database (0: new).
+pub fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], inside the caller's write transaction: the version
+/// is read again there, as another process may have migrated the file meanwhile. A newer
+/// version is left alone ([`crate::Store::open`] refuses it).
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let version = user_version(conn)?;
+    match version {
+        0 => conn.execute_batch(SCHEMA)?,
+        1 => conn.execute_batch(ADD_CODEC)?,
+        _ => return Ok(()),
+    }
+    conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
 }
 
 /// Runs `f` again while SQLite answers "busy" without waiting in its busy handler (it does not
@@ -125,17 +151,27 @@ impl Pending {
             && self.tokens.is_empty()
     }
 
-    /// `bytes` as this batch holds them: appended to its spill file (created in `dir`) when
-    /// they are large and there is a `dir` (a batch: the writes of one call outside a batch are
-    /// committed at once, from memory).
-    pub fn hold(&mut self, dir: Option<&Path>, bytes: &[u8]) -> io::Result<Held> {
-        let Some(dir) = dir.filter(|_| bytes.len() >= SPILL_FROM) else {
-            return Ok(Held::Mem(bytes.to_vec()));
+    /// `bytes` as this batch holds them: encoded as they will be stored ([`codec`]; blobs are
+    /// not compressed, `compress` false), and appended to its spill file (created in `dir`)
+    /// when that is large and there is a `dir` (a batch: the writes of one call outside a batch
+    /// are committed at once, from memory).
+    pub fn hold(&mut self, dir: Option<&Path>, bytes: &[u8], compress: bool) -> io::Result<Held> {
+        let (stored, codec) = if compress {
+            codec::encode_if_smaller(bytes)
+        } else {
+            (bytes.to_vec(), codec::RAW)
         };
-        let extent = self.spill_in(dir)?.append(bytes)?;
+        let Some(dir) = dir.filter(|_| stored.len() >= SPILL_FROM) else {
+            return Ok(Held::Mem {
+                bytes: stored,
+                codec,
+            });
+        };
+        let extent = self.spill_in(dir)?.append(&stored)?;
         Ok(Held::Spilled {
             extents: vec![extent],
             len: extent.1,
+            codec,
         })
     }
 
@@ -147,12 +183,13 @@ impl Pending {
         }
     }
 
-    /// The bytes of a value this batch holds.
+    /// The bytes of a value this batch holds (decoded).
     pub fn read(&self, held: &Held) -> io::Result<Vec<u8>> {
-        match held {
-            Held::Mem(bytes) => Ok(bytes.clone()),
-            Held::Spilled { .. } => self.spill()?.read(held),
-        }
+        let stored = match held {
+            Held::Mem { bytes, .. } => bytes.clone(),
+            Held::Spilled { .. } => self.spill()?.read(held)?,
+        };
+        codec::decode(stored, held.codec())
     }
 
     fn spill(&self) -> io::Result<&Spill> {
@@ -195,9 +232,10 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> Result<(), CommitErro
     {
         let mut put =
             tx.prepare_cached("INSERT OR IGNORE INTO blobs (key, bytes) VALUES (?1, ?2)")?;
+        // Blobs are held as they are (`Pending::hold` with `compress` false).
         for (key, held) in &pending.blobs {
             match held {
-                Held::Mem(bytes) => {
+                Held::Mem { bytes, .. } => {
                     put.execute(params![key, bytes])?;
                 }
                 Held::Spilled { len, .. } => {
@@ -217,14 +255,15 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> Result<(), CommitErro
             put.execute(params![session, stage, value])?;
         }
         let mut put = tx.prepare_cached(
-            "INSERT INTO records (namespace, name, bytes) VALUES (?1, ?2, ?3)
-             ON CONFLICT (namespace, name) DO UPDATE SET bytes = excluded.bytes
-             WHERE bytes IS NOT excluded.bytes",
+            "INSERT INTO records (namespace, name, bytes, codec) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (namespace, name) DO UPDATE
+             SET bytes = excluded.bytes, codec = excluded.codec
+             WHERE bytes IS NOT excluded.bytes OR codec IS NOT excluded.codec",
         )?;
         for ((namespace, name), held) in &pending.records {
             match held {
-                Held::Mem(bytes) => {
-                    put.execute(params![namespace, name, bytes])?;
+                Held::Mem { bytes, codec } => {
+                    put.execute(params![namespace, name, bytes, codec])?;
                 }
                 Held::Spilled { .. } => put_spilled_record(&tx, namespace, name, pending, held)?,
             }
@@ -252,27 +291,31 @@ fn put_spilled_record(
     pending: &Pending,
     held: &Held,
 ) -> Result<(), CommitError> {
-    let len = held.len();
-    let existing: Option<(i64, i64)> = tx
+    let (len, codec) = (held.len(), held.codec());
+    let existing: Option<(i64, i64, i64)> = tx
         .prepare_cached(
-            "SELECT rowid, length(bytes) FROM records WHERE namespace = ?1 AND name = ?2",
+            "SELECT rowid, length(bytes), codec FROM records WHERE namespace = ?1 AND name = ?2",
         )?
-        .query_row([namespace, name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row([namespace, name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     let row = match existing {
-        Some((row, stored))
-            if u64::try_from(stored) == Ok(len) && same_bytes(tx, row, pending, held)? =>
+        Some((row, stored, stored_codec))
+            if u64::try_from(stored) == Ok(len)
+                && stored_codec == codec
+                && same_bytes(tx, row, pending, held)? =>
         {
             return Ok(())
         }
-        Some((row, _)) => {
-            tx.prepare_cached("UPDATE records SET bytes = ?1 WHERE rowid = ?2")?
-                .execute(params![ZeroBlob(len), row])?;
+        Some((row, _, _)) => {
+            tx.prepare_cached("UPDATE records SET bytes = ?1, codec = ?2 WHERE rowid = ?3")?
+                .execute(params![ZeroBlob(len), codec, row])?;
             row
         }
         None => {
-            tx.prepare_cached("INSERT INTO records (namespace, name, bytes) VALUES (?1, ?2, ?3)")?
-                .execute(params![namespace, name, ZeroBlob(len)])?;
+            tx.prepare_cached(
+                "INSERT INTO records (namespace, name, bytes, codec) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![namespace, name, ZeroBlob(len), codec])?;
             tx.last_insert_rowid()
         }
     };
@@ -327,6 +370,13 @@ pub fn has_blob(conn: &Connection, key: &str) -> rusqlite::Result<bool> {
         .exists([key])
 }
 
+/// The value of a row's `bytes` column (at `at`) and `codec` column (the next), decoded.
+fn decoded(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Vec<u8>> {
+    codec::decode(r.get(at)?, r.get(at + 1)?).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(at, rusqlite::types::Type::Blob, Box::new(e))
+    })
+}
+
 pub fn get_blob(conn: &Connection, key: &str) -> rusqlite::Result<Option<Vec<u8>>> {
     conn.prepare_cached("SELECT bytes FROM blobs WHERE key = ?1")?
         .query_row([key], |r| r.get(0))
@@ -354,8 +404,8 @@ pub fn get_record(
     namespace: &str,
     name: &str,
 ) -> rusqlite::Result<Option<Vec<u8>>> {
-    conn.prepare_cached("SELECT bytes FROM records WHERE namespace = ?1 AND name = ?2")?
-        .query_row([namespace, name], |r| r.get(0))
+    conn.prepare_cached("SELECT bytes, codec FROM records WHERE namespace = ?1 AND name = ?2")?
+        .query_row([namespace, name], |r| decoded(r, 0))
         .optional()
 }
 
@@ -374,9 +424,10 @@ pub fn records(
 ) -> rusqlite::Result<Vec<(String, String, Vec<u8>)>> {
     let mut out = Vec::new();
     if exact {
-        let mut stmt =
-            conn.prepare_cached("SELECT namespace, name, bytes FROM records WHERE namespace = ?1")?;
-        for row in stmt.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))? {
+        let mut stmt = conn.prepare_cached(
+            "SELECT namespace, name, bytes, codec FROM records WHERE namespace = ?1",
+        )?;
+        for row in stmt.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?, decoded(r, 2)?)))? {
             out.push(row?);
         }
         return Ok(out);
@@ -384,7 +435,7 @@ pub fn records(
     // Keys sort by their UTF-8 bytes, so the namespaces that start with `prefix` are the ones
     // from `prefix` on, up to the first that does not.
     let mut stmt = conn.prepare_cached(
-        "SELECT namespace, name, bytes FROM records WHERE namespace >= ?1 ORDER BY namespace",
+        "SELECT namespace, name, bytes, codec FROM records WHERE namespace >= ?1 ORDER BY namespace",
     )?;
     let mut rows = stmt.query([prefix])?;
     while let Some(r) = rows.next()? {
@@ -392,7 +443,7 @@ pub fn records(
         if !namespace.starts_with(prefix) {
             break;
         }
-        out.push((namespace, r.get(1)?, r.get(2)?));
+        out.push((namespace, r.get(1)?, decoded(r, 2)?));
     }
     Ok(out)
 }

@@ -20,6 +20,10 @@
 //! serialized ([`Store::record_writer`]). So a run's peak memory does not grow with what it
 //! archives.
 //!
+//! **Size.** Records from 1 KiB on are stored LZ4-compressed (`codec`): they are most of a
+//! store, and text. Blobs are stored as they are. A store written by a newer condense (a
+//! higher schema version) is refused with [`StoreError::Newer`] rather than misread.
+//!
 //! **Crash safety.** WAL journal with `synchronous = NORMAL`: a transaction is atomic whatever
 //! moment the process is killed (SIGKILL included), so the next run sees the store as it was
 //! before the killed run's transaction or after it, never half of it. A commit is not synced to
@@ -51,6 +55,9 @@
 //! batch.commit().unwrap();
 //! ```
 
+mod codec;
+#[cfg(test)]
+mod codec_tests;
 mod db;
 mod legacy;
 mod sanitize;
@@ -88,6 +95,12 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error(
+        "store {path}: written by a newer version of condense (store schema {version}; this one \
+         reads up to {}): use that version, or another --store",
+        db::SCHEMA_VERSION
+    )]
+    Newer { path: PathBuf, version: i64 },
     #[error("store: invalid blob key `{0}` (expected 32 hex digits)")]
     InvalidKey(String),
     #[error("store {path}: state of session `{session}`, stage `{stage}` is not UTF-8")]
@@ -236,6 +249,13 @@ impl Store {
             source,
         };
         let mut db = db::open(&db_path).map_err(db_err)?;
+        let version = db::user_version(&db).map_err(db_err)?;
+        if version > db::SCHEMA_VERSION {
+            return Err(StoreError::Newer {
+                path: db_path,
+                version,
+            });
+        }
         if legacy::present(&root) {
             legacy::migrate(&root, &mut db)?;
         }
@@ -331,7 +351,7 @@ impl Store {
         }
         self.write(|p, dir| {
             if !p.blobs.contains_key(&key) {
-                let held = p.hold(dir, bytes)?;
+                let held = p.hold(dir, bytes, false)?;
                 p.blobs.insert(key.clone(), held);
             }
             Ok(())
@@ -399,7 +419,7 @@ impl Store {
     pub fn record_put(&self, namespace: &str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let id = (sanitize_component(namespace), sanitize_component(name));
         self.write(|p, dir| {
-            let held = p.hold(dir, bytes)?;
+            let held = p.hold(dir, bytes, true)?;
             p.records.insert(id, held);
             Ok(())
         })

@@ -19,21 +19,36 @@ pub const SPILL_FROM: usize = 16 * 1024;
 /// How much of a value is read, compared or copied at a time when it is not in memory.
 pub const CHUNK: usize = 256 * 1024;
 
-/// A value a batch holds: in memory, or as extents (offset, length) of its spill file, in
-/// order. A value streamed in pieces ([`crate::RecordWriter`]) may have several extents when
-/// other writes of its thread came in between.
+/// A value a batch holds, as it will be stored (its bytes encoded with `codec`, see
+/// [`crate::codec`]): in memory, or as extents (offset, length) of its spill file, in order. A
+/// value streamed in pieces ([`crate::RecordWriter`]) may have several extents when other
+/// writes of its thread came in between.
 #[derive(Debug)]
 pub enum Held {
-    Mem(Vec<u8>),
-    Spilled { extents: Vec<(u64, u64)>, len: u64 },
+    Mem {
+        bytes: Vec<u8>,
+        codec: i64,
+    },
+    Spilled {
+        extents: Vec<(u64, u64)>,
+        len: u64,
+        codec: i64,
+    },
 }
 
 impl Held {
-    /// The value's length in bytes.
+    /// The stored length in bytes.
     pub fn len(&self) -> u64 {
         match self {
-            Held::Mem(bytes) => bytes.len() as u64,
+            Held::Mem { bytes, .. } => bytes.len() as u64,
             Held::Spilled { len, .. } => *len,
+        }
+    }
+
+    /// How the held bytes are encoded ([`crate::codec`]).
+    pub fn codec(&self) -> i64 {
+        match self {
+            Held::Mem { codec, .. } | Held::Spilled { codec, .. } => *codec,
         }
     }
 }
@@ -71,7 +86,7 @@ impl Spill {
         mut f: impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         let extents = match held {
-            Held::Mem(bytes) => {
+            Held::Mem { bytes, .. } => {
                 return bytes.chunks(CHUNK).try_for_each(f);
             }
             Held::Spilled { extents, .. } => extents,
@@ -92,7 +107,7 @@ impl Spill {
         Ok(())
     }
 
-    /// The value's bytes, whole.
+    /// The value's stored bytes, whole.
     pub fn read(&self, held: &Held) -> io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(usize::try_from(held.len()).unwrap_or(0));
         self.chunks(held, |c| {

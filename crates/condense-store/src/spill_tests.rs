@@ -6,9 +6,18 @@ use crate::spill::{Held, SPILL_FROM};
 use crate::tests::wal_len;
 use std::io::Write as _;
 
-/// `n` bytes that differ from chunk to chunk (a value copied in the wrong order shows).
+/// `n` pseudo-random bytes (a value copied in the wrong order shows, and compression does not
+/// shrink them: they are held at about their own size).
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8 ^ seed).collect()
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ u64::from(seed);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
 }
 
 /// Whether this thread's open batch holds the record in its spill file, in how many extents.
@@ -17,7 +26,7 @@ fn spilled_extents(store: &Store, namespace: &str, name: &str) -> Option<usize> 
     let held = conn.held()?.records.get(&(namespace.into(), name.into()))?;
     match held {
         Held::Spilled { extents, .. } => Some(extents.len()),
-        Held::Mem(_) => None,
+        Held::Mem { .. } => None,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Writing a large record as a stream ([`RecordWriter`]): its bytes go into the batch's spill
-//! file as they are produced, so neither the serialized value nor a copy of it is ever whole
-//! in memory. The expansion archive writes its segments this way; each is named by the hash of
-//! its own bytes, which the writer computes on the way ([`RecordWriter::key`]).
+//! file as they are produced, a compressed block per [`CHUNK`] ([`crate::codec`]), so neither
+//! the serialized value nor a copy of it is ever whole in memory. The expansion archive writes
+//! its segments this way; each is named by the hash of its own bytes, which the writer
+//! computes on the way ([`RecordWriter::key`]).
 
+use crate::codec;
 use crate::spill::{Held, CHUNK};
 use crate::{sanitize_component, Store, StoreError};
 use std::io::{self, Write};
@@ -20,9 +22,13 @@ pub struct RecordWriter<'a> {
     /// How much of `buf` the hasher has seen.
     hashed: usize,
     hasher: Xxh3,
-    /// The extents appended so far, and their total length.
+    /// The extents appended so far (compressed blocks), and their total length.
     extents: Vec<(u64, u64)>,
     spilled: u64,
+    /// The bytes written that went into those blocks.
+    spilled_raw: u64,
+    /// Where a chunk is compressed before it is appended (reused).
+    encoded: Vec<u8>,
     /// The batch the writer was opened in (`None`: none, everything stays in `buf`).
     batch: Option<u64>,
 }
@@ -42,6 +48,8 @@ impl Store {
             hasher: Xxh3::new(),
             extents: Vec::new(),
             spilled: 0,
+            spilled_raw: 0,
+            encoded: Vec::new(),
             batch,
         }
     }
@@ -56,7 +64,7 @@ impl RecordWriter<'_> {
 
     /// How many bytes have been written.
     pub fn len(&self) -> u64 {
-        self.spilled + self.buf.len() as u64
+        self.spilled_raw + self.buf.len() as u64
     }
 
     /// Whether nothing has been written.
@@ -76,11 +84,13 @@ impl RecordWriter<'_> {
             // Small, or no batch: the ordinary write.
             return self.store.record_put(namespace, name, &self.buf);
         }
-        self.spill_buf().map_err(|e| self.store.spill_err(e))?;
+        self.spill_buf(true).map_err(|e| self.store.spill_err(e))?;
         let id = (sanitize_component(namespace), sanitize_component(name));
         let held = Held::Spilled {
             extents: std::mem::take(&mut self.extents),
             len: self.spilled,
+            // Streamed records are at least a CHUNK: compressed, as `Pending::hold` does it.
+            codec: codec::LZ4_BLOCKS,
         };
         let mut conn = self.store.lock();
         let open = self
@@ -100,20 +110,32 @@ impl RecordWriter<'_> {
             })
     }
 
-    /// Appends `buf` to the batch's spill file as the record's next extent.
-    fn spill_buf(&mut self) -> io::Result<()> {
-        if self.buf.is_empty() {
+    /// Appends the whole [`CHUNK`]s of `buf` (and, at the `end`, the rest) to the batch's spill
+    /// file as the record's next extent, a compressed block per chunk: cut where
+    /// [`codec::encode`] cuts the whole value, so both store the same bytes.
+    fn spill_buf(&mut self, end: bool) -> io::Result<()> {
+        let take = if end {
+            self.buf.len()
+        } else {
+            self.buf.len() / CHUNK * CHUNK
+        };
+        if take == 0 {
             return Ok(());
         }
         self.hash_buf();
+        self.encoded.clear();
+        for piece in self.buf[..take].chunks(CHUNK) {
+            codec::encode_block(piece, &mut self.encoded);
+        }
         let root = self.store.root().to_path_buf();
         let mut conn = self.store.lock();
         let open = self.open_batch(&mut conn)?;
-        let extent = open.pending.spill_in(&root)?.append(&self.buf)?;
+        let extent = open.pending.spill_in(&root)?.append(&self.encoded)?;
         self.extents.push(extent);
         self.spilled += extent.1;
-        self.buf.clear();
-        self.hashed = 0;
+        self.spilled_raw += take as u64;
+        self.buf.drain(..take);
+        self.hashed = self.buf.len();
         Ok(())
     }
 }
@@ -122,7 +144,7 @@ impl Write for RecordWriter<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         self.buf.extend_from_slice(bytes);
         if self.batch.is_some() && self.buf.len() >= CHUNK {
-            self.spill_buf()?;
+            self.spill_buf(false)?;
         }
         Ok(bytes.len())
     }
