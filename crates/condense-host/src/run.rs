@@ -15,8 +15,9 @@ use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
 use condense_tokens::TokenCounter;
 use serde::Serialize;
+use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// A host failure, displayed as one line naming the stage (or plugin) and what went wrong.
@@ -72,6 +73,10 @@ pub struct LoadedPipeline {
     pub stages: Vec<LoadedSpec>,
     pub counter: Arc<TokenCounter>,
     summarizer: Box<dyn Summarizer>,
+    /// The (store, session) pairs whose stored token counts `counter` holds already: a
+    /// pipeline that runs turn after turn (`condense serve`) loads a session's counts once,
+    /// not at every request (they grow with the session; its own runs add to the counter).
+    preloaded: Mutex<HashSet<(PathBuf, String)>>,
 }
 
 impl std::fmt::Debug for LoadedPipeline {
@@ -215,6 +220,7 @@ impl LoadedPipeline {
             stages,
             counter,
             summarizer,
+            preloaded: Mutex::new(HashSet::new()),
         })
     }
 
@@ -273,8 +279,9 @@ impl LoadedPipeline {
 
     /// Runs `run` with the store's writes held back and committed together at its end (one
     /// transaction: a run killed before it leaves the store as it was), the token counter
-    /// seeded with the counts `session`'s earlier runs stored, and the counts this run made
-    /// stored with the rest. A failed run writes nothing.
+    /// seeded with the counts `session`'s earlier runs stored (on this pipeline's first run of
+    /// the session), and the counts this run made stored with the rest. A failed run writes
+    /// nothing.
     fn in_one_transaction<T>(
         &self,
         store: &Store,
@@ -283,8 +290,22 @@ impl LoadedPipeline {
     ) -> Result<T, HostError> {
         let batch = store.batch();
         let tokenizer = self.counter.kind().as_str();
-        self.counter
-            .preload(store.token_counts(session, tokenizer)?);
+        let key = (store.root().to_path_buf(), session.to_string());
+        // A panic while the set was held cannot leave it half-changed (one insert or lookup).
+        let loaded = |k: &_| {
+            self.preloaded
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(k)
+        };
+        if !loaded(&key) {
+            self.counter
+                .preload(store.token_counts(session, tokenizer)?);
+            self.preloaded
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key);
+        }
         let out = run()?;
         store.token_counts_put(session, tokenizer, self.counter.take_fresh())?;
         batch.commit()?;

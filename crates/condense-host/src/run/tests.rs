@@ -463,3 +463,28 @@ fn a_run_over_the_whole_input_after_resumed_runs_expands_and_so_do_theirs() {
         }
     }
 }
+
+/// A pipeline that runs turn after turn (`condense serve`) loads a session's stored token
+/// counts on its first run of the session only; a new pipeline (a new process) loads them.
+#[test]
+fn a_long_lived_pipeline_loads_a_sessions_stored_counts_once() {
+    let (_dir, st) = store();
+    let p = pipeline(&[("look", "observe", "fail")]);
+    let conv = conversation();
+    p.run(conv.clone(), &st, "s", &options()).unwrap();
+    // Another process stored a count for a block this pipeline has not counted (a wrong one,
+    // to tell where a count came from).
+    let next = with_turn(conv, 1);
+    let block = &next.messages[3].content.blocks[0];
+    let tokenizer = p.counter.kind();
+    st.token_counts_put("s", tokenizer.as_str(), vec![(block.content_hash(), 999)])
+        .unwrap();
+    let real = TokenCounter::new(tokenizer).count_conversation(&next).total;
+    let own = TokenCounter::new(tokenizer).count_block(block);
+    let fresh = pipeline(&[("look", "observe", "fail")]);
+    let loaded = fresh.run(next.clone(), &st, "s", &options()).unwrap();
+    assert_eq!(loaded.tokens_before, real - own + 999);
+    // The first pipeline does not read the session's counts again: it counts the block.
+    let again = p.run(next, &st, "s", &options()).unwrap();
+    assert_eq!(again.tokens_before, real);
+}
