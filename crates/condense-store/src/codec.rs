@@ -31,13 +31,15 @@ const STORED_RAW: u32 = 1 << 31;
 
 const HEADER: usize = 8;
 
-/// `raw` as it is stored, and its codec: [`LZ4_BLOCKS`] from [`COMPRESS_FROM`] bytes on when
-/// that is smaller, else [`RAW`]. (A record streamed in by [`crate::RecordWriter`] is always
-/// blocks: it is at least a [`CHUNK`], and a block that does not shrink costs 8 bytes.)
+/// `raw` as it is stored, and its codec: [`LZ4_BLOCKS`] from [`COMPRESS_FROM`] bytes on, except
+/// that a value of one block (under [`CHUNK`]) that would not shrink stays [`RAW`]. A value of
+/// a [`CHUNK`] or more is always blocks, whatever they hold (a block that does not shrink costs
+/// its 8-byte header): that is how [`crate::RecordWriter`] stores what it streams, which cannot
+/// know the whole value in advance, so both store the same bytes for the same value.
 pub fn encode_if_smaller(raw: &[u8]) -> (Vec<u8>, i64) {
     if raw.len() >= COMPRESS_FROM {
         let blocks = encode(raw);
-        if blocks.len() < raw.len() {
+        if raw.len() >= CHUNK || blocks.len() < raw.len() {
             return (blocks, LZ4_BLOCKS);
         }
     }
@@ -169,10 +171,16 @@ mod tests {
                 (x >> 33) as u8
             })
             .collect();
-        // Alone, not smaller: stored raw. As blocks (a streamed record), 8 bytes a block more.
-        assert_eq!(encode_if_smaller(&noise), (noise.clone(), RAW));
-        let blocks = encode(&noise);
-        assert_eq!(blocks.len(), noise.len() + 2 * HEADER);
+        // One block that would not shrink: stored raw.
+        let one = &noise[..CHUNK - 1];
+        assert_eq!(encode_if_smaller(one), (one.to_vec(), RAW));
+        // A CHUNK or more: blocks, as a streamed record is, each kept as it is (8 bytes more).
+        let (blocks, codec) = encode_if_smaller(&noise);
+        assert_eq!(
+            (blocks.len(), codec),
+            (noise.len() + 2 * HEADER, LZ4_BLOCKS)
+        );
+        assert_eq!(blocks, encode(&noise));
         assert_eq!(decode(blocks, LZ4_BLOCKS).unwrap(), noise);
     }
 

@@ -66,11 +66,32 @@ fn large_values_are_stored_compressed_and_read_back_exactly() {
     assert_eq!(stored(dir.path(), "ns", "small"), (small.len(), codec::RAW));
 }
 
+/// `n` bytes that do not compress.
+fn noise(n: usize) -> Vec<u8> {
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 #[test]
 fn a_streamed_record_is_stored_as_the_same_record_put_whole() {
+    for value in [
+        segment(2 * crate::spill::CHUNK + 500),
+        noise(crate::spill::CHUNK + 500),
+    ] {
+        streamed_then_put_whole(&value);
+    }
+}
+
+fn streamed_then_put_whole(value: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
-    let value = segment(2 * crate::spill::CHUNK + 500);
     let batch = store.batch();
     let mut w = store.record_writer();
     // In pieces that do not fall on chunk boundaries.
@@ -82,11 +103,11 @@ fn a_streamed_record_is_stored_as_the_same_record_put_whole() {
     batch.commit().unwrap();
     assert_eq!(
         store.record_get("ns", "streamed").unwrap().as_deref(),
-        Some(&value[..])
+        Some(value)
     );
     // The same bytes put whole: the stored value is identical, so nothing is rewritten.
     let before = wal_len(dir.path());
-    store.record_put("ns", "streamed", &value).unwrap();
+    store.record_put("ns", "streamed", value).unwrap();
     assert_eq!(wal_len(dir.path()), before);
 }
 
