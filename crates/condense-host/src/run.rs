@@ -76,6 +76,8 @@ pub struct LoadedPipeline {
     /// The (store, session) pairs whose stored token counts `counter` holds already: a
     /// pipeline that runs turn after turn (`condense serve`) loads a session's counts once,
     /// not at every request (they grow with the session; its own runs add to the counter).
+    /// Should the counter's cache fill up and start over, later runs recount what it dropped:
+    /// slower, never wrong.
     preloaded: Mutex<HashSet<(PathBuf, String)>>,
 }
 
@@ -292,19 +294,11 @@ impl LoadedPipeline {
         let tokenizer = self.counter.kind().as_str();
         let key = (store.root().to_path_buf(), session.to_string());
         // A panic while the set was held cannot leave it half-changed (one insert or lookup).
-        let loaded = |k: &_| {
-            self.preloaded
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(k)
-        };
-        if !loaded(&key) {
+        let preloaded = || self.preloaded.lock().unwrap_or_else(|p| p.into_inner());
+        if !preloaded().contains(&key) {
             self.counter
                 .preload(store.token_counts(session, tokenizer)?);
-            self.preloaded
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(key);
+            preloaded().insert(key);
         }
         let out = run()?;
         store.token_counts_put(session, tokenizer, self.counter.take_fresh())?;

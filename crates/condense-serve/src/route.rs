@@ -198,7 +198,7 @@ impl Proxy {
         let mut guard = Some(guard);
         // Recorded before it is sent, under the session's lock: the session's turns are
         // recorded in the order they went upstream.
-        let stable = self.backend.record(
+        let kept = self.backend.record(
             &session,
             Turn {
                 tokens_before: done.tokens_before,
@@ -233,7 +233,7 @@ impl Proxy {
                     thousands(done.tokens_after),
                     if done.acted.is_empty() { "-".to_string() } else { done.acted.join(",") },
                     ms(started),
-                    match stable {
+                    match kept {
                         Some(k) if k.stable() => ", prefix stable".to_string(),
                         Some(k) => format!(
                             ", prefix changed after {} of the {} elements last sent",

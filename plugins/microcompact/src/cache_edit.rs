@@ -7,7 +7,7 @@ use crate::{thousands, Config, CLEARED_MARKER};
 use condense_abi::{Context, StageEvent, StageReport};
 use condense_model::{Block, Conversation, RawJson};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// The Anthropic context editing strategy this stage mirrors.
 pub const STRATEGY: &str = "clear_tool_uses_20250919";
@@ -47,12 +47,7 @@ pub fn plan(
         clearable: live.iter().map(|o| o.tokens).sum(),
         ..Hot::default()
     };
-    // The edits of earlier runs by tool_use id (the first of an id, as a scan would find):
-    // looked up for every old result, where a scan of the list made a long session quadratic.
-    let mut earlier_edits: HashMap<&str, &Pinned> = HashMap::new();
-    for p in &state.pinned {
-        earlier_edits.entry(p.tool_use_id.as_str()).or_insert(p);
-    }
+    let earlier_edits = state.pinned_by_id();
     for old in &live {
         if !earlier_edits.contains_key(old.tool_use_id.as_str()) && old.tokens > marker_tokens {
             hot.candidates += 1;

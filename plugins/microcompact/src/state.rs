@@ -19,6 +19,7 @@
 
 use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// What the stage keeps for a session (the JSON's `version` is written by the SDK's state
 /// handle).
@@ -49,9 +50,15 @@ pub struct Pinned {
 impl StageState for State {}
 
 impl State {
-    /// Whether `tool_use_id` has a cache edit pinned.
-    pub fn is_pinned(&self, tool_use_id: &str) -> bool {
-        self.pinned.iter().any(|p| p.tool_use_id == tool_use_id)
+    /// The cache edits already sent, by tool_use id (the first of an id, as a scan of the list
+    /// would find it): looked up for every old result, where a scan made a long session
+    /// quadratic.
+    pub fn pinned_by_id(&self) -> HashMap<&str, &Pinned> {
+        let mut by_id = HashMap::new();
+        for p in &self.pinned {
+            by_id.entry(p.tool_use_id.as_str()).or_insert(p);
+        }
+        by_id
     }
 }
 
@@ -88,7 +95,8 @@ mod tests {
             )
         );
         assert_eq!(*cx.state::<State>().unwrap(), s);
-        assert!(s.is_pinned("t1") && !s.is_pinned("t2"));
+        let by_id = s.pinned_by_id();
+        assert!(by_id.contains_key("t1") && !by_id.contains_key("t2"));
     }
 
     #[test]
