@@ -65,6 +65,12 @@ fn marker(text: &str) -> Option<Marker<'_>> {
     Some(Marker { name, head, rest })
 }
 
+/// Whether `text` starts with a result marker (`[name] Result:` or `[name for '…'] Result:`):
+/// without one in a user message, a list is not a Cline history ([`is_history`]).
+pub(crate) fn has_marker(text: &str) -> bool {
+    marker(text).is_some()
+}
+
 /// Whether a message list (JSON, before reading) is a Cline history: some user message has a
 /// result marker for a tool whose `<tool>…</tool>` call is in the message before it.
 pub(crate) fn is_history(messages: &[Value]) -> bool {

@@ -23,8 +23,9 @@
 //!
 //! The format is still decided on JSON ([`crate::detect`]): the list holds stubs ([`stubs`]) with
 //! everything detection reads of it (which roles and block types occur); a list with a user text
-//! that starts like a Cline result marker is never kept quick, since telling Cline apart reads
-//! the texts.
+//! that starts with a Cline result marker (`[name] Result:`, [`crate::cline`]) is never kept
+//! quick, since telling Cline apart reads the texts. (Other user texts starting with `[` are
+//! common: condense's own summaries, Claude Code's `[Request interrupted by user]`.)
 
 use condense_model::{Block, Content, ContentShape, Message, RawJson, Role};
 use condense_model::{TextBlock, ToolResult, ToolUse};
@@ -91,12 +92,12 @@ fn content_stub(content: &Content) -> Option<Value> {
     })
 }
 
-/// Whether a user message of a quick list has a text that may be a Cline result marker: then
-/// the list is not kept quick (see the module docs).
+/// Whether a user message of a quick list has a text that starts with a Cline result marker:
+/// then the list is not kept quick (see the module docs).
 pub(crate) fn may_be_cline(message: &Message) -> bool {
     message.role == Role::User
         && message.content.blocks.iter().any(|b| match b {
-            Block::Text(t) => t.text.starts_with('['),
+            Block::Text(t) => crate::cline::has_marker(&t.text),
             _ => false,
         })
 }

@@ -214,7 +214,7 @@ fn anything_else_is_not_quick_and_still_consumed() {
 #[test]
 fn stubs_keep_what_detection_reads() {
     let texts = [
-        r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"text","text":"[hi"}]}"#,
+        r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"text","text":"[read_file for 'a.rs'] Result:\nfn f() {}"}]}"#,
         r#"{"role":"user","content":"a"}"#,
         r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"u","content":"y"},{"type":"text","text":"b"}]}"#,
         r#"{"role":"assistant","content":null}"#,
@@ -226,6 +226,15 @@ fn stubs_keep_what_detection_reads() {
         .collect();
     assert!(may_be_cline(&messages[0]));
     assert!(!may_be_cline(&messages[2]));
+    // Other user texts that start with `[` are not Cline markers: condense's own summaries,
+    // Claude Code's interruption notes. A list holding them stays quick.
+    for text in [
+        r#"{"role":"user","content":"[condense: collapsed 12 earlier messages (ids #0…#11)]\nx"}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}"#,
+        r#"{"role":"user","content":"[hi] Result: no name check"}"#,
+    ] {
+        assert!(!may_be_cline(&message(text, 0).unwrap().unwrap()), "{text}");
+    }
     assert_eq!(
         Value::Array(stubs(&messages)),
         serde_json::json!([
