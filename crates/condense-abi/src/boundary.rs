@@ -4,7 +4,7 @@
 //! the `last_prefix_field` marker; a new host then still loads old plugins for the appended
 //! items it can do without, and an old host loads new plugins.
 
-use crate::ffi::{FfiBlock, FfiConversation, FfiMessage};
+use crate::ffi::{FfiBlockRef, FfiConversation, FfiConversationRef, FfiMessage};
 use abi_stable::library::RootModule;
 use abi_stable::sabi_types::RRef;
 use abi_stable::sabi_types::VersionStrings;
@@ -85,7 +85,7 @@ pub struct FfiConfigKey {
 #[sabi_trait]
 pub trait FfiHost {
     fn count_tokens(&self, text: RStr<'_>) -> u64;
-    fn count_block(&self, block: FfiBlock) -> u64;
+    fn count_block(&self, block: FfiBlockRef<'_>) -> u64;
     fn store_put(&self, bytes: RSlice<'_, u8>) -> RResult<RString, RString>;
     fn store_get(&self, key: RStr<'_>) -> RResult<ROption<RVec<u8>>, RString>;
     fn state_get(&self) -> RResult<ROption<RString>, RString>;
@@ -100,12 +100,13 @@ pub trait FfiHost {
     ) -> RResult<RString, RString>;
 }
 
-/// The conversation a stage is handed, held by the host. The plugin asks for an owned copy only
-/// if the stage reads it, so a stage that decides from host services alone costs nothing here.
+/// The conversation a stage is handed, held by the host. The plugin asks for it only if the
+/// stage reads it, so a stage that decides from host services alone costs nothing here; what it
+/// gets borrows the host's strings, which the plugin copies once into its own conversation.
 #[sabi_trait]
 pub trait FfiInput {
     #[sabi(last_prefix_field)]
-    fn materialize(&self) -> RResult<FfiConversation, RString>;
+    fn materialize(&self) -> RResult<FfiConversationRef<'_>, RString>;
 }
 
 /// A configured stage living in a plugin.

@@ -10,7 +10,7 @@ use crate::boundary::{
 };
 use crate::config::{build_stage, metadata_of};
 use crate::context::{Context, RunContext, RunFlags, Signal};
-use crate::ffi::{FfiBlock, FfiConversation, FfiMessage};
+use crate::ffi::{FfiBlockRef, FfiConversation, FfiMessage};
 use crate::sdk::{Host, Input, Stage, StageError, StageReport, SummaryRequest};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
@@ -115,7 +115,7 @@ impl Services for PluginHost<'_, '_, '_> {
         self.0.count_tokens(RStr::from_str(text)) as usize
     }
     fn count_block(&self, block: &Block) -> usize {
-        self.0.count_block(FfiBlock::from(block.clone())) as usize
+        self.0.count_block(FfiBlockRef::from(block)) as usize
     }
     fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
         self.0
@@ -313,6 +313,7 @@ mod tests {
 
     use super::*;
     use crate::boundary::{FfiInput, FfiStage};
+    use crate::ffi::FfiConversationRef;
     use crate::testing::MemoryHost;
     use crate::StageOutput;
     use condense_model::{Block, Message, Role};
@@ -324,9 +325,9 @@ mod tests {
     }
 
     impl FfiInput for CountingInput {
-        fn materialize(&self) -> RResult<FfiConversation, RString> {
+        fn materialize(&self) -> RResult<FfiConversationRef<'_>, RString> {
             self.materialized.set(self.materialized.get() + 1);
-            RResult::ROk(self.conversation.clone().into())
+            RResult::ROk((&self.conversation).into())
         }
     }
 

@@ -7,7 +7,7 @@ use crate::boundary::{
 use crate::config::{ConfigKey, StageMetadata};
 use crate::context::RunContext;
 use crate::export::{run_to_ffi, signals_from_codes};
-use crate::ffi::{FfiBlock, FfiConversation, FfiMessage};
+use crate::ffi::{FfiBlockRef, FfiConversationRef, FfiMessage};
 use crate::sdk::{Host, StageEvent, StageOutput, StageReport, SummaryRequest};
 use abi_stable::library::{lib_header_from_path, LibraryError};
 use abi_stable::sabi_trait::TD_Opaque;
@@ -288,10 +288,10 @@ pub(crate) fn call_stage(
 struct HostInput<'a>(&'a Conversation);
 
 impl FfiInput for HostInput<'_> {
-    fn materialize(&self) -> RResult<FfiConversation, RString> {
-        // Cloning and converting plain data has nothing that panics short of allocation failure,
-        // which aborts anyway.
-        RResult::ROk(FfiConversation::from(self.0.clone()))
+    fn materialize(&self) -> RResult<FfiConversationRef<'_>, RString> {
+        // Borrowing plain data has nothing that panics short of allocation failure (the
+        // vectors of the mirror), which aborts anyway.
+        RResult::ROk(FfiConversationRef::from(self.0))
     }
 }
 
@@ -381,7 +381,7 @@ impl FfiHost for HostAdapter<'_> {
             self.host.count_tokens(text.as_str()) as u64
         })
     }
-    fn count_block(&self, block: FfiBlock) -> u64 {
+    fn count_block(&self, block: FfiBlockRef<'_>) -> u64 {
         match condense_model::Block::try_from(block) {
             Ok(block) => self.guard("count_block", 0, || self.host.count_block(&block) as u64),
             Err(e) => {
