@@ -33,8 +33,11 @@ use condense_store::{Store, StoreError};
 use condense_tokens::ConversationCount;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::hash::Hash;
-use xxhash_rust::xxh3::Xxh3;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 /// Store namespace of the resume points, one record per session.
 const NAMESPACE: &str = "resume";
@@ -151,15 +154,17 @@ pub(crate) fn settings_hash(
 /// [module docs](self)). Also gives the input's hash, for [`save`].
 /// `count` counts a conversation: the resumed run reports the whole input's count as its count
 /// before, does not resume when the start would not be smaller, and keeps the start's count.
+/// `memory`: the points a long-lived pipeline keeps ([`PointMemory`]).
 pub(crate) fn start(
     store: &Store,
     session: &str,
     settings: Option<&str>,
+    memory: Option<&PointMemory>,
     mut input: Conversation,
     count: impl Fn(&Conversation) -> ConversationCount,
 ) -> Result<Start, StoreError> {
     let point = match settings {
-        Some(settings) => load(store, session)?.filter(|p| {
+        Some(settings) => load(store, session, memory)?.filter(|p| {
             p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len()
         }),
         None => None,
@@ -226,15 +231,23 @@ impl Start {
     }
 }
 
-fn load(store: &Store, session: &str) -> Result<Option<Point<'static>>, StoreError> {
+fn load(
+    store: &Store,
+    session: &str,
+    memory: Option<&PointMemory>,
+) -> Result<Option<Point<'static>>, StoreError> {
     let Some(bytes) = store.record_get(NAMESPACE, session)? else {
         return Ok(None);
     };
+    if let Some(point) = memory.and_then(|m| m.take(store, session, xxh3_128(&bytes))) {
+        return Ok(Some(point));
+    }
     // A point that does not read (written by another version) is no point: run whole.
     Ok(serde_json::from_slice(&bytes).ok())
 }
 
 /// Stores `output` as the session's resume point for the input `hash` was taken of.
+/// With `memory`, the point is also kept there for the session's next run.
 pub(crate) fn save(
     store: &Store,
     session: &str,
@@ -242,6 +255,7 @@ pub(crate) fn save(
     hash: &InputHash,
     run: &str,
     output: &Conversation,
+    memory: Option<&PointMemory>,
 ) -> Result<(), StoreError> {
     let point = Point {
         version: VERSION,
@@ -252,5 +266,88 @@ pub(crate) fn save(
         output: Cow::Borrowed(&output.messages),
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
-    store.record_put(NAMESPACE, session, &bytes)
+    store.record_put(NAMESPACE, session, &bytes)?;
+    if let Some(memory) = memory {
+        let owned = Point {
+            version: VERSION,
+            settings: Cow::Owned(settings.to_string()),
+            inputs: hash.messages,
+            prefix: Cow::Owned(hash.whole.clone()),
+            run: Some(Cow::Owned(run.to_string())),
+            output: Cow::Owned(output.messages.clone()),
+        };
+        memory.keep(store, session, xxh3_128(&bytes), owned);
+    }
+    Ok(())
+}
+
+/// How many sessions' points a [`PointMemory`] keeps (the least recently used goes first):
+/// each holds a compressed conversation, about its window's worth of text.
+const REMEMBERED_SESSIONS: usize = 64;
+
+/// The resume points of the sessions a long-lived pipeline (`condense serve`) ran last, kept
+/// so that a session's next turn does not read its point back from JSON (at 200k tokens, the
+/// largest single cost of a turn's start).
+///
+/// Memory never decides what a run starts from: a kept point is used only while the store
+/// holds exactly the bytes it was saved as (their xxh3-128). Another process's run on the
+/// session, or this run's transaction failing after the save, leaves other bytes, and the
+/// point is read from the store as without memory.
+#[derive(Debug, Default)]
+pub(crate) struct PointMemory {
+    inner: Mutex<Kept>,
+    /// How many runs started from a point kept here (for tests).
+    #[cfg(test)]
+    pub(crate) hits: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    points: HashMap<(PathBuf, String), Remembered>,
+    /// Counts uses, to find the least recently used point.
+    clock: u64,
+}
+
+#[derive(Debug)]
+struct Remembered {
+    bytes: u128,
+    point: Point<'static>,
+    used: u64,
+}
+
+impl PointMemory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        // A panic while held cannot leave the map half-changed (one insert, remove or scan).
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The point kept for `session` of `store` if the store's point is still its bytes
+    /// (`bytes`: their hash). Taken out: the run saves the next one.
+    fn take(&self, store: &Store, session: &str, bytes: u128) -> Option<Point<'static>> {
+        let key = (store.root().to_path_buf(), session.to_string());
+        let mut kept = self.lock();
+        let remembered = kept.points.remove(&key)?;
+        let point = (remembered.bytes == bytes).then_some(remembered.point)?;
+        #[cfg(test)]
+        self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(point)
+    }
+
+    fn keep(&self, store: &Store, session: &str, bytes: u128, point: Point<'static>) {
+        let key = (store.root().to_path_buf(), session.to_string());
+        let mut kept = self.lock();
+        kept.clock += 1;
+        let used = kept.clock;
+        kept.points.insert(key, Remembered { bytes, point, used });
+        if kept.points.len() > REMEMBERED_SESSIONS {
+            let oldest = kept
+                .points
+                .iter()
+                .min_by_key(|(_, r)| r.used)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                kept.points.remove(&oldest);
+            }
+        }
+    }
 }

@@ -4,7 +4,7 @@ use crate::archive::{archive_stage_named, ArchiveOptions, OriginalTexts};
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
-use crate::resume::{self, InputHash, Resumed, Start};
+use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
 use crate::services::{record_rewrites, state_slot, Services, StateMode};
 use condense_abi::{
     LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
@@ -79,6 +79,9 @@ pub struct LoadedPipeline {
     /// Should the counter's cache fill up and start over, later runs recount what it dropped:
     /// slower, never wrong.
     preloaded: Mutex<HashSet<(PathBuf, String)>>,
+    /// The sessions' last resume points, when the pipeline keeps them in memory
+    /// ([`Self::keeping_points`]).
+    points: Option<PointMemory>,
 }
 
 impl std::fmt::Debug for LoadedPipeline {
@@ -223,7 +226,17 @@ impl LoadedPipeline {
             counter,
             summarizer,
             preloaded: Mutex::new(HashSet::new()),
+            points: None,
         })
+    }
+
+    /// This pipeline, keeping each session's last resume point in memory as well as in the
+    /// store, for a process that runs turn after turn (`condense serve`): a turn then does not
+    /// read its point back from JSON. The point in memory is used only while the store still
+    /// holds what it was saved as (see `resume::PointMemory`), so the output is the same.
+    pub fn keeping_points(mut self) -> Self {
+        self.points = Some(PointMemory::default());
+        self
     }
 
     /// Runs every enabled stage, in order, over `conversation`.
@@ -251,7 +264,14 @@ impl LoadedPipeline {
             let (start, settings) = self.start(store, session, opts, conversation)?;
             let state = self.run_all(start, store, session, opts, texts)?;
             let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
-            save_point(store, session, settings, point, &result)?;
+            save_point(
+                store,
+                session,
+                settings,
+                point,
+                &result,
+                self.points.as_ref(),
+            )?;
             Ok(result)
         })
     }
@@ -273,7 +293,8 @@ impl LoadedPipeline {
         let usable = settings
             .as_deref()
             .filter(|_| opts.state == StateMode::Saved);
-        let start = resume::start(store, session, usable, conversation, |c| {
+        let memory = self.points.as_ref();
+        let start = resume::start(store, session, usable, memory, conversation, |c| {
             self.counter.count_conversation(c)
         })?;
         Ok((start, settings))
@@ -354,7 +375,14 @@ impl LoadedPipeline {
         self.in_one_transaction(store, session, || {
             let (start, settings) = self.start(store, session, opts, conversation)?;
             let (fit, point) = self.fit_in(start, store, session, opts, prompt_too_long, texts)?;
-            save_point(store, session, settings, point, &fit.result)?;
+            save_point(
+                store,
+                session,
+                settings,
+                point,
+                &fit.result,
+                self.points.as_ref(),
+            )?;
             Ok(fit)
         })
     }

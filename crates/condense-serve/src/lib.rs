@@ -127,7 +127,11 @@ impl Pipelines {
             .budget
             .validate()
             .map_err(|e| format!("a {window}-token window: {e}"))?;
-        let p = Arc::new(LoadedPipeline::load(pipeline).map_err(|e| e.to_string())?);
+        let p = Arc::new(
+            LoadedPipeline::load(pipeline)
+                .map_err(|e| e.to_string())?
+                .keeping_points(),
+        );
         loaded.insert(window, Arc::clone(&p));
         Ok(p)
     }

@@ -6,7 +6,7 @@ use super::{RunOptions, RunResult, StageRun};
 use crate::archive::record_run;
 use crate::guard;
 use crate::pipeline::Pipeline;
-use crate::resume::{self, InputHash, Resumed, Start};
+use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
 use crate::services::RunServices;
 use condense_abi::Signal;
 use condense_model::Conversation;
@@ -112,6 +112,7 @@ pub(super) fn save_point(
     settings: Option<String>,
     hash: Option<InputHash>,
     result: &RunResult,
+    memory: Option<&PointMemory>,
 ) -> Result<(), HostError> {
     if let (Some(settings), Some(hash)) = (settings, hash) {
         resume::save(
@@ -121,6 +122,7 @@ pub(super) fn save_point(
             &hash,
             &result.archive_run,
             &result.conversation,
+            memory,
         )?;
     }
     Ok(())

@@ -488,3 +488,41 @@ fn a_long_lived_pipeline_loads_a_sessions_stored_counts_once() {
     let again = p.run(next, &st, "s", &options()).unwrap();
     assert_eq!(again.tokens_before, real);
 }
+
+/// A pipeline that keeps its resume points in memory (`condense serve`) starts a turn from the
+/// point in memory, exactly as one reading it from the store would, and only while the store
+/// still holds that point: after another process ran the session, it reads the store's.
+#[test]
+fn points_kept_in_memory_resume_as_stored_ones_and_only_while_current() {
+    use std::sync::atomic::Ordering;
+    let stages = [("cut", "shrink", "fail")];
+    let kept = pipeline(&stages).keeping_points();
+    let plain = pipeline(&stages);
+    let hits = || kept.points.as_ref().unwrap().hits.load(Ordering::Relaxed);
+    let ((_dir, st), (_other_dir, other)) = (store(), store());
+    let turn2 = with_turn(conversation(), 2);
+    for (loaded, st) in [(&kept, &st), (&plain, &other)] {
+        loaded.run(conversation(), st, "s", &resuming()).unwrap();
+    }
+    let from_memory = kept.run(turn2.clone(), &st, "s", &resuming()).unwrap();
+    let from_store = plain.run(turn2.clone(), &other, "s", &resuming()).unwrap();
+    assert_eq!(
+        hits(),
+        1,
+        "the second turn started from the point in memory"
+    );
+    assert!(from_memory.resumed.is_some());
+    assert_eq!(from_memory.resumed, from_store.resumed);
+    assert_eq!(from_memory.conversation, from_store.conversation);
+    assert_eq!(from_memory.tokens_before, from_store.tokens_before);
+
+    // Another process runs the session one turn further on the same store: the point in
+    // memory (6 input messages) still matches the next input, but the store's is newer.
+    let turn3 = with_turn(turn2, 3);
+    plain.run(turn3.clone(), &st, "s", &resuming()).unwrap();
+    let next = kept
+        .run(with_turn(turn3, 4), &st, "s", &resuming())
+        .unwrap();
+    assert_eq!(next.resumed.map(|r| r.input_messages), Some(9));
+    assert_eq!(hits(), 1, "a point the store no longer holds is not used");
+}
