@@ -8,17 +8,19 @@ use condense_abi::{Context, StageError, StageEvent, StageOutput, StageReport};
 use condense_model::{Block, Conversation, Role, ToolResultAt};
 use condense_retain::error_line;
 use condense_text::{plural, thousands, utf8_prefix, utf8_suffix};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Where a changed block sits: message index, block index (a tool result, or an image in a
 /// message).
 type Place = (usize, usize);
 
-/// One top-level tool result, as measured before any change.
-struct Entry {
+/// One top-level tool result, as measured before any change (its text borrowed from the
+/// conversation where it can be, see [`payload_text`]).
+struct Entry<'a> {
     at: ToolResultAt,
     id: String,
-    text: String,
+    text: Cow<'a, str>,
     protected: bool,
     /// Already a marker or a truncated text from an earlier run.
     snipped: bool,
@@ -38,6 +40,16 @@ enum Change {
         head: usize,
         tail: usize,
     },
+}
+
+/// A change ready to be made: what replaces the payload at `at`, and its event.
+struct Planned {
+    at: ToolResultAt,
+    text: String,
+    duplicate: bool,
+    tokens: usize,
+    kind: &'static str,
+    detail: String,
 }
 
 /// Counts of one run, for the notes.
@@ -64,7 +76,7 @@ pub fn apply(
 ) -> Result<StageOutput, StageError> {
     let protected = protected_ids(&conv, config.protect_recent_turns);
     // Event lines never reach the model: only chat messages' results are judged.
-    let entries: Vec<Entry> = conv
+    let entries: Vec<Entry<'_>> = conv
         .tool_results()
         .filter(|r| r.role != Role::Event)
         .map(|r| {
@@ -113,36 +125,50 @@ pub fn apply(
         };
     }
 
+    // Measured and described while the entries still borrow the conversation, then made.
+    let planned: Vec<Planned> = entries
+        .iter()
+        .zip(changes)
+        .filter_map(|(entry, change)| {
+            let (text, change) = change?;
+            let tool = entry.at.tool.as_deref().unwrap_or("?");
+            let (kind, detail) = describe(entry, &change, &entries, tool);
+            Some(Planned {
+                at: entry.at.clone(),
+                tokens: cx
+                    .count_tokens(&entry.text)
+                    .saturating_sub(cx.count_tokens(&text)),
+                text,
+                duplicate: matches!(change, Change::Duplicate { .. }),
+                kind,
+                detail,
+            })
+        })
+        .collect();
+    drop(entries);
     let mut events: Vec<Placed> = Vec::new();
     let mut changed: BTreeSet<Place> = BTreeSet::new();
-    for (entry, change) in entries.iter().zip(changes) {
-        let Some((text, change)) = change else {
+    for planned in planned {
+        let Some(result) = conv.tool_result_at_mut(&planned.at) else {
             continue;
         };
-        let Some(result) = conv.tool_result_at_mut(&entry.at) else {
-            continue;
-        };
-        let tokens = cx
-            .count_tokens(&entry.text)
-            .saturating_sub(cx.count_tokens(&text));
-        result.content = replace_payload(&result.content, text);
-        tally.tokens += tokens;
-        let (mi, bi) = (entry.at.message, entry.at.block);
+        result.content = replace_payload(&result.content, planned.text);
+        tally.tokens += planned.tokens;
+        let (mi, bi) = (planned.at.message, planned.at.block);
         changed.insert((mi, bi));
-        let tool = entry.at.tool.as_deref().unwrap_or("?");
-        let (kind, detail) = describe(entry, &change, &entries, tool);
-        match change {
-            Change::Duplicate { .. } => tally.duplicates += 1,
-            Change::Truncated { .. } => tally.truncated += 1,
+        if planned.duplicate {
+            tally.duplicates += 1;
+        } else {
+            tally.truncated += 1;
         }
         let message_id = conv.messages[mi].id.clone();
         events.push((
             (mi, bi, 0),
             StageEvent {
-                kind: kind.to_string(),
+                kind: planned.kind.to_string(),
                 message_id,
-                detail,
-                tokens,
+                detail: planned.detail,
+                tokens: planned.tokens,
             },
         ));
     }
@@ -177,9 +203,9 @@ pub fn apply(
 
 /// The event kind and detail of one tool result change.
 fn describe(
-    entry: &Entry,
+    entry: &Entry<'_>,
     change: &Change,
-    entries: &[Entry],
+    entries: &[Entry<'_>],
     tool: &str,
 ) -> (&'static str, String) {
     let chars = thousands(entry.text.chars().count());
@@ -213,16 +239,17 @@ fn describe(
 }
 
 /// For each entry, the index of the entry whose copy is kept when this one is a duplicate.
-fn duplicate_targets(config: &Config, entries: &[Entry]) -> Vec<Option<usize>> {
-    let eligible = |e: &Entry| !e.snipped && e.text.chars().count() >= config.min_duplicate_chars;
+fn duplicate_targets(config: &Config, entries: &[Entry<'_>]) -> Vec<Option<usize>> {
+    let eligible =
+        |e: &Entry<'_>| !e.snipped && e.text.chars().count() >= config.min_duplicate_chars;
     let mut kept: HashMap<&str, usize> = HashMap::new();
     for (i, entry) in entries.iter().enumerate().filter(|(_, e)| eligible(e)) {
         match config.keep {
             Keep::First => {
-                kept.entry(entry.text.as_str()).or_insert(i);
+                kept.entry(entry.text.as_ref()).or_insert(i);
             }
             Keep::Last => {
-                kept.insert(entry.text.as_str(), i);
+                kept.insert(entry.text.as_ref(), i);
             }
         }
     }
@@ -230,7 +257,7 @@ fn duplicate_targets(config: &Config, entries: &[Entry]) -> Vec<Option<usize>> {
         .iter()
         .enumerate()
         .map(|(i, entry)| {
-            let k = *kept.get(entry.text.as_str())?;
+            let k = *kept.get(entry.text.as_ref())?;
             (eligible(entry) && k != i).then_some(k)
         })
         .collect()
@@ -238,7 +265,7 @@ fn duplicate_targets(config: &Config, entries: &[Entry]) -> Vec<Option<usize>> {
 
 fn deduplicate(
     config: &Config,
-    entry: &Entry,
+    entry: &Entry<'_>,
     kept: usize,
     kept_id: &str,
     cx: &Context<'_>,
@@ -257,7 +284,7 @@ fn deduplicate(
 
 fn truncate(
     config: &Config,
-    entry: &Entry,
+    entry: &Entry<'_>,
     cx: &Context<'_>,
     tally: &mut Tally,
 ) -> Result<Option<(String, Change)>, StageError> {

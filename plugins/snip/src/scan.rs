@@ -2,6 +2,7 @@
 
 use crate::markers::is_image_marker;
 use condense_model::{Block, Content, Conversation, Role};
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// The tool_use ids of the last `turns` assistant turns that called tools.
@@ -49,7 +50,15 @@ pub fn first_unanswered(conv: &Conversation) -> Option<usize> {
 
 /// The text of a tool result's content that snip measures, compares and cuts:
 /// [`Content::text`] without snip's own image markers (so stripping an image never changes it).
-pub fn payload_text(content: &Content) -> String {
+///
+/// Borrowed when the content is one text block (most results): snip measures every result
+/// of the conversation, and copying them all would hold the conversation's results twice.
+pub fn payload_text(content: &Content) -> Cow<'_, str> {
+    if let [Block::Text(t)] = content.blocks.as_slice() {
+        if !is_image_marker(&t.text) {
+            return Cow::Borrowed(&t.text);
+        }
+    }
     let mut out = String::new();
     for block in &content.blocks {
         match block {
@@ -69,7 +78,7 @@ pub fn payload_text(content: &Content) -> String {
             _ => {}
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// `content` with its text replaced by `text` (see `Content::with_text_replaced`).
