@@ -5,9 +5,10 @@
 //! the stages over all of it again repeats every decision already made, and costs the whole
 //! conversation per turn. Instead, after every run the host keeps a **resume point** for the
 //! session: a hash of the input's system prompt, tools and messages, how many messages that
-//! was, and the output the stages made of them. When the next input starts with exactly those
-//! messages (same hash) under the same settings, the stages start from that output followed by
-//! the input's new messages: what the agent would have had if it had kept condense's output and
+//! was, and the output the stages made of them (those of its messages that are input messages
+//! unchanged kept as their index). When the next input starts with exactly those messages
+//! (same hash) under the same settings, the stages start from that output followed by the
+//! input's new messages: what the agent would have had if it had kept condense's output and
 //! added the turn to it (a case the stages handle anyway). The top-level fields (`model`,
 //! `max_tokens`, ...) are always the new input's.
 //!
@@ -42,8 +43,9 @@ use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 /// Store namespace of the resume points, one record per session.
 const NAMESPACE: &str = "resume";
 
-/// Bumped when the record's meaning changes: an older point is then not used.
-const VERSION: u32 = 1;
+/// Bumped when the record's meaning changes: an older point is then not used. 2: the input's
+/// hash is taken over each message's own hash, and the output refers to input messages.
+const VERSION: u32 = 2;
 
 /// What a resumed run started from (reported with the run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,8 +73,18 @@ struct Point<'a> {
     /// The record of the run that made the output ([`crate::archive::record_run`]).
     #[serde(default)]
     run: Option<Cow<'a, str>>,
-    /// The previous run's output messages.
-    output: Cow<'a, [Message]>,
+    /// The previous run's output messages that are not messages of its input (the ones the
+    /// stages changed or made), in order.
+    output: Vec<Cow<'a, Message>>,
+    /// Where each output message comes from, in order: the index of the input message it is
+    /// (unchanged, so not stored twice: about half of a compressed conversation), or -1 for
+    /// the next message of `output`.
+    layout: Vec<i64>,
+    /// The tokens of the input messages the point covers (the frame left out): a run that
+    /// resumes counts only its frame and new messages for its whole input's count. `None` in
+    /// points written before it was kept: the whole input is counted then.
+    #[serde(default)]
+    input_tokens: Option<usize>,
 }
 
 /// The hash of an input's frame and messages, taken as it is read (one pass over the input).
@@ -83,10 +95,21 @@ pub(crate) struct InputHash {
     /// The hash of the frame and every message.
     whole: String,
     messages: usize,
+    /// Each message's own hash ([`message_hash`]): what the output's messages are looked up by.
+    each: Vec<u128>,
+    /// The tokens of every message (the frame left out), once the run has counted them.
+    pub(crate) message_tokens: Option<usize>,
 }
 
 fn hex(h: &Xxh3) -> String {
     format!("{:032x}", h.digest128())
+}
+
+/// A message's own hash.
+fn message_hash(m: &Message) -> u128 {
+    let mut h = Xxh3::new();
+    m.hash(&mut h);
+    h.digest128()
 }
 
 impl InputHash {
@@ -94,11 +117,14 @@ impl InputHash {
         let mut h = Xxh3::new();
         (&conv.system, &conv.tools).hash(&mut h);
         let mut at_point = None;
+        let mut each = Vec::with_capacity(conv.messages.len());
         for (i, m) in conv.messages.iter().enumerate() {
             if point_inputs == Some(i) {
                 at_point = Some(hex(&h));
             }
-            m.hash(&mut h);
+            let own = message_hash(m);
+            h.update(&own.to_le_bytes());
+            each.push(own);
         }
         if point_inputs == Some(conv.messages.len()) {
             at_point = Some(hex(&h));
@@ -107,8 +133,47 @@ impl InputHash {
             at_point,
             whole: hex(&h),
             messages: conv.messages.len(),
+            each,
+            message_tokens: None,
         }
     }
+}
+
+/// `output`'s messages as a point keeps them: each one that is a message of the input (by its
+/// hash in `each`) as that message's index, the others stored.
+fn layout<'a>(each: &[u128], output: &'a [Message]) -> (Vec<Cow<'a, Message>>, Vec<i64>) {
+    let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
+    for (i, own) in each.iter().enumerate() {
+        index.entry(*own).or_insert(i);
+    }
+    let mut stored = Vec::new();
+    let layout = output
+        .iter()
+        .map(|m| match index.get(&message_hash(m)) {
+            Some(&i) => i as i64,
+            None => {
+                stored.push(Cow::Borrowed(m));
+                -1
+            }
+        })
+        .collect();
+    (stored, layout)
+}
+
+/// The output messages of `point`, its references taken from `covered` (the input messages the
+/// point covers, unchanged since: same hash). `None` when the point does not add up (not
+/// written by this code): then no resuming.
+fn output_of(point: Point<'static>, covered: &[Message]) -> Option<Vec<Message>> {
+    let mut stored = point.output.into_iter();
+    let messages = point
+        .layout
+        .iter()
+        .map(|&at| match at {
+            -1 => stored.next().map(Cow::into_owned),
+            i => covered.get(usize::try_from(i).ok()?).cloned(),
+        })
+        .collect::<Option<Vec<Message>>>()?;
+    stored.next().is_none().then_some(messages)
 }
 
 /// Everything that shapes a run's output besides its input and the forced levels: each
@@ -169,14 +234,39 @@ pub(crate) fn start(
         }),
         None => None,
     };
-    let hash = InputHash::of(&input, point.as_ref().map(|p| p.inputs));
+    let mut hash = InputHash::of(&input, point.as_ref().map(|p| p.inputs));
     let Some(point) = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix)) else {
         return Ok(Start::whole(input, Some(hash)));
     };
-    let tokens_before = count(&input).total;
-    let new = input.messages.split_off(point.inputs);
-    let output_messages = point.output.len();
-    let prefix = std::mem::replace(&mut input.messages, point.output.into_owned());
+    let mut new = input.messages.split_off(point.inputs);
+    // The whole input's count. The messages the point covers are those its input had (same
+    // hash), so their tokens are the point's: only the frame and the new messages are counted.
+    let (tokens_before, message_tokens) = match point.input_tokens {
+        Some(covered) => {
+            let covering = std::mem::replace(&mut input.messages, new);
+            let counted = count(&input);
+            new = std::mem::replace(&mut input.messages, covering);
+            (
+                covered + counted.total,
+                covered + counted.total - counted.system - counted.tools,
+            )
+        }
+        None => {
+            input.messages.append(&mut new);
+            let counted = count(&input);
+            new = input.messages.split_off(point.inputs);
+            let messages = counted.total - counted.system - counted.tools;
+            (counted.total, messages)
+        }
+    };
+    hash.message_tokens = Some(message_tokens);
+    let (inputs, parent_run) = (point.inputs, point.run.clone().map(Cow::into_owned));
+    let Some(output) = output_of(point, &input.messages) else {
+        input.messages.append(&mut new);
+        return Ok(Start::whole(input, Some(hash)));
+    };
+    let output_messages = output.len();
+    let prefix = std::mem::replace(&mut input.messages, output);
     input.messages.extend(new);
     let started = count(&input);
     let tokens_started = started.total;
@@ -190,16 +280,16 @@ pub(crate) fn start(
     }
     Ok(Start {
         resumed: Some(Resumed {
-            input_messages: point.inputs,
+            input_messages: inputs,
             output_messages,
-            new_messages: hash.messages - point.inputs,
+            new_messages: hash.messages - inputs,
             tokens_started,
         }),
         tokens_before: Some(tokens_before),
         count: Some(started),
         conversation: input,
         hash: Some(hash),
-        parent_run: point.run.map(Cow::into_owned),
+        parent_run,
     })
 }
 
@@ -257,13 +347,16 @@ pub(crate) fn save(
     output: &Conversation,
     memory: Option<&PointMemory>,
 ) -> Result<(), StoreError> {
+    let (stored, layout) = layout(&hash.each, &output.messages);
     let point = Point {
         version: VERSION,
         settings: Cow::Borrowed(settings),
         inputs: hash.messages,
         prefix: Cow::Borrowed(&hash.whole),
         run: Some(Cow::Borrowed(run)),
-        output: Cow::Borrowed(&output.messages),
+        output: stored,
+        layout,
+        input_tokens: hash.message_tokens,
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -274,7 +367,13 @@ pub(crate) fn save(
             inputs: hash.messages,
             prefix: Cow::Owned(hash.whole.clone()),
             run: Some(Cow::Owned(run.to_string())),
-            output: Cow::Owned(output.messages.clone()),
+            output: point
+                .output
+                .into_iter()
+                .map(|m| Cow::Owned(m.into_owned()))
+                .collect(),
+            layout: point.layout,
+            input_tokens: hash.message_tokens,
         };
         memory.keep(store, session, xxh3_128(&bytes), owned);
     }

@@ -45,13 +45,17 @@ impl RunState {
     pub(super) fn new(counter: &TokenCounter, start: Start, opts: &RunOptions) -> RunState {
         let Start {
             conversation,
-            hash,
+            mut hash,
             resumed,
             tokens_before,
             count,
             parent_run,
         } = start;
         let count = count.unwrap_or_else(|| counter.count_conversation(&conversation));
+        if let Some(hash) = hash.as_mut().filter(|h| h.message_tokens.is_none()) {
+            // A run over the whole input: `count` is the input's.
+            hash.message_tokens = Some(count.total - count.system - count.tools);
+        }
         let tokens_before = tokens_before.unwrap_or(count.total);
         RunState {
             now_ms: opts.now_ms.unwrap_or_else(system_now_ms),

@@ -353,11 +353,14 @@ fn a_turn_appended_starts_from_the_previous_output_and_expands_exactly() {
     crate::expand(&st, "s", &mut restored).unwrap();
     assert_eq!(restored, input);
 
-    // A third turn resumes from the second output, not the first.
-    let third = loaded
-        .run(with_turn(input, 3), &st, "s", &resuming())
-        .unwrap();
+    // A third turn resumes from the second output, not the first, and still reports the whole
+    // input's count (the covered messages' tokens kept with the point, the rest counted).
+    let input = with_turn(input, 3);
+    let third = loaded.run(input.clone(), &st, "s", &resuming()).unwrap();
     assert_eq!(third.resumed.map(|r| r.input_messages), Some(6));
+    let (_whole_dir, whole_store) = store();
+    let whole = loaded.run(input, &whole_store, "s", &options()).unwrap();
+    assert_eq!(third.tokens_before, whole.tokens_before);
 }
 
 #[test]

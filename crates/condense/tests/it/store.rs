@@ -132,30 +132,34 @@ fn a_new_process_reuses_the_token_counts_of_earlier_runs() {
     let d = |p: &str| dir.path().join(p).display().to_string();
     std::fs::write(d("p.toml"), PIPELINE).unwrap();
     std::fs::write(d("in.jsonl"), session_named("counted")).unwrap();
-    let compress = || {
-        let run = condense(&[
+    let compress = |more: &[&str]| {
+        let (input, pipeline, store, out) = (d("in.jsonl"), d("p.toml"), d("s"), d("out.jsonl"));
+        let mut args = vec![
             "compress",
-            &d("in.jsonl"),
+            &input,
             "--pipeline",
-            &d("p.toml"),
+            &pipeline,
             "--store",
-            &d("s"),
+            &store,
             "--out",
-            &d("out.jsonl"),
+            &out,
             "--now",
             NOW,
-        ]);
+        ];
+        args.extend(more);
+        let run = condense(&args);
         assert_eq!(run.code, 0, "{}", run.stderr);
         totals(&run.stderr)
     };
-    let first = compress();
+    let first = compress(&[]);
     let store = condense_store::Store::open(dir.path().join("s")).unwrap();
     let counts = store.token_counts("counted", "o200k_base").unwrap();
     assert!(counts.len() > 100, "{} counts stored", counts.len());
     drop(store);
-    assert_eq!(compress(), first, "a rerun reports the same");
+    assert_eq!(compress(&[]), first, "a rerun reports the same");
     // Every stored count made one token bigger: a new process that takes its counts from the
-    // store (and counts nothing it finds there) reports a bigger conversation.
+    // store (and counts nothing it finds there) reports a bigger conversation. Run whole: a
+    // resumed run takes the tokens of the messages its point covers from the point.
     let store = condense_store::Store::open(dir.path().join("s")).unwrap();
     let bigger = counts.iter().map(|&(hash, n)| (hash, n + 1)).collect();
     store
@@ -171,7 +175,7 @@ fn a_new_process_reuses_the_token_counts_of_earlier_runs() {
             .parse()
             .unwrap()
     };
-    let tampered = compress();
+    let tampered = compress(&["--no-resume"]);
     assert!(
         before(&tampered) > before(&first),
         "{tampered} against {first}"
