@@ -381,7 +381,8 @@ pub(crate) fn save(
 }
 
 /// How many sessions' points a [`PointMemory`] keeps (the least recently used goes first):
-/// each holds a compressed conversation, about its window's worth of text.
+/// each holds the messages of an output that are not input messages, at most about a window's
+/// worth of text.
 const REMEMBERED_SESSIONS: usize = 64;
 
 /// The resume points of the sessions a long-lived pipeline (`condense serve`) ran last, kept

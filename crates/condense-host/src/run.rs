@@ -4,7 +4,7 @@ use crate::archive::{archive_stage_named, ArchiveOptions, OriginalTexts};
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
-use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
+use crate::resume::{self, PointMemory, Resumed, Start};
 use crate::services::{record_rewrites, state_slot, Services, StateMode};
 use condense_abi::{
     LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
@@ -344,93 +344,6 @@ impl LoadedPipeline {
         Ok(state)
     }
 
-    /// The recovery chain: runs the pipeline, and while the result does not fit the budget
-    /// (or, with `prompt_too_long`, until at least one forced level has shrunk it), runs the
-    /// levels again from lightest to heaviest with their triggers forced (`flags.forced`),
-    /// stopping at the first that makes it fit.
-    pub fn fit(
-        &self,
-        conversation: Conversation,
-        store: &Store,
-        session: &str,
-        opts: &RunOptions,
-        prompt_too_long: bool,
-    ) -> Result<FitResult, HostError> {
-        self.fit_with_texts(conversation, store, session, opts, prompt_too_long, &|_| {
-            None
-        })
-    }
-
-    /// [`fit`](Self::fit) with the input's bytes of each message (see
-    /// [`run_with_texts`](Self::run_with_texts)).
-    pub fn fit_with_texts(
-        &self,
-        conversation: Conversation,
-        store: &Store,
-        session: &str,
-        opts: &RunOptions,
-        prompt_too_long: bool,
-        texts: &OriginalTexts<'_>,
-    ) -> Result<FitResult, HostError> {
-        self.in_one_transaction(store, session, || {
-            let (start, settings) = self.start(store, session, opts, conversation)?;
-            let (fit, point) = self.fit_in(start, store, session, opts, prompt_too_long, texts)?;
-            save_point(
-                store,
-                session,
-                settings,
-                point,
-                &fit.result,
-                self.points.as_ref(),
-            )?;
-            Ok(fit)
-        })
-    }
-
-    /// [`fit_with_texts`](Self::fit_with_texts), inside its transaction.
-    fn fit_in(
-        &self,
-        start: Start,
-        store: &Store,
-        session: &str,
-        opts: &RunOptions,
-        prompt_too_long: bool,
-        texts: &OriginalTexts<'_>,
-    ) -> Result<(FitResult, Option<InputHash>), HostError> {
-        let mut state = self.run_all(start, store, session, opts, texts)?;
-        let fits = |state: &RunState, shrunk: bool| {
-            !state.count.budget(&self.pipeline.budget).over_window() && (!prompt_too_long || shrunk)
-        };
-        if fits(&state, false) {
-            let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
-            let fit = FitResult {
-                fit_by: None,
-                fits: true,
-                result,
-            };
-            return Ok((fit, point));
-        }
-        let mut fit_by = None;
-        let mut shrunk = false;
-        for loaded in self.stages.iter().filter(|l| l.stage.is_some()) {
-            let run = self.run_stage(loaded, &mut state, store, session, opts, true, texts)?;
-            shrunk |= run.tokens_saved > 0;
-            state.runs.push(run);
-            if fits(&state, shrunk) {
-                fit_by = Some(loaded.spec.name.clone());
-                break;
-            }
-        }
-        let fits_now = fit_by.is_some();
-        let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
-        let fit = FitResult {
-            fit_by,
-            fits: fits_now,
-            result,
-        };
-        Ok((fit, point))
-    }
-
     /// Runs one stage over the run's current conversation, applying the host's guards and
     /// archiving what it changed. `recovery` forces it for this call (the recovery chain).
     #[allow(clippy::too_many_arguments)]
@@ -608,17 +521,10 @@ fn config_text(spec: &StageSpec) -> Result<String, HostError> {
     })
 }
 
-/// What [`LoadedPipeline::fit`] found.
-#[derive(Debug, Clone, Serialize)]
-pub struct FitResult {
-    /// The stage whose forced run made the conversation fit (None: it fitted without forcing,
-    /// or nothing made it fit; see `fits`).
-    pub fit_by: Option<String>,
-    pub fits: bool,
-    pub result: RunResult,
-}
-
+mod fit;
 mod state;
+
+pub use fit::FitResult;
 
 use state::{save_point, RunState};
 
