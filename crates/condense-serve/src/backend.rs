@@ -71,6 +71,10 @@ impl Totals {
 /// `GET /condense/status`.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Status {
+    /// Requests of the compressed routes whose body is in (their place in line taken) and
+    /// whose answer has not started: being compressed, or waiting for their session's earlier
+    /// requests (this process's).
+    pub in_flight: u64,
     pub totals: Totals,
     pub sessions: BTreeMap<String, Totals>,
 }

@@ -3,7 +3,7 @@
 //! the order they arrived), forwards everything to its upstream through a rustls client, and
 //! streams the answer back frame by frame.
 
-use crate::backend::SessionBackend;
+use crate::backend::{SessionBackend, Status};
 use crate::settings::Settings;
 use crate::wire::{answer, error_answer, error_chain, forward_headers, ms, stream_back};
 use crate::{Api, Pipelines, ServeError};
@@ -19,6 +19,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -39,6 +40,8 @@ pub struct Proxy {
     /// The line requests join when their body is in, to take their place in their session's
     /// line in that order ([`crate::route`]).
     pub(crate) intake: Arc<tokio::sync::Mutex<()>>,
+    /// Requests whose body is in and whose answer has not started ([`Status::in_flight`]).
+    pub(crate) in_flight: Arc<AtomicU64>,
     /// Write one line per request on stderr (off in benchmarks).
     pub log: bool,
 }
@@ -62,6 +65,7 @@ impl Proxy {
             backend,
             client,
             intake: Arc::default(),
+            in_flight: Arc::default(),
             log: true,
         })
     }
@@ -79,7 +83,11 @@ impl Proxy {
         let started = Instant::now();
         let path = req.uri().path().to_string();
         if req.method() == Method::GET && path == "/condense/status" {
-            return Ok(match serde_json::to_vec(&self.backend.status()) {
+            let status = Status {
+                in_flight: self.in_flight.load(Ordering::Relaxed),
+                ..self.backend.status()
+            };
+            return Ok(match serde_json::to_vec(&status) {
                 Ok(json) => answer(StatusCode::OK, json),
                 Err(e) => error_answer(StatusCode::INTERNAL_SERVER_ERROR, &format!("status: {e}")),
             });

@@ -26,6 +26,7 @@ use http::header;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::OwnedMutexGuard;
@@ -99,6 +100,7 @@ impl Proxy {
         // The place in the intake line is taken now that the body is in; the session is found
         // while others' are, and its place taken in intake order.
         let intake = Place::take(Arc::clone(&self.intake)).await;
+        let _in_flight = InFlight::new(&self.in_flight);
         let t = Instant::now();
         let (raw, hs) = (bytes.clone(), header_session.clone());
         let look = move || {
@@ -397,5 +399,21 @@ impl Proxy {
         .map_err(|e| (Some(session.clone()), format!("the pipeline panicked: {e}")))?
         .map_err(|e| (Some(session.clone()), e))?;
         Ok((session, model, done, pipeline, guard))
+    }
+}
+
+/// Counts a request in flight ([`crate::backend::Status::in_flight`]) while it lives.
+struct InFlight(Arc<AtomicU64>);
+
+impl InFlight {
+    fn new(count: &Arc<AtomicU64>) -> InFlight {
+        count.fetch_add(1, Ordering::Relaxed);
+        InFlight(Arc::clone(count))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -210,6 +210,20 @@ impl Serve {
         self.log.lock().unwrap().clone()
     }
 
+    /// Waits until `n` requests have their body in and no answer yet (`in_flight` of
+    /// `/condense/status`).
+    pub fn wait_in_flight(&self, n: u64) {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while self.status()["in_flight"].as_u64() != Some(n) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never {n} in flight: {}",
+                self.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// Waits until the log holds `n` lines containing `needle` (log lines are written after
     /// the answer's headers are sent).
     pub fn wait_log(&self, needle: &str, n: usize) -> String {

@@ -4,7 +4,6 @@
 
 use crate::serve::{agent_request, too_long_once, ANTHROPIC_HEADERS};
 use crate::serve_fake::*;
-use std::time::Duration;
 
 /// An OpenAI Chat request: a system prompt, the first user message, then one user message of
 /// `parts` small text parts. Every such request is of one session (the hash of the system
@@ -46,8 +45,9 @@ fn a_sessions_requests_go_upstream_in_arrival_order_even_when_a_later_one_reads_
     );
     let headers = [("authorization", "Bearer k")];
     let first = send(&serve.url, "POST", "/v1/chat/completions", &headers, &large);
-    // Its body has been handed to the kernel; a moment for the proxy to take it in.
-    std::thread::sleep(Duration::from_millis(300));
+    // Its body has been handed to the kernel; the second is sent once the proxy has it all
+    // (it is then in flight: read, its session not yet found).
+    serve.wait_in_flight(1);
     let b = post(&serve.url, "/v1/chat/completions", &headers, &small);
     let a = read_answer(first, |_| {});
     assert_eq!((a.status, b.status), (200, 200), "{}", serve.log());
@@ -69,6 +69,7 @@ fn a_sessions_requests_go_upstream_in_arrival_order_even_when_a_later_one_reads_
         "the first of its session: {log}"
     );
     let status = serve.status();
+    assert_eq!(status["in_flight"], 0, "both answered: {status}");
     let sessions = status["sessions"].as_object().unwrap();
     assert_eq!(sessions.len(), 1, "{status}");
     let totals = sessions.values().next().unwrap();
