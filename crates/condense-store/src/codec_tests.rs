@@ -66,24 +66,11 @@ fn large_values_are_stored_compressed_and_read_back_exactly() {
     assert_eq!(stored(dir.path(), "ns", "small"), (small.len(), codec::RAW));
 }
 
-/// `n` bytes that do not compress.
-fn noise(n: usize) -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1d_u64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 #[test]
 fn a_streamed_record_is_stored_as_the_same_record_put_whole() {
     for value in [
         segment(2 * crate::spill::CHUNK + 500),
-        noise(crate::spill::CHUNK + 500),
+        crate::tests::bytes(crate::spill::CHUNK + 500, 0),
     ] {
         streamed_then_put_whole(&value);
     }

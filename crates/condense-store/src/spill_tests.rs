@@ -3,22 +3,8 @@
 
 use super::*;
 use crate::spill::{Held, SPILL_FROM};
-use crate::tests::wal_len;
+use crate::tests::{bytes, wal_len};
 use std::io::Write as _;
-
-/// `n` pseudo-random bytes (a value copied in the wrong order shows, and compression does not
-/// shrink them: they are held at about their own size).
-fn bytes(n: usize, seed: u8) -> Vec<u8> {
-    let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ u64::from(seed);
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// Whether this thread's open batch holds the record in its spill file, in how many extents.
 fn spilled_extents(store: &Store, namespace: &str, name: &str) -> Option<usize> {

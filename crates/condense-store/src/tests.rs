@@ -544,3 +544,17 @@ fn threads_sharing_one_handle_each_have_their_own_batch() {
         .collect();
     assert_eq!(names, ["r1", "r2", "r3"]);
 }
+
+/// `n` pseudo-random bytes (a value copied in the wrong order shows, and compression does not
+/// shrink them: they are held and stored at about their own size).
+pub(crate) fn bytes(n: usize, seed: u8) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ u64::from(seed);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
