@@ -4,7 +4,7 @@ use crate::archive::{archive_stage_named, ArchiveOptions, OriginalTexts};
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
-use crate::resume::{self, PointMemory, Resumed, Start};
+use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
 use crate::services::{record_rewrites, state_slot, Services, StateMode};
 use condense_abi::{
     LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
@@ -260,19 +260,37 @@ impl LoadedPipeline {
         opts: &RunOptions,
         texts: &OriginalTexts<'_>,
     ) -> Result<RunResult, HostError> {
+        self.resuming(
+            conversation,
+            store,
+            session,
+            opts,
+            |start| {
+                let state = self.run_all(start, store, session, opts, texts)?;
+                state.finish(&self.pipeline, store, session, opts)
+            },
+            |result| result,
+        )
+    }
+
+    /// `run` from the conversation the run starts from ([`Self::start`]), in one transaction
+    /// ([`Self::in_one_transaction`]), then the session's next resume point kept from its
+    /// result (`result_of`: the [`RunResult`] in what `run` gives).
+    fn resuming<T>(
+        &self,
+        conversation: Conversation,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        run: impl FnOnce(Start) -> Result<(T, Option<InputHash>), HostError>,
+        result_of: impl Fn(&T) -> &RunResult,
+    ) -> Result<T, HostError> {
         self.in_one_transaction(store, session, || {
             let (start, settings) = self.start(store, session, opts, conversation)?;
-            let state = self.run_all(start, store, session, opts, texts)?;
-            let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
-            save_point(
-                store,
-                session,
-                settings,
-                point,
-                &result,
-                self.points.as_ref(),
-            )?;
-            Ok(result)
+            let (out, hash) = run(start)?;
+            let memory = self.points.as_ref();
+            save_point(store, session, settings, hash, result_of(&out), memory)?;
+            Ok(out)
         })
     }
 

@@ -1,7 +1,7 @@
 //! The recovery chain: the pipeline run until the conversation fits, forcing the levels one
 //! by one ([`LoadedPipeline::fit`]).
 
-use super::state::{save_point, RunState};
+use super::state::RunState;
 use super::{HostError, LoadedPipeline, RunOptions, RunResult};
 use crate::archive::OriginalTexts;
 use crate::resume::{InputHash, Start};
@@ -38,19 +38,14 @@ impl LoadedPipeline {
         prompt_too_long: bool,
         texts: &OriginalTexts<'_>,
     ) -> Result<FitResult, HostError> {
-        self.in_one_transaction(store, session, || {
-            let (start, settings) = self.start(store, session, opts, conversation)?;
-            let (fit, point) = self.fit_in(start, store, session, opts, prompt_too_long, texts)?;
-            save_point(
-                store,
-                session,
-                settings,
-                point,
-                &fit.result,
-                self.points.as_ref(),
-            )?;
-            Ok(fit)
-        })
+        self.resuming(
+            conversation,
+            store,
+            session,
+            opts,
+            |start| self.fit_in(start, store, session, opts, prompt_too_long, texts),
+            |fit| &fit.result,
+        )
     }
 
     /// [`fit_with_texts`](Self::fit_with_texts), inside its transaction.
