@@ -81,10 +81,8 @@ struct Point<'a> {
     /// the next message of `output`.
     layout: Vec<i64>,
     /// The tokens of the input messages the point covers (the frame left out): a run that
-    /// resumes counts only its frame and new messages for its whole input's count. `None` in
-    /// points written before it was kept: the whole input is counted then.
-    #[serde(default)]
-    input_tokens: Option<usize>,
+    /// resumes counts only its frame and new messages for its whole input's count.
+    input_tokens: usize,
 }
 
 /// The hash of an input's frame and messages, taken as it is read (one pass over the input).
@@ -95,7 +93,7 @@ pub(crate) struct InputHash {
     /// The hash of the frame and every message.
     whole: String,
     messages: usize,
-    /// Each message's own hash ([`message_hash`]): what the output's messages are looked up by.
+    /// Each message's own hash ([`fingerprint`]): what the output's messages are looked up by.
     each: Vec<u128>,
     /// The tokens of every message (the frame left out), once the run has counted them.
     pub(crate) message_tokens: Option<usize>,
@@ -105,8 +103,9 @@ fn hex(h: &Xxh3) -> String {
     format!("{:032x}", h.digest128())
 }
 
-/// A message's own hash.
-fn message_hash(m: &Message) -> u128 {
+/// A message's own hash (not [`crate::archive::message_hash`], the archive's key of a message
+/// as written).
+fn fingerprint(m: &Message) -> u128 {
     let mut h = Xxh3::new();
     m.hash(&mut h);
     h.digest128()
@@ -122,7 +121,7 @@ impl InputHash {
             if point_inputs == Some(i) {
                 at_point = Some(hex(&h));
             }
-            let own = message_hash(m);
+            let own = fingerprint(m);
             h.update(&own.to_le_bytes());
             each.push(own);
         }
@@ -149,7 +148,7 @@ fn layout<'a>(each: &[u128], output: &'a [Message]) -> (Vec<Cow<'a, Message>>, V
     let mut stored = Vec::new();
     let layout = output
         .iter()
-        .map(|m| match index.get(&message_hash(m)) {
+        .map(|m| match index.get(&fingerprint(m)) {
             Some(&i) => i as i64,
             None => {
                 stored.push(Cow::Borrowed(m));
@@ -160,13 +159,16 @@ fn layout<'a>(each: &[u128], output: &'a [Message]) -> (Vec<Cow<'a, Message>>, V
     (stored, layout)
 }
 
-/// The output messages of `point`, its references taken from `covered` (the input messages the
-/// point covers, unchanged since: same hash). `None` when the point does not add up (not
-/// written by this code): then no resuming.
-fn output_of(point: Point<'static>, covered: &[Message]) -> Option<Vec<Message>> {
-    let mut stored = point.output.into_iter();
-    let messages = point
-        .layout
+/// The output messages a point keeps as `output` and `layout`, its references taken from
+/// `covered` (the input messages the point covers, unchanged since: same hash). `None` when
+/// they do not add up (not written by this code): then no resuming.
+fn output_of(
+    output: Vec<Cow<'static, Message>>,
+    layout: &[i64],
+    covered: &[Message],
+) -> Option<Vec<Message>> {
+    let mut stored = output.into_iter();
+    let messages = layout
         .iter()
         .map(|&at| match at {
             -1 => stored.next().map(Cow::into_owned),
@@ -238,30 +240,23 @@ pub(crate) fn start(
     let Some(point) = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix)) else {
         return Ok(Start::whole(input, Some(hash)));
     };
-    let mut new = input.messages.split_off(point.inputs);
+    let Point {
+        inputs,
+        run,
+        output,
+        layout,
+        input_tokens: covered,
+        ..
+    } = point;
     // The whole input's count. The messages the point covers are those its input had (same
     // hash), so their tokens are the point's: only the frame and the new messages are counted.
-    let (tokens_before, message_tokens) = match point.input_tokens {
-        Some(covered) => {
-            let covering = std::mem::replace(&mut input.messages, new);
-            let counted = count(&input);
-            new = std::mem::replace(&mut input.messages, covering);
-            (
-                covered + counted.total,
-                covered + counted.total - counted.system - counted.tools,
-            )
-        }
-        None => {
-            input.messages.append(&mut new);
-            let counted = count(&input);
-            new = input.messages.split_off(point.inputs);
-            let messages = counted.total - counted.system - counted.tools;
-            (counted.total, messages)
-        }
-    };
-    hash.message_tokens = Some(message_tokens);
-    let (inputs, parent_run) = (point.inputs, point.run.clone().map(Cow::into_owned));
-    let Some(output) = output_of(point, &input.messages) else {
+    let new = input.messages.split_off(inputs);
+    let covering = std::mem::replace(&mut input.messages, new);
+    let counted = count(&input);
+    let tokens_before = covered + counted.total;
+    hash.message_tokens = Some(covered + counted.in_messages());
+    let mut new = std::mem::replace(&mut input.messages, covering);
+    let Some(output) = output_of(output, &layout, &input.messages) else {
         input.messages.append(&mut new);
         return Ok(Start::whole(input, Some(hash)));
     };
@@ -289,7 +284,7 @@ pub(crate) fn start(
         count: Some(started),
         conversation: input,
         hash: Some(hash),
-        parent_run,
+        parent_run: run.map(Cow::into_owned),
     })
 }
 
@@ -347,6 +342,11 @@ pub(crate) fn save(
     output: &Conversation,
     memory: Option<&PointMemory>,
 ) -> Result<(), StoreError> {
+    // Every run sets it (`resume::start`, else `RunState::new` from the input's count); a point
+    // without it would make the next run's count wrong, so none is kept then.
+    let Some(input_tokens) = hash.message_tokens else {
+        return Ok(());
+    };
     let (stored, layout) = layout(&hash.each, &output.messages);
     let point = Point {
         version: VERSION,
@@ -356,7 +356,7 @@ pub(crate) fn save(
         run: Some(Cow::Borrowed(run)),
         output: stored,
         layout,
-        input_tokens: hash.message_tokens,
+        input_tokens,
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -373,7 +373,7 @@ pub(crate) fn save(
                 .map(|m| Cow::Owned(m.into_owned()))
                 .collect(),
             layout: point.layout,
-            input_tokens: hash.message_tokens,
+            input_tokens,
         };
         memory.keep(store, session, xxh3_128(&bytes), owned);
     }

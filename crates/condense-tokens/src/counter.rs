@@ -73,6 +73,12 @@ impl ConversationCount {
         self.system + self.tools + self.system_messages
     }
 
+    /// Every message's tokens, [`Role::System`] ones included: all but the system prompt and
+    /// the tool definitions.
+    pub fn in_messages(&self) -> usize {
+        self.total - self.system - self.tools
+    }
+
     /// What a budget calls messages: everything but [`Self::fixed`].
     pub fn conversation(&self) -> usize {
         self.total - self.fixed()
