@@ -210,17 +210,24 @@ impl Serve {
         self.log.lock().unwrap().clone()
     }
 
-    /// Waits until `n` requests have their body in and no answer yet (`in_flight` of
-    /// `/condense/status`).
-    pub fn wait_in_flight(&self, n: u64) {
+    /// Waits until the proxy has taken in a first request: it is in flight (`in_flight` of
+    /// `/condense/status`: its body in, no answer yet), or already answered (counted in the
+    /// totals before it leaves the flight, so no moment between the two is missed).
+    pub fn wait_taken_in(&self) {
         let deadline = std::time::Instant::now() + PATIENCE;
-        while self.status()["in_flight"].as_u64() != Some(n) {
+        loop {
+            let status = self.status();
+            let in_flight = status["in_flight"].as_u64().unwrap_or(0);
+            let answered = status["totals"]["requests"].as_u64().unwrap_or(0);
+            if in_flight + answered > 0 {
+                return;
+            }
             assert!(
                 std::time::Instant::now() < deadline,
-                "never {n} in flight: {}",
+                "no request taken in: {}",
                 self.log()
             );
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 

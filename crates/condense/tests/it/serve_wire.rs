@@ -31,6 +31,37 @@ fn tokens_before(line: &str) -> usize {
         .unwrap_or_else(|_| panic!("{line}"))
 }
 
+/// `in_flight` of `/condense/status` counts a request from its body's arrival until its answer
+/// starts: 1 while the upstream holds it, 0 once answered.
+#[test]
+fn status_counts_a_request_in_flight_until_its_answer_starts() {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    let up = Upstream::start(move |_, _| {
+        let _ = held.lock().unwrap().recv();
+        Reply::Json(200, openai_answer("ok"))
+    });
+    let serve = Serve::start(&up.url, &[]);
+    assert_eq!(serve.status()["in_flight"], 0);
+    let url = serve.url.clone();
+    let client = std::thread::spawn(move || {
+        post(
+            &url,
+            "/v1/chat/completions",
+            &[("authorization", "Bearer k")],
+            &chat_request(2),
+        )
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while serve.status()["in_flight"] != 1 {
+        assert!(std::time::Instant::now() < deadline, "{}", serve.log());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    release.send(()).unwrap();
+    assert_eq!(client.join().unwrap().status, 200);
+    assert_eq!(serve.status()["in_flight"], 0, "{}", serve.log());
+}
+
 #[test]
 fn a_sessions_requests_go_upstream_in_arrival_order_even_when_a_later_one_reads_faster() {
     let up = Upstream::start(|_, _| Reply::Json(200, openai_answer("ok")));
@@ -45,9 +76,8 @@ fn a_sessions_requests_go_upstream_in_arrival_order_even_when_a_later_one_reads_
     );
     let headers = [("authorization", "Bearer k")];
     let first = send(&serve.url, "POST", "/v1/chat/completions", &headers, &large);
-    // Its body has been handed to the kernel; the second is sent once the proxy has it all
-    // (it is then in flight: read, its session not yet found).
-    serve.wait_in_flight(1);
+    // Its body has been handed to the kernel; the second is sent once the proxy has it all.
+    serve.wait_taken_in();
     let b = post(&serve.url, "/v1/chat/completions", &headers, &small);
     let a = read_answer(first, |_| {});
     assert_eq!((a.status, b.status), (200, 200), "{}", serve.log());
