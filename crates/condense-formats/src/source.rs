@@ -14,20 +14,14 @@ use condense_model::{Conversation, Message};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::ops::Range;
 use std::sync::OnceLock;
-use xxhash_rust::xxh3::Xxh3;
 
 /// A 128-bit fingerprint of a value (xxh3 over its `Hash`): equal values, equal fingerprints;
 /// different ones collide with negligible probability.
 pub(crate) type Fp = u128;
 
-pub(crate) fn fingerprint<T: Hash + ?Sized>(value: &T) -> Fp {
-    let mut hasher = Xxh3::new();
-    value.hash(&mut hasher);
-    hasher.digest128()
-}
+pub(crate) use condense_model::fingerprint::fingerprint;
 
 /// The fingerprint of several messages written as one unit (a Codex `compacted` line and its
 /// replacement history).

@@ -46,12 +46,12 @@ pub use expand::{
 pub use read_index::ReadIndex;
 pub use runs::record_run;
 
+use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use xxhash_rust::xxh3::Xxh3;
 
 #[cfg(test)]
 mod tests;
@@ -168,31 +168,18 @@ fn encode_error(what: &'static str, e: serde_json::Error) -> StoreError {
     }
 }
 
-/// Feeds what is written to an xxh3-128 hasher: a key is hashed from a value's serialization
-/// without building it (the same key as hashing the whole bytes at once).
-struct HashWriter(Xxh3);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The xxh3-128 of `prefix` followed by `value`'s JSON, as [`encode`] writes it.
 fn hash_of<T: Serialize + ?Sized>(
     what: &'static str,
     prefix: &[u8],
     value: &T,
 ) -> Result<u128, StoreError> {
-    let mut hasher = HashWriter(Xxh3::new());
-    hasher.0.update(prefix);
+    // Serialized straight into the hasher: a key is hashed from a value's serialization
+    // without building it (the same key as hashing the whole bytes at once).
+    let mut hasher = Fingerprinter::new();
+    std::hash::Hasher::write(&mut hasher, prefix);
     serde_json::to_writer(&mut hasher, value).map_err(|e| encode_error(what, e))?;
-    Ok(hasher.0.digest128())
+    Ok(hasher.digest128())
 }
 
 /// Hash of a message as the output format shows it (synthetic `#n` ids left out): its id, a

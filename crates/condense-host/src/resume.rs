@@ -29,16 +29,17 @@
 use crate::pipeline::Pipeline;
 use crate::run::{LoadedSpec, RunOptions};
 use crate::services::state_slot;
+use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use condense_tokens::ConversationCount;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+use xxhash_rust::xxh3::xxh3_128;
 
 /// Store namespace of the resume points, one record per session.
 const NAMESPACE: &str = "resume";
@@ -99,21 +100,19 @@ pub(crate) struct InputHash {
     pub(crate) message_tokens: Option<usize>,
 }
 
-fn hex(h: &Xxh3) -> String {
+fn hex(h: &Fingerprinter) -> String {
     format!("{:032x}", h.digest128())
 }
 
 /// A message's own hash (not [`crate::archive::message_hash`], the archive's key of a message
 /// as written).
 fn fingerprint(m: &Message) -> u128 {
-    let mut h = Xxh3::new();
-    m.hash(&mut h);
-    h.digest128()
+    condense_model::fingerprint::fingerprint(m)
 }
 
 impl InputHash {
     fn of(conv: &Conversation, point_inputs: Option<usize>) -> InputHash {
-        let mut h = Xxh3::new();
+        let mut h = Fingerprinter::new();
         (&conv.system, &conv.tools).hash(&mut h);
         let mut at_point = None;
         let mut each = Vec::with_capacity(conv.messages.len());
@@ -122,7 +121,7 @@ impl InputHash {
                 at_point = Some(hex(&h));
             }
             let own = fingerprint(m);
-            h.update(&own.to_le_bytes());
+            h.write(&own.to_le_bytes());
             each.push(own);
         }
         if point_inputs == Some(conv.messages.len()) {
@@ -187,7 +186,7 @@ pub(crate) fn settings_hash(
     stages: &[LoadedSpec],
     opts: &RunOptions,
 ) -> Option<String> {
-    let mut h = Xxh3::new();
+    let mut h = Fingerprinter::new();
     (VERSION, env!("CARGO_PKG_VERSION")).hash(&mut h);
     for loaded in stages {
         let spec = &loaded.spec;

@@ -21,6 +21,7 @@
 //! ```
 
 mod block;
+pub mod fingerprint;
 mod format;
 mod raw_json;
 pub mod render;

@@ -5,9 +5,9 @@
 use crate::Api;
 use condense_formats::{Document, ReadOptions};
 use condense_host::{LoadedPipeline, RunOptions, StateMode};
+use condense_model::fingerprint::fingerprint;
 use condense_model::Conversation;
 use condense_store::Store;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// What the pipeline made of a body.
 #[derive(Debug)]
@@ -134,18 +134,11 @@ fn archive_as_written(
     Ok(())
 }
 
-/// One hash for the system prompt and tools, then one per message.
+/// One hash for the system prompt and tools, then one per message (64 bits of each one's
+/// fingerprint).
 pub fn prefix_hashes(conv: &Conversation) -> Vec<u64> {
-    let hash = |v: &dyn Fn(&mut DefaultHasher)| {
-        let mut h = DefaultHasher::new();
-        v(&mut h);
-        h.finish()
-    };
     let mut out = Vec::with_capacity(conv.messages.len() + 1);
-    out.push(hash(&|h| {
-        conv.system.hash(h);
-        conv.tools.hash(h);
-    }));
-    out.extend(conv.messages.iter().map(|m| hash(&|h| m.hash(h))));
+    out.push(fingerprint(&(&conv.system, &conv.tools)) as u64);
+    out.extend(conv.messages.iter().map(|m| fingerprint(m) as u64));
     out
 }

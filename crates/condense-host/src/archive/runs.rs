@@ -17,11 +17,12 @@
 //! them) it uses every segment from the start.
 
 use super::{encode, message_hash, RUNS_PREFIX};
+use condense_model::fingerprint::Fingerprinter;
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use xxhash_rust::xxh3::Xxh3;
+use std::hash::Hasher;
 
 /// One run's record.
 #[derive(Debug, Serialize, Deserialize)]
@@ -40,7 +41,7 @@ struct RunRecord {
 /// The hash of the first `n` keys, for each `n` in `at` (sorted), as `(n, hash)`: the same
 /// bytes [`record_run`] hashes, each key followed by a line feed.
 fn prefix_hashes(keys: &[String], at: &[usize]) -> Vec<(usize, String)> {
-    let mut h = Xxh3::new();
+    let mut h = Fingerprinter::new();
     let mut out = Vec::with_capacity(at.len());
     let mut wanted = at.iter().copied().peekable();
     for (i, key) in keys.iter().enumerate() {
@@ -48,8 +49,8 @@ fn prefix_hashes(keys: &[String], at: &[usize]) -> Vec<(usize, String)> {
             out.push((i, format!("{:032x}", h.digest128())));
             wanted.next();
         }
-        h.update(key.as_bytes());
-        h.update(b"\n");
+        h.write(key.as_bytes());
+        h.write(b"\n");
     }
     for n in wanted.filter(|&n| n == keys.len()) {
         out.push((n, format!("{:032x}", h.digest128())));
@@ -71,10 +72,10 @@ pub fn record_run(
         .iter()
         .map(message_hash)
         .collect::<Result<Vec<_>, _>>()?;
-    let mut h = Xxh3::new();
+    let mut h = Fingerprinter::new();
     for key in &keys {
-        h.update(key.as_bytes());
-        h.update(b"\n");
+        h.write(key.as_bytes());
+        h.write(b"\n");
     }
     let prefix = format!("{:032x}", h.digest128());
     let record = RunRecord {
