@@ -12,13 +12,15 @@
 //! - `insert_before` / `insert_after`: a run of originals was removed next to `m`;
 //! - `remove`: `m` is new and stands for nothing (expand drops it).
 //!
-//! One stage run writes ONE segment record (entries plus the original messages inline, and
-//! the original bytes of those the caller could give, see [`ArchiveOptions::texts`]), named by
-//! its content hash: a single atomic write however much changed, and an identical rerun writes
-//! nothing new. It is serialized straight into the store (the run's batch), its originals
-//! borrowed and their bytes asked for one at a time, so it is never whole in memory. Beside it
-//! goes a small index record (`outputs-<session>/<same name>`): the format the conversation was
-//! read with and every output hash the segment has entries for.
+//! One stage run writes a segment record (entries plus the original messages inline, and the
+//! original bytes of those the caller could give, see [`ArchiveOptions::texts`]), named by its
+//! content hash, so an identical rerun writes nothing new; a large one is written as several
+//! segments of about 64 KiB, each output key whole in one of them ([`chunks`]), so a later run
+//! that needs a few originals reads a few small segments. The run's writes are one transaction
+//! ([`condense_store::Store::batch`]). A segment is serialized straight into the store, its
+//! originals borrowed and their bytes asked for one at a time, so it is never whole in memory.
+//! Beside each goes a small index record (`outputs-<session>/<same name>`): the format the
+//! conversation was read with and every output hash the segment has entries for.
 //! The index is what lets `expand` read a file with the format it was compressed from (not a
 //! guess), and know a marker it cannot restore when the segment itself is lost
 //! ([`expand()`](expand::expand) and [`Expansion::unresolved`]).
@@ -36,6 +38,7 @@
 //! by two stages unwinds in two rounds) and uses each entry at most once, so it always
 //! terminates.
 
+mod chunks;
 mod expand;
 mod read_index;
 mod runs;
@@ -204,7 +207,7 @@ fn header_hash(h: &Header) -> Result<String, StoreError> {
 
 /// A segment being built: its originals borrowed from the conversation the stage was given,
 /// their original bytes asked for (one message at a time) only while it is written, straight
-/// into the store ([`write_segment`]). Serializes exactly as [`Segment`] reads.
+/// into the store ([`write_segments`]). Serializes exactly as [`Segment`] reads.
 #[derive(Default)]
 struct Draft<'m, 't> {
     /// Output hash -> entries for that output message.
@@ -298,14 +301,14 @@ pub fn archive_stage(
     archive_stage_named(store, session, before, after, opts).map(|(count, _)| count)
 }
 
-/// [`archive_stage`], also giving the name of the segment written (for the run's record).
+/// [`archive_stage`], also giving the names of the segments written (for the run's record).
 pub(crate) fn archive_stage_named(
     store: &Store,
     session: &str,
     before: &Conversation,
     after: &Conversation,
     opts: ArchiveOptions<'_>,
-) -> Result<(usize, Option<String>), StoreError> {
+) -> Result<(usize, Vec<String>), StoreError> {
     let mut seg = Draft {
         texts: opts.texts,
         ..Draft::default()
@@ -394,7 +397,7 @@ pub(crate) fn archive_stage_named(
         }
     }
 
-    write_segment(store, session, &seg, opts.format)
+    write_segments(store, session, seg, opts.format)
 }
 
 /// Archives how the written output reads back: a stage-made message (a summary) may come back
@@ -409,9 +412,9 @@ pub fn archive_written(
     reread: &Conversation,
     run: Option<&str>,
 ) -> Result<usize, StoreError> {
-    let (count, segment) = archive_reread(store, session, produced, reread)?;
-    if let Some(segment) = segment {
-        record_run(store, session, run, vec![segment], reread)?;
+    let (count, segments) = archive_reread(store, session, produced, reread)?;
+    if !segments.is_empty() {
+        record_run(store, session, run, segments, reread)?;
     }
     Ok(count)
 }
@@ -421,7 +424,7 @@ fn archive_reread(
     session: &str,
     produced: &Conversation,
     reread: &Conversation,
-) -> Result<(usize, Option<String>), StoreError> {
+) -> Result<(usize, Vec<String>), StoreError> {
     // The format the run was read with (recorded by the run just before), for the index.
     let read_as = recorded_read_as(store, session)?;
     let format = read_as.as_ref().map(|r| r.format.as_str());
@@ -449,7 +452,7 @@ fn archive_reread(
             seg.add(key, Entry::Replace { original });
         }
     }
-    write_segment(store, session, &seg, format)
+    write_segments(store, session, seg, format)
 }
 
 /// Whether two messages differ at most in their synthetic `#n` ids ([`message_hash`] leaves
@@ -464,21 +467,24 @@ fn same_but_synthetic_id(a: &Message, b: &Message) -> bool {
         && a.envelope == b.envelope
 }
 
-/// Writes a segment and its index (nothing when it is empty); returns its number of entries
-/// and its name. The segment is serialized straight into the store ([`Store::record_writer`]:
-/// within a run, into its batch's spill file), never whole in memory, and named by the hash of
-/// its bytes.
-fn write_segment(
+/// Writes a draft as segments with their indexes (nothing when it is empty; several when it
+/// is large, [`chunks`]); returns its number of entries and the segments' names. Each segment
+/// is serialized straight into the store ([`Store::record_writer`]: within a run, into its
+/// batch's spill file), never whole in memory, and named by the hash of its bytes.
+fn write_segments(
     store: &Store,
     session: &str,
-    seg: &Draft<'_, '_>,
+    seg: Draft<'_, '_>,
     format: Option<&str>,
-) -> Result<(usize, Option<String>), StoreError> {
+) -> Result<(usize, Vec<String>), StoreError> {
     let count = seg.entries.values().map(Vec::len).sum();
-    let mut written = None;
-    if count > 0 {
+    let mut written = Vec::new();
+    if count == 0 {
+        return Ok((count, written));
+    }
+    for part in seg.split(chunks::SEGMENT_BYTES) {
         let mut writer = store.record_writer();
-        serde_json::to_writer(&mut writer, seg).map_err(|e| match e.io_error_kind() {
+        serde_json::to_writer(&mut writer, &part).map_err(|e| match e.io_error_kind() {
             // Writing into the store failed, not encoding.
             Some(kind) => StoreError::Io {
                 path: store.root().to_path_buf(),
@@ -493,11 +499,11 @@ fn write_segment(
         writer.finish(&format!("{NAMESPACE_PREFIX}{session}"), &name)?;
         let index = Index {
             format: format.filter(|f| !f.is_empty()).map(str::to_string),
-            keys: seg.entries.keys().cloned().collect(),
+            keys: part.entries.keys().cloned().collect(),
         };
         let index = encode("an archive index", &index)?;
         store.record_put(&format!("{INDEX_PREFIX}{session}"), &name, &index)?;
-        written = Some(name);
+        written.push(name);
     }
     Ok((count, written))
 }
