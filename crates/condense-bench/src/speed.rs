@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// `--now` for whole processes: the same clock as [`scaling::LATE_MS`].
 const NOW: &str = "2030-01-01T00:00:00Z";
+/// Turns appended one after another past the first appended turn.
+const SUCCESSIVE_TURNS: usize = 10;
 
 /// One row of the closing table.
 pub(crate) struct Row {
@@ -146,14 +148,31 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
     let mut tiny = Conversation::default();
     tiny.messages.extend(turn(0));
     let (ft, bt) = files.write("tiny.json", &tiny)?;
-    let mut plus = x1.clone();
+    // The session a turn further each time, as an agent's requests grow (synthetic `#n` ids
+    // continue the input's).
     let next = x1.messages.len() / 3;
-    plus.messages
-        .extend(turn(next).into_iter().enumerate().map(|(k, mut m)| {
-            m.id = format!("#{}", x1.messages.len() + k);
-            m
-        }));
+    let grown = |from: &Conversation, k: usize| {
+        let mut c = from.clone();
+        let at = c.messages.len();
+        c.messages
+            .extend(turn(next + k).into_iter().enumerate().map(|(j, mut m)| {
+                m.id = format!("#{}", at + j);
+                m
+            }));
+        c
+    };
+    let plus = grown(&x1, 0);
     let (fp, _) = files.write("x1-plus-one-turn.json", &plus)?;
+    let mut successive = Vec::new();
+    let mut last = plus;
+    for k in 1..=SUCCESSIVE_TURNS {
+        last = grown(&last, k);
+        successive.push(
+            files
+                .write(&format!("x1-plus-{}-turns.json", k + 1), &last)?
+                .0,
+        );
+    }
     let (store, out) = (files.path("store"), files.path("out.json"));
     let whole = runs.min(5);
     let cold_proc = cold_compress(whole, &f1, &store, &out)?;
@@ -171,6 +190,17 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
         cmd.arg("--no-resume");
         Ok(cmd)
     })?;
+    // Turn after turn: the first appended turn (above) and the ones after it, each a new
+    // process on the store the previous one left. A context-collapse commit on most of them
+    // (the projection sits at its commit target) reads back the originals it summarizes.
+    compressed_once(0)?;
+    process::run(&mut compress(&fp, &store, &out)?)?;
+    let mut turns: Vec<f64> = Vec::with_capacity(successive.len());
+    for f in &successive {
+        turns.push(process::run(&mut compress(f, &store, &out)?)?.ms);
+    }
+    turns.sort_by(f64::total_cmp);
+    let turn_after_turn = turns[turns.len() / 2];
     let stats_small = process::median(runs.max(21), |_| Ok(()), |_| condense(&["stats", s(&ft)]))?;
     println!(
         "| `condense stats`, 1M-token request body ({:.1} MB), whole process | {:.1} ms | |",
@@ -191,6 +221,10 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
         "| the same with `--no-resume` (the stages over the whole input) | {:.1} ms | {:.1}% of the cold run |",
         append_whole.ms,
         append_whole.ms / cold_proc.ms * 100.0
+    );
+    println!(
+        "| the {SUCCESSIVE_TURNS} turns after the appended one, each a new process on the store the one before left (median) | {turn_after_turn:.1} ms | {:.1}% of the cold run |",
+        turn_after_turn / cold_proc.ms * 100.0
     );
     println!(
         "| `condense stats` on a small file ({bt} bytes), default tokenizer, whole process | {:.2} ms | |",
