@@ -379,3 +379,50 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
     let texts: Vec<&str> = expansion.texts.iter().map(|(_, t)| t.as_str()).collect();
     assert_eq!(texts, ["{\"raw\":\"#1\"}"]);
 }
+
+/// A stage run that archives more than a segment holds is written as several segments; each
+/// original is read back from the one segment that holds it (what a later run's summary asks
+/// for), a span's originals sit in few segments, and expand puts everything back, including
+/// removed runs and duplicated lines split across segments.
+#[test]
+fn a_large_stage_run_splits_into_segments_that_read_back_exactly() {
+    let (_dir, store) = store();
+    let big = |i: usize| format!("output line {i}\n").repeat(600);
+    let mut messages = vec![text("u0", Role::User, "go")];
+    for i in 1..=40 {
+        messages.push(result(&format!("r{i}"), &format!("t{i}"), &big(i)));
+    }
+    // The same line twice: both copies are cleared, both must come back.
+    messages.push(result("r41", "t41", &big(41)));
+    messages.push(result("r41", "t41", &big(41)));
+    messages.push(text("u9", Role::User, "last"));
+    let before = conv(messages);
+    let mut after = before.clone();
+    for m in &mut after.messages[1..43] {
+        let id = m.id.clone();
+        *m = result(&id, "t", CLEARED);
+    }
+    // Messages 5..=8 are removed outright (a run of originals anchored to the next one).
+    after.messages.drain(5..9);
+    let written = archive_stage(&store, "s", &before, &after, ArchiveOptions::default()).unwrap();
+    assert_eq!(written, 38 + 1);
+    let segments = store.records(&format!("{NAMESPACE_PREFIX}s")).unwrap();
+    assert!(segments.len() >= 4, "{} segments", segments.len());
+    let indexes = store.records(&format!("{INDEX_PREFIX}s")).unwrap();
+    assert_eq!(indexes.len(), segments.len(), "one index per segment");
+
+    // Each rewritten message's original, read through the archive's index.
+    let rewrites = Rewrites::load(&store, "s").unwrap();
+    for (i, m) in after.messages.iter().enumerate().skip(1).take(4) {
+        let original = rewrites.original(&store, m).expect("an original");
+        assert_eq!(original, before.messages[i], "message {i}");
+    }
+    // Reading one original reads one segment, not the whole run's archive.
+    let read = rewrites.loaded.lock().unwrap().segments.len();
+    assert!(read <= 2, "{read} of {} segments read", segments.len());
+
+    let mut back = after.clone();
+    let expansion = expand(&store, "s", &mut back).unwrap();
+    assert_eq!(back, before);
+    assert!(expansion.unresolved.is_empty());
+}
