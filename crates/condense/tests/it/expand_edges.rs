@@ -119,7 +119,8 @@ fn compressed_session(dir: &Path) {
 fn a_lost_record_fails_expand_and_names_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     compressed_session(dir.path());
-    // Delete the segment holding the cleared results (the biggest record).
+    // Delete the biggest segment: most of the cleared results (the others sit in the segments
+    // the same stage run wrote beside it, 64 KiB each).
     let store = condense_store::Store::open(dir.path().join(".condense")).unwrap();
     let mut segments: Vec<(usize, String, String)> = Vec::new();
     for namespace in store.namespaces("expand-").unwrap() {
