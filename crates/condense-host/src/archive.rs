@@ -47,7 +47,7 @@ pub use expand::{
     expand, ExpandError, Expander, Expansion, Unresolved, UnresolvedKind, PLACEHOLDERS,
 };
 pub use read_index::ReadIndex;
-pub use runs::record_run;
+pub(crate) use runs::{record_run, KeyMemo};
 
 use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Conversation, Message};
@@ -414,7 +414,7 @@ pub fn archive_written(
 ) -> Result<usize, StoreError> {
     let (count, segments) = archive_reread(store, session, produced, reread)?;
     if !segments.is_empty() {
-        record_run(store, session, run, segments, reread)?;
+        record_run(store, session, run, segments, reread, None)?;
     }
     Ok(count)
 }

@@ -1,6 +1,6 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
-use crate::archive::{archive_stage_named, ArchiveOptions, OriginalTexts};
+use crate::archive::{archive_stage_named, ArchiveOptions, KeyMemo, OriginalTexts};
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
@@ -82,6 +82,8 @@ pub struct LoadedPipeline {
     /// The sessions' last resume points, when the pipeline keeps them in memory
     /// ([`Self::keeping_points`]).
     points: Option<PointMemory>,
+    /// The archive keys of the messages its runs wrote, kept with `points`.
+    keys: Option<KeyMemo>,
 }
 
 impl std::fmt::Debug for LoadedPipeline {
@@ -227,15 +229,19 @@ impl LoadedPipeline {
             summarizer,
             preloaded: Mutex::new(HashSet::new()),
             points: None,
+            keys: None,
         })
     }
 
     /// This pipeline, keeping each session's last resume point in memory as well as in the
     /// store, for a process that runs turn after turn (`condense serve`): a turn then does not
     /// read its point back from JSON. The point in memory is used only while the store still
-    /// holds what it was saved as (see `resume::PointMemory`), so the output is the same.
+    /// holds what it was saved as (see `resume::PointMemory`), so the output is the same. It
+    /// also remembers the archive keys of the messages its runs wrote (by fingerprint), which a
+    /// turn's output mostly repeats.
     pub fn keeping_points(mut self) -> Self {
         self.points = Some(PointMemory::default());
+        self.keys = Some(KeyMemo::default());
         self
     }
 
@@ -267,7 +273,7 @@ impl LoadedPipeline {
             opts,
             |start| {
                 let state = self.run_all(start, store, session, opts, texts)?;
-                state.finish(&self.pipeline, store, session, opts)
+                state.finish(&self.pipeline, store, session, opts, self.keys.as_ref())
             },
             |result| result,
         )

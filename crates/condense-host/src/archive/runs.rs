@@ -17,12 +17,13 @@
 //! them) it uses every segment from the start.
 
 use super::{encode, message_hash, RUNS_PREFIX};
-use condense_model::fingerprint::Fingerprinter;
-use condense_model::Conversation;
+use condense_model::fingerprint::{fingerprint, Fingerprinter};
+use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
+use std::sync::Mutex;
 
 /// One run's record.
 #[derive(Debug, Serialize, Deserialize)]
@@ -58,20 +59,62 @@ fn prefix_hashes(keys: &[String], at: &[usize]) -> Vec<(usize, String)> {
     out
 }
 
+/// The archive keys of messages seen before, by fingerprint, for a pipeline that runs turn
+/// after turn (`condense serve`): a turn's output is mostly the previous turn's, and a key costs
+/// a JSON serialization of its message where a fingerprint is one pass of xxh3 over it.
+#[derive(Debug, Default)]
+pub(crate) struct KeyMemo(Mutex<HashMap<u128, String>>);
+
+/// Keys a [`KeyMemo`] holds before it starts over (about 5 MB).
+const KEY_MEMO_LIMIT: usize = 65_536;
+
+impl KeyMemo {
+    /// The key of each message, hashing only those not seen before (outside the lock: other
+    /// sessions' runs go on meanwhile).
+    fn keys(&self, messages: &[Message]) -> Result<Vec<String>, StoreError> {
+        let prints: Vec<u128> = messages.iter().map(fingerprint).collect();
+        // A panic while the map was held cannot leave it half-changed (one insert or lookup).
+        let memo = || self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys: Vec<Option<String>> = {
+            let memo = memo();
+            prints.iter().map(|fp| memo.get(fp).cloned()).collect()
+        };
+        let mut fresh = Vec::new();
+        for ((m, fp), key) in messages.iter().zip(&prints).zip(&mut keys) {
+            if key.is_none() {
+                let k = message_hash(m)?;
+                fresh.push((*fp, k.clone()));
+                *key = Some(k);
+            }
+        }
+        let mut memo = memo();
+        if memo.len() + fresh.len() > KEY_MEMO_LIMIT {
+            memo.clear();
+        }
+        memo.extend(fresh);
+        Ok(keys.into_iter().flatten().collect())
+    }
+}
+
 /// Records a run of `session` that wrote `segments` and made `output` from the output of
 /// `parent` (or from the input); returns the record's name, to pass on as a later run's parent.
-pub fn record_run(
+/// `memo`: the keys a long-lived pipeline remembers ([`KeyMemo`]).
+pub(crate) fn record_run(
     store: &Store,
     session: &str,
     parent: Option<&str>,
     segments: Vec<String>,
     output: &Conversation,
+    memo: Option<&KeyMemo>,
 ) -> Result<String, StoreError> {
-    let keys = output
-        .messages
-        .iter()
-        .map(message_hash)
-        .collect::<Result<Vec<_>, _>>()?;
+    let keys = match memo {
+        Some(memo) => memo.keys(&output.messages)?,
+        None => output
+            .messages
+            .iter()
+            .map(message_hash)
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let mut h = Fingerprinter::new();
     for key in &keys {
         h.write(key.as_bytes());

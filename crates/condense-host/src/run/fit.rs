@@ -63,7 +63,8 @@ impl LoadedPipeline {
             !state.count.budget(&self.pipeline.budget).over_window() && (!prompt_too_long || shrunk)
         };
         if fits(&state, false) {
-            let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
+            let (result, point) =
+                state.finish(&self.pipeline, store, session, opts, self.keys.as_ref())?;
             let fit = FitResult {
                 fit_by: None,
                 fits: true,
@@ -83,7 +84,8 @@ impl LoadedPipeline {
             }
         }
         let fits_now = fit_by.is_some();
-        let (result, point) = state.finish(&self.pipeline, store, session, opts)?;
+        let (result, point) =
+            state.finish(&self.pipeline, store, session, opts, self.keys.as_ref())?;
         let fit = FitResult {
             fit_by,
             fits: fits_now,

@@ -3,7 +3,7 @@
 //! archive record, and the session's next resume point.
 
 use super::{RunOptions, RunResult, StageRun};
-use crate::archive::record_run;
+use crate::archive::{record_run, KeyMemo};
 use crate::guard;
 use crate::pipeline::Pipeline;
 use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
@@ -85,6 +85,7 @@ impl RunState {
         store: &Store,
         session: &str,
         opts: &RunOptions,
+        keys: Option<&KeyMemo>,
     ) -> Result<(RunResult, Option<InputHash>), HostError> {
         crate::summaries::store_records(&self.services.records, store, session, &self.current)?;
         record_format(store, session, &opts.format)?;
@@ -94,6 +95,7 @@ impl RunState {
             self.parent_run.as_deref(),
             self.segments,
             &self.current,
+            keys,
         )?;
         let result = RunResult {
             archive_run,

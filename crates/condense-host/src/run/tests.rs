@@ -518,6 +518,9 @@ fn points_kept_in_memory_resume_as_stored_ones_and_only_while_current() {
     assert_eq!(from_memory.resumed, from_store.resumed);
     assert_eq!(from_memory.conversation, from_store.conversation);
     assert_eq!(from_memory.tokens_before, from_store.tokens_before);
+    // The run record is named by its output's archive keys, most of them remembered from the
+    // first turn (`KeyMemo`): the same record as hashing every message.
+    assert_eq!(from_memory.archive_run, from_store.archive_run);
 
     // Another process runs the session one turn further on the same store: the point in
     // memory (6 input messages) still matches the next input, but the store's is newer.
