@@ -400,9 +400,9 @@ pub(crate) fn join_lines(
     Ok(())
 }
 
-/// Writes a JSON array of pieces in place of the array at `span` whose elements were at
-/// `elements`: the original bracket spacing and separators are kept by position, new elements
-/// are serialized at the indent of the first one.
+/// Appends to `out` a JSON array of pieces in place of the array at `span` whose elements were
+/// at `elements`: the original bracket spacing and separators are kept by position, new
+/// elements are serialized at the indent of the first one.
 pub(crate) fn splice_array(
     text: &str,
     span: Range<usize>,
@@ -410,7 +410,8 @@ pub(crate) fn splice_array(
     pieces: &[Piece<'_>],
     style: &Style,
     crlf: bool,
-) -> Result<String> {
+    out: &mut String,
+) -> Result<()> {
     let newline = if crlf { "\r\n" } else { "\n" };
     let unit = style.indent.as_deref().unwrap_or("");
     let (open, close, sep, indent) = match (elements.first(), elements.last()) {
@@ -428,7 +429,10 @@ pub(crate) fn splice_array(
                 indent.to_string(),
             )
         }
-        _ if pieces.is_empty() => return Ok(text[span].to_string()),
+        _ if pieces.is_empty() => {
+            out.push_str(&text[span]);
+            return Ok(());
+        }
         _ => match &style.indent {
             Some(_) => {
                 let outer = crate::scan::line_indent(text, span.start).unwrap_or("");
@@ -449,9 +453,10 @@ pub(crate) fn splice_array(
         },
     };
     if pieces.is_empty() {
-        return Ok("[]".into());
+        out.push_str("[]");
+        return Ok(());
     }
-    let mut out = open;
+    out.push_str(&open);
     for (k, piece) in pieces.iter().enumerate() {
         if k > 0 {
             match (elements.get(k - 1), elements.get(k)) {
@@ -462,7 +467,7 @@ pub(crate) fn splice_array(
         out.push_str(&piece_text(piece, style, &indent, crlf)?);
     }
     out.push_str(&close);
-    Ok(out)
+    Ok(())
 }
 
 fn default_comma(style: &Style) -> &'static str {

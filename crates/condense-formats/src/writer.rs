@@ -39,13 +39,15 @@ impl Document {
 
     fn write_layout(&self) -> Result<Vec<u8>> {
         let text = self.source.text.as_str();
-        let mut out = Vec::with_capacity(text.len());
+        // Sized by the branch that fills it: a spliced JSON body is built as a string of its own.
+        let mut out = Vec::new();
         match &self.layout {
             Layout::ClaudeCode { style, spans } => {
                 let [conv] = self.conversations.as_slice() else {
                     return Err(one_conversation(self.format));
                 };
                 let pieces = claude_code::write(conv, &mut self.source.texts(0))?;
+                out.reserve(text.len());
                 join_lines(text, spans, &pieces, style, self.crlf, &mut out)?;
             }
             Layout::Codex {
@@ -64,12 +66,14 @@ impl Document {
                 };
                 let mut texts = self.source.texts(0);
                 let pieces = codex::write(conv, header.as_ref(), header_text, &mut texts)?;
+                out.reserve(text.len());
                 join_lines(text, spans, &pieces, style, self.crlf, &mut out)?;
             }
             Layout::Json { root, style } => {
                 let mut next = 0;
                 match self.splice_root(root, style, &mut next)? {
-                    Some(spliced) => out.extend_from_slice(spliced.as_bytes()),
+                    Some(Cow::Owned(spliced)) => out = spliced.into_bytes(),
+                    Some(Cow::Borrowed(spliced)) => out.extend_from_slice(spliced.as_bytes()),
                     None => {
                         let mut fresh = Vec::new();
                         style.write(&self.fill(root, &mut next)?, &mut fresh)?;
@@ -103,6 +107,7 @@ impl Document {
                     };
                     pieces.push(piece);
                 }
+                out.reserve(text.len());
                 join_lines(text, spans, &pieces, style, self.crlf, &mut out)?;
             }
         }
@@ -164,7 +169,7 @@ impl Document {
             if unchanged[k] {
                 out.push_str(&text[slot.clone()]);
             } else {
-                out.push_str(&self.slot_text(first + k, &convs[k], placed, style)?);
+                self.slot_text(first + k, &convs[k], placed, style, &mut out)?;
             }
             at = slot.end;
         }
@@ -172,73 +177,81 @@ impl Document {
         Ok(Some(Cow::Owned(out)))
     }
 
-    /// The text of one conversation a stage changed, in its place.
+    /// Appends to `out` the text of one conversation a stage changed, in its place (built in
+    /// `out` itself: a request body is not copied from buffer to buffer).
     fn slot_text(
         &self,
         i: usize,
         conv: &Conversation,
         placed: &Placed,
         style: &Style,
-    ) -> Result<Cow<'_, str>> {
+        out: &mut String,
+    ) -> Result<()> {
         let text = self.source.text.as_str();
         let Some(span) = placed.span.clone() else {
             return Err(fewer_conversations());
         };
         let label = self.labels.get(i).map_or("", String::as_str);
+        let frame_unchanged = self.source.frame_unchanged(i, conv);
+        let array_into = |out: &mut String, array: &std::ops::Range<usize>| -> Result<()> {
+            let pieces = self.message_pieces(i, conv)?;
+            let elements = &placed.elements;
+            splice_array(
+                text,
+                array.clone(),
+                elements,
+                &pieces,
+                style,
+                self.crlf,
+                out,
+            )
+        };
+        if let (Some(array), true) = (&placed.array, frame_unchanged) {
+            out.push_str(&text[span.start..array.start]);
+            array_into(out, array)?;
+            out.push_str(&text[array.end..span.end]);
+            return Ok(());
+        }
         let spliced = match &placed.array {
             Some(array) => {
-                let pieces = self.message_pieces(i, conv)?;
-                Some(splice_array(
-                    text,
-                    array.clone(),
-                    &placed.elements,
-                    &pieces,
-                    style,
-                    self.crlf,
-                )?)
+                let mut array_text = String::new();
+                array_into(&mut array_text, array)?;
+                Some(array_text)
             }
             None => None,
         };
-        let frame_unchanged = self.source.frame_unchanged(i, conv);
-        match (spliced, &placed.array) {
-            (Some(array_text), Some(array)) if frame_unchanged => Ok(Cow::Owned(format!(
-                "{}{array_text}{}",
-                &text[span.start..array.start],
-                &text[array.end..span.end]
-            ))),
-            (spliced, _) => {
-                // A stage changed the system prompt, tools or other fields: the conversation is
-                // serialized, its message array still spliced in.
-                let mut value = self.write_conversation(conv, placed, label)?;
-                let key = if self.format == Format::Responses {
-                    "input"
-                } else {
-                    "messages"
-                };
-                let splice = match (&spliced, &mut value) {
-                    (Some(_), Value::Object(body)) if body.contains_key(key) => {
-                        body.insert(key.into(), Value::String(ARRAY_PLACEHOLDER.into()));
-                        true
-                    }
-                    _ => false,
-                };
-                let indent = scan::line_indent(text, span.start).unwrap_or("");
-                let written = serialize_at(&value, style, indent, self.crlf)?;
-                // The placeholder as JSON text (`Display` of a `Value` cannot fail).
-                let placeholder = Value::String(ARRAY_PLACEHOLDER.into()).to_string();
-                match spliced {
-                    Some(array_text) if splice && written.matches(&placeholder).count() == 1 => {
-                        Ok(Cow::Owned(written.replacen(&placeholder, &array_text, 1)))
-                    }
-                    _ if splice => {
-                        // The placeholder was not found once: serialize without splicing.
-                        let value = self.write_conversation(conv, placed, label)?;
-                        Ok(Cow::Owned(serialize_at(&value, style, indent, self.crlf)?))
-                    }
-                    _ => Ok(Cow::Owned(written)),
-                }
+        // A stage changed the system prompt, tools or other fields: the conversation is
+        // serialized, its message array still spliced in.
+        let mut value = self.write_conversation(conv, placed, label)?;
+        let key = if self.format == Format::Responses {
+            "input"
+        } else {
+            "messages"
+        };
+        let splice = match (&spliced, &mut value) {
+            (Some(_), Value::Object(body)) if body.contains_key(key) => {
+                body.insert(key.into(), Value::String(ARRAY_PLACEHOLDER.into()));
+                true
             }
-        }
+            _ => false,
+        };
+        let indent = scan::line_indent(text, span.start).unwrap_or("");
+        let written = serialize_at(&value, style, indent, self.crlf)?;
+        // The placeholder as JSON text (`Display` of a `Value` cannot fail).
+        let placeholder = Value::String(ARRAY_PLACEHOLDER.into()).to_string();
+        let whole = match spliced {
+            Some(array_text) if splice && written.matches(&placeholder).count() == 1 => {
+                written.replacen(&placeholder, &array_text, 1)
+            }
+            _ if splice => {
+                // The placeholder was not found once: serialize without splicing.
+                let value = self.write_conversation(conv, placed, label)?;
+                serialize_at(&value, style, indent, self.crlf)?
+            }
+            _ => written,
+        };
+        out.push_str(&whole);
+        Ok(())
     }
 
     /// Each message of a conversation as array elements: its original text when it is as read,
