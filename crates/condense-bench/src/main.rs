@@ -72,7 +72,7 @@ fn main() -> Result<()> {
             let sizes: Vec<(usize, Conversation)> = [1, 2, 4]
                 .map(|k| (k, generated_conversation(k * 1_000_000, &counter)))
                 .into();
-            scaling::table(&sizes, opts.runs.min(3))?;
+            scaling::table(&sizes, opts.runs.min(5))?;
             return Ok(());
         }
         // The generated sessions at 1x, 2x, 4x as request bodies in DIR, to profile the

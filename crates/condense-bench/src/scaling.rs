@@ -44,42 +44,53 @@ pub(crate) fn load(toml: &str) -> Result<LoadedPipeline> {
     LoadedPipeline::load(Pipeline::parse(toml, "bench", None)?).map_err(|e| anyhow!("{e}"))
 }
 
-/// The median time (ms) of `runs` first runs of `loaded` on `conv`, each on a fresh store that
-/// is closed before the clock stops (as a `condense compress` process does); the copy of the
-/// input handed to the run is made before the clock starts.
+/// The median time (ms) of `runs` first runs of `loaded` on `conv` ([`first_run_once`]).
 pub(crate) fn first_run_ms(
     loaded: &LoadedPipeline,
     conv: &Conversation,
     runs: usize,
 ) -> Result<f64> {
+    let mut times = (0..runs.max(1))
+        .map(|_| first_run_once(loaded, conv))
+        .collect::<Result<Vec<f64>>>()?;
+    Ok(median(&mut times))
+}
+
+fn median(times: &mut [f64]) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// The time (ms) of one first run of `loaded` on `conv`, on a fresh store that is closed
+/// before the clock stops (as a `condense compress` process does); the copy of the input
+/// handed to the run is made before the clock starts.
+fn first_run_once(loaded: &LoadedPipeline, conv: &Conversation) -> Result<f64> {
     let opts = RunOptions {
         now_ms: Some(LATE_MS),
         format: "anthropic".into(),
         ..Default::default()
     };
     let session = session_key(conv, "", None);
-    let mut times = Vec::new();
-    for _ in 0..runs.max(1) {
-        let dir = tempfile::tempdir()?;
-        let store = condense_store::Store::open(dir.path())?;
-        let input = conv.clone();
-        let t = Instant::now();
-        loaded
-            .run(input, &store, &session, &opts)
-            .map_err(|e| anyhow!("{e}"))?;
-        // Closing is part of the run: it checkpoints what the run's commit left in the log.
-        // Without it a run that writes less than SQLite's autocheckpoint (4 MB) would skip
-        // its checkpoint and one that writes more would pay it, a step between sizes that is
-        // not the stage's.
-        drop(store);
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    let dir = tempfile::tempdir()?;
+    let store = condense_store::Store::open(dir.path())?;
+    let input = conv.clone();
+    let t = Instant::now();
+    loaded
+        .run(input, &store, &session, &opts)
+        .map_err(|e| anyhow!("{e}"))?;
+    // Closing is part of the run: it checkpoints what the run's commit left in the log.
+    // Without it a run that writes less than SQLite's autocheckpoint (4 MB) would skip its
+    // checkpoint and one that writes more would pay it, a step between sizes that is not the
+    // stage's.
+    drop(store);
+    Ok(t.elapsed().as_secs_f64() * 1000.0)
 }
 
 /// Prints the scaling table: each pipeline at every size of `sizes` (1x, 2x, 4x), with the
 /// time ratio per doubling. Returns the worst ratio per doubling and its pipeline.
+///
+/// The sizes take turns, one run of each per round (`runs` rounds): a slow spell of the host
+/// (the bench shares its two cores) then falls on every size alike instead of on one.
 pub(crate) fn table(sizes: &[(usize, Conversation)], runs: usize) -> Result<(f64, String)> {
     println!("\n| stage, first run on a fresh store | 1x | 2x | 4x | 2x/1x | 4x/2x |");
     println!("|---|---|---|---|---|---|");
@@ -93,10 +104,13 @@ pub(crate) fn table(sizes: &[(usize, Conversation)], runs: usize) -> Result<(f64
             continue;
         }
         let loaded = load(&toml)?;
-        let times = sizes
-            .iter()
-            .map(|(_, c)| first_run_ms(&loaded, c, runs))
-            .collect::<Result<Vec<f64>>>()?;
+        let mut per_size: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+        for _ in 0..runs.max(1) {
+            for ((_, c), times) in sizes.iter().zip(&mut per_size) {
+                times.push(first_run_once(&loaded, c)?);
+            }
+        }
+        let times: Vec<f64> = per_size.iter_mut().map(|t| median(t)).collect();
         let ratios: Vec<f64> = times.windows(2).map(|w| w[1] / w[0]).collect();
         for r in &ratios {
             if *r > worst.0 {

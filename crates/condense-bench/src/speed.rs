@@ -289,7 +289,7 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
 
     // Scaling, in-process, every stage.
     let sizes = [(1, x1.clone()), (2, x2), (4, x4)];
-    let (worst, stage) = scaling::table(&sizes, runs.min(3))?;
+    let (worst, stage) = scaling::table(&sizes, runs.min(5))?;
     rows.push(Row {
         what: format!("each stage per doubling, up to 4x: worst ({stage})"),
         measured: format!("{worst:.2}x"),
