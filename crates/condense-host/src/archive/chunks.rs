@@ -52,13 +52,8 @@ impl<'m, 't> Draft<'m, 't> {
     /// This draft as segments of about `limit` bytes of originals each (see the
     /// [module docs](self)); itself when it is within the limit.
     pub(super) fn split(mut self, limit: usize) -> Vec<Draft<'m, 't>> {
-        let cost = |indices: &mut dyn Iterator<Item = usize>, messages: &[&Message]| -> usize {
-            indices
-                .filter_map(|i| messages.get(i))
-                .map(|m| approx_bytes(m))
-                .sum()
-        };
-        let total = cost(&mut (0..self.messages.len()), &self.messages);
+        let message_bytes = |i: usize| self.messages.get(i).map_or(0, |m| approx_bytes(m));
+        let total: usize = (0..self.messages.len()).map(message_bytes).sum();
         if total <= limit {
             return vec![self];
         }
@@ -83,14 +78,13 @@ impl<'m, 't> Draft<'m, 't> {
         let mut moved: HashMap<usize, usize> = HashMap::new();
         let mut bytes = 0;
         for (_, key, es) in keys {
-            let needed = cost(
-                &mut es
-                    .iter()
-                    .flat_map(originals_of)
-                    .copied()
-                    .filter(|i| !moved.contains_key(i)),
-                &self.messages,
-            );
+            // What this key adds to the segment being filled: its originals not already in it.
+            let needed: usize = es
+                .iter()
+                .flat_map(originals_of)
+                .filter(|i| !moved.contains_key(i))
+                .map(|&i| message_bytes(i))
+                .sum();
             if bytes > 0 && bytes + needed > limit {
                 out.push(std::mem::replace(&mut current, fresh(self.texts)));
                 moved.clear();
@@ -101,6 +95,8 @@ impl<'m, 't> Draft<'m, 't> {
                 .map(|e| {
                     reindex(e, |i| {
                         *moved.entry(i).or_insert_with(|| {
+                            bytes += message_bytes(i);
+                            // An entry names only indices `Draft::keep` returned.
                             current.messages.push(self.messages[i]);
                             current.messages.len() - 1
                         })
@@ -110,7 +106,6 @@ impl<'m, 't> Draft<'m, 't> {
             if es.iter().any(|e| matches!(e, Entry::Header)) {
                 current.header = self.header.take();
             }
-            bytes += needed;
             current.entries.entry(key).or_default().append(&mut es);
         }
         if !current.entries.is_empty() {
