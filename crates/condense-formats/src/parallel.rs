@@ -195,9 +195,7 @@ pub(crate) fn parse_scanning(
     quick: bool,
 ) -> (serde_json::Result<Value>, scan::Finder, Option<QuickList>) {
     let mut finder = scan::Finder::default();
-    if text.len() < crate::container::PARALLEL_FROM
-        || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
-    {
+    if text.len() < crate::container::PARALLEL_FROM || cores() < 2 {
         return (serde_json::from_str(text), finder, None);
     }
     finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
@@ -265,9 +263,11 @@ fn parse_elements(text: &str, spans: &[Range<usize>]) -> Option<Vec<Value>> {
     Some(out)
 }
 
-/// The cores to use.
+/// The cores to use, asked once per process: the answer reads cgroup files (a quarter of a
+/// millisecond), and `condense serve` reads a body at every request.
 fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Lists shorter than this are read on the calling thread: starting a thread costs about what
@@ -280,15 +280,15 @@ pub(crate) fn read_all<T: Send, R: Send>(
     ctx: &Ctx<'_>,
     read: impl Fn(T, usize, &Ctx<'_>) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
-    let threads = cores();
-    if threads < 2 || items.len() < PARALLEL_MIN_ITEMS {
+    // The count first: a short list never asks for the cores.
+    if items.len() < PARALLEL_MIN_ITEMS || cores() < 2 {
         return items
             .into_iter()
             .enumerate()
             .map(|(i, item)| read(item, i, ctx))
             .collect();
     }
-    let mut runs = split(items, threads);
+    let mut runs = split(items, cores());
     let first = runs.remove(0);
     let read = &read;
     let place = ctx.place();
