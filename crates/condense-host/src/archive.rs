@@ -40,12 +40,14 @@
 
 mod chunks;
 mod expand;
+mod pairing;
 mod read_index;
 mod runs;
 
 pub use expand::{
     expand, ExpandError, Expander, Expansion, Unresolved, UnresolvedKind, PLACEHOLDERS,
 };
+pub(crate) use pairing::Pairing;
 pub use read_index::ReadIndex;
 pub(crate) use runs::{record_run, KeyMemo};
 
@@ -241,21 +243,6 @@ impl<'m> Draft<'m, '_> {
     }
 }
 
-/// Each message's identity for matching a stage's input and output: its id and how many
-/// earlier messages share that id (a duplicated JSONL line repeats its id; both copies must be
-/// matched, not folded into one).
-fn identities(messages: &[Message]) -> Vec<(&str, usize)> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    messages
-        .iter()
-        .map(|m| {
-            let n = seen.entry(m.id.as_str()).or_insert(0);
-            *n += 1;
-            (m.id.as_str(), *n - 1)
-        })
-        .collect()
-}
-
 impl Serialize for Draft<'_, '_> {
     /// The fields of [`Segment`], in its order; `texts` left out when no original has its bytes
     /// (as `skip_serializing_if` would).
@@ -298,15 +285,18 @@ pub fn archive_stage(
     after: &Conversation,
     opts: ArchiveOptions<'_>,
 ) -> Result<usize, StoreError> {
-    archive_stage_named(store, session, before, after, opts).map(|(count, _)| count)
+    let pairing = Pairing::of(before, after);
+    archive_stage_named(store, session, before, after, &pairing, opts).map(|(count, _)| count)
 }
 
-/// [`archive_stage`], also giving the names of the segments written (for the run's record).
+/// [`archive_stage`], also giving the names of the segments written (for the run's record);
+/// `pairing` is [`Pairing::of`] the two conversations.
 pub(crate) fn archive_stage_named(
     store: &Store,
     session: &str,
     before: &Conversation,
     after: &Conversation,
+    pairing: &Pairing,
     opts: ArchiveOptions<'_>,
 ) -> Result<(usize, Vec<String>), StoreError> {
     let mut seg = Draft {
@@ -315,24 +305,13 @@ pub(crate) fn archive_stage_named(
     };
     seg.add_header(before, after)?;
 
-    let before_ids = identities(&before.messages);
-    let after_ids = identities(&after.messages);
-    let before_by_id: HashMap<(&str, usize), &Message> =
-        before_ids.iter().copied().zip(&before.messages).collect();
-    let after_pos: HashMap<(&str, usize), usize> = after_ids
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i))
-        .collect();
-
     // Changed messages.
-    for (m, id) in after.messages.iter().zip(&after_ids) {
-        if let Some(orig) = before_by_id.get(id) {
-            if *orig != m {
-                let original = seg.keep(orig);
-                seg.add(message_hash(m)?, Entry::Replace { original });
-            }
-        }
+    for (b, a) in pairing.changed_in_place() {
+        let original = seg.keep(&before.messages[b]);
+        seg.add(
+            message_hash(&after.messages[a])?,
+            Entry::Replace { original },
+        );
     }
 
     // Runs of removed messages, each anchored to the output message that follows it.
@@ -354,18 +333,13 @@ pub(crate) fn archive_stage_named(
         // message is shared with every other run of the session (one over the whole input
         // next to one resumed from an earlier output), a changed one only with runs that made
         // it, so expand never applies this run's insertion where another run's output stands.
-        let changed_before = last_kept.filter(|&i| {
-            before_by_id
-                .get(&after_ids[i])
-                .is_some_and(|orig| **orig != after.messages[i])
-        });
-        if let Some(i) = changed_before {
+        if let Some(i) = last_kept.filter(|&i| pairing.changed[i]) {
             seg.add(
                 message_hash(&after.messages[i])?,
                 Entry::InsertAfter { originals },
             );
         } else if let Some(anchor) = after.messages.get(next) {
-            if before_by_id.contains_key(&after_ids[next]) {
+            if pairing.before_of[next].is_some() {
                 seg.add(message_hash(anchor)?, Entry::InsertBefore { originals });
             } else {
                 anchored.insert(next);
@@ -376,11 +350,11 @@ pub(crate) fn archive_stage_named(
         }
         Ok(())
     };
-    for (m, id) in before.messages.iter().zip(&before_ids) {
-        match after_pos.get(id) {
-            Some(&pos) => {
+    for (m, kept_at) in before.messages.iter().zip(&pairing.after_of) {
+        match kept_at {
+            Some(pos) => {
                 flush(&mut seg, &mut run, last_kept, &mut anchored_new)?;
-                last_kept = Some(pos);
+                last_kept = Some(*pos);
             }
             None => {
                 let i = seg.keep(m);
@@ -391,8 +365,8 @@ pub(crate) fn archive_stage_named(
     flush(&mut seg, &mut run, last_kept, &mut anchored_new)?;
 
     // New messages that stand for nothing.
-    for (i, (m, id)) in after.messages.iter().zip(&after_ids).enumerate() {
-        if !before_by_id.contains_key(id) && !anchored_new.contains(&i) {
+    for (i, m) in after.messages.iter().enumerate() {
+        if pairing.before_of[i].is_none() && !anchored_new.contains(&i) {
             seg.add(message_hash(m)?, Entry::Remove);
         }
     }
@@ -433,7 +407,8 @@ fn archive_reread(
             format,
             texts: None,
         };
-        return archive_stage_named(store, session, produced, reread, opts);
+        let pairing = Pairing::of(produced, reread);
+        return archive_stage_named(store, session, produced, reread, &pairing, opts);
     }
     let mut seg = Draft::default();
     seg.add_header(produced, reread)?;

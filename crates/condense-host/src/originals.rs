@@ -16,7 +16,7 @@
 //! Messages are matched by id within a run, by content hash across runs. A summary message (one
 //! that stands for a span) is not unfolded: it reaches the summarizer as an earlier summary.
 
-use crate::archive::Rewrites;
+use crate::archive::{Pairing, Rewrites};
 use condense_model::{Conversation, Message};
 use condense_store::Store;
 use std::collections::HashMap;
@@ -33,31 +33,26 @@ pub(crate) struct Originals {
 
 impl Originals {
     /// Records the messages of `before` that a stage changed in place in `after` (same id, other
-    /// content), keeping the first version seen.
-    pub(crate) fn record(&mut self, before: &Conversation, after: &Conversation) {
-        let before_by_id: HashMap<&str, &Message> =
-            before.messages.iter().map(|m| (m.id.as_str(), m)).collect();
-        for m in &after.messages {
-            if self.by_id.contains_key(&m.id) {
-                continue;
-            }
-            if let Some(orig) = before_by_id.get(m.id.as_str()) {
-                if *orig != m {
-                    self.by_id.insert(m.id.clone(), (*orig).clone());
-                }
+    /// content: `pairing` says which), keeping the first version seen.
+    pub(crate) fn record(
+        &mut self,
+        before: &Conversation,
+        after: &Conversation,
+        pairing: &Pairing,
+    ) {
+        for (b, a) in pairing.changed_in_place() {
+            let id = &after.messages[a].id;
+            if !self.by_id.contains_key(id) {
+                self.by_id.insert(id.clone(), before.messages[b].clone());
             }
         }
     }
 
     /// Forgets the originals of the messages a stage changed without archiving (secret
     /// redaction): from now on their current version is their original for the summarizer.
-    pub(crate) fn forget_changed(&mut self, before: &Conversation, after: &Conversation) {
-        let after_by_id: HashMap<&str, &Message> =
-            after.messages.iter().map(|m| (m.id.as_str(), m)).collect();
-        for m in &before.messages {
-            if after_by_id.get(m.id.as_str()).is_some_and(|a| *a != m) {
-                self.by_id.remove(&m.id);
-            }
+    pub(crate) fn forget_changed(&mut self, after: &Conversation, pairing: &Pairing) {
+        for (_, a) in pairing.changed_in_place() {
+            self.by_id.remove(&after.messages[a].id);
         }
     }
 
@@ -107,8 +102,8 @@ mod tests {
         let a = conv(vec![msg("1", "original"), msg("2", "same")]);
         let b = conv(vec![msg("1", "truncated"), msg("2", "same")]);
         let c = conv(vec![msg("1", "cleared"), msg("2", "same")]);
-        o.record(&a, &b);
-        o.record(&b, &c);
+        o.record(&a, &b, &Pairing::of(&a, &b));
+        o.record(&b, &c, &Pairing::of(&b, &c));
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut span = c.messages.clone();

@@ -1,6 +1,6 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
-use crate::archive::{archive_stage_named, ArchiveOptions, KeyMemo, OriginalTexts};
+use crate::archive::{archive_stage_named, ArchiveOptions, KeyMemo, OriginalTexts, Pairing};
 use crate::discover::{find_plugin, search_dirs, FindError};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
@@ -481,6 +481,7 @@ impl LoadedPipeline {
                 let report = with_host_notes(report);
                 let mut after = current_tokens;
                 if let Some((conversation, count, violations)) = changed {
+                    let pairing = Pairing::of(&state.current, &conversation);
                     if report.archive_removed {
                         let archive = ArchiveOptions {
                             format: Some(opts.format.as_str()),
@@ -491,6 +492,7 @@ impl LoadedPipeline {
                             session,
                             &state.current,
                             &conversation,
+                            &pairing,
                             archive,
                         )?;
                         state.segments.extend(segment);
@@ -499,6 +501,7 @@ impl LoadedPipeline {
                         &mut state.services,
                         &state.current,
                         &conversation,
+                        &pairing,
                         report.archive_removed,
                     );
                     after = count.total;

@@ -12,6 +12,7 @@
 //! every slot saved before the run and replaces it (a stage that runs twice in one run, as in
 //! the recovery chain, still sees what it saved earlier in the run).
 
+use crate::archive::Pairing;
 use crate::originals::Originals;
 use crate::pipeline::{Pipeline, StageSpec};
 use condense_abi::Host;
@@ -201,12 +202,13 @@ pub(crate) fn record_rewrites(
     run: &mut RunServices,
     before: &Conversation,
     after: &Conversation,
+    pairing: &Pairing,
     archived: bool,
 ) {
     if archived {
-        run.originals.record(before, after);
+        run.originals.record(before, after, pairing);
     } else {
-        run.originals.forget_changed(before, after);
+        run.originals.forget_changed(after, pairing);
     }
 }
 
