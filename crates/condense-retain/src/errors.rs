@@ -28,11 +28,24 @@
 use condense_formats::openhands::failed_exit;
 use condense_model::{Block, Content, RawJson, ToolResult};
 use condense_text::prefix_chars;
+use memchr::memmem;
+use std::sync::LazyLock;
 
 /// Characters kept of an error line.
 pub const ERROR_LINE_CHARS: usize = 200;
 
 const TRACEBACK: &str = "Traceback (most recent call last):";
+
+/// [`TRACEBACK`]'s searcher: every tool result of a session is searched for it, and std's
+/// `str::contains` checks a needle this long (over 32 bytes) a byte at a time, where memchr's
+/// searcher is vectorized (2.4% of a first run at 1M tokens went to the search).
+static TRACEBACK_SEARCH: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(TRACEBACK));
+
+/// Where [`TRACEBACK`] first occurs in `text`.
+fn find_traceback(text: &str) -> Option<usize> {
+    TRACEBACK_SEARCH.find(text.as_bytes())
+}
 
 const ERROR_WORDS: [&str; 21] = [
     "error",
@@ -160,7 +173,7 @@ pub fn is_error_result(result: &ToolResult, envelope: &RawJson) -> bool {
     result.is_error == Some(true)
         || failed_exit(envelope)
         || any_piece(&result.content, &mut |p| {
-            p.contains(TRACEBACK) || nonzero_exit(p)
+            find_traceback(p).is_some() || nonzero_exit(p)
         })
 }
 
@@ -189,7 +202,7 @@ pub fn error_line(result: &ToolResult, envelope: &RawJson) -> Option<String> {
 pub fn meaningful_line(text: &str) -> Option<String> {
     let cleaned = strip_wrappers(without_exec_header(text));
     let lines = || cleaned.split('\n').map(str::trim).filter(|l| !l.is_empty());
-    let exception = cleaned.find(TRACEBACK).and_then(|at| {
+    let exception = find_traceback(&cleaned).and_then(|at| {
         let after = &cleaned[at..];
         after
             .split('\n')
