@@ -38,9 +38,9 @@ struct Log {
     /// Each request with its body's exact bytes (`Received::body` is lossy text), in the order
     /// their bodies were read whole.
     requests: Vec<(Received, Vec<u8>)>,
-    /// In the order the requests' heads arrived: each one's index in `requests` once its body
-    /// is in.
-    heads: Vec<Option<usize>>,
+    /// In the order the upstream accepted their connections: each one's index in `requests`
+    /// once its body is in.
+    accepted: Vec<Option<usize>>,
 }
 
 impl Upstream {
@@ -54,18 +54,28 @@ impl Upstream {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
+                // Numbered here, on the one accepting thread: the kernel queues connections in
+                // the order their handshakes completed, whichever thread then runs first.
+                let slot = {
+                    let mut log = rec.lock().unwrap();
+                    log.accepted.push(None);
+                    log.accepted.len() - 1
+                };
                 let (rec, answer) = (Arc::clone(&rec), Arc::clone(&answer));
-                std::thread::spawn(move || serve_one(stream, &rec, answer.as_ref()));
+                std::thread::spawn(move || serve_one(stream, slot, &rec, answer.as_ref()));
             }
         });
         Upstream { url, received }
     }
 
-    /// The requests in the order the upstream began to receive them (their heads), which a
-    /// large body read after a small later one does not change.
+    /// The requests in the order their connections reached the upstream, which a large body
+    /// read after a small later one does not change. The proxy opens a connection only once it
+    /// holds the session's turn (it keeps it until the body is handed over), so for one
+    /// session this is the order it sent them in. The order in which the fake's threads then
+    /// read the heads is the scheduler's: a loaded machine ran the later one's first.
     pub fn in_arrival_order(&self) -> Vec<Received> {
         let log = self.received.lock().unwrap();
-        log.heads
+        log.accepted
             .iter()
             .filter_map(|i| i.map(|i| log.requests[i].0.clone()))
             .collect()
@@ -85,6 +95,7 @@ impl Upstream {
 
 fn serve_one(
     mut stream: TcpStream,
+    slot: usize,
     rec: &Mutex<Log>,
     answer: &(dyn Fn(&Received, usize) -> Reply + Send + Sync),
 ) {
@@ -92,11 +103,6 @@ fn serve_one(
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let Some((line, headers)) = read_head(&mut reader) else {
         return;
-    };
-    let head = {
-        let mut log = rec.lock().unwrap();
-        log.heads.push(None);
-        log.heads.len() - 1
     };
     let len = header(&headers, "content-length").map_or(0, |v| v.parse().unwrap_or(0));
     let mut raw = vec![0; len];
@@ -112,7 +118,7 @@ fn serve_one(
         let mut log = rec.lock().unwrap();
         log.requests.push((request.clone(), raw));
         let n = log.requests.len() - 1;
-        log.heads[head] = Some(n);
+        log.accepted[slot] = Some(n);
         n
     };
     match answer(&request, n) {
