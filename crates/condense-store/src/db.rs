@@ -94,6 +94,30 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// A write-ahead log up to this size is left for the next connection rather than checkpointed
+/// when the last connection closes ([`keep_small_log`]).
+pub const KEEP_LOG_UP_TO: u64 = 1 << 20;
+
+/// Called just before `conn` closes. SQLite's last connection to close copies the log into the
+/// database and deletes it: two fsyncs and a copy, about 5 ms of the 35 ms a resumed turn on a
+/// 1M-token session takes, for a log of 112 KB. A log up to [`KEEP_LOG_UP_TO`] is left instead:
+/// the next connection reads it back (its index is rebuilt from the frames), which for that
+/// size costs well under a millisecond, and the process that finds it larger checkpoints as
+/// before, so the log never grows past about that size plus one run's writes. Leaving the log
+/// is what a killed process does anyway: crash safety is unchanged.
+pub fn keep_small_log(conn: &Connection, db_path: &Path) {
+    let mut log = db_path.as_os_str().to_owned();
+    log.push("-wal");
+    let small = std::fs::metadata(&log).is_ok_and(|m| m.len() <= KEEP_LOG_UP_TO);
+    if small {
+        // Best effort: if SQLite refuses, it checkpoints on close as it always did.
+        let _ = conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        );
+    }
+}
+
 /// The schema version of the database (0: new).
 pub fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))

@@ -69,6 +69,40 @@ pub(crate) fn wal_len(root: &Path) -> u64 {
     fs::metadata(root.join("store.db-wal")).map_or(0, |m| m.len())
 }
 
+/// The last connection to close leaves a small log for the next one (no checkpoint, which is
+/// two fsyncs); a larger one is copied into the database and removed, as SQLite does.
+#[test]
+fn a_small_log_is_left_at_close_and_a_large_one_checkpointed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let small = store.put(b"a small blob").unwrap();
+    drop(store);
+    let left = wal_len(dir.path());
+    assert!(left > 0 && left <= db::KEEP_LOG_UP_TO, "{left}");
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.get(&small).unwrap().as_deref(),
+        Some(&b"a small blob"[..]),
+        "read from the log left"
+    );
+    let large = bytes(2 * db::KEEP_LOG_UP_TO as usize, 7);
+    let key = store.put(&large).unwrap();
+    let other = store.clone();
+    drop(store);
+    assert!(
+        wal_len(dir.path()) > db::KEEP_LOG_UP_TO,
+        "a clone keeps it open"
+    );
+    drop(other);
+    assert_eq!(wal_len(dir.path()), 0, "checkpointed and removed");
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.get(&key).unwrap().as_deref(), Some(&large[..]));
+    assert_eq!(
+        store.get(&small).unwrap().as_deref(),
+        Some(&b"a small blob"[..])
+    );
+}
+
 #[test]
 fn unchanged_state_and_records_are_not_rewritten() {
     let dir = tempfile::tempdir().unwrap();

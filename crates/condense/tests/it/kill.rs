@@ -141,7 +141,7 @@ fn expand_with_a_wrong_or_damaged_store_fails_in_one_line() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     c.expand_fails(&other.path().join("s"), "wrong");
 
-    // A record deleted, a record cut in half, the database file cut in half.
+    // A record deleted, a record cut in half, the database file cut in half, its log cut in half.
     let deleted = c.dir.path().join("deleted");
     copy_dir(&store, &deleted);
     let (namespace, name, _) = &records(&deleted)[0];
@@ -162,11 +162,26 @@ fn expand_with_a_wrong_or_damaged_store_fails_in_one_line() {
     c.expand_fails(&cut, "cut");
     let broken = c.dir.path().join("broken");
     copy_dir(&store, &broken);
+    // The database file cut in half, once it holds the records: a small store is mostly in
+    // the log its runs leave, which SQLite reads first. A write of more than the log kept
+    // (1 MiB) makes the close copy the log into the file.
+    let filler: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    condense_store::Store::open(&broken).unwrap().put(&filler).unwrap();
+    assert!(!broken.join("store.db-wal").exists(), "checkpointed at close");
     let db = broken.join(condense_store::DB_FILE);
     let bytes = std::fs::read(&db).unwrap();
     std::fs::write(&db, &bytes[..bytes.len() / 2]).unwrap();
     let line = c.expand_fails(&broken, "broken");
     assert!(line.contains(&db.display().to_string()), "{line}");
+    // The log a run leaves beside the database (a small store is mostly in it) cut in half:
+    // the run's commit is gone, and what it archived with it.
+    let cut_log = c.dir.path().join("cut-log");
+    copy_dir(&store, &cut_log);
+    let log = cut_log.join("store.db-wal");
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..bytes.len() / 2]).unwrap();
+    let line = c.expand_fails(&cut_log, "cut-log");
+    assert!(line.contains("not restored"), "{line}");
 
     // --partial allows it explicitly: what can be restored is written.
     let back = c.path("back-partial.jsonl");
