@@ -4,7 +4,8 @@
 //!
 //! - `profile-rerun PLUGIN[,PLUGIN...]`: that pipeline (default configs) rerun on the 1M-token
 //!   conversation with the same store, 100 times;
-//! - `profile-first PLUGIN[,...]`: the same, each run on a fresh store, 10 times;
+//! - `profile-first PLUGIN[,...]`: the same, each run on a fresh store with the token counts
+//!   forgotten (as a new process starts), 10 times;
 //! - `profile-warm`: the warm count of the 1M-token conversation, 2,000 times;
 //! - `profile-boundary [noop|read|echo]`: only that test-faulty stage, 300 times;
 //! - `profile-count [FILE]`: cold counts of FILE (by default the shipped Claude Code session),
@@ -58,6 +59,10 @@ fn pipeline(plugins: Option<&str>, fresh: bool) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let run = |at: &std::path::Path| -> Result<()> {
         let store = condense_store::Store::open(at)?;
+        if fresh {
+            // A first run counts cold, as a new process does.
+            loaded.counter.clear_cache();
+        }
         loaded
             .run(big.clone(), &store, &session, &opts)
             .map_err(|e| anyhow::anyhow!("{e}"))?;

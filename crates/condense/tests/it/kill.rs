@@ -166,8 +166,14 @@ fn expand_with_a_wrong_or_damaged_store_fails_in_one_line() {
     // the log its runs leave, which SQLite reads first. A write of more than the log kept
     // (1 MiB) makes the close copy the log into the file.
     let filler: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
-    condense_store::Store::open(&broken).unwrap().put(&filler).unwrap();
-    assert!(!broken.join("store.db-wal").exists(), "checkpointed at close");
+    condense_store::Store::open(&broken)
+        .unwrap()
+        .put(&filler)
+        .unwrap();
+    assert!(
+        !broken.join("store.db-wal").exists(),
+        "checkpointed at close"
+    );
     let db = broken.join(condense_store::DB_FILE);
     let bytes = std::fs::read(&db).unwrap();
     std::fs::write(&db, &bytes[..bytes.len() / 2]).unwrap();
