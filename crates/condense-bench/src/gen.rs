@@ -58,6 +58,26 @@ pub(crate) fn generated_conversation(target_tokens: usize, counter: &TokenCounte
     conv
 }
 
+/// `from` grown by one turn, then by another, `turns` times, as an agent's requests grow: the
+/// first element has one turn more than `from`, the last `turns` more. The turns continue the
+/// generated session's (`from` is one of [`generated_conversation`]'s), their ids the
+/// synthetic `#n` of the input's messages.
+pub(crate) fn grown_turn_by_turn(from: &Conversation, turns: usize) -> Vec<Conversation> {
+    let next = from.messages.len() / 3;
+    let mut grown: Vec<Conversation> = Vec::with_capacity(turns);
+    for k in 0..turns {
+        let mut c = grown.last().unwrap_or(from).clone();
+        let at = c.messages.len();
+        c.messages
+            .extend(turn(next + k).into_iter().enumerate().map(|(j, mut m)| {
+                m.id = format!("#{}", at + j);
+                m
+            }));
+        grown.push(c);
+    }
+    grown
+}
+
 /// Turn `i` of the generated session: the user's ask, the assistant's tool call, its result.
 pub(crate) fn turn(i: usize) -> [Message; 3] {
     let code: String = (0..(20 + i % 180))

@@ -83,6 +83,13 @@ fn main() -> Result<()> {
             for k in [1, 2, 4] {
                 let conv = generated_conversation(k * 1_000_000, &counter);
                 std::fs::write(dir.join(format!("x{k}.json")), gen::anthropic_file(&conv)?)?;
+                if k == 1 {
+                    // The session a turn further each time, as the bench's appended turns.
+                    for (n, grown) in gen::grown_turn_by_turn(&conv, 12).iter().enumerate() {
+                        let name = format!("x1-plus-{}.json", n + 1);
+                        std::fs::write(dir.join(name), gen::anthropic_file(grown)?)?;
+                    }
+                }
             }
             let mut tiny = Conversation::default();
             tiny.messages.extend(gen::turn(0));

@@ -2,7 +2,7 @@
 //! of a new `condense compress` process, start-up, scaling per stage, peak memory, and (with
 //! `--peers`) Python tiktoken and LangChain side by side. Ends with one table of the ratios.
 
-use crate::gen::{anthropic_file, generated_conversation, median_ms, turn};
+use crate::gen::{self, anthropic_file, generated_conversation, median_ms, turn};
 use crate::process::{self, condense, Finished};
 use crate::scaling;
 use anyhow::{Context, Result};
@@ -148,28 +148,14 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
     let mut tiny = Conversation::default();
     tiny.messages.extend(turn(0));
     let (ft, bt) = files.write("tiny.json", &tiny)?;
-    // The session a turn further each time, as an agent's requests grow (synthetic `#n` ids
-    // continue the input's).
-    let next = x1.messages.len() / 3;
-    let grown = |from: &Conversation, k: usize| {
-        let mut c = from.clone();
-        let at = c.messages.len();
-        c.messages
-            .extend(turn(next + k).into_iter().enumerate().map(|(j, mut m)| {
-                m.id = format!("#{}", at + j);
-                m
-            }));
-        c
-    };
-    let plus = grown(&x1, 0);
+    let mut grown = gen::grown_turn_by_turn(&x1, SUCCESSIVE_TURNS + 1).into_iter();
+    let plus = grown.next().context("no appended turn")?;
     let (fp, _) = files.write("x1-plus-one-turn.json", &plus)?;
     let mut successive = Vec::new();
-    let mut last = plus;
-    for k in 1..=SUCCESSIVE_TURNS {
-        last = grown(&last, k);
+    for (k, grown) in grown.enumerate() {
         successive.push(
             files
-                .write(&format!("x1-plus-{}-turns.json", k + 1), &last)?
+                .write(&format!("x1-plus-{}-turns.json", k + 2), &grown)?
                 .0,
         );
     }
