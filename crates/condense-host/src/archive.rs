@@ -49,6 +49,7 @@ pub use expand::{
 };
 pub(crate) use pairing::Pairing;
 pub use read_index::ReadIndex;
+pub use runs::ArchivedRun;
 pub(crate) use runs::{record_run, KeyMemo};
 
 use condense_model::fingerprint::Fingerprinter;
@@ -378,27 +379,46 @@ pub(crate) fn archive_stage_named(
 /// from the file with another id or a filled-in wrapper line. Keyed by the re-read form, each
 /// such message expands to the one the pipeline produced, so `expand` works from the file.
 /// `run` is the run's record ([`crate::RunResult::archive_run`]): when something is archived,
-/// a record of this step goes on from it, with the re-read output.
+/// a record of this step goes on from it, with the re-read output (whose messages that read
+/// back unchanged take their keys from `run`, not hashed again).
 pub fn archive_written(
     store: &Store,
     session: &str,
     produced: &Conversation,
     reread: &Conversation,
-    run: Option<&str>,
+    run: Option<&ArchivedRun>,
 ) -> Result<usize, StoreError> {
-    let (count, segments) = archive_reread(store, session, produced, reread)?;
+    let Reread {
+        count,
+        segments,
+        keys,
+    } = archive_reread(store, session, produced, reread, run)?;
     if !segments.is_empty() {
-        record_run(store, session, run, segments, reread, None)?;
+        let parent = run.map(ArchivedRun::name);
+        match keys {
+            Some(keys) => runs::record_run_keyed(store, session, parent, segments, keys)?,
+            None => record_run(store, session, parent, segments, reread, None)?,
+        };
     }
     Ok(count)
 }
 
+/// What [`archive_reread`] wrote: its entries and segments, and the re-read output's keys when
+/// they came out of the comparison.
+struct Reread {
+    count: usize,
+    segments: Vec<String>,
+    keys: Option<Vec<String>>,
+}
+
+/// Archives what reads back differently.
 fn archive_reread(
     store: &Store,
     session: &str,
     produced: &Conversation,
     reread: &Conversation,
-) -> Result<(usize, Vec<String>), StoreError> {
+    run: Option<&ArchivedRun>,
+) -> Result<Reread, StoreError> {
     // The format the run was read with (recorded by the run just before), for the index.
     let read_as = recorded_read_as(store, session)?;
     let format = read_as.as_ref().map(|r| r.format.as_str());
@@ -408,26 +428,45 @@ fn archive_reread(
             texts: None,
         };
         let pairing = Pairing::of(produced, reread);
-        return archive_stage_named(store, session, produced, reread, &pairing, opts);
+        let (count, segments) =
+            archive_stage_named(store, session, produced, reread, &pairing, opts)?;
+        return Ok(Reread {
+            count,
+            segments,
+            keys: None,
+        });
     }
+    // The produced output's keys, when `run` recorded exactly this output.
+    let produced_keys = run.filter(|r| r.outputs() == produced.messages.len());
+    let mut keys = Vec::with_capacity(reread.messages.len());
     let mut seg = Draft::default();
     seg.add_header(produced, reread)?;
     // Positional: synthetic `#n` ids renumber when a stage removed messages, but the hash
     // leaves them out, so only messages that really read back differently get an entry.
-    for (p, r) in produced.messages.iter().zip(&reread.messages) {
+    for (i, (p, r)) in produced.messages.iter().zip(&reread.messages).enumerate() {
         // Nearly every message reads back as produced: equal messages hash equal, and so do
         // messages that differ only in their synthetic ids (the hash leaves those out; a run
         // resumed from an earlier output keeps the ids its messages were first read with).
         if p == r || same_but_synthetic_id(p, r) {
+            match produced_keys.and_then(|run| run.key(i)) {
+                Some(key) => keys.push(key.to_string()),
+                None => keys.push(message_hash(r)?),
+            }
             continue;
         }
         let key = message_hash(r)?;
         if message_hash(p)? != key {
             let original = seg.keep(p);
-            seg.add(key, Entry::Replace { original });
+            seg.add(key.clone(), Entry::Replace { original });
         }
+        keys.push(key);
     }
-    write_segments(store, session, seg, format)
+    let (count, segments) = write_segments(store, session, seg, format)?;
+    Ok(Reread {
+        count,
+        segments,
+        keys: Some(keys),
+    })
 }
 
 /// Whether two messages differ at most in their synthetic `#n` ids ([`message_hash`] leaves

@@ -157,7 +157,7 @@ pub struct RunResult {
     /// The run's record in the archive ([`crate::archive::record_run`]): pass it to
     /// [`crate::archive::archive_written`] with the output as it reads back.
     #[serde(skip)]
-    pub archive_run: String,
+    pub archive_run: crate::archive::ArchivedRun,
     pub stages: Vec<StageRun>,
 }
 

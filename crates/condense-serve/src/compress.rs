@@ -117,7 +117,7 @@ fn archive_as_written(
     out: &[u8],
     store: &Store,
     session: &str,
-    run: &str,
+    run: &condense_host::archive::ArchivedRun,
 ) -> Result<(), String> {
     let opts = ReadOptions {
         format: Some(doc.format()),

@@ -96,9 +96,34 @@ impl KeyMemo {
     }
 }
 
+/// A run's record as written ([`record_run`]): its name, and the archive key of each message
+/// of the output it names, which a record of the same output as it reads back shares wherever
+/// a message reads back unchanged ([`super::archive_written`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchivedRun {
+    pub(super) name: String,
+    pub(super) keys: Vec<String>,
+}
+
+impl ArchivedRun {
+    /// The record's name, to pass on as a later run's parent.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The archive key of output message `i`.
+    pub(super) fn key(&self, i: usize) -> Option<&str> {
+        self.keys.get(i).map(String::as_str)
+    }
+
+    pub(super) fn outputs(&self) -> usize {
+        self.keys.len()
+    }
+}
+
 /// Records a run of `session` that wrote `segments` and made `output` from the output of
-/// `parent` (or from the input); returns the record's name, to pass on as a later run's parent.
-/// `memo`: the keys a long-lived pipeline remembers ([`KeyMemo`]).
+/// `parent` (or from the input). `memo`: the keys a long-lived pipeline remembers
+/// ([`KeyMemo`]).
 pub(crate) fn record_run(
     store: &Store,
     session: &str,
@@ -106,7 +131,7 @@ pub(crate) fn record_run(
     segments: Vec<String>,
     output: &Conversation,
     memo: Option<&KeyMemo>,
-) -> Result<String, StoreError> {
+) -> Result<ArchivedRun, StoreError> {
     let keys = match memo {
         Some(memo) => memo.keys(&output.messages)?,
         None => output
@@ -115,6 +140,17 @@ pub(crate) fn record_run(
             .map(message_hash)
             .collect::<Result<Vec<_>, _>>()?,
     };
+    record_run_keyed(store, session, parent, segments, keys)
+}
+
+/// [`record_run`] with the output's keys already known.
+pub(super) fn record_run_keyed(
+    store: &Store,
+    session: &str,
+    parent: Option<&str>,
+    segments: Vec<String>,
+    keys: Vec<String>,
+) -> Result<ArchivedRun, StoreError> {
     let mut h = Fingerprinter::new();
     for key in &keys {
         h.write(key.as_bytes());
@@ -130,7 +166,7 @@ pub(crate) fn record_run(
     let bytes = encode("a run record", &record)?;
     let name = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
     store.record_put(&format!("{RUNS_PREFIX}{session}"), &name, &bytes)?;
-    Ok(name)
+    Ok(ArchivedRun { name, keys })
 }
 
 /// The names of the segments of the history that made `conv` (see the [module docs](self)),

@@ -426,3 +426,53 @@ fn a_large_stage_run_splits_into_segments_that_read_back_exactly() {
     assert_eq!(back, before);
     assert!(expansion.unresolved.is_empty());
 }
+
+/// Archiving how the output reads back takes the keys of the messages that read back unchanged
+/// from the run's own record instead of hashing them again: the record it writes is the one
+/// hashing every message writes, name for name, and the re-read file still expands exactly.
+#[test]
+fn a_reread_record_shares_the_keys_of_what_reads_back_unchanged() {
+    let produced = conv(vec![
+        text("#0", Role::User, "go"),
+        text(
+            "collapse-#0",
+            Role::User,
+            "[condense: summary of 2 earlier messages]\nwork",
+        ),
+        result("#2", "t1", "output"),
+        text("#3", Role::Assistant, "done"),
+    ]);
+    // The summary's id is not written by the format: it reads back with a synthetic one.
+    let mut reread = produced.clone();
+    reread.messages[1].id = "#1".into();
+    let records = |with_keys: bool| {
+        let (dir, store) = store();
+        let run = record_run(&store, "s", None, Vec::new(), &produced, None).unwrap();
+        assert_eq!(run.outputs(), 4);
+        let given = if with_keys {
+            run.clone()
+        } else {
+            // The same record without its keys: every message hashed.
+            ArchivedRun {
+                name: run.name().to_string(),
+                keys: Vec::new(),
+            }
+        };
+        let archived = archive_written(&store, "s", &produced, &reread, Some(&given)).unwrap();
+        assert_eq!(archived, 1, "only the summary reads back differently");
+        let mut back = reread.clone();
+        expand(&store, "s", &mut back).unwrap();
+        assert_eq!(back, produced);
+        let names: Vec<String> = store
+            .records(&format!("{RUNS_PREFIX}s"))
+            .unwrap()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        drop(dir);
+        names
+    };
+    let shared = records(true);
+    assert_eq!(shared.len(), 2, "the run and its re-read step");
+    assert_eq!(shared, records(false));
+}

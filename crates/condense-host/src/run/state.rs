@@ -126,7 +126,7 @@ pub(super) fn save_point(
             session,
             &settings,
             &hash,
-            &result.archive_run,
+            result.archive_run.name(),
             &result.conversation,
             memory,
         )?;
