@@ -245,6 +245,15 @@ impl Document {
         self.source.original_text(conv, message)
     }
 
+    /// The fingerprint ([`condense_model::fingerprint::fingerprint`]) of each message of
+    /// conversation `conv` as read, in order: made once per document (the writer matches
+    /// messages to their texts by them), for a caller that would otherwise hash the input's
+    /// messages again. `None` for a conversation the document does not hold.
+    pub fn message_fingerprints(&self, conv: usize) -> Option<&[u128]> {
+        self.source.finish(&self.conversations);
+        self.source.message_fingerprints(conv)
+    }
+
     /// Makes [`Document::write`] emit `text` for a message of conversation `conv` value-equal
     /// to `message` (the archive kept it; expand restores it). Texts set for value-equal
     /// messages are used in the order set, before the file's own. A text that cannot stand in

@@ -85,6 +85,8 @@ pub(crate) struct ConvPrints {
     by_fp: HashMap<Fp, Vec<usize>>,
     /// Units of one message by the message's id (the first one read with that id).
     by_id: HashMap<String, usize>,
+    /// Each message's fingerprint, in order.
+    each: Vec<Fp>,
 }
 
 /// The text of one message (or of a few written together) as read.
@@ -144,6 +146,12 @@ impl Source {
         })
     }
 
+    /// The fingerprint of each message of conversation `i` as read (`None` before
+    /// [`Source::finish`]).
+    pub fn message_fingerprints(&self, i: usize) -> Option<&[Fp]> {
+        self.prints(i).map(|p| p.each.as_slice())
+    }
+
     /// Whether conversation `i`'s system prompt, tools and other fields are as read.
     pub fn frame_unchanged(&self, i: usize, conv: &Conversation) -> bool {
         self.prints(i).is_some_and(|p| p.frame == frame(conv))
@@ -191,6 +199,7 @@ impl ConvPrints {
             frame,
             by_fp: HashMap::new(),
             by_id: HashMap::new(),
+            each: Vec::new(),
         };
         for (i, unit) in units.iter().enumerate() {
             let range = unit.first..unit.first + unit.count;
@@ -207,6 +216,7 @@ impl ConvPrints {
                 prints.by_id.entry(one.id.clone()).or_insert(i);
             }
         }
+        prints.each = fps;
         prints
     }
 }

@@ -30,7 +30,7 @@ mod summaries;
 pub use archive::{expand, ExpandError, Expansion, ReadAs, ReadIndex};
 pub use pipeline::{OnError, Pipeline, PipelineError, StageSpec};
 pub use resume::Resumed;
-pub use run::{HostError, LoadedPipeline, RunOptions, RunResult, StageRun};
+pub use run::{HostError, LoadedPipeline, ReadFrom, RunOptions, RunResult, StageRun};
 pub use services::StateMode;
 
 use condense_model::Conversation;

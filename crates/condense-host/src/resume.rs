@@ -111,7 +111,10 @@ fn fingerprint(m: &Message) -> u128 {
 }
 
 impl InputHash {
-    fn of(conv: &Conversation, point_inputs: Option<usize>) -> InputHash {
+    /// `given`: each message's [`fingerprint`] when the reader made them (used only when there
+    /// is one per message).
+    fn of(conv: &Conversation, given: Option<&[u128]>, point_inputs: Option<usize>) -> InputHash {
+        let given = given.filter(|g| g.len() == conv.messages.len());
         let mut h = Fingerprinter::new();
         (&conv.system, &conv.tools).hash(&mut h);
         let mut at_point = None;
@@ -120,7 +123,10 @@ impl InputHash {
             if point_inputs == Some(i) {
                 at_point = Some(hex(&h));
             }
-            let own = fingerprint(m);
+            let own = match given {
+                Some(given) => given[i],
+                None => fingerprint(m),
+            };
             h.write(&own.to_le_bytes());
             each.push(own);
         }
@@ -215,6 +221,13 @@ pub(crate) fn settings_hash(
     Some(hex(&h))
 }
 
+/// A run's input: the conversation, and each of its messages' [`fingerprint`] when the
+/// reader made them ([`crate::ReadFrom::fingerprints`]).
+pub(crate) struct Input<'a> {
+    pub(crate) conversation: Conversation,
+    pub(crate) fingerprints: Option<&'a [u128]>,
+}
+
 /// The conversation the stages start from: `input` itself, or the stored point's output
 /// followed by `input`'s new messages when `input` extends that point's input (see the
 /// [module docs](self)). Also gives the input's hash, for [`save`].
@@ -226,16 +239,20 @@ pub(crate) fn start(
     session: &str,
     settings: Option<&str>,
     memory: Option<&PointMemory>,
-    mut input: Conversation,
+    input: Input<'_>,
     count: impl Fn(&Conversation) -> ConversationCount,
 ) -> Result<Start, StoreError> {
+    let Input {
+        conversation: mut input,
+        fingerprints,
+    } = input;
     let point = match settings {
         Some(settings) => load(store, session, memory)?.filter(|p| {
             p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len()
         }),
         None => None,
     };
-    let mut hash = InputHash::of(&input, point.as_ref().map(|p| p.inputs));
+    let mut hash = InputHash::of(&input, fingerprints, point.as_ref().map(|p| p.inputs));
     let Some(point) = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix)) else {
         return Ok(Start::whole(input, Some(hash)));
     };

@@ -161,6 +161,38 @@ pub struct RunResult {
     pub stages: Vec<StageRun>,
 }
 
+/// What the document a conversation was read from tells a run about it (the reader made both
+/// anyway; a run without them works the same, only slower).
+#[derive(Clone, Copy)]
+pub struct ReadFrom<'a> {
+    /// The input's exact text of a message, archived with every original message so `expand`
+    /// writes those bytes back ([`condense_formats::Document::original_text`]).
+    pub texts: &'a OriginalTexts<'a>,
+    /// Each input message's fingerprint ([`condense_model::fingerprint::fingerprint`]), in
+    /// order ([`condense_formats::Document::message_fingerprints`]): the resume point is
+    /// matched with them instead of hashing the input's messages again. Ignored unless there
+    /// is one per message.
+    pub fingerprints: Option<&'a [u128]>,
+}
+
+impl ReadFrom<'_> {
+    /// Nothing known: no texts, every message hashed by the run.
+    pub fn nothing() -> ReadFrom<'static> {
+        ReadFrom {
+            texts: &|_| None,
+            fingerprints: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ReadFrom<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadFrom")
+            .field("fingerprints", &self.fingerprints.map(<[u128]>::len))
+            .finish_non_exhaustive()
+    }
+}
+
 impl LoadedPipeline {
     /// Finds, loads and configures every enabled stage's plugin.
     pub fn load(pipeline: Pipeline) -> Result<LoadedPipeline, HostError> {
@@ -253,10 +285,11 @@ impl LoadedPipeline {
         session: &str,
         opts: &RunOptions,
     ) -> Result<RunResult, HostError> {
-        self.run_with_texts(conversation, store, session, opts, &|_| None)
+        self.run_with_texts(conversation, store, session, opts, &ReadFrom::nothing())
     }
 
-    /// [`run`](Self::run), archiving with every original message the bytes `texts` gives for
+    /// [`run`](Self::run) with what the document `conversation` was read from tells
+    /// ([`ReadFrom`]): every original message archived with the bytes `read.texts` gives for
     /// it (the input's exact text of a message), so `expand` can write those bytes back.
     pub fn run_with_texts(
         &self,
@@ -264,10 +297,14 @@ impl LoadedPipeline {
         store: &Store,
         session: &str,
         opts: &RunOptions,
-        texts: &OriginalTexts<'_>,
+        read: &ReadFrom<'_>,
     ) -> Result<RunResult, HostError> {
+        let texts = read.texts;
         self.resuming(
-            conversation,
+            resume::Input {
+                conversation,
+                fingerprints: read.fingerprints,
+            },
             store,
             session,
             opts,
@@ -284,7 +321,7 @@ impl LoadedPipeline {
     /// result (`result_of`: the [`RunResult`] in what `run` gives).
     fn resuming<T>(
         &self,
-        conversation: Conversation,
+        input: resume::Input<'_>,
         store: &Store,
         session: &str,
         opts: &RunOptions,
@@ -292,7 +329,7 @@ impl LoadedPipeline {
         result_of: impl Fn(&T) -> &RunResult,
     ) -> Result<T, HostError> {
         self.in_one_transaction(store, session, || {
-            let (start, settings) = self.start(store, session, opts, conversation)?;
+            let (start, settings) = self.start(store, session, opts, input)?;
             let (out, hash) = run(start)?;
             let memory = self.points.as_ref();
             save_point(store, session, settings, hash, result_of(&out), memory)?;
@@ -308,17 +345,17 @@ impl LoadedPipeline {
         store: &Store,
         session: &str,
         opts: &RunOptions,
-        conversation: Conversation,
+        input: resume::Input<'_>,
     ) -> Result<(Start, Option<String>), HostError> {
         if !opts.resume {
-            return Ok((Start::whole(conversation, None), None));
+            return Ok((Start::whole(input.conversation, None), None));
         }
         let settings = resume::settings_hash(&self.pipeline, &self.stages, opts);
         let usable = settings
             .as_deref()
             .filter(|_| opts.state == StateMode::Saved);
         let memory = self.points.as_ref();
-        let start = resume::start(store, session, usable, memory, conversation, |c| {
+        let start = resume::start(store, session, usable, memory, input, |c| {
             self.counter.count_conversation(c)
         })?;
         Ok((start, settings))

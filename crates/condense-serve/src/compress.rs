@@ -72,8 +72,12 @@ pub fn run(
     let result = {
         let doc = &doc;
         let texts = |m: &condense_model::Message| doc.original_text(0, m).map(str::to_string);
+        let read = condense_host::ReadFrom {
+            texts: &texts,
+            fingerprints: doc.message_fingerprints(0),
+        };
         pipeline
-            .run_with_texts(conv, store, session, &opts, &texts)
+            .run_with_texts(conv, store, session, &opts, &read)
             .map_err(|e| e.to_string())?
     };
     // A request that started from the session's previous output says so first: the tokens it

@@ -8,7 +8,7 @@ use crate::stats;
 use crate::Failure;
 use condense_budget::BudgetConfig;
 use condense_formats::ReadOptions;
-use condense_host::{session_key, LoadedPipeline, Pipeline, RunOptions, RunResult};
+use condense_host::{session_key, LoadedPipeline, Pipeline, ReadFrom, RunOptions, RunResult};
 use condense_store::Store;
 use condense_text::thousands;
 use condense_tokens::{TokenCounter, TokenizerKind};
@@ -267,6 +267,10 @@ pub(crate) fn compress_input(
         let conv = std::mem::take(&mut input.doc.conversations_mut()[i]);
         let doc = &input.doc;
         let texts = |m: &condense_model::Message| doc.original_text(i, m).map(str::to_string);
+        let read = ReadFrom {
+            texts: &texts,
+            fingerprints: doc.message_fingerprints(i),
+        };
         let session = session_key(
             &conv,
             labels.get(i).map_or("", String::as_str),
@@ -279,7 +283,7 @@ pub(crate) fn compress_input(
                 &session,
                 &opts,
                 args.prompt_too_long,
-                &texts,
+                &read,
             )?;
             if !fit.fits {
                 let label = labels
@@ -296,7 +300,7 @@ pub(crate) fn compress_input(
             }
             fit.result
         } else {
-            loaded.run_with_texts(conv, &store, &session, &opts, &texts)?
+            loaded.run_with_texts(conv, &store, &session, &opts, &read)?
         };
         if input.select.is_some() {
             // The run records the format; expand also needs the pointer it was read with.

@@ -368,3 +368,21 @@ fn python_style_ascii_escapes_are_kept() {
         bytes
     );
 }
+
+/// Each message's fingerprint as read, made once per document: the same as hashing the message,
+/// still the as-read ones after the conversation was taken out to be changed.
+#[test]
+fn message_fingerprints_are_those_of_the_messages_as_read() {
+    let bytes = fixture!("edge/openai_compact.json");
+    let mut doc = read(&bytes, "c.json", &auto()).unwrap();
+    let as_read: Vec<u128> = doc.conversations()[0]
+        .messages
+        .iter()
+        .map(condense_model::fingerprint::fingerprint)
+        .collect();
+    assert!(as_read.len() > 1);
+    let taken = std::mem::take(&mut doc.conversations_mut()[0]);
+    assert_eq!(taken.messages.len(), as_read.len());
+    assert_eq!(doc.message_fingerprints(0), Some(as_read.as_slice()));
+    assert_eq!(doc.message_fingerprints(1), None);
+}

@@ -2,7 +2,7 @@
 //! by one ([`LoadedPipeline::fit`]).
 
 use super::state::RunState;
-use super::{HostError, LoadedPipeline, RunOptions, RunResult};
+use super::{HostError, LoadedPipeline, ReadFrom, RunOptions, RunResult};
 use crate::archive::OriginalTexts;
 use crate::resume::{InputHash, Start};
 use condense_model::Conversation;
@@ -22,12 +22,11 @@ impl LoadedPipeline {
         opts: &RunOptions,
         prompt_too_long: bool,
     ) -> Result<FitResult, HostError> {
-        self.fit_with_texts(conversation, store, session, opts, prompt_too_long, &|_| {
-            None
-        })
+        let read = ReadFrom::nothing();
+        self.fit_with_texts(conversation, store, session, opts, prompt_too_long, &read)
     }
 
-    /// [`fit`](Self::fit) with the input's bytes of each message (see
+    /// [`fit`](Self::fit) with what the input's document tells (see
     /// [`run_with_texts`](Self::run_with_texts)).
     pub fn fit_with_texts(
         &self,
@@ -36,10 +35,14 @@ impl LoadedPipeline {
         session: &str,
         opts: &RunOptions,
         prompt_too_long: bool,
-        texts: &OriginalTexts<'_>,
+        read: &ReadFrom<'_>,
     ) -> Result<FitResult, HostError> {
+        let texts = read.texts;
         self.resuming(
-            conversation,
+            crate::resume::Input {
+                conversation,
+                fingerprints: read.fingerprints,
+            },
             store,
             session,
             opts,

@@ -315,6 +315,44 @@ fn resuming() -> RunOptions {
     }
 }
 
+/// The input's fingerprints from its reader stand in for the run's own hashing of the
+/// input's messages: the same start and output when they are right; no resuming when they
+/// disagree with the point (so they are what the point is matched with); ignored when they are
+/// not one per message.
+#[test]
+fn a_readers_fingerprints_match_the_resume_point_in_place_of_hashing() {
+    let loaded = pipeline(&[("cut", "shrink", "fail")]);
+    let input = with_turn(conversation(), 2);
+    let right: Vec<u128> = input
+        .messages
+        .iter()
+        .map(condense_model::fingerprint::fingerprint)
+        .collect();
+    let mut wrong = right.clone();
+    wrong[0] ^= 1;
+    let texts = |_: &Message| None;
+    let second_run = |fingerprints: Option<&[u128]>| {
+        let (dir, st) = store();
+        loaded.run(conversation(), &st, "s", &resuming()).unwrap();
+        let read = ReadFrom {
+            texts: &texts,
+            fingerprints,
+        };
+        let result = loaded
+            .run_with_texts(input.clone(), &st, "s", &resuming(), &read)
+            .unwrap();
+        drop(dir);
+        result
+    };
+    let hashed = second_run(None);
+    assert!(hashed.resumed.is_some());
+    let given = second_run(Some(&right));
+    assert_eq!(given.resumed, hashed.resumed);
+    assert_eq!(given.conversation, hashed.conversation);
+    assert_eq!(second_run(Some(&wrong)).resumed, None);
+    assert_eq!(second_run(Some(&right[1..])).resumed, hashed.resumed);
+}
+
 #[test]
 fn a_turn_appended_starts_from_the_previous_output_and_expands_exactly() {
     let (_dir, st) = store();
