@@ -137,13 +137,14 @@ impl Source {
         self.convs[conv].units.push(Unit { first, count, span });
     }
 
-    /// Whether conversation `i` is as read (and no text was set for it).
-    pub fn unchanged(&self, i: usize, conv: &Conversation) -> bool {
+    /// Whether conversation `i` is as read (and no text was set for it); `fps`: the
+    /// [`fingerprint`] of each of its messages.
+    pub fn unchanged(&self, i: usize, conv: &Conversation, fps: &[Fp]) -> bool {
         let no_overrides = self.convs.get(i).is_none_or(|s| s.overrides.is_empty());
-        self.prints(i).is_some_and(|p| {
-            let fps: Vec<Fp> = conv.messages.iter().map(fingerprint).collect();
-            no_overrides && p.whole == whole(frame(conv), &fps)
-        })
+        no_overrides
+            && self
+                .prints(i)
+                .is_some_and(|p| p.whole == whole(frame(conv), fps))
     }
 
     /// The fingerprint of each message of conversation `i` as read (`None` before
@@ -282,7 +283,17 @@ impl<'s> Texts<'s> {
         message: &Message,
         write: impl FnOnce() -> Result<Vec<Value>>,
     ) -> Result<Vec<Piece<'s>>> {
-        if let Some(text) = self.take(message) {
+        self.piece_fp(message, fingerprint(message), write)
+    }
+
+    /// [`Texts::piece`] for a message whose [`fingerprint`] is `fp`.
+    pub fn piece_fp(
+        &mut self,
+        message: &Message,
+        fp: Fp,
+        write: impl FnOnce() -> Result<Vec<Value>>,
+    ) -> Result<Vec<Piece<'s>>> {
+        if let Some(text) = self.take_fp(fp) {
             return Ok(vec![Piece::Text(text)]);
         }
         let like = self.read_as(&message.id);

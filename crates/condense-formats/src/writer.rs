@@ -16,7 +16,7 @@ use crate::container::{codec, one_conversation, Layout, Placed, Root};
 use crate::json::{Result, Style};
 use crate::lines;
 use crate::scan;
-use crate::source::{join_lines, serialize_at, splice_array, Piece};
+use crate::source::{fingerprint, join_lines, serialize_at, splice_array, Fp, Piece};
 use crate::{anthropic, items};
 use crate::{claude_code, cline, codex, openhands, responses, Document, Format, FormatError};
 use condense_model::{Conversation, Message};
@@ -148,10 +148,17 @@ impl Document {
             Layout::Json { .. } => 0..text.len(),
             _ => span.clone(),
         };
+        // Each message's fingerprint, made once: what tells an unchanged conversation, and
+        // which text each message of a changed one is.
+        let fps: Vec<Vec<Fp>> = convs
+            .iter()
+            .map(|conv| conv.messages.iter().map(fingerprint).collect())
+            .collect();
         let unchanged: Vec<bool> = convs
             .iter()
+            .zip(&fps)
             .enumerate()
-            .map(|(k, conv)| self.source.unchanged(first + k, conv))
+            .map(|(k, (conv, fps))| self.source.unchanged(first + k, conv, fps))
             .collect();
         if unchanged.iter().all(|u| *u) {
             return Ok(Some(Cow::Borrowed(&text[whole])));
@@ -169,7 +176,7 @@ impl Document {
             if unchanged[k] {
                 out.push_str(&text[slot.clone()]);
             } else {
-                self.slot_text(first + k, &convs[k], placed, style, &mut out)?;
+                self.slot_text(first + k, (&convs[k], &fps[k]), placed, style, &mut out)?;
             }
             at = slot.end;
         }
@@ -182,7 +189,7 @@ impl Document {
     fn slot_text(
         &self,
         i: usize,
-        conv: &Conversation,
+        (conv, fps): (&Conversation, &[Fp]),
         placed: &Placed,
         style: &Style,
         out: &mut String,
@@ -194,7 +201,7 @@ impl Document {
         let label = self.labels.get(i).map_or("", String::as_str);
         let frame_unchanged = self.source.frame_unchanged(i, conv);
         let array_into = |out: &mut String, array: &std::ops::Range<usize>| -> Result<()> {
-            let pieces = self.message_pieces(i, conv)?;
+            let pieces = self.message_pieces(i, conv, fps)?;
             let elements = &placed.elements;
             splice_array(
                 text,
@@ -255,8 +262,8 @@ impl Document {
     }
 
     /// Each message of a conversation as array elements: its original text when it is as read,
-    /// otherwise serialized by its format.
-    fn message_pieces(&self, i: usize, conv: &Conversation) -> Result<Vec<Piece<'_>>> {
+    /// otherwise serialized by its format. `fps`: each message's fingerprint.
+    fn message_pieces(&self, i: usize, conv: &Conversation, fps: &[Fp]) -> Result<Vec<Piece<'_>>> {
         let mut texts = self.source.texts(i);
         let mut pieces = Vec::with_capacity(conv.messages.len() + 1);
         if let (Some(codec), Some(system)) = (codec(self.format), &conv.system) {
@@ -264,8 +271,8 @@ impl Document {
                 pieces.push(Piece::Value((codec.write)(&body::system_message(system))?));
             }
         }
-        for msg in &conv.messages {
-            pieces.extend(texts.piece(msg, || self.write_message(msg))?);
+        for (msg, fp) in conv.messages.iter().zip(fps) {
+            pieces.extend(texts.piece_fp(msg, *fp, || self.write_message(msg))?);
         }
         Ok(pieces)
     }

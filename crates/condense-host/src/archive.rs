@@ -397,7 +397,7 @@ pub fn archive_written(
         let parent = run.map(ArchivedRun::name);
         match keys {
             Some(keys) => runs::record_run_keyed(store, session, parent, segments, keys)?,
-            None => record_run(store, session, parent, segments, reread, None)?,
+            None => record_run(store, session, parent, segments, (reread, &[]), None)?,
         };
     }
     Ok(count)

@@ -144,16 +144,27 @@ impl InputHash {
 }
 
 /// `output`'s messages as a point keeps them: each one that is a message of the input (by its
-/// hash in `each`) as that message's index, the others stored.
-fn layout<'a>(each: &[u128], output: &'a [Message]) -> (Vec<Cow<'a, Message>>, Vec<i64>) {
+/// hash in `each`) as that message's index, the others stored. `prints`: each output message's
+/// [`fingerprint`] when made already (else empty).
+fn layout<'a>(
+    each: &[u128],
+    output: &'a [Message],
+    prints: &[u128],
+) -> (Vec<Cow<'a, Message>>, Vec<i64>) {
     let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
     for (i, own) in each.iter().enumerate() {
         index.entry(*own).or_insert(i);
     }
+    let prints = (prints.len() == output.len()).then_some(prints);
     let mut stored = Vec::new();
     let layout = output
         .iter()
-        .map(|m| match index.get(&fingerprint(m)) {
+        .enumerate()
+        .map(|(i, m)| {
+            let own = prints.map_or_else(|| fingerprint(m), |p| p[i]);
+            (m, own)
+        })
+        .map(|(m, own)| match index.get(&own) {
             Some(&i) => i as i64,
             None => {
                 stored.push(Cow::Borrowed(m));
@@ -355,7 +366,7 @@ pub(crate) fn save(
     settings: &str,
     hash: &InputHash,
     run: &str,
-    output: &Conversation,
+    (output, prints): (&Conversation, &[u128]),
     memory: Option<&PointMemory>,
 ) -> Result<(), StoreError> {
     // Every run sets it (`resume::start`, else `RunState::new` from the input's count); a point
@@ -363,7 +374,7 @@ pub(crate) fn save(
     let Some(input_tokens) = hash.message_tokens else {
         return Ok(());
     };
-    let (stored, layout) = layout(&hash.each, &output.messages);
+    let (stored, layout) = layout(&hash.each, &output.messages, prints);
     let point = Point {
         version: VERSION,
         settings: Cow::Borrowed(settings),

@@ -158,6 +158,11 @@ pub struct RunResult {
     /// [`crate::archive::archive_written`] with the output as it reads back.
     #[serde(skip)]
     pub archive_run: crate::archive::ArchivedRun,
+    /// The [`fingerprint`](condense_model::fingerprint::fingerprint) of each message of
+    /// `conversation`, when the run made them (for its resume point or its remembered keys;
+    /// else empty).
+    #[serde(skip)]
+    pub output_fingerprints: Vec<u128>,
     pub stages: Vec<StageRun>,
 }
 

@@ -94,7 +94,7 @@ pub fn run(
                 .map(|s| s.name.clone()),
         )
         .collect();
-    let prefix = prefix_hashes(&result.conversation);
+    let prefix = prefix_hashes(&result.conversation, &result.output_fingerprints);
     let (tokens_before, tokens_after) = (result.tokens_before, result.tokens_after);
     let run = result.archive_run;
     doc.conversations_mut()[0] = result.conversation;
@@ -139,10 +139,14 @@ fn archive_as_written(
 }
 
 /// One hash for the system prompt and tools, then one per message (64 bits of each one's
-/// fingerprint).
-pub fn prefix_hashes(conv: &Conversation) -> Vec<u64> {
+/// fingerprint; `prints`: those fingerprints when the run made them, else empty).
+pub fn prefix_hashes(conv: &Conversation, prints: &[u128]) -> Vec<u64> {
     let mut out = Vec::with_capacity(conv.messages.len() + 1);
     out.push(fingerprint(&(&conv.system, &conv.tools)) as u64);
-    out.extend(conv.messages.iter().map(|m| fingerprint(m) as u64));
+    if prints.len() == conv.messages.len() {
+        out.extend(prints.iter().map(|p| *p as u64));
+    } else {
+        out.extend(conv.messages.iter().map(|m| fingerprint(m) as u64));
+    }
     out
 }

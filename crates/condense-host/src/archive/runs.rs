@@ -70,9 +70,16 @@ const KEY_MEMO_LIMIT: usize = 65_536;
 
 impl KeyMemo {
     /// The key of each message, hashing only those not seen before (outside the lock: other
-    /// sessions' runs go on meanwhile).
-    fn keys(&self, messages: &[Message]) -> Result<Vec<String>, StoreError> {
-        let prints: Vec<u128> = messages.iter().map(fingerprint).collect();
+    /// sessions' runs go on meanwhile). `given`: each message's [`fingerprint`], when made
+    /// already (used only when there is one per message).
+    fn keys(&self, messages: &[Message], given: &[u128]) -> Result<Vec<String>, StoreError> {
+        let made: Vec<u128>;
+        let prints: &[u128] = if given.len() == messages.len() {
+            given
+        } else {
+            made = messages.iter().map(fingerprint).collect();
+            &made
+        };
         // A panic while the map was held cannot leave it half-changed (one insert or lookup).
         let memo = || self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut keys: Vec<Option<String>> = {
@@ -80,7 +87,7 @@ impl KeyMemo {
             prints.iter().map(|fp| memo.get(fp).cloned()).collect()
         };
         let mut fresh = Vec::new();
-        for ((m, fp), key) in messages.iter().zip(&prints).zip(&mut keys) {
+        for ((m, fp), key) in messages.iter().zip(prints).zip(&mut keys) {
             if key.is_none() {
                 let k = message_hash(m)?;
                 fresh.push((*fp, k.clone()));
@@ -121,19 +128,19 @@ impl ArchivedRun {
     }
 }
 
-/// Records a run of `session` that wrote `segments` and made `output` from the output of
-/// `parent` (or from the input). `memo`: the keys a long-lived pipeline remembers
-/// ([`KeyMemo`]).
+/// Records a run of `session` that wrote `segments` and made `output` (with its messages'
+/// fingerprints, when made: else empty) from the output of `parent` (or from the input).
+/// `memo`: the keys a long-lived pipeline remembers ([`KeyMemo`]).
 pub(crate) fn record_run(
     store: &Store,
     session: &str,
     parent: Option<&str>,
     segments: Vec<String>,
-    output: &Conversation,
+    (output, prints): (&Conversation, &[u128]),
     memo: Option<&KeyMemo>,
 ) -> Result<ArchivedRun, StoreError> {
     let keys = match memo {
-        Some(memo) => memo.keys(&output.messages)?,
+        Some(memo) => memo.keys(&output.messages, prints)?,
         None => output
             .messages
             .iter()

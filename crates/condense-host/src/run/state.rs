@@ -9,6 +9,7 @@ use crate::pipeline::Pipeline;
 use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
 use crate::services::RunServices;
 use condense_abi::Signal;
+use condense_model::fingerprint::fingerprint;
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use condense_tokens::{ConversationCount, TokenCounter};
@@ -89,16 +90,25 @@ impl RunState {
     ) -> Result<(RunResult, Option<InputHash>), HostError> {
         crate::summaries::store_records(&self.services.records, store, session, &self.current)?;
         record_format(store, session, &opts.format)?;
+        // Made once for what looks the output's messages up by them: the keys a long-lived
+        // pipeline remembers, the resume point, the proxy's prefix hashes.
+        let output_fingerprints: Vec<u128> = if keys.is_some() || self.input_hash.is_some() {
+            let messages = &self.current.messages;
+            messages.iter().map(fingerprint).collect()
+        } else {
+            Vec::new()
+        };
         let archive_run = record_run(
             store,
             session,
             self.parent_run.as_deref(),
             self.segments,
-            &self.current,
+            (&self.current, &output_fingerprints),
             keys,
         )?;
         let result = RunResult {
             archive_run,
+            output_fingerprints,
             budget_after: self.count.budget(&pipeline.budget),
             conversation: self.current,
             session: session.to_string(),
@@ -127,7 +137,7 @@ pub(super) fn save_point(
             &settings,
             &hash,
             result.archive_run.name(),
-            &result.conversation,
+            (&result.conversation, &result.output_fingerprints),
             memory,
         )?;
     }

@@ -349,6 +349,14 @@ fn a_readers_fingerprints_match_the_resume_point_in_place_of_hashing() {
     let given = second_run(Some(&right));
     assert_eq!(given.resumed, hashed.resumed);
     assert_eq!(given.conversation, hashed.conversation);
+    // The output's own fingerprints, made once for the point (and a proxy's keys and hashes).
+    let output: Vec<u128> = given
+        .conversation
+        .messages
+        .iter()
+        .map(condense_model::fingerprint::fingerprint)
+        .collect();
+    assert_eq!(given.output_fingerprints, output);
     assert_eq!(second_run(Some(&wrong)).resumed, None);
     assert_eq!(second_run(Some(&right[1..])).resumed, hashed.resumed);
 }
