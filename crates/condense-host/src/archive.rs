@@ -619,6 +619,11 @@ impl Rewrites {
     /// The original of `m`, unwinding every rewrite (a result truncated by one stage and cleared
     /// by the next unwinds twice); `None` when `m` was never rewritten.
     pub fn original(&self, store: &Store, m: &Message) -> Option<Message> {
+        // Nothing archived before this run (a session's first run): no key to look up, and
+        // hashing the message (a JSON serialization) would be for nothing.
+        if self.index.is_empty() {
+            return None;
+        }
         // A message that cannot be hashed was never archived (archiving it fails): no original.
         let key = message_hash(m).ok()?;
         self.index.get(&key)?;
