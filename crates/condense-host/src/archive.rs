@@ -437,7 +437,9 @@ fn archive_reread(
         });
     }
     // The produced output's keys, when `run` recorded exactly this output.
-    let produced_keys = run.filter(|r| r.outputs() == produced.messages.len());
+    let produced_keys = run
+        .map(ArchivedRun::keys)
+        .filter(|k| k.len() == produced.messages.len());
     let mut keys = Vec::with_capacity(reread.messages.len());
     let mut seg = Draft::default();
     seg.add_header(produced, reread)?;
@@ -448,8 +450,8 @@ fn archive_reread(
         // messages that differ only in their synthetic ids (the hash leaves those out; a run
         // resumed from an earlier output keeps the ids its messages were first read with).
         if p == r || same_but_synthetic_id(p, r) {
-            match produced_keys.and_then(|run| run.key(i)) {
-                Some(key) => keys.push(key.to_string()),
+            match produced_keys {
+                Some(produced) => keys.push(produced[i].clone()),
                 None => keys.push(message_hash(r)?),
             }
             continue;

@@ -29,7 +29,7 @@
 use crate::pipeline::Pipeline;
 use crate::run::{LoadedSpec, RunOptions};
 use crate::services::state_slot;
-use condense_model::fingerprint::Fingerprinter;
+use condense_model::fingerprint::{self, Fingerprinter};
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use condense_tokens::ConversationCount;
@@ -94,7 +94,8 @@ pub(crate) struct InputHash {
     /// The hash of the frame and every message.
     whole: String,
     messages: usize,
-    /// Each message's own hash ([`fingerprint`]): what the output's messages are looked up by.
+    /// Each message's own hash ([`fingerprint`](fingerprint::fingerprint); not [`crate::archive::message_hash`], the
+    /// archive's key of a message as written): what the output's messages are looked up by.
     each: Vec<u128>,
     /// The tokens of every message (the frame left out), once the run has counted them.
     pub(crate) message_tokens: Option<usize>,
@@ -104,39 +105,27 @@ fn hex(h: &Fingerprinter) -> String {
     format!("{:032x}", h.digest128())
 }
 
-/// A message's own hash (not [`crate::archive::message_hash`], the archive's key of a message
-/// as written).
-fn fingerprint(m: &Message) -> u128 {
-    condense_model::fingerprint::fingerprint(m)
-}
-
 impl InputHash {
-    /// `given`: each message's [`fingerprint`] when the reader made them (used only when there
-    /// is one per message).
+    /// `given`: each message's fingerprint when the reader made them (used only when there is
+    /// one per message, [`fingerprint::each`]).
     fn of(conv: &Conversation, given: Option<&[u128]>, point_inputs: Option<usize>) -> InputHash {
-        let given = given.filter(|g| g.len() == conv.messages.len());
+        let each = fingerprint::each(&conv.messages, given.unwrap_or_default()).into_owned();
         let mut h = Fingerprinter::new();
         (&conv.system, &conv.tools).hash(&mut h);
         let mut at_point = None;
-        let mut each = Vec::with_capacity(conv.messages.len());
-        for (i, m) in conv.messages.iter().enumerate() {
+        for (i, own) in each.iter().enumerate() {
             if point_inputs == Some(i) {
                 at_point = Some(hex(&h));
             }
-            let own = match given {
-                Some(given) => given[i],
-                None => fingerprint(m),
-            };
             h.write(&own.to_le_bytes());
-            each.push(own);
         }
-        if point_inputs == Some(conv.messages.len()) {
+        if point_inputs == Some(each.len()) {
             at_point = Some(hex(&h));
         }
         InputHash {
             at_point,
             whole: hex(&h),
-            messages: conv.messages.len(),
+            messages: each.len(),
             each,
             message_tokens: None,
         }
@@ -145,7 +134,7 @@ impl InputHash {
 
 /// `output`'s messages as a point keeps them: each one that is a message of the input (by its
 /// hash in `each`) as that message's index, the others stored. `prints`: each output message's
-/// [`fingerprint`] when made already (else empty).
+/// [`fingerprint`](fingerprint::fingerprint) when made already (else empty).
 fn layout<'a>(
     each: &[u128],
     output: &'a [Message],
@@ -155,16 +144,12 @@ fn layout<'a>(
     for (i, own) in each.iter().enumerate() {
         index.entry(*own).or_insert(i);
     }
-    let prints = (prints.len() == output.len()).then_some(prints);
+    let prints = fingerprint::each(output, prints);
     let mut stored = Vec::new();
     let layout = output
         .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let own = prints.map_or_else(|| fingerprint(m), |p| p[i]);
-            (m, own)
-        })
-        .map(|(m, own)| match index.get(&own) {
+        .zip(prints.iter())
+        .map(|(m, own)| match index.get(own) {
             Some(&i) => i as i64,
             None => {
                 stored.push(Cow::Borrowed(m));
@@ -232,7 +217,7 @@ pub(crate) fn settings_hash(
     Some(hex(&h))
 }
 
-/// A run's input: the conversation, and each of its messages' [`fingerprint`] when the
+/// A run's input: the conversation, and each of its messages' [`fingerprint`](fingerprint::fingerprint) when the
 /// reader made them ([`crate::ReadFrom::fingerprints`]).
 pub(crate) struct Input<'a> {
     pub(crate) conversation: Conversation,

@@ -120,10 +120,34 @@ pub fn fingerprint<T: Hash + ?Sized>(value: &T) -> u128 {
     h.digest128()
 }
 
+/// The [`fingerprint`] of each of `values`: `made` when it holds one per value (a caller that
+/// made them already, the reader or the run), otherwise made here. Passing on fingerprints
+/// spares a second pass over the values; a list of the wrong length (none made, or made of
+/// other values) is never used.
+pub fn each<'a, T: Hash>(values: &[T], made: &'a [u128]) -> std::borrow::Cow<'a, [u128]> {
+    if made.len() == values.len() {
+        std::borrow::Cow::Borrowed(made)
+    } else {
+        std::borrow::Cow::Owned(values.iter().map(fingerprint).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{Block, Message, Role};
+
+    #[test]
+    fn each_uses_what_was_made_only_when_it_is_one_per_value() {
+        let values = ["a", "b"];
+        let made: Vec<u128> = values.iter().map(fingerprint).collect();
+        assert!(matches!(
+            each(&values, &made),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(each(&values, &[]).as_ref(), made.as_slice());
+        assert_eq!(each(&values, &made[..1]).as_ref(), made.as_slice());
+    }
 
     /// Writes of every length around the gather size, in odd chunkings, hash as one stream.
     #[test]

@@ -143,10 +143,7 @@ fn archive_as_written(
 pub fn prefix_hashes(conv: &Conversation, prints: &[u128]) -> Vec<u64> {
     let mut out = Vec::with_capacity(conv.messages.len() + 1);
     out.push(fingerprint(&(&conv.system, &conv.tools)) as u64);
-    if prints.len() == conv.messages.len() {
-        out.extend(prints.iter().map(|p| *p as u64));
-    } else {
-        out.extend(conv.messages.iter().map(|m| fingerprint(m) as u64));
-    }
+    let prints = condense_model::fingerprint::each(&conv.messages, prints);
+    out.extend(prints.iter().map(|p| *p as u64));
     out
 }

@@ -17,7 +17,7 @@
 //! them) it uses every segment from the start.
 
 use super::{encode, message_hash, RUNS_PREFIX};
-use condense_model::fingerprint::{fingerprint, Fingerprinter};
+use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
@@ -70,16 +70,10 @@ const KEY_MEMO_LIMIT: usize = 65_536;
 
 impl KeyMemo {
     /// The key of each message, hashing only those not seen before (outside the lock: other
-    /// sessions' runs go on meanwhile). `given`: each message's [`fingerprint`], when made
+    /// sessions' runs go on meanwhile). `given`: each message's fingerprint, when made
     /// already (used only when there is one per message).
     fn keys(&self, messages: &[Message], given: &[u128]) -> Result<Vec<String>, StoreError> {
-        let made: Vec<u128>;
-        let prints: &[u128] = if given.len() == messages.len() {
-            given
-        } else {
-            made = messages.iter().map(fingerprint).collect();
-            &made
-        };
+        let prints = condense_model::fingerprint::each(messages, given);
         // A panic while the map was held cannot leave it half-changed (one insert or lookup).
         let memo = || self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut keys: Vec<Option<String>> = {
@@ -87,7 +81,7 @@ impl KeyMemo {
             prints.iter().map(|fp| memo.get(fp).cloned()).collect()
         };
         let mut fresh = Vec::new();
-        for ((m, fp), key) in messages.iter().zip(prints).zip(&mut keys) {
+        for ((m, fp), key) in messages.iter().zip(prints.iter()).zip(&mut keys) {
             if key.is_none() {
                 let k = message_hash(m)?;
                 fresh.push((*fp, k.clone()));
@@ -118,13 +112,9 @@ impl ArchivedRun {
         &self.name
     }
 
-    /// The archive key of output message `i`.
-    pub(super) fn key(&self, i: usize) -> Option<&str> {
-        self.keys.get(i).map(String::as_str)
-    }
-
-    pub(super) fn outputs(&self) -> usize {
-        self.keys.len()
+    /// The archive key of each output message, in order.
+    pub(super) fn keys(&self) -> &[String] {
+        &self.keys
     }
 }
 
