@@ -9,7 +9,8 @@
 //! condense_abi::export_stage!(MyStage);
 //! ```
 //!
-//! The host loads plugins with [`Plugin::load`], builds configured stages with
+//! The host loads plugins with [`Plugin::load`] (or [`Plugin::load_with`], which skips the
+//! layout check of a library this host has passed before: [`CheckedLayouts`]), builds configured stages with
 //! [`Plugin::instantiate`] and runs them with [`LoadedStage::apply`], giving each a [`Host`].
 //!
 //! The conversation stays with the host while a stage runs: the stage gets an [`Input`] and
@@ -21,7 +22,8 @@
 //!
 //! The abi_stable macros expand to `unsafe` code and code that trips a few style lints, so
 //! those are allowed crate-wide here (and only here); our own `unsafe` is two blocks in
-//! `__private`, each with its safety argument.
+//! `__private` and the unchecked load of an already checked library in `loader`, each with its
+//! safety argument.
 #![allow(unsafe_code, non_local_definitions, non_camel_case_types)]
 
 // `#[derive(StageConfig)]` names `::condense_abi::StageConfig`; this crate's own tests derive it.
@@ -29,6 +31,7 @@
 extern crate self as condense_abi;
 
 mod boundary;
+mod checked;
 mod config;
 mod config_words;
 mod context;
@@ -40,6 +43,7 @@ mod sdk;
 mod state;
 pub mod testing;
 
+pub use checked::CheckedLayouts;
 pub use condense_sdk_derive::StageConfig;
 pub use config::{build_stage, metadata_of, parse_config, ConfigKey, StageConfig, StageMetadata};
 pub use context::{Context, RunContext, RunFlags, Signal};

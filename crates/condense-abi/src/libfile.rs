@@ -11,6 +11,10 @@
 //! thin 32/64-bit and fat files; the header, load commands and every segment's file range), PE
 //! (Windows: the `MZ` and `PE` headers and every section's raw data). Only headers are read,
 //! never the whole file.
+//!
+//! On the way it reads what identifies the library's content: an ELF file's build id (the
+//! linker's hash of what it linked, [`LibraryFile::build_id`]), which lets the loader skip
+//! abi_stable's layout check for a library this host has checked before (`crate::checked`).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -118,8 +122,18 @@ impl Endian {
 const HOST_LITTLE: bool = cfg!(target_endian = "little");
 const HOST_WIDE: bool = cfg!(target_pointer_width = "64");
 
+/// What [`check_library`] learned about a library besides that it is complete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LibraryFile {
+    /// The linker's build id (the ELF note `NT_GNU_BUILD_ID`): a hash of the linked content,
+    /// so two files with the same id hold the same code and data, whatever their paths and
+    /// dates. `None` when the file has none (linked with `--build-id=none`) and on Mach-O and
+    /// PE, where it is not read.
+    pub build_id: Option<Vec<u8>>,
+}
+
 /// Checks that `path` is a complete shared library for this platform.
-pub fn check_library(path: &Path) -> Result<(), LibFileError> {
+pub fn check_library(path: &Path) -> Result<LibraryFile, LibFileError> {
     let meta = std::fs::metadata(path).map_err(|e| LibFileError::Io(e.to_string()))?;
     if meta.is_dir() {
         return Err(LibFileError::NotALibrary("a directory".into()));
@@ -134,12 +148,91 @@ pub fn check_library(path: &Path) -> Result<(), LibFileError> {
     }
     let head = r.bytes(0, r.size.min(64), "header")?;
     if cfg!(target_os = "windows") {
-        check_pe(&mut r, &head)
+        check_pe(&mut r, &head).map(|()| LibraryFile::default())
     } else if cfg!(target_vendor = "apple") {
-        check_macho(&mut r, &head)
+        check_macho(&mut r, &head).map(|()| LibraryFile::default())
     } else {
-        check_elf(&mut r, &head)
+        check_elf(&mut r, &head)?;
+        Ok(LibraryFile {
+            build_id: elf_build_id(&mut r, &head),
+        })
     }
+}
+
+/// The build id of the ELF file at `path` (an executable or a library; see
+/// [`LibraryFile::build_id`]): `None` when it has none, cannot be read, or is not an ELF file
+/// of this platform's byte order and width. The host reads its own with it.
+pub fn build_id(path: &Path) -> Option<Vec<u8>> {
+    let file = File::open(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut r = Reader { file, size };
+    let head = r.bytes(0, size.min(64), "header").ok()?;
+    elf_build_id(&mut r, &head)
+}
+
+/// The largest note segment read for a build id (real ones are a few hundred bytes).
+const MAX_NOTES: u64 = 64 << 10;
+
+/// `NT_GNU_BUILD_ID` in the file's note segments (`PT_NOTE`), if any.
+fn elf_build_id(r: &mut Reader, head: &[u8]) -> Option<Vec<u8>> {
+    let wide = HOST_WIDE;
+    let e = Endian {
+        little: HOST_LITTLE,
+    };
+    let class = if wide { 2 } else { 1 };
+    let order = if HOST_LITTLE { 1 } else { 2 };
+    if !head.starts_with(b"\x7fELF") || head.get(4) != Some(&class) || head.get(5) != Some(&order) {
+        return None;
+    }
+    let (phoff, sizes) = if wide { (32, 54) } else { (28, 42) };
+    let phoff = e.word(wide, head, phoff);
+    let phentsize = e.u16(head, sizes);
+    let phnum = e.u16(head, sizes + 2);
+    let min_ph = if wide { 56 } else { 32 };
+    if phentsize < min_ph {
+        return None;
+    }
+    let phs = r.bytes(phoff, phnum * phentsize, "program headers").ok()?;
+    (0..phnum as usize).find_map(|i| {
+        let p = &phs[i * phentsize as usize..];
+        // PT_NOTE
+        if e.u32(p, 0) != 4 {
+            return None;
+        }
+        let (offset, filesz, align) = if wide {
+            (e.u64(p, 8), e.u64(p, 32), e.u64(p, 48))
+        } else {
+            (e.u32(p, 4), e.u32(p, 16), e.u32(p, 28))
+        };
+        if filesz > MAX_NOTES {
+            return None;
+        }
+        let notes = r.bytes(offset, filesz, "notes").ok()?;
+        gnu_build_id(&notes, e, if align == 8 { 8 } else { 4 })
+    })
+}
+
+/// The descriptor of the `GNU` note of type 3 (`NT_GNU_BUILD_ID`) among `notes`: each note is
+/// `namesz`, `descsz`, `type`, then the name and the descriptor, each ending padded to `align`.
+fn gnu_build_id(notes: &[u8], e: Endian, align: usize) -> Option<Vec<u8>> {
+    let pad = |n: usize| n.checked_add(align - 1).map(|n| n / align * align);
+    let mut at = 0usize;
+    while at.checked_add(12)? <= notes.len() {
+        let namesz = usize::try_from(e.u32(notes, at)).ok()?;
+        let descsz = usize::try_from(e.u32(notes, at + 4)).ok()?;
+        let kind = e.u32(notes, at + 8);
+        let name_at = at + 12;
+        // Offsets are padded from the segment's start, which is aligned.
+        let desc_at = pad(name_at.checked_add(namesz)?)?;
+        let next = pad(desc_at.checked_add(descsz)?)?;
+        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
+        let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
+        if kind == 3 && name == b"GNU\0" && !desc.is_empty() {
+            return Some(desc.to_vec());
+        }
+        at = next;
+    }
+    None
 }
 
 /// What a file's first bytes say it is, for the message when it is not what we expect.
@@ -435,6 +528,63 @@ mod tests {
                 "cut at {cut}: {e}"
             );
         }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// One ELF note: `namesz`, `descsz`, `type`, the name and the descriptor padded to `align`.
+    fn note(name: &[u8], kind: u32, desc: &[u8], align: usize) -> Vec<u8> {
+        let e = |n: usize| u32::try_from(n).unwrap().to_ne_bytes();
+        let mut b = Vec::new();
+        b.extend(e(name.len()));
+        b.extend(e(desc.len()));
+        b.extend(kind.to_ne_bytes());
+        for part in [name, desc] {
+            b.extend(part);
+            b.resize(b.len().div_ceil(align) * align, 0);
+        }
+        b
+    }
+
+    #[test]
+    fn the_build_id_is_the_gnu_note_of_type_3() {
+        let e = Endian {
+            little: HOST_LITTLE,
+        };
+        let id = [0xab; 20];
+        for align in [4, 8] {
+            // Another owner's note of the same type, and a GNU note of another type, first.
+            let mut notes = note(b"Go\0", 3, b"not this", align);
+            notes.extend(note(b"GNU\0", 1, &[0; 16], align));
+            notes.extend(note(b"GNU\0", 3, &id, align));
+            assert_eq!(
+                gnu_build_id(&notes, e, align),
+                Some(id.to_vec()),
+                "align {align}"
+            );
+            // Cut anywhere inside the id (not only its padding): not found, never a read
+            // past the end.
+            let padding = (align - id.len() % align) % align;
+            for cut in (notes.len() - 30)..(notes.len() - padding) {
+                assert_eq!(gnu_build_id(&notes[..cut], e, align), None, "cut {cut}");
+            }
+        }
+        // A size past the end is refused, not wrapped.
+        let mut huge = note(b"GNU\0", 3, &id, 4);
+        huge[4..8].copy_from_slice(&u32::MAX.to_ne_bytes());
+        assert_eq!(gnu_build_id(&huge, e, 4), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_real_file_has_one_and_a_copy_the_same() {
+        // The test executable: Rust's default link on Linux writes a build id.
+        let exe = std::env::current_exe().unwrap();
+        let id = build_id(&exe).expect("a build id");
+        let dir = std::env::temp_dir().join(format!("condense-libfile-id-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = write(&dir, "copy", &std::fs::read(&exe).unwrap());
+        assert_eq!(build_id(&copy), Some(id));
+        assert_eq!(build_id(&write(&dir, "text", b"hello")), None);
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -4,6 +4,7 @@ use crate::boundary::{
     FfiHost, FfiHost_TO, FfiInput, FfiInput_TO, FfiReport, FfiRunContext, FfiStageBox,
     FfiStageOutput, PluginModRef,
 };
+use crate::checked::CheckedLayouts;
 use crate::config::{ConfigKey, StageMetadata};
 use crate::context::RunContext;
 use crate::export::{run_to_ffi, signals_from_codes};
@@ -158,17 +159,37 @@ fn first_line(s: &str) -> String {
 impl Plugin {
     /// Loads the plugin library at `path`, checking its ABI version and layout.
     pub fn load(path: &Path) -> Result<Plugin, LoadError> {
-        crate::libfile::check_library(path).map_err(|source| LoadError::File {
+        Self::load_with(path, &mut CheckedLayouts::default())
+    }
+
+    /// [`Plugin::load`], skipping the layout check when `checked` says this host has passed
+    /// it for this very library before (same build ids, see [`CheckedLayouts`]), and noting
+    /// in `checked` a check that ran and passed. The ABI version is checked every time.
+    pub fn load_with(path: &Path, checked: &mut CheckedLayouts) -> Result<Plugin, LoadError> {
+        let file = crate::libfile::check_library(path).map_err(|source| LoadError::File {
             path: path.to_path_buf(),
             source,
         })?;
+        let pair = crate::checked::pair(file.build_id.as_deref());
         // `lib_header_from_path(..).init_root_module()`, never `RootModule::load_from_file`:
         // the latter caches one library per module type, so a second plugin would silently
         // come back as the first.
         let header = lib_header_from_path(path).map_err(|e| classify(path, e))?;
-        let module = header
-            .init_root_module::<PluginModRef>()
-            .map_err(|e| classify(path, e))?;
+        let module = match pair {
+            // SAFETY: `pair` hashes this host's build id and the library's, so this host has
+            // run abi_stable's layout check on a library with the same linked content, and it
+            // passed: the check is a function of the two files' layouts alone, so it would
+            // pass again. abi_stable documents the unchecked load for such a cache.
+            Some(pair) if checked.contains(pair) => unsafe {
+                header.init_root_module_with_unchecked_layout::<PluginModRef>()
+            },
+            _ => {
+                let module = header.init_root_module::<PluginModRef>();
+                checked.ran(pair, module.is_ok());
+                module
+            }
+        }
+        .map_err(|e| classify(path, e))?;
         Ok(Plugin { module })
     }
 

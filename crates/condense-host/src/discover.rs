@@ -13,6 +13,10 @@
 //!    default `~/.local/share/condense/plugins`), for a binary installed on its own
 //!    (`cargo install`) and for the user's own stages.
 //!
+//! Loading a library runs abi_stable's layout check, unless this host has passed it for the
+//! same library before: the record of passes ([`condense_abi::CheckedLayouts`]) is kept in the
+//! per-user cache folder ([`user_cache_dir`], file [`CHECKED_LAYOUTS_FILE`]).
+//!
 //! The executable's own folders come before the user's so that a binary finds the plugins
 //! built with it (same ABI) first. A plugin given as a path (it contains a path separator or
 //! ends in the platform's library suffix) is used as is. Either way the file must be a
@@ -20,6 +24,7 @@
 //! refused here, as a configuration problem, before the dynamic loader could crash on it.
 
 use condense_abi::libfile::{check_library, LibFileError};
+use condense_abi::CheckedLayouts;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -97,19 +102,70 @@ pub fn search_dirs(pipeline_dirs: &[PathBuf]) -> Vec<PathBuf> {
 /// macOS `~/Library/Application Support/condense/plugins`; on Windows
 /// `%LOCALAPPDATA%\condense\plugins`. `None` when the home folder is unknown.
 pub fn user_plugin_dir() -> Option<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
     let data = if cfg!(windows) {
-        var("LOCALAPPDATA")?
+        absolute_var("LOCALAPPDATA")?
     } else if cfg!(target_vendor = "apple") {
-        var("HOME")?.join("Library").join("Application Support")
+        absolute_var("HOME")?
+            .join("Library")
+            .join("Application Support")
     } else {
-        var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local").join("share")))?
+        absolute_var("XDG_DATA_HOME")
+            .or_else(|| absolute_var("HOME").map(|h| h.join(".local").join("share")))?
     };
     Some(data.join("condense").join("plugins"))
+}
+
+/// The per-user cache folder: `$XDG_CACHE_HOME/condense` (absolute only), else
+/// `~/.cache/condense`; on macOS `~/Library/Caches/condense`; on Windows
+/// `%LOCALAPPDATA%\condense\cache`. `None` when the home folder is unknown. Whatever is in it
+/// may be deleted at any time.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    Some(if cfg!(windows) {
+        absolute_var("LOCALAPPDATA")?.join("condense").join("cache")
+    } else if cfg!(target_vendor = "apple") {
+        absolute_var("HOME")?
+            .join("Library")
+            .join("Caches")
+            .join("condense")
+    } else {
+        absolute_var("XDG_CACHE_HOME")
+            .or_else(|| absolute_var("HOME").map(|h| h.join(".cache")))?
+            .join("condense")
+    })
+}
+
+/// An environment variable naming an absolute path (relative ones are ignored, as the XDG
+/// spec says).
+fn absolute_var(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+/// The file in [`user_cache_dir`] that records the plugin libraries whose ABI layout a host
+/// has checked ([`CheckedLayouts`]).
+pub const CHECKED_LAYOUTS_FILE: &str = "checked-plugin-layouts";
+
+/// The record of layout checks passed, from the per-user cache (empty when there is none or
+/// it cannot be read: every plugin is then checked).
+pub fn read_checked_layouts() -> CheckedLayouts {
+    user_cache_dir()
+        .and_then(|dir| std::fs::read_to_string(dir.join(CHECKED_LAYOUTS_FILE)).ok())
+        .map_or_else(CheckedLayouts::default, |text| CheckedLayouts::parse(&text))
+}
+
+/// Writes `checked` back to the per-user cache when a check was added. Best effort: a cache
+/// that cannot be written only costs the next run the checks, so a failure is not reported.
+pub fn save_checked_layouts(checked: &CheckedLayouts) {
+    if !checked.changed() {
+        return;
+    }
+    if let Some(dir) = user_cache_dir() {
+        let _ = condense_store::write_atomic(
+            &dir.join(CHECKED_LAYOUTS_FILE),
+            checked.to_text().as_bytes(),
+        );
+    }
 }
 
 /// How to get the shipped plugins, for the messages of a binary that found none.
@@ -173,7 +229,7 @@ fn path_problem(p: &Path) -> FindError {
 /// `path` when it is a complete shared library for this platform.
 fn usable(path: PathBuf) -> Result<PathBuf, FindError> {
     match check_library(&path) {
-        Ok(()) => Ok(path),
+        Ok(_) => Ok(path),
         Err(source) => Err(FindError::Damaged { path, source }),
     }
 }

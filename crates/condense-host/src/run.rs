@@ -1,7 +1,9 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
 use crate::archive::{archive_stage_named, ArchiveOptions, KeyMemo, OriginalTexts, Pairing};
-use crate::discover::{find_plugin, search_dirs, FindError};
+use crate::discover::{
+    find_plugin, read_checked_layouts, save_checked_layouts, search_dirs, FindError,
+};
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
 use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
@@ -15,6 +17,7 @@ use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
 use condense_tokens::TokenCounter;
 use serde::Serialize;
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -202,19 +205,24 @@ impl LoadedPipeline {
     /// Finds, loads and configures every enabled stage's plugin.
     pub fn load(pipeline: Pipeline) -> Result<LoadedPipeline, HostError> {
         let dirs = search_dirs(&pipeline.plugin_dirs);
-        Self::build(pipeline, |pipeline, spec, config| {
+        let checked = RefCell::new(read_checked_layouts());
+        let loaded = Self::build(pipeline, |pipeline, spec, config| {
             let path = find_plugin(&spec.plugin, pipeline.base_dir.as_deref(), &dirs).map_err(
                 |source| HostError::Find {
                     stage: spec.name.clone(),
                     source,
                 },
             )?;
-            let plugin = Plugin::load(&path).map_err(|source| HostError::Load {
-                stage: spec.name.clone(),
-                source,
+            let plugin = Plugin::load_with(&path, &mut checked.borrow_mut()).map_err(|source| {
+                HostError::Load {
+                    stage: spec.name.clone(),
+                    source,
+                }
             })?;
             Ok((Some(path), plugin.instantiate(config)))
-        })
+        });
+        save_checked_layouts(&checked.into_inner());
+        loaded
     }
 
     /// A pipeline whose enabled stages `stage` builds in this process (by plugin name and

@@ -2,25 +2,9 @@
 //! config mistakes said in words, the redaction order warning, and discovery by an installed
 //! (copied) binary.
 
-use crate::support::{bin, condense, condense_env, Run};
+use crate::support::{bin, built_plugin, condense, condense_env, Run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// A shipped plugin built by `cargo xtask plugins`.
-fn built_plugin(name: &str) -> PathBuf {
-    let path = bin()
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("plugins")
-        .join(condense_host::discover::library_file_name(name));
-    assert!(
-        path.is_file(),
-        "{} missing: run `cargo xtask plugins`",
-        path.display()
-    );
-    path
-}
 
 fn write(path: &Path, text: &str) -> String {
     std::fs::write(path, text).unwrap();

@@ -307,3 +307,69 @@ fn a_stage_that_orphans_a_tool_result_is_caught_by_the_guard() {
         run.stderr
     );
 }
+
+#[test]
+fn a_layout_check_passed_once_is_not_run_again_for_the_same_library() {
+    use condense_abi::{CheckedLayouts, Plugin};
+    let faulty = test_plugin("test-faulty");
+    let mut checked = CheckedLayouts::default();
+    Plugin::load_with(&faulty, &mut checked).unwrap();
+    assert_eq!((checked.checks_run(), checked.len()), (1, 1));
+    assert!(checked.changed(), "a new pass is worth writing");
+
+    // The next process reads the record back: the same library loads without the check.
+    let mut next = CheckedLayouts::parse(&checked.to_text());
+    Plugin::load_with(&faulty, &mut next).unwrap();
+    // A copy under another name holds the same linked content (same build id): no check.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join(faulty.file_name().unwrap());
+    std::fs::copy(&faulty, &copy).unwrap();
+    let plugin = Plugin::load_with(&copy, &mut next).unwrap();
+    assert_eq!(next.checks_run(), 0);
+    assert!(!next.changed());
+    assert_eq!(plugin.metadata(&copy).unwrap().name, "test-faulty");
+
+    // Another library is checked; one that fails to load is not recorded.
+    Plugin::load_with(&crate::support::built_plugin("snip"), &mut next).unwrap();
+    let forged = Plugin::load_with(&test_plugin("test-faulty-forged"), &mut next);
+    assert!(forged.is_err());
+    assert_eq!((next.checks_run(), next.len()), (2, 2));
+}
+
+#[test]
+fn the_record_of_checks_lives_in_the_user_cache_and_is_written_only_when_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = small_input(dir.path());
+    let p = pipeline(
+        dir.path(),
+        "[[stage]]\nname = \"snip\"\nplugin = \"snip\"\n[[stage]]\nname = \"mc\"\nplugin = \"microcompact\"\n[[stage]]\nname = \"snip2\"\nplugin = \"snip\"\n",
+    );
+    let cache = dir.path().join("cache");
+    let home = dir.path().join("home");
+    let env = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("HOME", home.to_str().unwrap()),
+    ];
+    let record = cache.join("condense").join("checked-plugin-layouts");
+    let compress = || {
+        let run = crate::support::condense_env(&["compress", &input, "--pipeline", &p], &env, None);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.stdout
+    };
+    let first = compress();
+    let text = std::fs::read_to_string(&record).unwrap();
+    // Two libraries (snip twice is one library): a header line and one line each.
+    assert_eq!(text.lines().count(), 3, "{text}");
+    let written = std::fs::metadata(&record).unwrap().modified().unwrap();
+    assert_eq!(compress(), first);
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), text);
+    assert_eq!(
+        std::fs::metadata(&record).unwrap().modified().unwrap(),
+        written
+    );
+
+    // A damaged record costs only the checks, and is written again.
+    std::fs::write(&record, "not a record\n").unwrap();
+    assert_eq!(compress(), first);
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), text);
+}

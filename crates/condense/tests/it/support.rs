@@ -16,6 +16,22 @@ pub fn fixture(rel: &str) -> PathBuf {
     repo().join("tests/fixtures").join(rel)
 }
 
+/// A shipped plugin built by `cargo xtask plugins`.
+pub fn built_plugin(name: &str) -> PathBuf {
+    let path = bin()
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("plugins")
+        .join(condense_host::discover::library_file_name(name));
+    assert!(
+        path.is_file(),
+        "{} missing: run `cargo xtask plugins`",
+        path.display()
+    );
+    path
+}
+
 /// The folder `cargo xtask plugins` puts test-only plugins in.
 pub fn test_plugin(name: &str) -> PathBuf {
     let target = bin()
