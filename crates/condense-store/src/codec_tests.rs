@@ -128,8 +128,16 @@ fn a_store_of_the_previous_schema_is_read_and_upgraded() {
             params![blob_key(&big), big],
         )
         .unwrap();
+        db.execute_batch(
+            "INSERT INTO tokens VALUES ('s', 'o200k_base', -2, 40), ('s', 'o200k_base', 9, 3);",
+        )
+        .unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
+    // Token counts, one row per block before version 3, read back packed.
+    let mut counts = store.token_counts("s", "o200k_base").unwrap();
+    counts.sort();
+    assert_eq!(counts, [(9, 3), (u64::MAX - 1, 40)]);
     assert_eq!(
         store.record_get("ns", "old").unwrap().as_deref(),
         Some(&big[..])

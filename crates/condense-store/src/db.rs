@@ -4,6 +4,7 @@
 
 use crate::codec;
 use crate::spill::{Held, Spill, CHUNK, SPILL_FROM};
+use crate::token_chunks;
 use rusqlite::blob::ZeroBlob;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
 use std::collections::{BTreeMap, HashMap};
@@ -25,8 +26,8 @@ pub const DB_SIDE_FILES: [&str; 3] = ["store.db-wal", "store.db-shm", "store.db-
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The schema version this code writes (`PRAGMA user_version`): 2 added the `codec` column
-/// of records ([`crate::codec`]).
-pub const SCHEMA_VERSION: i64 = 2;
+/// of records ([`crate::codec`]); 3 packs token counts into chunks ([`crate::token_chunks`]).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// From version 1: records may be compressed; the records already there are stored as they
 /// are. Blobs are never compressed: they are the exact bytes `condense expand` writes back,
@@ -55,13 +56,6 @@ CREATE TABLE IF NOT EXISTS records (
     codec INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (namespace, name)
 );
-CREATE TABLE IF NOT EXISTS tokens (
-    session TEXT NOT NULL,
-    tokenizer TEXT NOT NULL,
-    hash INTEGER NOT NULL,
-    tokens INTEGER NOT NULL,
-    PRIMARY KEY (session, tokenizer, hash)
-) WITHOUT ROWID;
 ";
 
 /// Opens (creating it when missing) the database at `path`: WAL journal, `synchronous =
@@ -128,10 +122,17 @@ pub fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
 /// version is left alone ([`crate::Store::open`] refuses it).
 fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     let version = user_version(conn)?;
-    match version {
-        0 => conn.execute_batch(SCHEMA)?,
-        1 => conn.execute_batch(ADD_CODEC)?,
-        _ => return Ok(()),
+    if version >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    if version == 0 {
+        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(token_chunks::TABLE)?;
+    } else {
+        if version < 2 {
+            conn.execute_batch(ADD_CODEC)?;
+        }
+        token_chunks::migrate_rows(conn)?;
     }
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
 }
@@ -292,14 +293,8 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> Result<(), CommitErro
                 Held::Spilled { .. } => put_spilled_record(&tx, namespace, name, pending, held)?,
             }
         }
-        let mut put = tx.prepare_cached(
-            "INSERT OR REPLACE INTO tokens (session, tokenizer, hash, tokens) VALUES (?1, ?2, ?3, ?4)",
-        )?;
         for ((session, tokenizer), entries) in &pending.tokens {
-            for &(hash, tokens) in entries {
-                // SQLite integers are signed: the hash is kept as its bit pattern.
-                put.execute(params![session, tokenizer, hash as i64, tokens])?;
-            }
+            token_chunks::append(&tx, session, tokenizer, entries)?;
         }
     }
     tx.commit()?;
@@ -487,16 +482,4 @@ pub fn namespaces(conn: &Connection, prefix: &str) -> rusqlite::Result<Vec<Strin
         out.push(namespace);
     }
     Ok(out)
-}
-
-pub fn token_counts(
-    conn: &Connection,
-    session: &str,
-    tokenizer: &str,
-) -> rusqlite::Result<Vec<(u64, u32)>> {
-    conn.prepare_cached("SELECT hash, tokens FROM tokens WHERE session = ?1 AND tokenizer = ?2")?
-        .query_map([session, tokenizer], |r| {
-            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, u32>(1)?))
-        })?
-        .collect()
 }

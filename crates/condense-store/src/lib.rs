@@ -7,7 +7,8 @@
 //! - each stage's persistent state for one session;
 //! - small named records, by namespace (the expansion index uses them);
 //! - token counts of the blocks a session's runs have counted, by tokenizer and block hash, so
-//!   a new process recounts only new blocks ([`Store::token_counts`]).
+//!   a new process recounts only new blocks ([`Store::token_counts`]); packed, one row per run
+//!   that counted something (`token_chunks`).
 //!
 //! **Why SQLite.** The first layout wrote one file per entry (temp file, fsync, rename, fsync
 //! of the folder): a first run on a 1M-token conversation spent most of its time in the kernel
@@ -74,6 +75,7 @@ mod spill_tests;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod token_chunks;
 
 pub use db::{DB_FILE, DB_SIDE_FILES};
 pub use legacy::remove_orphan_temps;
@@ -549,7 +551,7 @@ impl Store {
         let session = sanitize_component(session);
         let conn = self.lock();
         let mut counts =
-            db::token_counts(&conn.db, &session, tokenizer).map_err(|e| self.db_err(e))?;
+            token_chunks::load(&conn.db, &session, tokenizer).map_err(|e| self.db_err(e))?;
         if let Some(held) = conn
             .held()
             .and_then(|p| p.tokens.get(&(session, tokenizer.to_string())))
