@@ -161,6 +161,8 @@ pub fn save_checked_layouts(checked: &CheckedLayouts) {
         return;
     }
     if let Some(dir) = user_cache_dir() {
+        // What a write killed half-way left (writes are rare: only when a pass is added).
+        let _ = condense_store::remove_orphan_temps(&dir, 0);
         let _ = condense_store::write_atomic(
             &dir.join(CHECKED_LAYOUTS_FILE),
             checked.to_text().as_bytes(),

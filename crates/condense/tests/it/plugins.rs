@@ -351,12 +351,20 @@ fn the_record_of_checks_lives_in_the_user_cache_and_is_written_only_when_new() {
         ("HOME", home.to_str().unwrap()),
     ];
     let record = cache.join("condense").join("checked-plugin-layouts");
+    // What a write killed half-way would have left (a temp file of a process that is gone).
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    let orphan = record.with_file_name(".tmp-4000000000-abcdef");
+    std::fs::write(&orphan, "half").unwrap();
     let compress = || {
         let run = crate::support::condense_env(&["compress", &input, "--pipeline", &p], &env, None);
         assert_eq!(run.code, 0, "{}", run.stderr);
         run.stdout
     };
     let first = compress();
+    assert!(
+        !orphan.exists(),
+        "the orphan temp file is removed when the record is written"
+    );
     let text = std::fs::read_to_string(&record).unwrap();
     // Two libraries (snip twice is one library): a header line and one line each.
     assert_eq!(text.lines().count(), 3, "{text}");
