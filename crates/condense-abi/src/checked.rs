@@ -31,7 +31,7 @@
 //! ```
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -138,12 +138,18 @@ fn pair_of(host: &[u8], library: &[u8]) -> u128 {
     h.digest128()
 }
 
-/// This process's executable's build id, read once.
+/// This process's executable's build id, read once. On Linux from `/proc/self/exe`, which
+/// opens the very file this process runs even when a new build has been renamed over its path
+/// since (reading that path would name the new build's layouts, not this process's).
 fn host_build_id() -> Option<&'static [u8]> {
     static ID: OnceLock<Option<Vec<u8>>> = OnceLock::new();
     ID.get_or_init(|| {
-        let exe = std::env::current_exe().ok()?;
-        crate::libfile::build_id(Path::new(&exe))
+        let exe = if cfg!(target_os = "linux") {
+            PathBuf::from("/proc/self/exe")
+        } else {
+            std::env::current_exe().ok()?
+        };
+        crate::libfile::build_id(&exe)
     })
     .as_deref()
 }
@@ -200,5 +206,9 @@ mod tests {
         // depends on it, so a toolchain that stops doing so should be noticed.
         let id = host_build_id().expect("the test executable has a GNU build id");
         assert!((8..=64).contains(&id.len()), "{} bytes", id.len());
+        // Read through /proc/self/exe: the same file as the executable's path, while nothing
+        // has replaced it.
+        let by_path = crate::libfile::build_id(&std::env::current_exe().unwrap());
+        assert_eq!(by_path.as_deref(), Some(id));
     }
 }
