@@ -43,8 +43,9 @@ const HEADER: &str =
 /// value has seen run.
 #[derive(Debug, Default, Clone)]
 pub struct CheckedLayouts {
-    /// Oldest first.
+    /// Oldest first (the order `to_text` keeps the newest by).
     pairs: Vec<u128>,
+    /// The same pairs, to look up: a record read from a damaged or foreign file may be long.
     known: HashSet<u128>,
     changed: bool,
     checks: usize,

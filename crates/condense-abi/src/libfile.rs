@@ -152,9 +152,9 @@ pub fn check_library(path: &Path) -> Result<LibraryFile, LibFileError> {
     } else if cfg!(target_vendor = "apple") {
         check_macho(&mut r, &head).map(|()| LibraryFile::default())
     } else {
-        check_elf(&mut r, &head)?;
+        let phs = check_elf(&mut r, &head)?;
         Ok(LibraryFile {
-            build_id: elf_build_id(&mut r, &head),
+            build_id: phs.build_id(&mut r),
         })
     }
 }
@@ -167,49 +167,67 @@ pub fn build_id(path: &Path) -> Option<Vec<u8>> {
     let size = file.metadata().ok()?.len();
     let mut r = Reader { file, size };
     let head = r.bytes(0, size.min(64), "header").ok()?;
-    elf_build_id(&mut r, &head)
+    let class = if HOST_WIDE { 2 } else { 1 };
+    let order = if HOST_LITTLE { 1 } else { 2 };
+    if !head.starts_with(b"\x7fELF") || head.get(4) != Some(&class) || head.get(5) != Some(&order) {
+        return None;
+    }
+    ProgramHeaders::read(&mut r, &head).ok()?.build_id(&mut r)
 }
 
 /// The largest note segment read for a build id (real ones are a few hundred bytes).
 const MAX_NOTES: u64 = 64 << 10;
 
-/// `NT_GNU_BUILD_ID` in the file's note segments (`PT_NOTE`), if any.
-fn elf_build_id(r: &mut Reader, head: &[u8]) -> Option<Vec<u8>> {
-    let wide = HOST_WIDE;
-    let e = Endian {
+/// The program headers of an ELF file of this platform's width and byte order (the caller has
+/// checked both), read once for the checks and the build id.
+struct ProgramHeaders {
+    bytes: Vec<u8>,
+    entry: usize,
+}
+
+impl ProgramHeaders {
+    const E: Endian = Endian {
         little: HOST_LITTLE,
     };
-    let class = if wide { 2 } else { 1 };
-    let order = if HOST_LITTLE { 1 } else { 2 };
-    if !head.starts_with(b"\x7fELF") || head.get(4) != Some(&class) || head.get(5) != Some(&order) {
-        return None;
-    }
-    let (phoff, sizes) = if wide { (32, 54) } else { (28, 42) };
-    let phoff = e.word(wide, head, phoff);
-    let phentsize = e.u16(head, sizes);
-    let phnum = e.u16(head, sizes + 2);
-    let min_ph = if wide { 56 } else { 32 };
-    if phentsize < min_ph {
-        return None;
-    }
-    let phs = r.bytes(phoff, phnum * phentsize, "program headers").ok()?;
-    (0..phnum as usize).find_map(|i| {
-        let p = &phs[i * phentsize as usize..];
-        // PT_NOTE
-        if e.u32(p, 0) != 4 {
-            return None;
+
+    fn read(r: &mut Reader, head: &[u8]) -> Result<ProgramHeaders, LibFileError> {
+        let e = Self::E;
+        // Offsets of e_phoff, then e_phentsize and e_phnum, by class.
+        let (phoff, sizes) = if HOST_WIDE { (32, 54) } else { (28, 42) };
+        let phoff = e.word(HOST_WIDE, head, phoff);
+        let entry = e.u16(head, sizes);
+        let count = e.u16(head, sizes + 2);
+        let min_entry = if HOST_WIDE { 56 } else { 32 };
+        if count == 0 || entry < min_entry {
+            return Err(LibFileError::Malformed("no program headers".into()));
         }
-        let (offset, filesz, align) = if wide {
-            (e.u64(p, 8), e.u64(p, 32), e.u64(p, 48))
-        } else {
-            (e.u32(p, 4), e.u32(p, 16), e.u32(p, 28))
-        };
-        if filesz > MAX_NOTES {
-            return None;
-        }
-        let notes = r.bytes(offset, filesz, "notes").ok()?;
-        gnu_build_id(&notes, e, if align == 8 { 8 } else { 4 })
-    })
+        Ok(ProgramHeaders {
+            bytes: r.bytes(phoff, count * entry, "program headers")?,
+            entry: entry as usize,
+        })
+    }
+
+    /// Each header's `(p_type, p_offset, p_filesz, p_align)`.
+    fn each(&self) -> impl Iterator<Item = (u64, u64, u64, u64)> + '_ {
+        let e = Self::E;
+        self.bytes.chunks_exact(self.entry).map(move |p| {
+            if HOST_WIDE {
+                (e.u32(p, 0), e.u64(p, 8), e.u64(p, 32), e.u64(p, 48))
+            } else {
+                (e.u32(p, 0), e.u32(p, 4), e.u32(p, 16), e.u32(p, 28))
+            }
+        })
+    }
+
+    /// `NT_GNU_BUILD_ID` in the file's note segments (`PT_NOTE`), if any.
+    fn build_id(&self, r: &mut Reader) -> Option<Vec<u8>> {
+        self.each()
+            .filter(|&(kind, _, filesz, _)| kind == 4 && filesz <= MAX_NOTES)
+            .find_map(|(_, offset, filesz, align)| {
+                let notes = r.bytes(offset, filesz, "notes").ok()?;
+                gnu_build_id(&notes, Self::E, if align == 8 { 8 } else { 4 })
+            })
+    }
 }
 
 /// The descriptor of the `GNU` note of type 3 (`NT_GNU_BUILD_ID`) among `notes`: each note is
@@ -281,7 +299,7 @@ fn elf_machine() -> Option<(u64, &'static str)> {
     Some(m)
 }
 
-fn check_elf(r: &mut Reader, head: &[u8]) -> Result<(), LibFileError> {
+fn check_elf(r: &mut Reader, head: &[u8]) -> Result<ProgramHeaders, LibFileError> {
     if !head.starts_with(b"\x7fELF") {
         return Err(LibFileError::NotALibrary(describe(head)));
     }
@@ -347,35 +365,22 @@ fn check_elf(r: &mut Reader, head: &[u8]) -> Result<(), LibFileError> {
             end: header_size,
         });
     }
-    // Offsets of e_phoff, e_shoff, e_phentsize, e_phnum, e_shentsize, e_shnum by class.
-    let (phoff, shoff, sizes) = if wide { (32, 40, 54) } else { (28, 32, 42) };
-    let phoff = e.word(wide, head, phoff);
-    let shoff = e.word(wide, head, shoff);
-    let phentsize = e.u16(head, sizes);
-    let phnum = e.u16(head, sizes + 2);
-    let shentsize = e.u16(head, sizes + 4);
-    let mut shnum = e.u16(head, sizes + 6);
-
-    let min_ph = if wide { 56 } else { 32 };
-    if phnum == 0 || phentsize < min_ph {
-        return Err(LibFileError::Malformed("no program headers".into()));
-    }
-    let phs = r.bytes(phoff, phnum * phentsize, "program headers")?;
-    for i in 0..phnum as usize {
-        let p = &phs[i * phentsize as usize..];
+    // The width and byte order are this platform's (checked above).
+    let phs = ProgramHeaders::read(r, head)?;
+    for (i, (kind, offset, filesz, _)) in phs.each().enumerate() {
         // PT_LOAD: the loader maps [p_offset, p_offset + p_filesz) from the file.
-        if e.u32(p, 0) == 1 {
-            let (offset, filesz) = if wide {
-                (e.u64(p, 8), e.u64(p, 32))
-            } else {
-                (e.u32(p, 4), e.u32(p, 16))
-            };
+        if kind == 1 {
             within(r.size, offset, filesz, &format!("loaded segment {i}"))?;
         }
     }
 
+    // Offsets of e_shoff, then e_shentsize and e_shnum, by class.
+    let (shoff, sizes) = if wide { (40, 58) } else { (32, 46) };
+    let shoff = e.word(wide, head, shoff);
+    let shentsize = e.u16(head, sizes);
+    let mut shnum = e.u16(head, sizes + 2);
     if shoff == 0 {
-        return Ok(());
+        return Ok(phs);
     }
     let min_sh = if wide { 64 } else { 40 };
     if shentsize < min_sh {
@@ -400,7 +405,7 @@ fn check_elf(r: &mut Reader, head: &[u8]) -> Result<(), LibFileError> {
         };
         within(r.size, offset, size, &format!("section {i}"))?;
     }
-    Ok(())
+    Ok(phs)
 }
 
 fn check_macho(r: &mut Reader, head: &[u8]) -> Result<(), LibFileError> {
@@ -583,7 +588,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("condense-libfile-id-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let copy = write(&dir, "copy", &std::fs::read(&exe).unwrap());
-        assert_eq!(build_id(&copy), Some(id));
+        assert_eq!(build_id(&copy), Some(id.clone()));
+        // A position-independent executable is a shared object to the checks: they find the
+        // same id on the way.
+        if let Ok(file) = check_library(&exe) {
+            assert_eq!(file.build_id, Some(id));
+        }
         assert_eq!(build_id(&write(&dir, "text", b"hello")), None);
         std::fs::remove_dir_all(&dir).ok();
     }

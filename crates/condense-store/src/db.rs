@@ -127,13 +127,11 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     }
     if version == 0 {
         conn.execute_batch(SCHEMA)?;
-        conn.execute_batch(token_chunks::TABLE)?;
-    } else {
-        if version < 2 {
-            conn.execute_batch(ADD_CODEC)?;
-        }
-        token_chunks::migrate_rows(conn)?;
+    } else if version < 2 {
+        conn.execute_batch(ADD_CODEC)?;
     }
+    // Creates the packed table, and packs the rows of the table before it, if any.
+    token_chunks::migrate_rows(conn)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
 }
 

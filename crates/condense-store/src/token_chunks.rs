@@ -15,7 +15,7 @@ use rusqlite::{params, Connection};
 use std::collections::HashMap;
 
 /// The table (part of the schema from version 3).
-pub const TABLE: &str = "
+const TABLE: &str = "
 CREATE TABLE IF NOT EXISTS token_chunks (
     session TEXT NOT NULL,
     tokenizer TEXT NOT NULL,
@@ -144,8 +144,9 @@ pub fn append(
     Ok(())
 }
 
-/// Schema version 3: the counts of the one-row-per-block table (`tokens`) packed into one
-/// chunk per session and tokenizer, and that table dropped. Inside the caller's transaction.
+/// Schema version 3: the packed table created, and the counts of the one-row-per-block table
+/// before it (`tokens`, when there is one) packed into one chunk per session and tokenizer,
+/// and that table dropped. Inside the caller's transaction.
 pub fn migrate_rows(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TABLE)?;
     let had_table: bool = conn
