@@ -14,7 +14,7 @@ use crate::error::Ctx;
 use crate::json::{Result, Style};
 use crate::lines::{self, Lines};
 use crate::notes::Notes;
-use crate::parallel::{parse_scanning, take_quick, QuickList};
+use crate::parallel::{parse_scanning, take_quick, Lookup, QuickList};
 use crate::scan;
 use crate::select::{self, Select, Slot, SlotKind};
 use crate::source::Source;
@@ -84,12 +84,18 @@ pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Doc
     Ok(doc)
 }
 
-/// [`read`], keeping `bytes` as the document's text instead of a copy of them.
-pub(crate) fn read_owned(bytes: Vec<u8>, source: &str, opts: &ReadOptions) -> Result<Document> {
+/// [`read`], keeping `bytes` as the document's text instead of a copy of them; with `known`,
+/// leaving unread what an earlier read knew ([`crate::known`]).
+pub(crate) fn read_owned(
+    bytes: Vec<u8>,
+    source: &str,
+    opts: &ReadOptions,
+    known: Option<Lookup<'_>>,
+) -> Result<Document> {
     // Checked as UTF-8 once: all of it is, as a whole file mostly is.
     let mut bytes = match String::from_utf8(bytes) {
         Ok(text) => {
-            let mut doc = read_valid(&text, &[], source, opts)?;
+            let mut doc = read_valid(&text, &[], source, opts, known)?;
             let start = if doc.bom { BOM.len() } else { 0 };
             let mut text = text;
             text.truncate(start + doc.source.body_len);
@@ -114,7 +120,7 @@ const BOM: &str = "\u{feff}";
 /// Reads a document whose source text is still to be filled in (its length is known).
 fn read_text(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
     let (text, cut_char) = utf8(bytes, display_name(source))?;
-    read_valid(text, cut_char, source, opts)
+    read_valid(text, cut_char, source, opts, None)
 }
 
 /// How errors name the input `source` (`-`: standard input).
@@ -128,7 +134,13 @@ fn display_name(source: &str) -> &str {
 
 /// [`read_text`] of bytes already checked: `text`, then `cut_char`, the bytes of a UTF-8
 /// character cut short at the very end (see [`utf8`]).
-fn read_valid(text: &str, cut_char: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
+fn read_valid(
+    text: &str,
+    cut_char: &[u8],
+    source: &str,
+    opts: &ReadOptions,
+    known: Option<Lookup<'_>>,
+) -> Result<Document> {
     let source = display_name(source);
     let notes = Notes::default();
     let ctx = Ctx::with_notes(source, &notes);
@@ -159,7 +171,7 @@ fn read_valid(text: &str, cut_char: &[u8], source: &str, opts: &ReadOptions) -> 
             }
             session_document(format, lines::parse(text, &ctx)?, &ctx)?
         }
-        _ => read_auto(text, select.as_ref(), opts.format, &ctx)?,
+        _ => read_auto(text, select.as_ref(), opts.format, &ctx, known)?,
     };
     doc.bom = bom;
     if !cut_char.is_empty() {
@@ -197,6 +209,7 @@ fn read_auto(
     select: Option<&Select>,
     format: Option<Format>,
     ctx: &Ctx<'_>,
+    known: Option<Lookup<'_>>,
 ) -> Result<Document> {
     let jsonl_name = [".jsonl", ".ndjson"]
         .iter()
@@ -209,7 +222,9 @@ fn read_auto(
             Err(line_err) => match serde_json::from_str::<Value>(text) {
                 Ok(root) => {
                     let finder = scan::Finder::default();
-                    return json_document((root, None), finder, text, select, format, ctx);
+                    let document = json_document((root, None), finder, text, select, format, ctx)?;
+                    // Without a quick list nothing is unread, so there is a document.
+                    return document.ok_or_else(|| ctx.detect("the input could not be read"));
                 }
                 Err(_) => return Err(line_err),
             },
@@ -217,7 +232,8 @@ fn read_auto(
     } else {
         // Messages read without a JSON tree only where the wrappers are found without
         // `--select` (a pointer may lead into the messages).
-        let (parsed, finder, quick) = parse_scanning(text, select.is_none());
+        let (parsed, finder, quick) =
+            parse_scanning(text, select.is_none(), known.filter(|_| select.is_none()));
         match parsed {
             Ok(mut root) => {
                 let session = match &root {
@@ -227,6 +243,10 @@ fn read_auto(
                     _ => None,
                 };
                 if let Some(session) = session {
+                    if quick.as_ref().is_some_and(|q| q.unread.is_some()) {
+                        // Unread messages have no JSON to put back: read it all.
+                        return read_auto(text, select, format, ctx, None);
+                    }
                     if let Some(list) = quick {
                         list.restore(&mut root);
                     }
@@ -239,7 +259,11 @@ fn read_auto(
                     };
                     return session_document(session, one, ctx);
                 }
-                return json_document((root, quick), finder, text, select, format, ctx);
+                let document = json_document((root, quick), finder, text, select, format, ctx)?;
+                return match document {
+                    Some(doc) => Ok(doc),
+                    None => read_auto(text, select, format, ctx, None),
+                };
             }
             Err(e) if !lines::first_line_parses(text) => return Err(ctx.invalid_json(&e)),
             Err(_) => lines::parse(text, ctx)?,
@@ -319,6 +343,8 @@ fn session_document(format: Format, lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<D
 /// threads costs more than it saves.
 pub(crate) const PARALLEL_FROM: usize = 64 * 1024;
 
+/// The document of a JSON text; `None` when its quick list has unread messages but is not the
+/// conversation found (the text is then read again whole).
 fn json_document(
     (mut root, quick): (Value, Option<QuickList>),
     mut finder: scan::Finder,
@@ -326,12 +352,18 @@ fn json_document(
     select: Option<&Select>,
     format: Option<Format>,
     ctx: &Ctx<'_>,
-) -> Result<Document> {
+) -> Result<Option<Document>> {
     let slots = find_slots(&root, select, ctx)?;
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
-    let quick = take_quick(quick, &mut root, &slots, format);
-    let (mut root, conversations) = take_conversations(root, slots, format, quick, ctx)?;
+    let Ok(quick) = take_quick(quick, &mut root, &slots, format) else {
+        return Ok(None);
+    };
+    let (messages, quick) = match quick {
+        Some(list) => (Some(list.messages), Some((list.stubs, list.unread))),
+        None => (None, None),
+    };
+    let (mut root, conversations) = take_conversations(root, slots, format, messages, ctx)?;
     let mut source = Source::of_len(text.len());
     place(
         &mut root,
@@ -348,8 +380,12 @@ fn json_document(
     };
     let mut doc = Document::new(format, layout, conversations, labels);
     doc.crlf = lines::is_crlf(text);
+    if let Some((stubs, unread)) = quick {
+        source.unread = unread;
+        doc.quick_stubs = Some(stubs);
+    }
     doc.source = source;
-    Ok(doc.with_single_label())
+    Ok(Some(doc.with_single_label()))
 }
 
 fn lines_document(
@@ -521,6 +557,7 @@ impl Document {
             usage: Vec::new(),
             warnings: Vec::new(),
             source: Source::default(),
+            quick_stubs: None,
         }
     }
 

@@ -111,6 +111,7 @@ mod error;
 pub mod files;
 mod items;
 mod json;
+pub mod known;
 mod lines;
 mod notes;
 mod openai;
@@ -166,6 +167,9 @@ pub struct Document {
     /// The input's text and where each message was in it, so that what no stage changed is
     /// written back as the exact bytes read.
     source: source::Source,
+    /// When the only conversation's messages were read quick ([`quick`]): the stubs the
+    /// format detection read of them, for [`Document::known_list`].
+    quick_stubs: Option<Vec<serde_json::Value>>,
 }
 
 /// The usage a session reported for a model call: what the model really received, to compare
@@ -277,6 +281,85 @@ impl Document {
     }
 }
 
+impl Document {
+    /// Per message of conversation `conv`: whether it was left unread ([`known`]), a
+    /// placeholder standing in for a message an earlier read knew. `None` when every message
+    /// was read. A conversation with unread messages must not be handed to stages: a run that
+    /// cannot do without them reads them with [`Document::read_unread`].
+    pub fn unread(&self, conv: usize) -> Option<&[bool]> {
+        (conv == 0)
+            .then_some(self.source.unread.as_ref())
+            .flatten()
+            .map(|u| u.mask.as_slice())
+    }
+
+    /// Conversation `conv` read again from the document's text, every message read (what the
+    /// document held before any change, placeholders or not).
+    pub fn read_unread(&self, conv: usize) -> Result<Conversation, FormatError> {
+        let opts = ReadOptions {
+            format: Some(self.format),
+            select: None,
+        };
+        let bom = if self.bom { "\u{feff}" } else { "" };
+        let mut bytes = Vec::with_capacity(bom.len() + self.source.text.len() + self.tail.len());
+        bytes.extend_from_slice(bom.as_bytes());
+        bytes.extend_from_slice(self.source.text.as_bytes());
+        bytes.extend_from_slice(&self.tail);
+        let mut doc = container::read_owned(bytes, "<input>", &opts, None)?;
+        match doc.conversations.get_mut(conv) {
+            Some(c) => Ok(std::mem::take(c)),
+            None => Err(FormatError::Write {
+                at: "the input".into(),
+                reason: format!("it no longer holds conversation {conv} when read again"),
+            }),
+        }
+    }
+
+    /// The record ([`known::RECORDS`]) to keep so that a later read of this input's message
+    /// list may leave it unread, as (name, bytes): when the document's one conversation was
+    /// read quick. `read`: the messages a run starting from this one's output needs
+    /// (ascending); `kept`: the record kept under a name so far, if any.
+    pub fn known_record(
+        &self,
+        read: Vec<usize>,
+        kept: impl FnOnce(&str) -> Option<Vec<u8>>,
+    ) -> Option<(String, Vec<u8>)> {
+        let (key, list) = self.known_list(read)?;
+        let name = known::record_name(key);
+        let bytes = known::updated_record(list, kept(&name).as_deref());
+        Some((name, bytes))
+    }
+
+    /// What a later read of this input's message list may leave unread ([`known`]), with the
+    /// key to keep it under ([`Document::known_record`]).
+    pub fn known_list(&self, read: Vec<usize>) -> Option<(u64, known::KnownList)> {
+        let stubs = self.quick_stubs.clone()?;
+        let units = &self.source.convs.first()?.units;
+        let prints = self.message_fingerprints(0)?;
+        // One element per message, in order (every JSON reader is 1:1).
+        let one_to_one = units.len() == prints.len()
+            && units
+                .iter()
+                .enumerate()
+                .all(|(i, u)| u.first == i && u.count == 1);
+        if !one_to_one || self.conversations.len() != 1 {
+            return None;
+        }
+        let spans: Vec<_> = units.iter().map(|u| u.span.clone()).collect();
+        let first = self.source.text.get(spans.first()?.clone())?;
+        let (relative, bytes) = known::prefix_of(&self.source.text, &spans)?;
+        let list = known::KnownList {
+            messages: spans.len(),
+            bytes,
+            spans: relative,
+            prints: prints.to_vec(),
+            read,
+            stubs,
+        };
+        Some((known::first_key(first), list))
+    }
+}
+
 /// Reads a file. `source` names it in errors (`-` is shown as `<stdin>`).
 pub fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document, FormatError> {
     container::read(bytes, source, opts)
@@ -289,7 +372,19 @@ pub fn read_owned(
     source: &str,
     opts: &ReadOptions,
 ) -> Result<Document, FormatError> {
-    container::read_owned(bytes, source, opts)
+    container::read_owned(bytes, source, opts, None)
+}
+
+/// [`read_owned`], leaving unread the messages of a list an earlier read saw with exactly the
+/// same text ([`known`]): `known` gives the lists known under a first element's key
+/// ([`known::first_key`]). See [`Document::unread`].
+pub fn read_owned_knowing(
+    bytes: Vec<u8>,
+    source: &str,
+    opts: &ReadOptions,
+    known: &dyn Fn(u64) -> Vec<known::KnownList>,
+) -> Result<Document, FormatError> {
+    container::read_owned(bytes, source, opts, Some(known))
 }
 
 /// The format [`read`] would pick for this input (reads it whole).

@@ -18,6 +18,7 @@
 
 use crate::error::Ctx;
 use crate::json::{Map, Result};
+use crate::known::{self, KnownList};
 use crate::notes::Notes;
 use crate::quick;
 use crate::scan::{self, Scanned};
@@ -36,10 +37,27 @@ pub(crate) struct QuickList {
     /// The root member it is (`messages`), or `None` for the root itself.
     pub key: Option<String>,
     pub messages: Vec<Message>,
+    /// The stubs the value holds, kept for a later read ([`crate::known::KnownList::stubs`]).
+    pub stubs: Vec<Value>,
+    /// The messages left unread, known from an earlier read ([`crate::known`]).
+    pub unread: Option<Unread>,
 }
 
+/// The messages of a list left unread ([`crate::known`]): placeholders in the list.
+#[derive(Debug, Clone)]
+pub(crate) struct Unread {
+    /// Per message of the list: a placeholder.
+    pub mask: Vec<bool>,
+    /// The known fingerprint of each message of the prefix the earlier read covered.
+    pub prints: Vec<u128>,
+}
+
+/// Asks for the message lists known under a first element's key ([`crate::known::first_key`]).
+pub(crate) type Lookup<'a> = &'a dyn Fn(u64) -> Vec<KnownList>;
+
 impl QuickList {
-    /// Puts the exact JSON of the messages back in place of their stubs in `root`.
+    /// Puts the exact JSON of the messages back in place of their stubs in `root` (never for
+    /// a list with unread messages: [`take_quick`] reads those again).
     pub fn restore(self, root: &mut Value) {
         let values = Value::Array(self.messages.into_iter().map(quick::to_value).collect());
         match self.key {
@@ -77,7 +95,9 @@ pub(crate) fn parse(
     // A long array's elements on every core (as messages when they may be); anything else as
     // it is.
     let member = |span: &Range<usize>, list: bool| match long(span) {
-        Some(elements) if quick && list => parse_messages(text, elements),
+        Some(elements) if quick && list => {
+            parse_messages(text, elements, finder.known_list(elements))
+        }
         Some(elements) => Some((Value::Array(parse_elements(text, elements)?), None)),
         None => Some((piece(span)?, None)),
     };
@@ -91,10 +111,7 @@ pub(crate) fn parse(
                 let (value, messages) = member(value, is_list)?;
                 if is_list {
                     // A repeated key keeps its last value: the list read last.
-                    quick_list = messages.map(|messages| QuickList {
-                        key: Some(key.clone()),
-                        messages,
-                    });
+                    quick_list = messages.map(|read| read.into_list(Some(key.clone())));
                 }
                 // As serde_json does: a repeated key keeps its first place and its last value.
                 map.insert(key, value);
@@ -103,35 +120,64 @@ pub(crate) fn parse(
         }
         Scanned::Array => {
             let (value, messages) = member(&span, true)?;
-            Some((
-                value,
-                messages.map(|messages| QuickList {
-                    key: None,
-                    messages,
-                }),
-            ))
+            Some((value, messages.map(|read| read.into_list(None))))
         }
     }
 }
 
-/// One element of a message list, read by [`crate::quick`] or parsed.
+/// One element of a message list, read by [`crate::quick`], parsed, or left unread
+/// ([`crate::known`]).
 enum Element {
     Quick(Message),
     Parsed(Value),
+    Unread(Message),
+}
+
+/// A message list read quick, before it is placed: its messages, their stubs and what was left
+/// unread.
+pub(crate) struct ReadList {
+    messages: Vec<Message>,
+    stubs: Vec<Value>,
+    unread: Option<Unread>,
+}
+
+impl ReadList {
+    fn into_list(self, key: Option<String>) -> QuickList {
+        QuickList {
+            key,
+            messages: self.messages,
+            stubs: self.stubs,
+            unread: self.unread,
+        }
+    }
 }
 
 /// The elements at `spans` as messages when every one is quick and none may be a Cline result
-/// (the value then holds their stubs), else as their values; in one run per core.
-fn parse_messages(text: &str, spans: &[Range<usize>]) -> Option<(Value, Option<Vec<Message>>)> {
+/// (the value then holds their stubs), else as their values; in one run per core. With
+/// `known` (the scan found the list starts with its text), the messages it covers are left
+/// unread but for those it says to read ([`crate::known`]); a list that is then not quick is
+/// `None` (the caller parses the text whole).
+fn parse_messages(
+    text: &str,
+    spans: &[Range<usize>],
+    known: Option<&KnownList>,
+) -> Option<(Value, Option<ReadList>)> {
+    let skip = known.and_then(|list| Some((list, known::unread_mask(list, spans.len())?)));
+    let unread = skip.as_ref().map(|(_, mask)| mask.as_slice());
     let read_run = |(offset, run): (usize, Vec<Range<usize>>)| -> Option<Vec<Element>> {
         let mut out = Vec::with_capacity(run.len());
         // Once one element is not quick the list is returned as values anyway: the rest of the
         // run is parsed straight to values, not read quick first and parsed again.
         let mut try_quick = true;
         for (i, span) in run.into_iter().enumerate() {
+            let index = offset + i;
+            if unread.is_some_and(|u| u[index]) {
+                out.push(Element::Unread(known::placeholder(index)));
+                continue;
+            }
             let element = text.get(span)?;
             let quick = if try_quick {
-                quick::message(element, offset + i).ok()?
+                quick::message(element, index).ok()?
             } else {
                 None
             };
@@ -162,22 +208,48 @@ fn parse_messages(text: &str, spans: &[Range<usize>]) -> Option<(Value, Option<V
     }
     let keep = elements.iter().all(|e| match e {
         Element::Quick(message) => !quick::may_be_cline(message),
+        // Known quick and not Cline: the earlier read kept its list quick.
+        Element::Unread(_) => true,
         Element::Parsed(_) => false,
     });
     if keep {
+        let mut stubs = quick::stubs(elements.iter().filter_map(|e| match e {
+            Element::Quick(message) => Some(message),
+            _ => None,
+        }));
         let messages: Vec<Message> = elements
             .into_iter()
             .filter_map(|e| match e {
-                Element::Quick(message) => Some(message),
+                Element::Quick(message) | Element::Unread(message) => Some(message),
                 Element::Parsed(_) => None,
             })
             .collect();
-        return Some((Value::Array(quick::stubs(&messages)), Some(messages)));
+        let unread = skip.map(|(list, mask)| {
+            // Detection asks only whether some message has a role or block type: the unread
+            // messages' stubs are the earlier read's.
+            stubs.extend(list.stubs.iter().cloned());
+            Unread {
+                mask,
+                prints: list.prints.clone(),
+            }
+        });
+        let value = Value::Array(stubs.clone());
+        return Some((
+            value,
+            Some(ReadList {
+                messages,
+                stubs,
+                unread,
+            }),
+        ));
+    }
+    if skip.is_some() {
+        return None;
     }
     let values = elements
         .into_iter()
         .map(|e| match e {
-            Element::Quick(message) => quick::to_value(message),
+            Element::Quick(message) | Element::Unread(message) => quick::to_value(message),
             Element::Parsed(value) => value,
         })
         .collect();
@@ -193,28 +265,38 @@ fn parse_messages(text: &str, spans: &[Range<usize>]) -> Option<(Value, Option<V
 pub(crate) fn parse_scanning(
     text: &str,
     quick: bool,
+    known: Option<Lookup<'_>>,
 ) -> (serde_json::Result<Value>, scan::Finder, Option<QuickList>) {
     let mut finder = scan::Finder::default();
-    if text.len() < crate::container::PARALLEL_FROM || cores() < 2 {
+    // With what an earlier read knew, even one core gains: the known messages are not parsed.
+    if text.len() < crate::container::PARALLEL_FROM || (cores() < 2 && known.is_none()) {
         return (serde_json::from_str(text), finder, None);
     }
-    finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
+    finder.scan_knowing(text, scan::trimmed(text.as_bytes(), 0..text.len()), known);
     match parse(text, &finder, quick) {
         Some((root, list)) => (Ok(root), finder, list),
         None => (serde_json::from_str(text), finder, None),
     }
 }
 
-/// The messages of a quick list when the conversation found is that list (a request body at
-/// the root with it as `messages`, or the root list itself) and its format reads messages as
-/// Anthropic does; otherwise the list's JSON is put back in `root` and `None` returned.
+/// A quick list with unread messages that the conversation found is not (another format or
+/// wrapper was decided): the text must be read again whole.
+#[derive(Debug)]
+pub(crate) struct ReadWhole;
+
+/// The quick list when the conversation found is that list (a request body at the root with it
+/// as `messages`, or the root list itself) and its format reads messages as Anthropic does;
+/// otherwise the list's JSON is put back in `root` and `None` returned, or [`ReadWhole`] when
+/// the list has unread messages (they have no JSON to put back).
 pub(crate) fn take_quick(
     list: Option<QuickList>,
     root: &mut Value,
     slots: &[Slot],
     format: Format,
-) -> Option<Vec<condense_model::Message>> {
-    let list = list?;
+) -> std::result::Result<Option<QuickList>, ReadWhole> {
+    let Some(list) = list else {
+        return Ok(None);
+    };
     let anthropic = matches!(format, Format::Anthropic | Format::Cline);
     let fits = match (slots, list.key.as_deref()) {
         ([slot], Some("messages")) => slot.kind == SlotKind::Body && slot.pointer.is_empty(),
@@ -222,10 +304,13 @@ pub(crate) fn take_quick(
         _ => false,
     };
     if anthropic && fits {
-        return Some(list.messages);
+        return Ok(Some(list));
+    }
+    if list.unread.is_some() {
+        return Err(ReadWhole);
     }
     list.restore(root);
-    None
+    Ok(None)
 }
 
 /// The values of the array elements at `spans`, parsed in one run per core.

@@ -55,7 +55,7 @@ pub(crate) fn message(text: &str, index: usize) -> serde_json::Result<Option<Mes
 /// role, content shape and sequence of block types, with no texts (a list of messages that all
 /// have roles and none of whose user texts starts a Cline marker: detection only asks whether
 /// some message has a given role or block type).
-pub(crate) fn stubs(messages: &[Message]) -> Vec<Value> {
+pub(crate) fn stubs<'m>(messages: impl IntoIterator<Item = &'m Message>) -> Vec<Value> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for m in messages {

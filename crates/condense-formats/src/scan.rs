@@ -7,6 +7,8 @@
 //! a parse. It runs on text serde_json already accepted, so it is lenient: anything unexpected
 //! gives `None` and the writer falls back to serializing.
 
+use crate::known::KnownList;
+use crate::parallel::Lookup;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -123,12 +125,22 @@ pub(crate) fn trimmed(text: &[u8], span: Range<usize>) -> Range<usize> {
 
 /// The spans of the elements of the array at `span`.
 pub(crate) fn elements(text: &[u8], span: Range<usize>) -> Option<Vec<Range<usize>>> {
-    array_at(text, span.start).map(|(elements, _, _)| elements)
+    array_at(text, span.start, None).map(|(elements, _, _)| elements)
 }
 
+/// Given the span of an array's first element, the spans of the first elements when they are
+/// known from an earlier read ([`crate::known`]): the scan then steps over them.
+type KnownElements<'r, 'k> = &'r mut (dyn FnMut(&Range<usize>) -> Option<Vec<Range<usize>>> + 'k);
+
 /// The elements of the array starting at `start`, the array's end (just past its `]`) and how
-/// deep it nests: one scan gives all three.
-fn array_at(text: &[u8], start: usize) -> Option<(Vec<Range<usize>>, usize, usize)> {
+/// deep it nests: one scan gives all three. With `known`, a known prefix of the elements is
+/// not scanned; its nesting is not counted (it read before: it nests less than
+/// `crate::parallel`'s limit, which is all the depth is asked about).
+fn array_at(
+    text: &[u8],
+    start: usize,
+    mut known: Option<KnownElements<'_, '_>>,
+) -> Option<(Vec<Range<usize>>, usize, usize)> {
     if text.get(start) != Some(&b'[') {
         return None;
     }
@@ -138,6 +150,18 @@ fn array_at(text: &[u8], start: usize) -> Option<(Vec<Range<usize>>, usize, usiz
         return Some((out, at + 1, 1));
     }
     let mut deepest = 0;
+    if let Some(known) = known.as_mut() {
+        let first = value(text, at)?;
+        if let Some(spans) = known(&first) {
+            at = skip_ws(text, spans.last()?.end);
+            out = spans;
+            match text.get(at)? {
+                b',' => at += 1,
+                b']' => return Some((out, at + 1, deepest + 1)),
+                _ => return None,
+            }
+        }
+    }
     loop {
         let (elem, depth) = value_deep(text, at)?;
         deepest = deepest.max(depth);
@@ -169,15 +193,16 @@ fn members_keeping_arrays(
     span: Range<usize>,
     arrays: &mut HashMap<usize, Vec<Range<usize>>>,
 ) -> Option<Vec<Member>> {
-    object_at(text, span.start, arrays).map(|(members, _, _)| members)
+    object_at(text, span.start, arrays, None).map(|(members, _, _)| members)
 }
 
 /// [`members_keeping_arrays`] of the object starting at `start`, with the object's end (just
-/// past its `}`) and how deep it nests.
-fn object_at(
+/// past its `}`) and how deep it nests; `known` is asked about its `messages` array.
+fn object_at<'k>(
     text: &[u8],
     start: usize,
     arrays: &mut HashMap<usize, Vec<Range<usize>>>,
+    mut known: Option<KnownElements<'_, 'k>>,
 ) -> Option<(Vec<Member>, usize, usize)> {
     if text.get(start) != Some(&b'{') {
         return None;
@@ -197,7 +222,16 @@ fn object_at(
         let start = skip_ws(text, at + 1);
         let (val, depth) = match text.get(start)? {
             b'[' => {
-                let (elements, end, depth) = array_at(text, start)?;
+                let messages = known.is_some() && key.len() == "\"messages\"".len() && {
+                    // Keys with escapes are not the wrapper readers find (they read the key as
+                    // written): the bytes are compared.
+                    &text[key.clone()] == b"\"messages\""
+                };
+                let known = match known.as_mut() {
+                    Some(k) if messages => Some(&mut **k),
+                    _ => None,
+                };
+                let (elements, end, depth) = array_at(text, start, known)?;
                 arrays.insert(start, elements);
                 (start..end, depth)
             }
@@ -232,6 +266,9 @@ pub(crate) struct Finder {
     members: HashMap<usize, Vec<Member>>,
     /// What [`Finder::scan`] found: the value's span and how deep it nests.
     scanned: Option<(Range<usize>, usize)>,
+    /// The message list a scan found known from an earlier read ([`crate::known`]), by the
+    /// array's start.
+    known: Option<(usize, KnownList)>,
 }
 
 impl Finder {
@@ -267,21 +304,48 @@ impl Finder {
 
     /// Scans the object or array at `span` for its members or elements (and an object's arrays'
     /// elements), so that later lookups in it cost nothing.
+    #[cfg(test)]
     pub fn scan(&mut self, text: &str, span: Range<usize>) {
+        self.scan_knowing(text, span, None);
+    }
+
+    /// [`Finder::scan`], stepping over the known prefix of the message list (the root's
+    /// `messages`, or the root array) when `lookup` knows its text ([`crate::known`]).
+    pub fn scan_knowing(&mut self, text: &str, span: Range<usize>, lookup: Option<Lookup<'_>>) {
         let bytes = text.as_bytes();
+        let mut found: Option<(usize, KnownList)> = None;
+        let mut step = |first: &Range<usize>| {
+            let lookup = lookup?;
+            let key = crate::known::first_key(text.get(first.clone())?);
+            let (list, spans) = crate::known::match_prefix(bytes, first, lookup(key))?;
+            // The array's start is before its first element: kept by the element for now.
+            found = Some((first.start, list));
+            Some(spans)
+        };
+        let known: Option<KnownElements<'_, '_>> = lookup.is_some().then_some(&mut step);
         self.scanned = match bytes.get(span.start) {
-            Some(b'{') => {
-                object_at(bytes, span.start, &mut self.elements).map(|(members, end, depth)| {
+            Some(b'{') => object_at(bytes, span.start, &mut self.elements, known).map(
+                |(members, end, depth)| {
                     self.members.insert(span.start, members);
                     (span.start..end, depth)
-                })
-            }
-            Some(b'[') => array_at(bytes, span.start).map(|(elements, end, depth)| {
+                },
+            ),
+            Some(b'[') => array_at(bytes, span.start, known).map(|(elements, end, depth)| {
                 self.elements.insert(span.start, elements);
                 (span.start..end, depth)
             }),
             _ => None,
         };
+        self.known = found;
+    }
+
+    /// The known list ([`Finder::scan_knowing`]) of the array whose elements are `elements`.
+    pub fn known_list(&self, elements: &[Range<usize>]) -> Option<&KnownList> {
+        let first = elements.first()?.start;
+        self.known
+            .as_ref()
+            .filter(|(at, _)| *at == first)
+            .map(|(_, list)| list)
     }
 
     /// The value [`Finder::scan`] found (its span, how deep it nests), with its members (an

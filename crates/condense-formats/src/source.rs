@@ -10,6 +10,7 @@
 //! Texts given by [`crate::Document::set_original_text`] (what `expand` restores) come first.
 
 use crate::json::{Result, Style};
+use crate::parallel::Unread;
 use condense_model::{Conversation, Message};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -27,6 +28,16 @@ pub(crate) use condense_model::fingerprint::fingerprint;
 /// replacement history).
 pub(crate) fn fingerprint_all(messages: &[Message]) -> Fp {
     fingerprint(messages)
+}
+
+/// The fingerprint of a message: a placeholder's for an unread one ([`crate::known`]) is the
+/// known fingerprint of the message it stands for.
+fn print_of(unread: Option<&Unread>, m: &Message) -> Fp {
+    let known = unread.and_then(|u| {
+        let k = crate::known::placeholder_index(m)?;
+        (u.mask.get(k) == Some(&true)).then(|| u.prints.get(k).copied())?
+    });
+    known.unwrap_or_else(|| fingerprint(m))
 }
 
 /// What a conversation holds besides its messages: a change there changes the wrapper.
@@ -48,6 +59,9 @@ pub(crate) struct Source {
     /// The length of that text: known while reading, before the text is moved in at the end.
     pub body_len: usize,
     pub convs: Vec<ConvSource>,
+    /// The messages of the first conversation left unread ([`crate::known`]), whose
+    /// fingerprints are the known ones.
+    pub unread: Option<Unread>,
     /// The fingerprints of the conversations as read, made on first use ([`Source::finish`]):
     /// a command that only reads (`stats`) never hashes the conversation.
     prints: OnceLock<Vec<ConvPrints>>,
@@ -117,7 +131,8 @@ impl Source {
                 .enumerate()
                 .map(|(i, conv)| {
                     let units = self.convs.get(i).map_or(&[][..], |c| c.units.as_slice());
-                    ConvPrints::of(conv, units)
+                    let unread = self.unread.as_ref().filter(|_| i == 0);
+                    ConvPrints::of(conv, units, unread)
                 })
                 .collect()
         });
@@ -158,10 +173,15 @@ impl Source {
         self.prints(i).is_some_and(|p| p.frame == frame(conv))
     }
 
+    /// The fingerprint of `message`, a message of conversation `i` ([`print_of`]).
+    pub fn print_of(&self, i: usize, message: &Message) -> Fp {
+        print_of(self.unread.as_ref().filter(|_| i == 0), message)
+    }
+
     /// The text a single message had, when a message value-equal to it was read.
     pub fn original_text(&self, i: usize, message: &Message) -> Option<&str> {
         let (src, prints) = (self.convs.get(i)?, self.prints(i)?);
-        let fp = fingerprint(message);
+        let fp = self.print_of(i, message);
         let unit = prints
             .by_fp
             .get(&fp)?
@@ -191,9 +211,10 @@ impl Source {
 }
 
 impl ConvPrints {
-    /// The fingerprints of `conv` as read, whose texts are `units`.
-    fn of(conv: &Conversation, units: &[Unit]) -> ConvPrints {
-        let fps: Vec<Fp> = conv.messages.iter().map(fingerprint).collect();
+    /// The fingerprints of `conv` as read, whose texts are `units`; an unread message's is the
+    /// one known for it.
+    fn of(conv: &Conversation, units: &[Unit], unread: Option<&Unread>) -> ConvPrints {
+        let fps: Vec<Fp> = conv.messages.iter().map(|m| print_of(unread, m)).collect();
         let frame = frame(conv);
         let mut prints = ConvPrints {
             whole: whole(frame, &fps),

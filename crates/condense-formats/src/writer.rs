@@ -16,7 +16,7 @@ use crate::container::{codec, one_conversation, Layout, Placed, Root};
 use crate::json::{Result, Style};
 use crate::lines;
 use crate::scan;
-use crate::source::{fingerprint, join_lines, serialize_at, splice_array, Fp, Piece};
+use crate::source::{join_lines, serialize_at, splice_array, Fp, Piece};
 use crate::{anthropic, items};
 use crate::{claude_code, cline, codex, openhands, responses, Document, Format, FormatError};
 use condense_model::{Conversation, Message};
@@ -152,7 +152,11 @@ impl Document {
         // which text each message of a changed one is.
         let fps: Vec<Vec<Fp>> = convs
             .iter()
-            .map(|conv| conv.messages.iter().map(fingerprint).collect())
+            .enumerate()
+            .map(|(k, conv)| {
+                let print = |m| self.source.print_of(first + k, m);
+                conv.messages.iter().map(print).collect()
+            })
             .collect();
         let unchanged: Vec<bool> = convs
             .iter()

@@ -27,7 +27,7 @@
 //!   stages (counted with the session's stored counts, so only the new blocks are tokenized).
 
 use crate::pipeline::Pipeline;
-use crate::run::{LoadedSpec, RunOptions};
+use crate::run::{HostError, LoadedSpec, RunOptions, Unread};
 use crate::services::state_slot;
 use condense_model::fingerprint::{self, Fingerprinter};
 use condense_model::{Conversation, Message};
@@ -57,6 +57,9 @@ pub struct Resumed {
     pub output_messages: usize,
     /// The input's messages after those.
     pub new_messages: usize,
+    /// Of the first ones, those the reader left unread: their text was the previous input's,
+    /// and the stages' start stands for them ([`crate::ReadFrom::unread`]).
+    pub unread_messages: usize,
     /// The tokens the stages started from: that output plus the new messages.
     pub tokens_started: usize,
 }
@@ -132,6 +135,30 @@ impl InputHash {
     }
 }
 
+/// The first index of each fingerprint in `each`.
+fn first_index(each: &[u128]) -> HashMap<u128, usize> {
+    let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
+    for (i, own) in each.iter().enumerate() {
+        index.entry(*own).or_insert(i);
+    }
+    index
+}
+
+/// The input messages (indices into `input`, ascending, each once) that an output whose
+/// messages have the fingerprints `output` keeps as they were: the ones its resume point
+/// refers to, which a run resuming from it needs read (`condense_formats::known`). `input`:
+/// each input message's fingerprint.
+pub fn input_references(input: &[u128], output: &[u128]) -> Vec<usize> {
+    let index = first_index(input);
+    let mut refs: Vec<usize> = output
+        .iter()
+        .filter_map(|p| index.get(p).copied())
+        .collect();
+    refs.sort_unstable();
+    refs.dedup();
+    refs
+}
+
 /// `output`'s messages as a point keeps them: each one that is a message of the input (by its
 /// hash in `each`) as that message's index, the others stored. `prints`: each output message's
 /// [`fingerprint`](fingerprint::fingerprint) when made already (else empty).
@@ -140,10 +167,7 @@ fn layout<'a>(
     output: &'a [Message],
     prints: &[u128],
 ) -> (Vec<Cow<'a, Message>>, Vec<i64>) {
-    let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
-    for (i, own) in each.iter().enumerate() {
-        index.entry(*own).or_insert(i);
-    }
+    let index = first_index(each);
     let prints = fingerprint::each(output, prints);
     let mut stored = Vec::new();
     let layout = output
@@ -217,11 +241,41 @@ pub(crate) fn settings_hash(
     Some(hex(&h))
 }
 
-/// A run's input: the conversation, and each of its messages' [`fingerprint`](fingerprint::fingerprint) when the
-/// reader made them ([`crate::ReadFrom::fingerprints`]).
+/// A run's input: the conversation, each of its messages' [`fingerprint`](fingerprint::fingerprint) when the
+/// reader made them ([`crate::ReadFrom::fingerprints`]), and those it left unread
+/// ([`crate::ReadFrom::unread`]).
 pub(crate) struct Input<'a> {
     pub(crate) conversation: Conversation,
     pub(crate) fingerprints: Option<&'a [u128]>,
+    pub(crate) unread: Option<Unread<'a>>,
+}
+
+impl Input<'_> {
+    /// The conversation with every message read.
+    pub(crate) fn read_all(self) -> Result<Conversation, HostError> {
+        read_all(self.conversation, self.unread)
+    }
+}
+
+/// `conversation`, its `unread` messages read (all of it read again).
+fn read_all(
+    conversation: Conversation,
+    unread: Option<Unread<'_>>,
+) -> Result<Conversation, HostError> {
+    match unread {
+        Some(u) => (u.read_all)().map_err(HostError::ReadAgain),
+        None => Ok(conversation),
+    }
+}
+
+/// Whether a run starting from `point` drops every unread message (`mask`): each is one the
+/// point covers, and none is one its output keeps.
+fn drops_unread(point: &Point<'_>, mask: &[bool]) -> bool {
+    let kept_read = point
+        .layout
+        .iter()
+        .all(|&i| i < 0 || usize::try_from(i).is_ok_and(|i| mask.get(i) == Some(&false)));
+    kept_read && !mask.iter().skip(point.inputs).any(|&m| m)
 }
 
 /// The conversation the stages start from: `input` itself, or the stored point's output
@@ -237,11 +291,16 @@ pub(crate) fn start(
     memory: Option<&PointMemory>,
     input: Input<'_>,
     count: impl Fn(&Conversation) -> ConversationCount,
-) -> Result<Start, StoreError> {
+) -> Result<Start, HostError> {
     let Input {
         conversation: mut input,
         fingerprints,
+        mut unread,
     } = input;
+    if unread.is_some() && fingerprints.map(<[u128]>::len) != Some(input.messages.len()) {
+        // Without their known fingerprints, placeholders cannot even be matched.
+        input = read_all(input, unread.take())?;
+    }
     let point = match settings {
         Some(settings) => load(store, session, memory)?.filter(|p| {
             p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len()
@@ -249,7 +308,13 @@ pub(crate) fn start(
         None => None,
     };
     let mut hash = InputHash::of(&input, fingerprints, point.as_ref().map(|p| p.inputs));
-    let Some(point) = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix)) else {
+    let point = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix));
+    if let Some(u) = unread {
+        if !point.as_ref().is_some_and(|p| drops_unread(p, u.mask)) {
+            input = read_all(input, unread.take())?;
+        }
+    }
+    let Some(point) = point else {
         return Ok(Start::whole(input, Some(hash)));
     };
     let Point {
@@ -270,7 +335,7 @@ pub(crate) fn start(
     let mut new = std::mem::replace(&mut input.messages, covering);
     let Some(output) = output_of(output, &layout, &input.messages) else {
         input.messages.append(&mut new);
-        return Ok(Start::whole(input, Some(hash)));
+        return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
     let output_messages = output.len();
     let prefix = std::mem::replace(&mut input.messages, output);
@@ -283,13 +348,14 @@ pub(crate) fn start(
         let new = input.messages.split_off(output_messages);
         input.messages = prefix;
         input.messages.extend(new);
-        return Ok(Start::whole(input, Some(hash)));
+        return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     }
     Ok(Start {
         resumed: Some(Resumed {
             input_messages: inputs,
             output_messages,
             new_messages: hash.messages - inputs,
+            unread_messages: unread.map_or(0, |u| u.mask.iter().filter(|&&m| m).count()),
             tokens_started,
         }),
         tokens_before: Some(tokens_before),

@@ -38,6 +38,9 @@ pub enum HostError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Summarizer(String),
+    /// Reading the input's unread messages ([`ReadFrom::unread`]) failed.
+    #[error("the input, read again whole: {0}")]
+    ReadAgain(String),
 }
 
 impl HostError {
@@ -181,6 +184,20 @@ pub struct ReadFrom<'a> {
     /// matched with them instead of hashing the input's messages again. Ignored unless there
     /// is one per message.
     pub fingerprints: Option<&'a [u128]>,
+    /// The input messages the reader left unread ([`condense_formats::Document::unread`]):
+    /// placeholders, never handed to a stage. A run that resumes drops them (its start stands
+    /// for them); one that cannot reads them first.
+    pub unread: Option<Unread<'a>>,
+}
+
+/// Input messages left unread, and how to read them.
+#[derive(Clone, Copy)]
+pub struct Unread<'a> {
+    /// Per input message: a placeholder.
+    pub mask: &'a [bool],
+    /// The input conversation with every message read
+    /// ([`condense_formats::Document::read_unread`]).
+    pub read_all: &'a (dyn Fn() -> Result<Conversation, String> + 'a),
 }
 
 impl ReadFrom<'_> {
@@ -189,6 +206,7 @@ impl ReadFrom<'_> {
         ReadFrom {
             texts: &|_| None,
             fingerprints: None,
+            unread: None,
         }
     }
 }
@@ -197,6 +215,10 @@ impl std::fmt::Debug for ReadFrom<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadFrom")
             .field("fingerprints", &self.fingerprints.map(<[u128]>::len))
+            .field(
+                "unread",
+                &self.unread.map(|u| u.mask.iter().filter(|&&m| m).count()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -317,6 +339,7 @@ impl LoadedPipeline {
             resume::Input {
                 conversation,
                 fingerprints: read.fingerprints,
+                unread: read.unread,
             },
             store,
             session,
@@ -361,7 +384,7 @@ impl LoadedPipeline {
         input: resume::Input<'_>,
     ) -> Result<(Start, Option<String>), HostError> {
         if !opts.resume {
-            return Ok((Start::whole(input.conversation, None), None));
+            return Ok((Start::whole(input.read_all()?, None), None));
         }
         let settings = resume::settings_hash(&self.pipeline, &self.stages, opts);
         let usable = settings

@@ -3,7 +3,7 @@
 //! too long), write it back, archive it as written (so `condense expand` restores it).
 
 use crate::Api;
-use condense_formats::{Document, ReadOptions};
+use condense_formats::{known, Document, ReadOptions};
 use condense_host::{LoadedPipeline, RunOptions, StateMode};
 use condense_model::fingerprint::fingerprint;
 use condense_model::Conversation;
@@ -25,11 +25,24 @@ pub struct Compressed {
 
 /// Reads a request body as its API's format: exactly one conversation.
 pub fn read(body: &[u8], api: Api) -> Result<Document, String> {
+    read_knowing(body, api, None)
+}
+
+/// [`read`], leaving unread what `store` knows of the message list from an earlier request
+/// ([`condense_formats::known`]): its history, which the session's resume point stands for.
+pub fn read_knowing(body: &[u8], api: Api, store: Option<&Store>) -> Result<Document, String> {
     let opts = ReadOptions {
         format: Some(api.format()),
         select: None,
     };
-    let doc = condense_formats::read(body, "<request body>", &opts).map_err(|e| e.to_string())?;
+    let name = "<request body>";
+    let doc = match store {
+        Some(store) => {
+            condense_formats::read_owned_knowing(body.to_vec(), name, &opts, &known_lists(store))
+        }
+        None => condense_formats::read(body, name, &opts),
+    }
+    .map_err(|e| e.to_string())?;
     match doc.conversations().len() {
         1 => Ok(doc),
         n => Err(format!(
@@ -72,14 +85,20 @@ pub fn run(
     let result = {
         let doc = &doc;
         let texts = |m: &condense_model::Message| doc.original_text(0, m).map(str::to_string);
+        let read_all = || doc.read_unread(0).map_err(|e| e.to_string());
         let read = condense_host::ReadFrom {
             texts: &texts,
             fingerprints: doc.message_fingerprints(0),
+            unread: doc.unread(0).map(|mask| condense_host::Unread {
+                mask,
+                read_all: &read_all,
+            }),
         };
         pipeline
             .run_with_texts(conv, store, session, &opts, &read)
             .map_err(|e| e.to_string())?
     };
+    remember_list(&doc, store, &result.output_fingerprints)?;
     // A request that started from the session's previous output says so first: the tokens it
     // saves include what earlier requests' stages cut.
     let acted = result
@@ -112,6 +131,29 @@ pub fn run(
         acted,
         prefix,
     })
+}
+
+/// The message lists `store` knows ([`condense_formats::known`]), by first element's key: what
+/// a read that leaves them unread asks (`condense compress` asks the same).
+pub fn known_lists(store: &Store) -> impl Fn(u64) -> Vec<known::KnownList> + '_ {
+    known::lookup(|name| store.record_get(known::RECORDS, name).ok().flatten())
+}
+
+/// Keeps in `store` what the next read of `doc`'s message list may leave unread, after a run
+/// whose output's messages have the fingerprints `output` (those it kept as they were are read
+/// next time). Nothing when the list was not read quick, or `output` was not fingerprinted.
+pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(), String> {
+    let Some(prints) = doc.message_fingerprints(0).filter(|_| !output.is_empty()) else {
+        return Ok(());
+    };
+    let read = condense_host::input_references(prints, output);
+    let kept = |name: &str| store.record_get(known::RECORDS, name).ok().flatten();
+    match doc.known_record(read, kept) {
+        Some((name, bytes)) => store
+            .record_put(known::RECORDS, &name, &bytes)
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// What `condense compress` does after writing: reads the output back as `expand` will and

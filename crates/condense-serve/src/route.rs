@@ -349,7 +349,7 @@ impl Proxy {
         let this = Arc::clone(&self);
         let body = bytes.clone();
         let prepared = tokio::task::spawn_blocking(move || {
-            let doc = compress::read(&body, api)
+            let doc = compress::read_knowing(&body, api, Some(this.backend.store()))
                 .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
             let conv = &doc.conversations()[0];
             let head = head_of(conv);

@@ -3,12 +3,14 @@
 use crate::cli::{
     Cli, Command, CompressArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
 };
-use crate::input::{is_folder, read_input, write_output, Input};
+use crate::input::{is_folder, read_input, read_input_knowing, write_output, Input};
 use crate::stats;
 use crate::Failure;
 use condense_budget::BudgetConfig;
 use condense_formats::ReadOptions;
-use condense_host::{session_key, LoadedPipeline, Pipeline, ReadFrom, RunOptions, RunResult};
+use condense_host::{
+    session_key, LoadedPipeline, Pipeline, ReadFrom, RunOptions, RunResult, Unread,
+};
 use condense_store::Store;
 use condense_text::thousands;
 use condense_tokens::{TokenCounter, TokenizerKind};
@@ -170,10 +172,19 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     if is_folder(&args.input) {
         return crate::folder::compress(&args, pipeline, now_ms);
     }
-    let mut input = read_input(&args.input)?;
+    let path = (args.input.file.as_os_str() != "-").then_some(args.input.file.as_path());
+    let store_dir = store_dir_for(&args, &pipeline, path);
+    let known_store = crate::known::store_to_read_with(&store_dir, &args);
+    let lookup = known_store.as_ref().map(crate::known::lookup);
+    let mut input = read_input_knowing(&args.input, lookup.as_ref().map(crate::known::as_known))?;
     let loaded = LoadedPipeline::load(pipeline)?;
-    let store_dir = store_dir_for(&args, &loaded, &input);
-    let done = compress_input(&mut input, &loaded, &store_dir, now_ms, &args)?;
+    // The lookup borrows the store, which the run then owns.
+    drop(lookup);
+    let store = match known_store {
+        Some(store) => store,
+        None => open_store(&store_dir)?,
+    };
+    let done = compress_input(&mut input, &loaded, &store, now_ms, &args)?;
     for by in &done.fit_by {
         eprintln!("condense: fits after forcing `{by}`");
     }
@@ -203,17 +214,22 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     }
 }
 
-/// The store an input is compressed with: `--store`, else the pipeline's `[store]`, else
-/// `.condense/` beside the input.
+/// The store an input (at `path`, `None` for stdin) is compressed with: `--store`, else the
+/// pipeline's `[store]`, else `.condense/` beside the input.
 pub(crate) fn store_dir_for(
     args: &CompressArgs,
-    loaded: &LoadedPipeline,
-    input: &Input,
+    pipeline: &Pipeline,
+    path: Option<&Path>,
 ) -> std::path::PathBuf {
     args.store
         .clone()
-        .or_else(|| loaded.pipeline.store_dir.clone())
-        .unwrap_or_else(|| input.default_store_dir())
+        .or_else(|| pipeline.store_dir.clone())
+        .unwrap_or_else(|| crate::input::default_store_dir(path))
+}
+
+/// Opens (creating it if needed) the store at `dir`, or one line naming what failed.
+pub(crate) fn open_store(dir: &Path) -> Result<Store, Failure> {
+    Store::open(dir).map_err(|e| Failure::run(e.to_string()))
 }
 
 /// What compressing one input gave.
@@ -233,11 +249,10 @@ pub(crate) struct Compressed {
 pub(crate) fn compress_input(
     input: &mut Input,
     loaded: &LoadedPipeline,
-    store_dir: &Path,
+    store: &Store,
     now_ms: Option<i64>,
     args: &CompressArgs,
 ) -> Result<Compressed, Failure> {
-    let store = Store::open(store_dir).map_err(|e| Failure::run(e.to_string()))?;
     // Every conversation's run and the records below, in one transaction, committed before
     // the output is written: a run killed on the way leaves the store as it was.
     let batch = store.batch();
@@ -267,9 +282,14 @@ pub(crate) fn compress_input(
         let conv = std::mem::take(&mut input.doc.conversations_mut()[i]);
         let doc = &input.doc;
         let texts = |m: &condense_model::Message| doc.original_text(i, m).map(str::to_string);
+        let read_all = || doc.read_unread(i).map_err(|e| e.to_string());
         let read = ReadFrom {
             texts: &texts,
             fingerprints: doc.message_fingerprints(i),
+            unread: doc.unread(i).map(|mask| Unread {
+                mask,
+                read_all: &read_all,
+            }),
         };
         let session = session_key(
             &conv,
@@ -277,14 +297,8 @@ pub(crate) fn compress_input(
             args.session.as_deref(),
         );
         let mut result = if args.fit || args.prompt_too_long {
-            let fit = loaded.fit_with_texts(
-                conv,
-                &store,
-                &session,
-                &opts,
-                args.prompt_too_long,
-                &read,
-            )?;
+            let fit =
+                loaded.fit_with_texts(conv, store, &session, &opts, args.prompt_too_long, &read)?;
             if !fit.fits {
                 let label = labels
                     .get(i)
@@ -300,7 +314,7 @@ pub(crate) fn compress_input(
             }
             fit.result
         } else {
-            loaded.run_with_texts(conv, &store, &session, &opts, &read)?
+            loaded.run_with_texts(conv, store, &session, &opts, &read)?
         };
         if input.select.is_some() {
             // The run records the format; expand also needs the pointer it was read with.
@@ -308,15 +322,16 @@ pub(crate) fn compress_input(
                 format: opts.format.clone(),
                 select: input.select.clone(),
             };
-            condense_host::archive::record_read_as(&store, &session, &read_as)
+            condense_host::archive::record_read_as(store, &session, &read_as)
                 .map_err(|e| Failure::run(e.to_string()))?;
         }
         // The report does not serialize the conversation: move it back into the document.
         input.doc.conversations_mut()[i] = std::mem::take(&mut result.conversation);
         runs.push(result);
     }
+    crate::known::remember(store, input, &runs, args)?;
     let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
-    archive_as_written(input, &out, &runs, &store)?;
+    archive_as_written(input, &out, &runs, store)?;
     batch.commit().map_err(|e| Failure::run(e.to_string()))?;
     Ok(Compressed {
         out,
@@ -422,8 +437,12 @@ fn resume_note(runs: &[RunResult]) -> Option<String> {
     match (runs, resumed.as_slice()) {
         (_, []) => None,
         ([_], [r]) => Some(format!(
-            "resumed: the first {} messages are the previous run's input, unchanged; the stages started from its output ({} messages){}: {} tokens ({how})",
+            "resumed: the first {} messages are the previous run's input, unchanged{}; the stages started from its output ({} messages){}: {} tokens ({how})",
             thousands(r.input_messages),
+            match r.unread_messages {
+                0 => String::new(),
+                n => format!(" ({} of them not parsed again)", thousands(n)),
+            },
             thousands(r.output_messages),
             match r.new_messages {
                 0 => " (nothing new)".to_string(),

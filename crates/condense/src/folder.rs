@@ -15,8 +15,10 @@
 //! ```
 
 use crate::cli::{CompressArgs, ReportFormat, StatsArgs};
-use crate::commands::{build_report, compress_input, stats_of, store_dir_for};
-use crate::input::{collect_inputs, condensed_name, files, read_at, write_output, Skipped};
+use crate::commands::{build_report, compress_input, open_store, stats_of, store_dir_for};
+use crate::input::{
+    collect_inputs, condensed_name, files, read_at, read_at_knowing, write_output, Skipped,
+};
 use crate::stats::{self, Stats};
 use crate::Failure;
 use condense_budget::BudgetConfig;
@@ -289,9 +291,18 @@ fn compress_file(
     now_ms: Option<i64>,
     args: &CompressArgs,
 ) -> Result<Compressed, Failure> {
-    let mut input = read_at(path, &args.input)?;
-    let store_dir = store_dir_for(args, loaded, &input);
-    let done = compress_input(&mut input, loaded, &store_dir, now_ms, args)?;
+    let store_dir = store_dir_for(args, &loaded.pipeline, Some(path));
+    let known_store = crate::known::store_to_read_with(&store_dir, args);
+    let lookup = known_store.as_ref().map(crate::known::lookup);
+    let known = lookup.as_ref().map(crate::known::as_known);
+    let mut input = read_at_knowing(path, &args.input, known)?;
+    // The lookup borrows the store, which the run then owns.
+    drop(lookup);
+    let store = match known_store {
+        Some(store) => store,
+        None => open_store(&store_dir)?,
+    };
+    let done = compress_input(&mut input, loaded, &store, now_ms, args)?;
     let output = output_path(path, dir, out_dir);
     write_output(Some(&output), &done.out)?;
     let format = input.doc.format().as_str();

@@ -32,19 +32,22 @@ pub struct Input {
     pub select: Option<String>,
 }
 
-impl Input {
-    /// The folder the default store lives in: beside the input (the current folder for stdin).
-    pub fn default_store_dir(&self) -> PathBuf {
-        let dir = self
-            .path
-            .as_deref()
-            .and_then(Path::parent)
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
-        dir.join(".condense")
-    }
+/// The folder the default store of the input at `path` lives in: beside it (the current folder
+/// for stdin, `None`).
+pub fn default_store_dir(path: Option<&Path>) -> PathBuf {
+    let dir = path
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    dir.join(".condense")
+}
 
+/// What an earlier run knew of message lists ([`condense_formats::known`]), by first
+/// element's key: a reader leaves unread what it covers.
+pub type Known<'a> = &'a dyn Fn(u64) -> Vec<condense_formats::known::KnownList>;
+
+impl Input {
     /// The input's name in reports: its path, or `<stdin>`.
     pub fn source(&self) -> String {
         self.path
@@ -60,7 +63,21 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
 
 /// Parses `bytes`, which the document keeps as its text (no second copy of the input).
 fn parse(bytes: Vec<u8>, name: &str, opts: &ReadOptions) -> Result<Document, Failure> {
-    condense_formats::read_owned(bytes, name, opts).map_err(|e| Failure::run(e.to_string()))
+    parse_knowing(bytes, name, opts, None)
+}
+
+/// [`parse`], leaving unread what `known` covers.
+fn parse_knowing(
+    bytes: Vec<u8>,
+    name: &str,
+    opts: &ReadOptions,
+    known: Option<Known<'_>>,
+) -> Result<Document, Failure> {
+    match known {
+        Some(known) => condense_formats::read_owned_knowing(bytes, name, opts, known),
+        None => condense_formats::read_owned(bytes, name, opts),
+    }
+    .map_err(|e| Failure::run(e.to_string()))
 }
 
 /// Reads and parses the transcript at `path`, its format detected.
@@ -75,9 +92,18 @@ pub fn read_path(path: &Path) -> Result<Document, Failure> {
 /// Reads and parses the file at `path` with the `--format` and `--select` of `args` (one file
 /// of a folder the command was given).
 pub fn read_at(path: &Path, args: &InputArgs) -> Result<Input, Failure> {
+    read_at_knowing(path, args, None)
+}
+
+/// [`read_at`], leaving unread what `known` covers.
+pub fn read_at_knowing(
+    path: &Path,
+    args: &InputArgs,
+    known: Option<Known<'_>>,
+) -> Result<Input, Failure> {
     let opts = read_options(args);
     Ok(Input {
-        doc: parse(read_file(path)?, &path.display().to_string(), &opts)?,
+        doc: parse_knowing(read_file(path)?, &path.display().to_string(), &opts, known)?,
         path: Some(path.to_path_buf()),
         select: opts.select,
     })
@@ -92,8 +118,13 @@ fn read_options(args: &InputArgs) -> ReadOptions {
 
 /// Reads and parses the input named by `args` (a file, or `-` for standard input).
 pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
+    read_input_knowing(args, None)
+}
+
+/// [`read_input`], leaving unread what `known` covers.
+pub fn read_input_knowing(args: &InputArgs, known: Option<Known<'_>>) -> Result<Input, Failure> {
     if args.file.as_os_str() != "-" {
-        return read_at(&args.file, args);
+        return read_at_knowing(&args.file, args, known);
     }
     let mut buf = Vec::new();
     let stdin = std::io::stdin();
@@ -110,7 +141,7 @@ pub fn read_input(args: &InputArgs) -> Result<Input, Failure> {
         .map_err(|e| Failure::run(format!("<stdin>: cannot read: {e}")))?;
     let opts = read_options(args);
     Ok(Input {
-        doc: parse(buf, "-", &opts)?,
+        doc: parse_knowing(buf, "-", &opts, known)?,
         path: None,
         select: opts.select,
     })

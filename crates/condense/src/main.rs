@@ -14,6 +14,7 @@ mod eval;
 mod expand;
 mod folder;
 mod input;
+mod known;
 mod output;
 mod review;
 mod scaffold;

@@ -8,6 +8,7 @@ mod cline;
 mod codex;
 mod edge;
 mod errors;
+mod known;
 mod mapping;
 mod passthrough;
 mod quick;

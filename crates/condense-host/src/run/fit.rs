@@ -42,6 +42,7 @@ impl LoadedPipeline {
             crate::resume::Input {
                 conversation,
                 fingerprints: read.fingerprints,
+                unread: read.unread,
             },
             store,
             session,

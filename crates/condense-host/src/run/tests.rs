@@ -11,6 +11,8 @@ use condense_abi::{
 use condense_model::{Block, Content, Conversation, Format, Message, Role};
 use serde::{Deserialize, Serialize};
 
+mod unread;
+
 /// The test stages' config: one behaviour per stage.
 #[derive(Debug, Default, Serialize, Deserialize, StageConfig)]
 #[serde(default, deny_unknown_fields)]
@@ -337,6 +339,7 @@ fn a_readers_fingerprints_match_the_resume_point_in_place_of_hashing() {
         let read = ReadFrom {
             texts: &texts,
             fingerprints,
+            unread: None,
         };
         let result = loaded
             .run_with_texts(input.clone(), &st, "s", &resuming(), &read)

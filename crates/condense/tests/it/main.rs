@@ -15,6 +15,7 @@ mod folders;
 mod formats;
 mod fuzz;
 mod kill;
+mod known_lists;
 mod plugin_edges;
 mod plugins;
 mod readme;

@@ -1,0 +1,283 @@
+//! Leaving unread the messages an earlier read already saw, byte for byte.
+//!
+//! An agent that compresses once per turn hands condense its whole history every time: the
+//! previous input plus the new turn. Parsing that history again is most of a turn's read, yet
+//! the resumed run (`condense-host`'s `resume`) drops most of it: it starts from the previous
+//! output, which refers to a few of the input's messages and stands for the rest. So after a
+//! read of a message list that [`crate::quick`] read whole, the caller can keep a [`KnownList`]
+//! of it: how many messages, a hash of their exact text, each one's fingerprint, the stubs the
+//! format detection read, and which of them the next run will need ([`KnownList::read`]).
+//!
+//! The next read ([`crate::read_owned_knowing`]) asks for the lists known under the hash of its
+//! first element's text ([`first_key`]). When one of them covers a prefix of the new list whose
+//! text is exactly the same (same length, same xxh3-128), the messages of that prefix are the
+//! same messages (a read is a function of the text), so the ones not needed are left unread:
+//! each becomes a placeholder ([`placeholder`]) that keeps its position, its positional id and
+//! its fingerprint, and the [`crate::Document`] says which ones they are
+//! ([`crate::Document::unread`]). Its texts are still there: the writer copies any of them that
+//! an output holds, and [`crate::Document::read_unread`] reads them all when a run needs the
+//! whole conversation after all.
+//!
+//! Only a list read quick takes part (an Anthropic request body's `messages`, or a bare list),
+//! and the first [`ALWAYS_READ`] messages are always read (a session's id may come from them).
+
+use condense_model::{Content, Message, RawJson, Role};
+use serde_json::Value;
+use std::ops::Range;
+use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
+
+/// The first messages of a list are always read: a session's id comes from them, and they cost
+/// little.
+pub const ALWAYS_READ: usize = 8;
+
+/// Bumped when the encoding changes: an older record is then ignored.
+const VERSION: u8 = 1;
+
+/// Where a caller keeps the records (a store namespace), each under [`record_name`].
+pub const RECORDS: &str = "known-lists";
+
+/// Lists kept per record: two sessions that start alike (the same first prompt) do not push
+/// each other out at every turn.
+const KEPT: usize = 2;
+
+/// The name of the record of the lists known under `key` ([`first_key`]).
+pub fn record_name(key: u64) -> String {
+    format!("{key:016x}")
+}
+
+/// The lists known under a key, read with `get` (a record's bytes by [`record_name`], `None`
+/// when there is none): what [`crate::read_owned_knowing`] asks.
+pub fn lookup(get: impl Fn(&str) -> Option<Vec<u8>>) -> impl Fn(u64) -> Vec<KnownList> {
+    move |key| get(&record_name(key)).map_or_else(Vec::new, |b| KnownList::decode_all(&b))
+}
+
+/// The record to keep once `list` is known, given the record kept so far (`kept`): `list`
+/// first, then the others but an earlier list of the same conversation (its messages start
+/// `list`'s), [`KEPT`] at most.
+pub(crate) fn updated_record(list: KnownList, kept: Option<&[u8]>) -> Vec<u8> {
+    let others: Vec<KnownList> = kept
+        .map(KnownList::decode_all)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|k| !(k.messages <= list.messages && list.prints.starts_with(&k.prints)))
+        .collect();
+    let mut lists = vec![list];
+    lists.extend(others);
+    lists.truncate(KEPT);
+    KnownList::encode_all(&lists)
+}
+
+/// What an earlier read of a message list knew of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownList {
+    /// How many messages the list had.
+    pub messages: usize,
+    /// xxh3-128 of the list's text from its first message's first byte to its last message's
+    /// last byte.
+    pub bytes: u128,
+    /// Where each message's text is, from the first one's first byte (start, end): a read
+    /// that finds the same text takes them instead of scanning it.
+    pub spans: Vec<(u32, u32)>,
+    /// Each message's [`fingerprint`](condense_model::fingerprint::fingerprint), in order.
+    pub prints: Vec<u128>,
+    /// The messages a later read must read anyway (ascending): those the run's output kept as
+    /// they were.
+    pub read: Vec<usize>,
+    /// The format detection's stubs of the list ([`crate::quick`]), as JSON.
+    pub stubs: Vec<Value>,
+}
+
+/// The key lists are known under: xxh3-64 of the first element's text.
+pub fn first_key(first: &str) -> u64 {
+    xxh3_64(first.as_bytes())
+}
+
+/// The spans of the elements `spans` relative to the first one's start, and the hash of their
+/// text (from the first one's start to the last one's end); `None` for no elements.
+pub(crate) fn prefix_of(text: &str, spans: &[Range<usize>]) -> Option<(Vec<(u32, u32)>, u128)> {
+    let (first, last) = (spans.first()?, spans.last()?);
+    let rel = |at: usize| u32::try_from(at - first.start).ok();
+    let relative = spans
+        .iter()
+        .map(|s| Some((rel(s.start)?, rel(s.end)?)))
+        .collect::<Option<Vec<_>>>()?;
+    Some((
+        relative,
+        xxh3_128(text.as_bytes().get(first.start..last.end)?),
+    ))
+}
+
+/// The longest of `known` whose text the array whose first element is at `first` starts with
+/// (hashed, not scanned), with its elements' spans in `text`. Only a list of more than
+/// [`ALWAYS_READ`] messages, each with its fingerprint, is a match.
+pub(crate) fn match_prefix(
+    text: &[u8],
+    first: &Range<usize>,
+    mut known: Vec<KnownList>,
+) -> Option<(KnownList, Vec<Range<usize>>)> {
+    known.sort_by_key(|k| std::cmp::Reverse(k.messages));
+    known.into_iter().find_map(|list| {
+        let whole = ALWAYS_READ < list.messages
+            && list.prints.len() == list.messages
+            && list.spans.len() == list.messages;
+        let first_len = u32::try_from(first.len()).ok()?;
+        if !whole || list.spans.first() != Some(&(0, first_len)) {
+            return None;
+        }
+        let (_, end) = *list.spans.last()?;
+        let end = first.start.checked_add(usize::try_from(end).ok()?)?;
+        if xxh3_128(text.get(first.start..end)?) != list.bytes {
+            return None;
+        }
+        let at = |rel: u32| first.start + rel as usize;
+        let spans = list.spans.iter().map(|&(s, e)| at(s)..at(e)).collect();
+        Some((list, spans))
+    })
+}
+
+/// Per element of a list of `elements` starting with `list`: left unread (the messages the
+/// list covers but the first [`ALWAYS_READ`] and those it says to read). `None` when that
+/// leaves nothing unread.
+pub(crate) fn unread_mask(list: &KnownList, elements: usize) -> Option<Vec<bool>> {
+    if list.messages > elements || list.messages <= ALWAYS_READ {
+        return None;
+    }
+    let mut unread = vec![false; elements];
+    unread[ALWAYS_READ..list.messages].fill(true);
+    for &i in &list.read {
+        if let Some(u) = unread.get_mut(i) {
+            *u = false;
+        }
+    }
+    unread.contains(&true).then_some(unread)
+}
+
+/// The hint a placeholder carries (keys starting `condense:` are hints for the writer).
+const PLACEHOLDER_HINT: &str = "{\"condense:unread\":";
+
+/// The stand-in for the unread message at `index`: the id a read gives it ([`crate::quick`])
+/// and a hint naming its index. Never handed to a stage: a run that needs it reads the list
+/// whole. The writer knows it by its hint, and its fingerprint is the known one, so a document
+/// written with it still in place writes the message's own text.
+pub(crate) fn placeholder(index: usize) -> Message {
+    Message {
+        id: format!("#{index}"),
+        role: Role::User,
+        timestamp: None,
+        content: Content::default(),
+        extra: RawJson::from_string_unchecked(format!("{PLACEHOLDER_HINT}{index}}}")),
+        envelope: RawJson::default(),
+    }
+}
+
+/// The index of the message `m` stands in for, when it is a [`placeholder`].
+pub(crate) fn placeholder_index(m: &Message) -> Option<usize> {
+    let rest = m.extra.as_str().strip_prefix(PLACEHOLDER_HINT)?;
+    rest.strip_suffix('}')?.parse().ok()
+}
+
+impl KnownList {
+    /// Encodes `lists` as one record (little-endian, counts as u32).
+    pub fn encode_all(lists: &[KnownList]) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        put_len(&mut out, lists.len());
+        for list in lists {
+            put_len(&mut out, list.messages);
+            out.extend_from_slice(&list.bytes.to_le_bytes());
+            for &(start, end) in &list.spans {
+                out.extend_from_slice(&start.to_le_bytes());
+                out.extend_from_slice(&end.to_le_bytes());
+            }
+            put_len(&mut out, list.read.len());
+            for &i in &list.read {
+                put_len(&mut out, i);
+            }
+            for print in &list.prints {
+                out.extend_from_slice(&print.to_le_bytes());
+            }
+            let stubs = serde_json::to_vec(&list.stubs).unwrap_or_default(); // tidy: a `Value` always serializes
+            put_len(&mut out, stubs.len());
+            out.extend_from_slice(&stubs);
+        }
+        out
+    }
+
+    /// The lists of a record [`KnownList::encode_all`] wrote; none for anything else (a
+    /// damaged or older record is no knowledge: the list is read whole).
+    pub fn decode_all(bytes: &[u8]) -> Vec<KnownList> {
+        decode(bytes).unwrap_or_default()
+    }
+}
+
+fn put_len(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
+}
+
+/// A cursor over a record's bytes.
+struct Reader<'b>(&'b [u8]);
+
+impl<'b> Reader<'b> {
+    fn take(&mut self, n: usize) -> Option<&'b [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn len(&mut self) -> Option<usize> {
+        usize::try_from(self.u32()?).ok()
+    }
+
+    fn u128(&mut self) -> Option<u128> {
+        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
+    }
+}
+
+fn decode(bytes: &[u8]) -> Option<Vec<KnownList>> {
+    let (&version, rest) = bytes.split_first()?;
+    if version != VERSION {
+        return None;
+    }
+    let mut r = Reader(rest);
+    let count = r.len()?;
+    let mut lists = Vec::new();
+    for _ in 0..count {
+        let messages = r.len()?;
+        let hash = r.u128()?;
+        // Sizes are checked against what is left before anything is allocated for them.
+        if r.0.len() < messages.checked_mul(8)? {
+            return None;
+        }
+        let spans = (0..messages)
+            .map(|_| Some((r.u32()?, r.u32()?)))
+            .collect::<Option<Vec<_>>>()?;
+        let reads = r.len()?;
+        if r.0.len() < reads.checked_mul(4)? {
+            return None;
+        }
+        let read = (0..reads).map(|_| r.len()).collect::<Option<Vec<_>>>()?;
+        if r.0.len() < messages.checked_mul(16)? {
+            return None;
+        }
+        let prints = (0..messages)
+            .map(|_| r.u128())
+            .collect::<Option<Vec<_>>>()?;
+        let stubs_len = r.len()?;
+        let stubs = serde_json::from_slice(r.take(stubs_len)?).ok()?;
+        lists.push(KnownList {
+            messages,
+            bytes: hash,
+            spans,
+            prints,
+            read,
+            stubs,
+        });
+    }
+    r.0.is_empty().then_some(lists)
+}

@@ -1,0 +1,214 @@
+//! Leaving unread what an earlier read knew ([`crate::known`]): a read of a list that starts
+//! with exactly the text of a known one reads only the messages it must, and the document it
+//! gives writes, fingerprints and reads back as the document of a full read.
+
+use crate::known::{KnownList, ALWAYS_READ};
+use crate::{read, read_owned, read_owned_knowing, Document, ReadOptions};
+
+/// Message `i` of a long Anthropic session (every one read quick).
+fn message(i: usize) -> String {
+    let filler = "line of output \\\"quoted\\\"\\n".repeat(10);
+    match i % 3 {
+        0 => format!(r#"{{"role": "user", "content": "step {i}"}}"#),
+        1 => format!(
+            r#"{{"role": "assistant", "content": [{{"type": "tool_use", "id": "t{i}", "name": "Bash", "input": {{"n": {i}}}}}]}}"#
+        ),
+        _ => format!(
+            r#"{{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "t{}", "content": "{filler}"}}]}}"#,
+            i - 1
+        ),
+    }
+}
+
+/// A request body of `n` messages (over 64 KB, read on every core, from 400 on), `head` before
+/// its messages.
+fn body(n: usize, head: &str) -> String {
+    let items: Vec<String> = (0..n).map(message).collect();
+    format!(
+        "{{{head}\"messages\": [\n  {}\n], \"max_tokens\": 5}}",
+        items.join(",\n  ")
+    )
+}
+
+fn read_plain(text: &str) -> Document {
+    read(text.as_bytes(), "in.json", &ReadOptions::default()).unwrap()
+}
+
+/// `text` read knowing only `known`, asked under the key the read asks.
+fn read_knowing(text: &str, known: &[(u64, KnownList)]) -> Document {
+    let lookup = |key: u64| {
+        known
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, l)| l.clone())
+            .collect()
+    };
+    read_owned_knowing(
+        text.as_bytes().to_vec(),
+        "in.json",
+        &ReadOptions::default(),
+        &lookup,
+    )
+    .unwrap()
+}
+
+fn unread_count(doc: &Document) -> usize {
+    doc.unread(0)
+        .map_or(0, |m| m.iter().filter(|&&u| u).count())
+}
+
+#[test]
+fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
+    let earlier = read_plain(&body(400, ""));
+    let (key, list) = earlier.known_list(vec![300, 350]).expect("read quick");
+    assert_eq!(list.messages, 400);
+    // The next turn: three messages more, another model field before the messages.
+    let text = body(403, "\"model\": \"other\", ");
+    let doc = read_knowing(&text, &[(key, list)]);
+    let full = read_plain(&text);
+    let mask = doc.unread(0).expect("some left unread");
+    let expected: Vec<bool> = (0..403)
+        .map(|i| (ALWAYS_READ..400).contains(&i) && i != 300 && i != 350)
+        .collect();
+    assert_eq!(mask, expected.as_slice());
+    // What was read is the full read's; the fingerprints are all the full read's.
+    for (i, (m, f)) in doc.conversations()[0]
+        .messages
+        .iter()
+        .zip(&full.conversations()[0].messages)
+        .enumerate()
+    {
+        assert_eq!(m.id, f.id);
+        if !mask[i] {
+            assert_eq!(m, f, "message {i}");
+        }
+    }
+    assert_eq!(doc.message_fingerprints(0), full.message_fingerprints(0));
+    assert_eq!(
+        doc.conversations()[0].system,
+        full.conversations()[0].system
+    );
+    assert_eq!(doc.conversations()[0].extra, full.conversations()[0].extra);
+    // Reading the rest gives the full read's conversation.
+    assert_eq!(doc.read_unread(0).unwrap(), full.conversations()[0]);
+}
+
+#[test]
+fn a_document_with_unread_messages_writes_as_a_full_read_does() {
+    let earlier = read_plain(&body(400, ""));
+    let known = [earlier.known_list(vec![]).unwrap()];
+    let text = body(402, "");
+    let (mut doc, mut full) = (read_knowing(&text, &known), read_plain(&text));
+    assert!(unread_count(&doc) > 0);
+    // Unchanged: the input, byte for byte.
+    assert_eq!(doc.write().unwrap(), text.as_bytes());
+    // An output keeping a few read messages and a changed one, as a resumed run's: the same
+    // bytes as the full read's document gives.
+    let keep = |doc: &mut Document, from: &Document| {
+        let messages = &from.conversations()[0].messages;
+        let mut changed = messages[401].clone();
+        changed.id = "#401".into();
+        changed.content = condense_model::Content::string("cleared".to_string());
+        doc.conversations_mut()[0].messages = vec![
+            messages[0].clone(),
+            messages[3].clone(),
+            messages[400].clone(),
+            changed,
+        ];
+    };
+    let reference = read_plain(&text);
+    keep(&mut doc, &reference);
+    keep(&mut full, &reference);
+    assert_eq!(doc.write().unwrap(), full.write().unwrap());
+}
+
+#[test]
+fn a_list_whose_known_prefix_changed_by_one_byte_is_read_whole() {
+    let earlier = read_plain(&body(400, ""));
+    let known = [earlier.known_list(vec![]).unwrap()];
+    let text = body(403, "").replacen("step 30\"", "step 31\"", 1);
+    let doc = read_knowing(&text, &known);
+    assert_eq!(doc.unread(0), None);
+    assert_eq!(doc.conversations(), read_plain(&text).conversations());
+    // A shorter list, or one under another key, is not one it covers either.
+    assert_eq!(read_knowing(&body(399, ""), &known).unread(0), None);
+    let other_key = [(known[0].0 ^ 1, known[0].1.clone())];
+    assert_eq!(read_knowing(&body(403, ""), &other_key).unread(0), None);
+}
+
+#[test]
+fn a_list_that_is_no_longer_quick_or_anthropic_is_read_whole() {
+    let earlier = read_plain(&body(400, ""));
+    let known = [earlier.known_list(vec![]).unwrap()];
+    // A new message the quick reader does not read (a key it does not know).
+    let mut text = body(401, "");
+    let at = text.rfind("\n]").unwrap();
+    text.insert_str(at, r#",  {"role": "user", "content": "x", "name": "n"}"#);
+    let doc = read_knowing(&text, &known);
+    assert_eq!(doc.unread(0), None);
+    assert_eq!(doc.conversations(), read_plain(&text).conversations());
+    assert_eq!(doc.write().unwrap(), text.as_bytes());
+}
+
+#[test]
+fn a_bare_list_is_known_as_a_body_is() {
+    let list = |n: usize| {
+        let items: Vec<String> = (0..n).map(message).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let earlier = read_plain(&list(500));
+    let known = [earlier.known_list(vec![]).unwrap()];
+    let text = list(510);
+    let doc = read_knowing(&text, &known);
+    assert_eq!(unread_count(&doc), 500 - ALWAYS_READ);
+    assert_eq!(
+        doc.read_unread(0).unwrap(),
+        read_plain(&text).conversations()[0]
+    );
+    assert_eq!(doc.write().unwrap(), text.as_bytes());
+}
+
+#[test]
+fn known_lists_round_trip_and_a_damaged_record_is_no_knowledge() {
+    let earlier = read_owned(
+        body(500, "").into_bytes(),
+        "a.json",
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    let (_, a) = earlier.known_list(vec![9, 200]).unwrap();
+    let mut b = a.clone();
+    b.messages = 0;
+    b.spans.clear();
+    b.prints.clear();
+    let record = KnownList::encode_all(&[a.clone(), b.clone()]);
+    assert_eq!(KnownList::decode_all(&record), vec![a, b]);
+    for cut in 0..record.len() {
+        assert!(
+            KnownList::decode_all(&record[..cut]).is_empty(),
+            "cut at {cut}"
+        );
+    }
+    let mut longer = record.clone();
+    longer.push(0);
+    assert!(KnownList::decode_all(&longer).is_empty());
+    let mut other_version = record;
+    other_version[0] ^= 0xff;
+    assert!(KnownList::decode_all(&other_version).is_empty());
+    // A count far past the bytes allocates nothing.
+    assert!(KnownList::decode_all(&[1, 1, 0, 0, 0, 255, 255, 255, 255]).is_empty());
+}
+
+#[test]
+fn only_a_quick_read_of_one_conversation_is_known() {
+    // Read through `--select`: never quick, so nothing a later read could leave unread.
+    let opts = ReadOptions {
+        select: Some(String::new()),
+        ..ReadOptions::default()
+    };
+    let doc = read(body(500, "").as_bytes(), "a.json", &opts).unwrap();
+    assert!(doc.known_list(vec![]).is_none());
+    // A small body is parsed whole, without the scan (it costs little): nothing is kept.
+    let small = read_plain(&body(20, ""));
+    assert!(small.known_list(vec![]).is_none());
+}

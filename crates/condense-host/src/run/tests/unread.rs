@@ -1,0 +1,114 @@
+//! Input messages a reader left unread ([`ReadFrom::unread`]): a resumed run whose start stands
+//! for them never reads them; any other run reads them first, and gives what it gives for the
+//! input read whole.
+
+use super::*;
+use std::cell::Cell;
+
+/// `input` with the messages `unread` marks as placeholders, as a reader leaves them.
+fn with_placeholders(input: &Conversation, unread: &[bool]) -> Conversation {
+    let mut partial = input.clone();
+    for (i, m) in partial.messages.iter_mut().enumerate() {
+        if unread[i] {
+            *m = Message::new(format!("#{i}"), Role::User, vec![]);
+        }
+    }
+    partial
+}
+
+/// The run of `input` (with `unread` placeholders) after a first run over `conversation()` on
+/// `store`, the number of times it read the unread messages, and the same run over `input`
+/// read whole on a store of its own.
+fn second_run(
+    loaded: &LoadedPipeline,
+    unread: &[bool],
+    first: bool,
+    read_fails: bool,
+) -> (Result<RunResult, HostError>, usize, RunResult) {
+    let input = with_turn(conversation(), 2);
+    let prints: Vec<u128> = input
+        .messages
+        .iter()
+        .map(condense_model::fingerprint::fingerprint)
+        .collect();
+    let reads = Cell::new(0);
+    let read_all = || {
+        reads.set(reads.get() + 1);
+        if read_fails {
+            Err("the file changed".to_string())
+        } else {
+            Ok(input.clone())
+        }
+    };
+    let texts = |_: &Message| None;
+    let read = ReadFrom {
+        texts: &texts,
+        fingerprints: Some(&prints),
+        unread: Some(Unread {
+            mask: unread,
+            read_all: &read_all,
+        }),
+    };
+    let whole_run = |conv: Conversation, with_first: bool| {
+        let (dir, st) = store();
+        if with_first {
+            loaded.run(conversation(), &st, "s", &resuming()).unwrap();
+        }
+        let out = loaded.run_with_texts(conv, &st, "s", &resuming(), &read);
+        drop(dir);
+        out
+    };
+    let got = whole_run(with_placeholders(&input, unread), first);
+    let reads = reads.get();
+    let (dir, st) = store();
+    if first {
+        loaded.run(conversation(), &st, "s", &resuming()).unwrap();
+    }
+    let reference = loaded.run(input, &st, "s", &resuming()).unwrap();
+    drop(dir);
+    (got, reads, reference)
+}
+
+#[test]
+fn unread_messages_the_resumed_start_stands_for_are_never_read() {
+    let loaded = pipeline(&[("cut", "shrink", "fail")]);
+    // The first run cut the tool result (message 2): its output keeps messages 0 and 1 as
+    // they were and stands for message 2 with the cut one.
+    let unread = [false, false, true, false, false, false];
+    let (got, reads, reference) = second_run(&loaded, &unread, true, false);
+    let got = got.unwrap();
+    assert_eq!(reads, 0);
+    assert_eq!(got.conversation, reference.conversation);
+    assert_eq!(got.tokens_before, reference.tokens_before);
+    let resumed = got.resumed.expect("resumed");
+    assert_eq!(resumed.unread_messages, 1);
+    assert_eq!(
+        Some(resumed.input_messages),
+        reference.resumed.map(|r| r.input_messages)
+    );
+}
+
+#[test]
+fn unread_messages_are_read_first_when_the_run_needs_them() {
+    let loaded = pipeline(&[("cut", "shrink", "fail")]);
+    // Message 0 is one the first output keeps: the start needs it.
+    let kept = [true, false, false, false, false, false];
+    // Message 4 is new since the first run: the stages see it.
+    let new = [false, false, false, false, true, false];
+    for (unread, first) in [
+        (&kept, true),
+        (&new, true),
+        (&[false, false, true, false, false, false], false),
+    ] {
+        let (got, reads, reference) = second_run(&loaded, unread, first, false);
+        let got = got.unwrap();
+        assert_eq!(reads, 1, "{unread:?}, first run: {first}");
+        assert_eq!(got.conversation, reference.conversation);
+        assert_eq!(got.resumed, reference.resumed);
+        assert!(got.resumed.is_none_or(|r| r.unread_messages == 0));
+    }
+    // Reading them failed: the run fails in one line, naming the reread.
+    let (got, _, _) = second_run(&loaded, &kept, true, true);
+    let err = got.unwrap_err().to_string();
+    assert_eq!(err, "the input, read again whole: the file changed");
+}

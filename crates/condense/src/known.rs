@@ -1,0 +1,64 @@
+//! What `compress` keeps of each input's message list so that the next turn's read leaves the
+//! unchanged history unread ([`condense_formats::known`]).
+//!
+//! An agent compressing once per turn hands condense the previous input plus the new turn. The
+//! run resumes from the previous output (`condense_host`'s resume point), which refers to a
+//! few of the input's messages and stands for the rest, so parsing the rest again is wasted:
+//! at a million tokens it was the largest part of a turn. After each run the store keeps, under
+//! the hash of the list's first message (`records/known-lists/<key>`), the list's length, a
+//! hash of its exact text, where each message is, each one's fingerprint and which messages
+//! the output kept. The next read of a list that starts with exactly that text steps over it
+//! without scanning and reads only those, the first few, and the new ones.
+//!
+//! Nothing depends on this record being right: a run that cannot drop the unread messages
+//! (another pipeline, a point that does not match) reads them first (`ReadFrom::unread`), and
+//! a damaged record is no record.
+
+use crate::cli::CompressArgs;
+use crate::input::Input;
+use crate::Failure;
+use condense_formats::known::KnownList;
+use condense_host::RunResult;
+use condense_store::{Store, DB_FILE};
+use std::path::Path;
+
+/// The store at `dir` when a run there can use what it knows: the store exists already (a
+/// first run creates none before its input reads) and the run resumes. Any failure to open it
+/// is left for the run itself to report.
+pub(crate) fn store_to_read_with(dir: &Path, args: &CompressArgs) -> Option<Store> {
+    let resumes = !args.no_resume && !args.fresh;
+    (resumes && dir.join(DB_FILE).is_file())
+        .then(|| Store::open(dir).ok())
+        .flatten()
+}
+
+/// The lists `store` knows under a key.
+pub(crate) fn lookup(store: &Store) -> impl Fn(u64) -> Vec<KnownList> + '_ {
+    condense_serve::compress::known_lists(store)
+}
+
+/// Borrows a lookup as the reader takes it.
+pub(crate) fn as_known<F: Fn(u64) -> Vec<KnownList>>(lookup: &F) -> crate::input::Known<'_> {
+    lookup
+}
+
+/// Keeps what the next read of `input`'s list may leave unread, after its one run `runs`
+/// (inside the run's transaction). Nothing for a document of several conversations, a list
+/// not read quick, or a run that kept no resume point.
+pub(crate) fn remember(
+    store: &Store,
+    input: &Input,
+    runs: &[RunResult],
+    args: &CompressArgs,
+) -> Result<(), Failure> {
+    let ([run], false) = (runs, args.no_resume) else {
+        return Ok(());
+    };
+    // The output is back in the document by now.
+    let output = input.doc.conversations().first().map(|c| c.messages.len());
+    if output != Some(run.output_fingerprints.len()) {
+        return Ok(());
+    }
+    condense_serve::compress::remember_list(&input.doc, store, &run.output_fingerprints)
+        .map_err(Failure::run)
+}

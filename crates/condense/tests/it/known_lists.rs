@@ -1,0 +1,172 @@
+//! An agent's request body compressed once per turn (a real Claude Code session sent as
+//! Anthropic Messages bodies): from the second turn on, the history the previous input held is
+//! not parsed again (`condense_formats::known`), and every output is byte for byte the one a
+//! run that parsed everything gives, and expands to its input.
+
+use crate::support::{assert_expands_to, condense, fixture};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+const SESSION: &str =
+    "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
+
+/// Keeps the keys of a content block its type has in the Messages API, in their order.
+fn block(b: &Value) -> Option<Value> {
+    let keys: &[&str] = match b["type"].as_str()? {
+        "text" => &["type", "text"],
+        "tool_use" => &["type", "id", "name", "input"],
+        "tool_result" => &["type", "tool_use_id", "content", "is_error"],
+        _ => return None,
+    };
+    let mut out = Map::new();
+    for k in keys {
+        if let Some(v) = b.get(*k) {
+            let v = match (*k, v) {
+                ("content", Value::Array(items)) => {
+                    Value::Array(items.iter().filter_map(block).collect())
+                }
+                _ => v.clone(),
+            };
+            out.insert(k.to_string(), v);
+        }
+    }
+    Some(Value::Object(out))
+}
+
+/// The session's user and assistant messages as the Messages API takes them.
+fn messages() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture(SESSION)).unwrap();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| matches!(line["type"].as_str(), Some("user" | "assistant")))
+        .filter_map(|line| {
+            let m = &line["message"];
+            let content = match &m["content"] {
+                Value::Array(blocks) => Value::Array(blocks.iter().filter_map(block).collect()),
+                other => other.clone(),
+            };
+            Some(json!({"role": m["role"].as_str()?, "content": content}))
+        })
+        .collect()
+}
+
+/// The request body of the first `n` messages, pretty-printed as an SDK might send it.
+fn body(messages: &[Value], n: usize) -> Vec<u8> {
+    let body = json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8192,
+        "messages": &messages[..n],
+    });
+    serde_json::to_vec_pretty(&body).unwrap()
+}
+
+/// Compresses `input` with the store at `store` (a 32,000-token window unless `extra` says
+/// another); the output and the report.
+fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> (Vec<u8>, Value) {
+    let window = if extra.contains(&"--context-window") {
+        &[][..]
+    } else {
+        &["--context-window", "32000"][..]
+    };
+    let mut args = vec![
+        "compress",
+        input.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--now",
+        "1893456000000",
+        "--report",
+        "json",
+    ];
+    args.extend_from_slice(window);
+    args.extend_from_slice(extra);
+    let run = condense(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = serde_json::from_str(&run.stderr).unwrap();
+    (std::fs::read(out).unwrap(), report)
+}
+
+/// Forgets what the store knew of message lists: the next read parses everything.
+fn forget_lists(store: &Path) {
+    let store = condense_store::Store::open(store).unwrap();
+    for (name, _) in store.records("known-lists").unwrap() {
+        store.record_remove("known-lists", &name).unwrap();
+    }
+}
+
+fn unread(report: &Value) -> u64 {
+    report["runs"][0]["resumed"]["unread_messages"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[test]
+fn each_turn_parses_only_what_it_needs_and_writes_what_a_full_parse_does() {
+    let messages = messages();
+    assert!(messages.len() > 400, "{}", messages.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| -> PathBuf { dir.path().join(name) };
+    let (knowing, parsing) = (path("knowing.store"), path("parsing.store"));
+    let input = path("request.json");
+    let n = messages.len();
+    for (turn, count) in [n * 3 / 5, n * 4 / 5, n].into_iter().enumerate() {
+        let text = body(&messages, count);
+        std::fs::write(&input, &text).unwrap();
+        let (out, report) = compress(&input, &knowing, &path("k.json"), &[]);
+        forget_lists(&parsing);
+        let (reference, reference_report) = compress(&input, &parsing, &path("p.json"), &[]);
+        assert!(out == reference, "turn {turn}: not the full parse's output");
+        assert_eq!(unread(&reference_report), 0);
+        if turn > 0 {
+            // Most of the history is left unread; the run still resumed as the other did.
+            let resumed = &report["runs"][0]["resumed"];
+            assert!(unread(&report) * 2 > resumed["input_messages"].as_u64().unwrap());
+            let resumed_without = &reference_report["runs"][0]["resumed"];
+            assert_eq!(
+                resumed["output_messages"],
+                resumed_without["output_messages"]
+            );
+            assert_eq!(report["tokens_before"], reference_report["tokens_before"]);
+        }
+        assert_expands_to(
+            path("k.json").to_str().unwrap(),
+            knowing.to_str().unwrap(),
+            path("back.json").to_str().unwrap(),
+            &text,
+        );
+    }
+}
+
+#[test]
+fn a_turn_under_other_settings_reads_the_history_after_all() {
+    let messages = messages();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| -> PathBuf { dir.path().join(name) };
+    let (knowing, parsing) = (path("knowing.store"), path("parsing.store"));
+    let input = path("request.json");
+    let first = body(&messages, messages.len() - 20);
+    std::fs::write(&input, &first).unwrap();
+    compress(&input, &knowing, &path("k.json"), &[]);
+    compress(&input, &parsing, &path("p.json"), &[]);
+    forget_lists(&parsing);
+    // The next turn with another window: the previous output is no start for it, so the
+    // messages left unread are read before the stages run over the whole input.
+    let whole = body(&messages, messages.len());
+    std::fs::write(&input, &whole).unwrap();
+    let other = ["--context-window", "48000"];
+    let (out, report) = compress(&input, &knowing, &path("k.json"), &other);
+    let (reference, _) = compress(&input, &parsing, &path("p.json"), &other);
+    assert!(report["runs"][0]["resumed"].is_null(), "{report}");
+    assert!(out == reference, "not the full parse's output");
+    assert_expands_to(
+        path("k.json").to_str().unwrap(),
+        knowing.to_str().unwrap(),
+        path("back.json").to_str().unwrap(),
+        &whole,
+    );
+    // --no-resume neither reads with nor keeps what is known.
+    let (_, report) = compress(&input, &knowing, &path("k.json"), &["--no-resume"]);
+    assert_eq!(unread(&report), 0);
+}
