@@ -191,17 +191,26 @@ fn output_of(
     output: Vec<Cow<'static, Message>>,
     layout: &[i64],
     covered: &[Message],
+    mut kept: InputsKept,
 ) -> Option<Vec<Message>> {
     let mut stored = output.into_iter();
     let messages = layout
         .iter()
         .map(|&at| match at {
             -1 => stored.next().map(Cow::into_owned),
-            i => covered.get(usize::try_from(i).ok()?).cloned(),
+            i => {
+                let i = usize::try_from(i).ok()?;
+                kept.remove(&i).or_else(|| covered.get(i).cloned())
+            }
         })
         .collect::<Option<Vec<Message>>>()?;
     stored.next().is_none().then_some(messages)
 }
+
+/// The input messages a point's output kept as they were, by index, when a long-lived pipeline
+/// remembered them with the point ([`PointMemory`]): a run takes them from there, so its
+/// reader may leave them unread too.
+type InputsKept = HashMap<usize, Message>;
 
 /// Everything that shapes a run's output besides its input and the forced levels: each
 /// stage's name, plugin and settings slot (its config, the budget, tokenizer and summarizer),
@@ -269,12 +278,14 @@ fn read_all(
 }
 
 /// Whether a run starting from `point` drops every unread message (`mask`): each is one the
-/// point covers, and none is one its output keeps.
-fn drops_unread(point: &Point<'_>, mask: &[bool]) -> bool {
+/// point covers, and none is one its output keeps but for those remembered in `kept`.
+fn drops_unread(point: &Point<'_>, mask: &[bool], kept: &InputsKept) -> bool {
+    let at_hand =
+        |i: usize| mask.get(i) == Some(&false) || (i < mask.len() && kept.contains_key(&i));
     let kept_read = point
         .layout
         .iter()
-        .all(|&i| i < 0 || usize::try_from(i).is_ok_and(|i| mask.get(i) == Some(&false)));
+        .all(|&i| i < 0 || usize::try_from(i).is_ok_and(at_hand));
     kept_read && !mask.iter().skip(point.inputs).any(|&m| m)
 }
 
@@ -301,16 +312,25 @@ pub(crate) fn start(
         // Without their known fingerprints, placeholders cannot even be matched.
         input = read_all(input, unread.take())?;
     }
-    let point = match settings {
-        Some(settings) => load(store, session, memory)?.filter(|p| {
-            p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len()
-        }),
+    let loaded = match settings {
+        Some(settings) => load(store, session, memory)?.map(|l| (settings, l)),
         None => None,
+    };
+    let (point, kept) = match loaded {
+        Some((settings, (p, kept))) => {
+            let usable =
+                p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len();
+            (usable.then_some(p), kept)
+        }
+        None => (None, InputsKept::new()),
     };
     let mut hash = InputHash::of(&input, fingerprints, point.as_ref().map(|p| p.inputs));
     let point = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix));
     if let Some(u) = unread {
-        if !point.as_ref().is_some_and(|p| drops_unread(p, u.mask)) {
+        if !point
+            .as_ref()
+            .is_some_and(|p| drops_unread(p, u.mask, &kept))
+        {
             input = read_all(input, unread.take())?;
         }
     }
@@ -333,7 +353,7 @@ pub(crate) fn start(
     let tokens_before = covered + counted.total;
     hash.message_tokens = Some(covered + counted.in_messages());
     let mut new = std::mem::replace(&mut input.messages, covering);
-    let Some(output) = output_of(output, &layout, &input.messages) else {
+    let Some(output) = output_of(output, &layout, &input.messages, kept) else {
         input.messages.append(&mut new);
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
@@ -394,19 +414,22 @@ impl Start {
     }
 }
 
+/// The session's point, with the input messages its output kept when memory has them.
 fn load(
     store: &Store,
     session: &str,
     memory: Option<&PointMemory>,
-) -> Result<Option<Point<'static>>, StoreError> {
+) -> Result<Option<(Point<'static>, InputsKept)>, StoreError> {
     let Some(bytes) = store.record_get(NAMESPACE, session)? else {
         return Ok(None);
     };
-    if let Some(point) = memory.and_then(|m| m.take(store, session, xxh3_128(&bytes))) {
-        return Ok(Some(point));
+    if let Some(remembered) = memory.and_then(|m| m.take(store, session, xxh3_128(&bytes))) {
+        return Ok(Some(remembered));
     }
     // A point that does not read (written by another version) is no point: run whole.
-    Ok(serde_json::from_slice(&bytes).ok())
+    Ok(serde_json::from_slice(&bytes)
+        .ok()
+        .map(|p| (p, InputsKept::new())))
 }
 
 /// Stores `output` as the session's resume point for the input `hash` was taken of.
@@ -453,19 +476,26 @@ pub(crate) fn save(
             layout: point.layout,
             input_tokens,
         };
-        memory.keep(store, session, xxh3_128(&bytes), owned);
+        // The input messages the output kept, so the next request need not parse them.
+        let kept = owned
+            .layout
+            .iter()
+            .zip(&output.messages)
+            .filter_map(|(&at, m)| Some((usize::try_from(at).ok()?, m.clone())))
+            .collect();
+        memory.keep(store, session, xxh3_128(&bytes), (owned, kept));
     }
     Ok(())
 }
 
 /// How many sessions' points a [`PointMemory`] keeps (the least recently used goes first):
-/// each holds the messages of an output that are not input messages, at most about a window's
-/// worth of text.
+/// each holds an output's messages, at most about a window's worth of text.
 const REMEMBERED_SESSIONS: usize = 64;
 
 /// The resume points of the sessions a long-lived pipeline (`condense serve`) ran last, kept
 /// so that a session's next turn does not read its point back from JSON (at 200k tokens, the
-/// largest single cost of a turn's start).
+/// largest single cost of a turn's start), with the input messages the output kept as they
+/// were ([`InputsKept`]): the next request's reader may leave those unread as well.
 ///
 /// Memory never decides what a run starts from: a kept point is used only while the store
 /// holds exactly the bytes it was saved as (their xxh3-128). Another process's run on the
@@ -489,7 +519,7 @@ struct Kept {
 #[derive(Debug)]
 struct Remembered {
     bytes: u128,
-    point: Point<'static>,
+    point: (Point<'static>, InputsKept),
     used: u64,
 }
 
@@ -501,7 +531,12 @@ impl PointMemory {
 
     /// The point kept for `session` of `store` if the store's point is still its bytes
     /// (`bytes`: their hash). Taken out: the run saves the next one.
-    fn take(&self, store: &Store, session: &str, bytes: u128) -> Option<Point<'static>> {
+    fn take(
+        &self,
+        store: &Store,
+        session: &str,
+        bytes: u128,
+    ) -> Option<(Point<'static>, InputsKept)> {
         let key = (store.root().to_path_buf(), session.to_string());
         let mut kept = self.lock();
         let remembered = kept.points.remove(&key)?;
@@ -511,7 +546,7 @@ impl PointMemory {
         Some(point)
     }
 
-    fn keep(&self, store: &Store, session: &str, bytes: u128, point: Point<'static>) {
+    fn keep(&self, store: &Store, session: &str, bytes: u128, point: (Point<'static>, InputsKept)) {
         let key = (store.root().to_path_buf(), session.to_string());
         let mut kept = self.lock();
         kept.clock += 1;

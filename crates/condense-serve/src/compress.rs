@@ -38,7 +38,16 @@ pub fn read_knowing(body: &[u8], api: Api, store: Option<&Store>) -> Result<Docu
     let name = "<request body>";
     let doc = match store {
         Some(store) => {
-            condense_formats::read_owned_knowing(body.to_vec(), name, &opts, &known_lists(store))
+            // The proxy's pipeline remembers the messages a session's last output kept
+            // (`condense_host`'s point memory): those are left unread as well, and read after
+            // all when the point comes from the store instead.
+            let lists = known_lists(store);
+            let all_unread = |key| {
+                let mut lists = lists(key);
+                lists.iter_mut().for_each(|l| l.read.clear());
+                lists
+            };
+            condense_formats::read_owned_knowing(body.to_vec(), name, &opts, &all_unread)
         }
         None => condense_formats::read(body, name, &opts),
     }

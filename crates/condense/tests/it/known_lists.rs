@@ -170,3 +170,57 @@ fn a_turn_under_other_settings_reads_the_history_after_all() {
     let (_, report) = compress(&input, &knowing, &path("k.json"), &["--no-resume"]);
     assert_eq!(unread(&report), 0);
 }
+
+/// The proxy reads each turn's body leaving unread what its last request's body held (even
+/// the messages its output kept: it remembers them), and sends upstream byte for byte what a
+/// proxy that parsed everything sends.
+#[test]
+fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
+    use crate::serve::ANTHROPIC_HEADERS;
+    use crate::serve_fake::{anthropic_answer, post, Reply, Serve, Upstream};
+    let messages = messages();
+    let up = |_: &_, _| Reply::Json(200, anthropic_answer("ok"));
+    let (up_a, up_b) = (Upstream::start(up), Upstream::start(up));
+    let (a, b) = (Serve::start(&up_a.url, &[]), Serve::start(&up_b.url, &[]));
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("x-condense-session", "viewer"));
+    let n = messages.len();
+    let turns = [n * 3 / 5, n * 3 / 5 + 2, n * 4 / 5, n];
+    for (turn, &count) in turns.iter().enumerate() {
+        let text = body(&messages, count);
+        // Proxy b forgets what it knew of the lists before each request: it parses everything.
+        forget_lists(b.store.path());
+        for serve in [&a, &b] {
+            let answer = post(&serve.url, "/v1/messages", &headers, &text);
+            assert_eq!(answer.status, 200, "{}", serve.log());
+        }
+        let (sent_a, sent_b) = (&up_a.requests()[turn], &up_b.requests()[turn]);
+        assert!(
+            sent_a.body == sent_b.body,
+            "turn {turn}: not what a full parse sends"
+        );
+        // What the proxy keeps for the next turn's read.
+        let kept = condense_store::Store::open(a.store.path())
+            .unwrap()
+            .records("known-lists")
+            .unwrap();
+        assert_eq!(kept.len(), 1, "turn {turn}");
+    }
+    // What it sent last expands to the client's body.
+    let dir = tempfile::tempdir().unwrap();
+    let sent = dir.path().join("sent.json");
+    std::fs::write(&sent, &up_a.requests()[turns.len() - 1].body).unwrap();
+    let back = dir.path().join("back.json");
+    let run = condense(&[
+        "expand",
+        sent.to_str().unwrap(),
+        "--store",
+        a.store.path().to_str().unwrap(),
+        "--session",
+        "viewer",
+        "--out",
+        back.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(std::fs::read(&back).unwrap() == body(&messages, n));
+}

@@ -112,3 +112,51 @@ fn unread_messages_are_read_first_when_the_run_needs_them() {
     let err = got.unwrap_err().to_string();
     assert_eq!(err, "the input, read again whole: the file changed");
 }
+
+#[test]
+fn a_long_lived_pipeline_takes_the_messages_its_last_output_kept_from_memory() {
+    let stages = [("cut", "shrink", "fail")];
+    let (kept, plain) = (pipeline(&stages).keeping_points(), pipeline(&stages));
+    let input = with_turn(conversation(), 2);
+    let prints: Vec<u128> = input
+        .messages
+        .iter()
+        .map(condense_model::fingerprint::fingerprint)
+        .collect();
+    // Every message the first run covered is unread, those its output kept included.
+    let unread = [true, true, true, false, false, false];
+    let reads = Cell::new(0);
+    let read_all = || {
+        reads.set(reads.get() + 1);
+        Ok(input.clone())
+    };
+    let texts = |_: &Message| None;
+    let read = ReadFrom {
+        texts: &texts,
+        fingerprints: Some(&prints),
+        unread: Some(Unread {
+            mask: &unread,
+            read_all: &read_all,
+        }),
+    };
+    let ((_dir, st), (_other_dir, other)) = (store(), store());
+    kept.run(conversation(), &st, "s", &resuming()).unwrap();
+    plain.run(conversation(), &other, "s", &resuming()).unwrap();
+    let partial = with_placeholders(&input, &unread);
+    let from_memory = kept
+        .run_with_texts(partial.clone(), &st, "s", &resuming(), &read)
+        .unwrap();
+    let reference = plain.run(input.clone(), &other, "s", &resuming()).unwrap();
+    assert_eq!(reads.get(), 0, "the kept messages came from memory");
+    assert_eq!(from_memory.conversation, reference.conversation);
+    assert_eq!(from_memory.resumed.map(|r| r.unread_messages), Some(3));
+
+    // A pipeline that keeps no points in memory reads them.
+    let (_third_dir, third) = store();
+    plain.run(conversation(), &third, "s", &resuming()).unwrap();
+    let from_store = plain
+        .run_with_texts(partial, &third, "s", &resuming(), &read)
+        .unwrap();
+    assert_eq!(reads.get(), 1);
+    assert_eq!(from_store.conversation, reference.conversation);
+}
