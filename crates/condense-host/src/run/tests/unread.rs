@@ -5,6 +5,42 @@
 use super::*;
 use std::cell::Cell;
 
+/// `run` handed what a reader of `input` that left the messages `unread` marks unread tells
+/// (every fingerprint, and the read of the whole input, failing when `fails`); what it gave and
+/// how many times it read the whole input.
+fn reading<T>(
+    input: &Conversation,
+    unread: &[bool],
+    fails: bool,
+    run: impl FnOnce(&ReadFrom<'_>) -> T,
+) -> (T, usize) {
+    let prints: Vec<u128> = input
+        .messages
+        .iter()
+        .map(condense_model::fingerprint::fingerprint)
+        .collect();
+    let reads = Cell::new(0);
+    let read_all = || {
+        reads.set(reads.get() + 1);
+        if fails {
+            Err("the file changed".to_string())
+        } else {
+            Ok(input.clone())
+        }
+    };
+    let texts = |_: &Message| None;
+    let read = ReadFrom {
+        texts: &texts,
+        fingerprints: Some(&prints),
+        unread: Some(Unread {
+            mask: unread,
+            read_all: &read_all,
+        }),
+    };
+    let out = run(&read);
+    (out, reads.get())
+}
+
 /// `input` with the messages `unread` marks as placeholders, as a reader leaves them.
 fn with_placeholders(input: &Conversation, unread: &[bool]) -> Conversation {
     let mut partial = input.clone();
@@ -26,40 +62,14 @@ fn second_run(
     read_fails: bool,
 ) -> (Result<RunResult, HostError>, usize, RunResult) {
     let input = with_turn(conversation(), 2);
-    let prints: Vec<u128> = input
-        .messages
-        .iter()
-        .map(condense_model::fingerprint::fingerprint)
-        .collect();
-    let reads = Cell::new(0);
-    let read_all = || {
-        reads.set(reads.get() + 1);
-        if read_fails {
-            Err("the file changed".to_string())
-        } else {
-            Ok(input.clone())
-        }
-    };
-    let texts = |_: &Message| None;
-    let read = ReadFrom {
-        texts: &texts,
-        fingerprints: Some(&prints),
-        unread: Some(Unread {
-            mask: unread,
-            read_all: &read_all,
-        }),
-    };
-    let whole_run = |conv: Conversation, with_first: bool| {
-        let (dir, st) = store();
-        if with_first {
+    let (got, reads) = reading(&input, unread, read_fails, |read| {
+        let (_dir, st) = store();
+        if first {
             loaded.run(conversation(), &st, "s", &resuming()).unwrap();
         }
-        let out = loaded.run_with_texts(conv, &st, "s", &resuming(), &read);
-        drop(dir);
-        out
-    };
-    let got = whole_run(with_placeholders(&input, unread), first);
-    let reads = reads.get();
+        let partial = with_placeholders(&input, unread);
+        loaded.run_with_texts(partial, &st, "s", &resuming(), read)
+    });
     let (dir, st) = store();
     if first {
         loaded.run(conversation(), &st, "s", &resuming()).unwrap();
@@ -118,45 +128,27 @@ fn a_long_lived_pipeline_takes_the_messages_its_last_output_kept_from_memory() {
     let stages = [("cut", "shrink", "fail")];
     let (kept, plain) = (pipeline(&stages).keeping_points(), pipeline(&stages));
     let input = with_turn(conversation(), 2);
-    let prints: Vec<u128> = input
-        .messages
-        .iter()
-        .map(condense_model::fingerprint::fingerprint)
-        .collect();
     // Every message the first run covered is unread, those its output kept included.
     let unread = [true, true, true, false, false, false];
-    let reads = Cell::new(0);
-    let read_all = || {
-        reads.set(reads.get() + 1);
-        Ok(input.clone())
-    };
-    let texts = |_: &Message| None;
-    let read = ReadFrom {
-        texts: &texts,
-        fingerprints: Some(&prints),
-        unread: Some(Unread {
-            mask: &unread,
-            read_all: &read_all,
-        }),
-    };
+    let partial = with_placeholders(&input, &unread);
     let ((_dir, st), (_other_dir, other)) = (store(), store());
     kept.run(conversation(), &st, "s", &resuming()).unwrap();
     plain.run(conversation(), &other, "s", &resuming()).unwrap();
-    let partial = with_placeholders(&input, &unread);
-    let from_memory = kept
-        .run_with_texts(partial.clone(), &st, "s", &resuming(), &read)
-        .unwrap();
+    let (from_memory, reads) = reading(&input, &unread, false, |read| {
+        kept.run_with_texts(partial.clone(), &st, "s", &resuming(), read)
+    });
+    let from_memory = from_memory.unwrap();
     let reference = plain.run(input.clone(), &other, "s", &resuming()).unwrap();
-    assert_eq!(reads.get(), 0, "the kept messages came from memory");
+    assert_eq!(reads, 0, "the kept messages came from memory");
     assert_eq!(from_memory.conversation, reference.conversation);
     assert_eq!(from_memory.resumed.map(|r| r.unread_messages), Some(3));
 
     // A pipeline that keeps no points in memory reads them.
     let (_third_dir, third) = store();
     plain.run(conversation(), &third, "s", &resuming()).unwrap();
-    let from_store = plain
-        .run_with_texts(partial, &third, "s", &resuming(), &read)
-        .unwrap();
-    assert_eq!(reads.get(), 1);
-    assert_eq!(from_store.conversation, reference.conversation);
+    let (from_store, reads) = reading(&input, &unread, false, |read| {
+        plain.run_with_texts(partial, &third, "s", &resuming(), read)
+    });
+    assert_eq!(reads, 1);
+    assert_eq!(from_store.unwrap().conversation, reference.conversation);
 }
