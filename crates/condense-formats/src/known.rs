@@ -130,9 +130,22 @@ pub(crate) fn match_prefix(
             return None;
         }
         let at = |rel: u32| first.start + rel as usize;
-        let spans = list.spans.iter().map(|&(s, e)| at(s)..at(e)).collect();
-        Some((list, spans))
+        let spans: Vec<Range<usize>> = list.spans.iter().map(|&(s, e)| at(s)..at(e)).collect();
+        separated(text, &spans).then_some((list, spans))
     })
+}
+
+/// Whether `spans` are non-empty values one after the other with only a comma and JSON
+/// whitespace between each two: a record whose spans do not fit its text (damaged, or not
+/// made by this code) is no match, even when the text's hash is right.
+fn separated(text: &[u8], spans: &[Range<usize>]) -> bool {
+    spans.iter().all(|s| s.start < s.end)
+        && spans.windows(2).all(|w| {
+            text.get(w[0].end..w[1].start).is_some_and(|between| {
+                let mut rest = between.iter().filter(|b| !crate::scan::is_ws(**b));
+                rest.next() == Some(&b',') && rest.next().is_none()
+            })
+        })
 }
 
 /// Per element of a list of `elements` starting with `list`: left unread (the messages the

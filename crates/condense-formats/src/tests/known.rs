@@ -169,6 +169,21 @@ fn a_bare_list_is_known_as_a_body_is() {
 }
 
 #[test]
+fn a_record_whose_spans_do_not_fit_its_text_is_no_match() {
+    let earlier = read_plain(&body(400, ""));
+    let (key, list) = earlier.known_list(vec![]).unwrap();
+    let text = body(403, "");
+    // The text's hash is right, but two messages' boundaries moved into the second one.
+    let mut shifted = list.clone();
+    shifted.spans[20].1 += 3;
+    shifted.spans[21].0 += 3;
+    let doc = read_knowing(&text, &[(key, shifted)]);
+    assert_eq!(doc.unread(0), None);
+    assert_eq!(doc.conversations(), read_plain(&text).conversations());
+    assert!(unread_count(&read_knowing(&text, &[(key, list)])) > 0);
+}
+
+#[test]
 fn known_lists_round_trip_and_a_damaged_record_is_no_knowledge() {
     let earlier = read_owned(
         body(500, "").into_bytes(),
