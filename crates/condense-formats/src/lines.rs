@@ -133,6 +133,39 @@ mod tests {
         assert!(parse("{\"a\":", &ctx).is_err());
     }
 
+    /// A long file: every value with its span, the first bad line the error (not a later
+    /// one), a cut last line the tail.
+    #[test]
+    fn a_long_file_reads_as_one_line_at_a_time() {
+        let line = |i: usize| format!("{{\"n\":{i},\"text\":\"line \\\"{i}\\\"\"}}");
+        let mut text: String = (0..900)
+            .map(|i| line(i) + if i % 7 == 0 { "\r\n\n" } else { "\n" })
+            .collect();
+        let ctx = Ctx::new("long.jsonl");
+        let lines = parse(&text, &ctx).unwrap();
+        assert_eq!(lines.values.len(), 900);
+        for (k, ((number, value), span)) in lines.values.iter().zip(&lines.spans).enumerate() {
+            assert_eq!(value["n"], k, "line {number}");
+            assert_eq!(&text[span.clone()], line(k));
+        }
+        // Two bad lines: the first one in the file is the error, wherever the runs split.
+        let bad = text
+            .replacen(&line(700), "{\"n\":", 1)
+            .replacen(&line(300), "{\"n\" 1}", 1);
+        let e = parse(&bad, &ctx).err().unwrap().to_string();
+        let at = bad.lines().position(|l| l == "{\"n\" 1}").unwrap() + 1;
+        assert!(
+            e.starts_with(&format!("long.jsonl:{at}: invalid JSON")),
+            "{e}"
+        );
+        // The last line cut short: the tail, with one warning.
+        text.push_str("{\"n\":9");
+        let notes = Notes::default();
+        let lines = parse(&text, &Ctx::with_notes("long.jsonl", &notes)).unwrap();
+        assert_eq!((lines.values.len(), lines.tail), (900, "{\"n\":9"));
+        assert_eq!(notes.into_warnings().len(), 1);
+    }
+
     #[test]
     fn crlf_is_detected_and_written() {
         assert!(is_crlf("{}\r\n{}\r\n"));
