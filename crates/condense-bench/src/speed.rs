@@ -72,6 +72,44 @@ fn cold_compress(runs: usize, input: &Path, store: &Path, out: &Path) -> Result<
     )
 }
 
+/// The commonest input, a Claude Code session (JSONL), compressed once per turn: its first
+/// run on a fresh store, and a run on the whole session after one on all but its last lines.
+struct JsonlTurn {
+    bytes: usize,
+    appended: usize,
+    first: Finished,
+    turn: Finished,
+}
+
+fn claude_code_turn(files: &Files, runs: usize) -> Result<JsonlTurn> {
+    let session = std::fs::read(gen::repo().join("examples/claude-code-session.jsonl"))
+        .context("reading examples/claude-code-session.jsonl")?;
+    let lines: Vec<&[u8]> = session.split_inclusive(|&b| b == b'\n').collect();
+    // The last tenth of the lines: a few turns of the session's own.
+    let appended = lines.len() / 10;
+    let (before, whole) = (files.path("cc-before.jsonl"), files.path("cc.jsonl"));
+    std::fs::write(&before, lines[..lines.len() - appended].concat())?;
+    std::fs::write(&whole, &session)?;
+    let (store, out) = (files.path("cc-store"), files.path("cc-out.jsonl"));
+    let first = cold_compress(runs, &whole, &store, &out)?;
+    let turn = process::median(
+        runs,
+        |_| {
+            if store.exists() {
+                std::fs::remove_dir_all(&store)?;
+            }
+            process::run(&mut compress(&before, &store, &out)?).map(|_| ())
+        },
+        |_| compress(&whole, &store, &out),
+    )?;
+    Ok(JsonlTurn {
+        bytes: session.len(),
+        appended,
+        first,
+        turn,
+    })
+}
+
 /// Peak memory of whole `condense compress` runs (default pipeline, fresh store) on the tiny
 /// input and on 1x, 2x, 4x, measured before this process grows: the inputs are written by a
 /// child (`condense-bench inputs DIR`), so this process never holds them.
@@ -188,6 +226,7 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
     turns.sort_by(f64::total_cmp);
     let turn_after_turn = turns[turns.len() / 2];
     let stats_small = process::median(runs.max(21), |_| Ok(()), |_| condense(&["stats", s(&ft)]))?;
+    let jsonl = claude_code_turn(&files, whole)?;
     println!(
         "| `condense stats`, 1M-token request body ({:.1} MB), whole process | {:.1} ms | |",
         b1 as f64 / 1e6,
@@ -215,6 +254,14 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
     println!(
         "| `condense stats` on a small file ({bt} bytes), default tokenizer, whole process | {:.2} ms | |",
         stats_small.ms
+    );
+    println!(
+        "| Claude Code session (the shipped example, {:.0} KB of JSONL): first run on a fresh store / one appended turn (its last {} lines), whole process | {:.1} ms / {:.1} ms | the turn {:.1}% of the first run |",
+        jsonl.bytes as f64 / 1e3,
+        jsonl.appended,
+        jsonl.first.ms,
+        jsonl.turn.ms,
+        jsonl.turn.ms / jsonl.first.ms * 100.0
     );
     rows.push(Row {
         what: "one turn appended: new `condense compress` process / the cold run".into(),
