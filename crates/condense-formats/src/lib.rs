@@ -293,6 +293,31 @@ impl Document {
             .map(|u| u.mask.as_slice())
     }
 
+    /// Whether every conversation is as read (value-equal, no text set for it): what
+    /// [`Document::write`] then gives is the input, and reading it back gives what was read.
+    pub fn unchanged(&self) -> bool {
+        self.source.finish(&self.conversations);
+        self.conversations.iter().enumerate().all(|(i, conv)| {
+            let fps: Vec<u128> = conv
+                .messages
+                .iter()
+                .map(|m| self.source.print_of(i, m))
+                .collect();
+            self.source.unchanged(i, conv, &fps)
+        })
+    }
+
+    /// Whether `bytes` are exactly the input this document was read from (what [`Document::write`]
+    /// gives when nothing changed).
+    pub fn is_input(&self, bytes: &[u8]) -> bool {
+        let bom = if self.bom { "\u{feff}".as_bytes() } else { &[] };
+        let text = self.source.text.as_bytes();
+        bytes.len() == bom.len() + text.len() + self.tail.len()
+            && bytes.starts_with(bom)
+            && bytes[bom.len()..].starts_with(text)
+            && bytes.ends_with(&self.tail)
+    }
+
     /// Conversation `conv` read again from the document's text, every message read (what the
     /// document held before any change, placeholders or not).
     pub fn read_unread(&self, conv: usize) -> Result<Conversation, FormatError> {

@@ -10,10 +10,12 @@ fn auto() -> ReadOptions {
     ReadOptions::default()
 }
 
-/// Reading and writing with no change gives the input back, byte for byte.
+/// Reading and writing with no change gives the input back, byte for byte (and the document
+/// says so: `unchanged`, `is_input`).
 fn same(bytes: &[u8], source: &str) {
     let doc = read(bytes, source, &auto()).unwrap_or_else(|e| panic!("{source}: {e}"));
     let out = doc.write().unwrap();
+    assert!(doc.unchanged() && doc.is_input(&out), "{source}");
     assert!(
         out == bytes,
         "{source}: not byte-exact:\n{}\n---\n{}",
@@ -309,4 +311,23 @@ fn every_fixture_in_every_spelling_comes_back_byte_for_byte() {
             same(spelling.as_bytes(), &name);
         }
     }
+}
+
+#[test]
+fn a_document_says_when_it_writes_its_input_back() {
+    // A byte order mark, CRLF and an incomplete last line: all part of the input.
+    let session = "\u{feff}{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\r\n{\"type\":\"assistant\",\"uuid\":\"a1\",\"parentUuid\":\"u1\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\r\n{\"type\":\"us";
+    let mut doc = read(session.as_bytes(), "s.jsonl", &auto()).unwrap();
+    let out = doc.write().unwrap();
+    assert!(out == session.as_bytes() && doc.unchanged() && doc.is_input(&out));
+    assert!(!doc.is_input(&out[..out.len() - 1]));
+    assert!(!doc.is_input(session.trim_start_matches('\u{feff}').as_bytes()));
+    // A message changed: neither.
+    let text = doc.conversations()[0].messages[1].content.clone();
+    doc.conversations_mut()[0].messages[1].content = Content::string("changed");
+    let out = doc.write().unwrap();
+    assert!(!doc.unchanged() && !doc.is_input(&out));
+    // Changed back: as read again.
+    doc.conversations_mut()[0].messages[1].content = text;
+    assert!(doc.unchanged() && doc.is_input(&doc.write().unwrap()));
 }
