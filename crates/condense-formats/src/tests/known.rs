@@ -227,3 +227,58 @@ fn only_a_quick_read_of_one_conversation_is_known() {
     let small = read_plain(&body(20, ""));
     assert!(small.known_list(vec![]).is_none());
 }
+
+/// Whatever byte of the known text changes, a read knowing it gives what a full read gives:
+/// the same conversations and bytes written back, or the same error.
+#[test]
+fn any_changed_byte_reads_as_a_full_read_does() {
+    let earlier = read_plain(&body(400, ""));
+    let known = [earlier.known_list(vec![150]).unwrap()];
+    let text = body(404, "");
+    let replacements = [b' ', b'"', b'\\', b',', b'}', b'x', b'7', b'\n'];
+    // A fixed pseudo-random walk over the text (no seed to forget).
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    // Every other change falls in the new messages and the body's end: the prefix is still
+    // known there, and left unread.
+    let tail = text.rfind("step 399").unwrap();
+    let mut left_unread = 0;
+    for round in 0..120 {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let r = (state >> 33) as usize;
+        let at = match round % 2 {
+            0 => r % text.len(),
+            _ => tail + r % (text.len() - tail),
+        };
+        let mut bytes = text.clone().into_bytes();
+        bytes[at] = replacements[round % replacements.len()];
+        let lookup = |key: u64| {
+            known
+                .iter()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, l)| l.clone())
+                .collect()
+        };
+        let opts = ReadOptions::default();
+        let knowing = read_owned_knowing(bytes.clone(), "in.json", &opts, &lookup);
+        let full = read(&bytes, "in.json", &opts);
+        match (knowing, full) {
+            (Ok(k), Ok(f)) => {
+                let whole = match k.unread(0) {
+                    Some(_) => {
+                        left_unread += 1;
+                        k.read_unread(0).unwrap()
+                    }
+                    None => k.conversations()[0].clone(),
+                };
+                assert_eq!(whole, f.conversations()[0], "byte {at}");
+                assert_eq!(k.format(), f.format(), "byte {at}");
+                assert_eq!(k.write().unwrap(), f.write().unwrap(), "byte {at}");
+            }
+            (Err(k), Err(f)) => assert_eq!(k.to_string(), f.to_string(), "byte {at}"),
+            (k, f) => panic!("byte {at}: {:?} / {:?}", k.err(), f.err()),
+        }
+    }
+    assert!(left_unread > 10, "{left_unread}");
+}
