@@ -5,15 +5,18 @@
 //! the resumed run (`condense-host`'s `resume`) drops most of it: it starts from the previous
 //! output, which refers to a few of the input's messages and stands for the rest. So after a
 //! read of a message list that [`crate::quick`] read whole, the caller can keep a [`KnownList`]
-//! of it: how many messages, a hash of their exact text, each one's fingerprint, the stubs the
-//! format detection read, and which of them the next run will need ([`KnownList::read`]).
+//! of it: how many messages, where each one is, a hash of their exact text, each one's
+//! fingerprint, the stubs the format detection read, and which of them the next run will need
+//! ([`KnownList::read`]). [`crate::Document::known_record`] makes the record to keep, and
+//! [`lookup`] turns the caller's records back into what a read asks.
 //!
 //! The next read ([`crate::read_owned_knowing`]) asks for the lists known under the hash of its
 //! first element's text ([`first_key`]). When one of them covers a prefix of the new list whose
 //! text is exactly the same (same length, same xxh3-128), the messages of that prefix are the
-//! same messages (a read is a function of the text), so the ones not needed are left unread:
-//! each becomes a placeholder ([`placeholder`]) that keeps its position, its positional id and
-//! its fingerprint, and the [`crate::Document`] says which ones they are
+//! same messages (a read is a function of the text), so the scan steps over that text and the
+//! ones not needed are left unread: each becomes a placeholder ([`placeholder`]) that keeps its
+//! position, its positional id and its fingerprint, and the [`crate::Document`] says which ones
+//! they are
 //! ([`crate::Document::unread`]). Its texts are still there: the writer copies any of them that
 //! an output holds, and [`crate::Document::read_unread`] reads them all when a run needs the
 //! whole conversation after all.
