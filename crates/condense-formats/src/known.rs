@@ -4,7 +4,7 @@
 //! previous input plus the new turn. Parsing that history again is most of a turn's read, yet
 //! the resumed run (`condense-host`'s `resume`) drops most of it: it starts from the previous
 //! output, which refers to a few of the input's messages and stands for the rest. So after a
-//! read of a message list that [`crate::quick`] read whole, the caller can keep a [`KnownList`]
+//! read of a message list that `crate::quick` read whole, the caller can keep a [`KnownList`]
 //! of it: how many messages, where each one is, a hash of their exact text, each one's
 //! fingerprint, the stubs the format detection read, and which of them the next run will need
 //! ([`KnownList::read`]). [`crate::Document::known_record`] makes the record to keep, and
@@ -14,7 +14,7 @@
 //! first element's text ([`first_key`]). When one of them covers a prefix of the new list whose
 //! text is exactly the same (same length, same xxh3-128), the messages of that prefix are the
 //! same messages (a read is a function of the text), so the scan steps over that text and the
-//! ones not needed are left unread: each becomes a placeholder ([`placeholder`]) that keeps its
+//! ones not needed are left unread: each becomes a placeholder (`placeholder`) that keeps its
 //! position, its positional id and its fingerprint, and the [`crate::Document`] says which ones
 //! they are
 //! ([`crate::Document::unread`]). Its texts are still there: the writer copies any of them that
@@ -86,7 +86,7 @@ pub struct KnownList {
     /// The messages a later read must read anyway (ascending): those the run's output kept as
     /// they were.
     pub read: Vec<usize>,
-    /// The format detection's stubs of the list ([`crate::quick`]), as JSON.
+    /// The format detection's stubs of the list (`crate::quick`), as JSON.
     pub stubs: Vec<Value>,
 }
 
