@@ -310,12 +310,20 @@ impl Document {
     /// Whether `bytes` are exactly the input this document was read from (what [`Document::write`]
     /// gives when nothing changed).
     pub fn is_input(&self, bytes: &[u8]) -> bool {
-        let bom = if self.bom { "\u{feff}".as_bytes() } else { &[] };
-        let text = self.source.text.as_bytes();
-        bytes.len() == bom.len() + text.len() + self.tail.len()
-            && bytes.starts_with(bom)
-            && bytes[bom.len()..].starts_with(text)
-            && bytes.ends_with(&self.tail)
+        let mut rest = bytes;
+        let each = self.input_parts().into_iter().all(|part| {
+            let after = rest.strip_prefix(part);
+            rest = after.unwrap_or_default();
+            after.is_some()
+        });
+        each && rest.is_empty()
+    }
+
+    /// The input this document was read from, in the pieces it keeps: the byte order mark (or
+    /// nothing), the text read, the incomplete last line carried through (or nothing).
+    fn input_parts(&self) -> [&[u8]; 3] {
+        let bom: &[u8] = if self.bom { "\u{feff}".as_bytes() } else { &[] };
+        [bom, self.source.text.as_bytes(), &self.tail]
     }
 
     /// Conversation `conv` read again from the document's text, every message read (what the
@@ -325,12 +333,7 @@ impl Document {
             format: Some(self.format),
             select: None,
         };
-        let bom = if self.bom { "\u{feff}" } else { "" };
-        let mut bytes = Vec::with_capacity(bom.len() + self.source.text.len() + self.tail.len());
-        bytes.extend_from_slice(bom.as_bytes());
-        bytes.extend_from_slice(self.source.text.as_bytes());
-        bytes.extend_from_slice(&self.tail);
-        let mut doc = container::read_owned(bytes, "<input>", &opts, None)?;
+        let mut doc = container::read_owned(self.input_parts().concat(), "<input>", &opts, None)?;
         match doc.conversations.get_mut(conv) {
             Some(c) => Ok(std::mem::take(c)),
             None => Err(FormatError::Write {
@@ -342,14 +345,15 @@ impl Document {
 
     /// The record ([`known::RECORDS`]) to keep so that a later read of this input's message
     /// list may leave it unread, as (name, bytes): when the document's one conversation was
-    /// read quick. `read`: the messages a run starting from this one's output needs
-    /// (ascending); `kept`: the record kept under a name so far, if any.
+    /// read quick. `output`: the fingerprint of each message of the run's output (a later run
+    /// starting from it reads the input messages it kept as they were); `kept`: the record
+    /// kept under a name so far, if any.
     pub fn known_record(
         &self,
-        read: Vec<usize>,
+        output: &[u128],
         kept: impl FnOnce(&str) -> Option<Vec<u8>>,
     ) -> Option<(String, Vec<u8>)> {
-        let (key, list) = self.known_list(read)?;
+        let (key, list) = self.known_list(output)?;
         let name = known::record_name(key);
         let bytes = known::updated_record(list, kept(&name).as_deref());
         Some((name, bytes))
@@ -357,7 +361,7 @@ impl Document {
 
     /// What a later read of this input's message list may leave unread ([`known`]), with the
     /// key to keep it under ([`Document::known_record`]).
-    pub fn known_list(&self, read: Vec<usize>) -> Option<(u64, known::KnownList)> {
+    pub fn known_list(&self, output: &[u128]) -> Option<(u64, known::KnownList)> {
         let stubs = self.quick_stubs.clone()?;
         let units = &self.source.convs.first()?.units;
         let prints = self.message_fingerprints(0)?;
@@ -370,6 +374,12 @@ impl Document {
         if !one_to_one || self.conversations.len() != 1 {
             return None;
         }
+        // Every input message the output holds as it was (a quick message's id is its
+        // position, so no two have one fingerprint).
+        let in_output: std::collections::HashSet<&u128> = output.iter().collect();
+        let read = (0..prints.len())
+            .filter(|&i| in_output.contains(&prints[i]))
+            .collect();
         let spans: Vec<_> = units.iter().map(|u| u.span.clone()).collect();
         let first = self.source.text.get(spans.first()?.clone())?;
         let (relative, bytes) = known::prefix_of(&self.source.text, &spans)?;

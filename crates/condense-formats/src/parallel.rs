@@ -111,7 +111,10 @@ pub(crate) fn parse(
                 let (value, messages) = member(value, is_list)?;
                 if is_list {
                     // A repeated key keeps its last value: the list read last.
-                    quick_list = messages.map(|read| read.into_list(Some(key.clone())));
+                    quick_list = messages.map(|list| QuickList {
+                        key: Some(key.clone()),
+                        ..list
+                    });
                 }
                 // As serde_json does: a repeated key keeps its first place and its last value.
                 map.insert(key, value);
@@ -120,7 +123,7 @@ pub(crate) fn parse(
         }
         Scanned::Array => {
             let (value, messages) = member(&span, true)?;
-            Some((value, messages.map(|read| read.into_list(None))))
+            Some((value, messages))
         }
     }
 }
@@ -133,35 +136,16 @@ enum Element {
     Unread(Message),
 }
 
-/// A message list read quick, before it is placed: its messages, their stubs and what was left
-/// unread.
-pub(crate) struct ReadList {
-    messages: Vec<Message>,
-    stubs: Vec<Value>,
-    unread: Option<Unread>,
-}
-
-impl ReadList {
-    fn into_list(self, key: Option<String>) -> QuickList {
-        QuickList {
-            key,
-            messages: self.messages,
-            stubs: self.stubs,
-            unread: self.unread,
-        }
-    }
-}
-
 /// The elements at `spans` as messages when every one is quick and none may be a Cline result
 /// (the value then holds their stubs), else as their values; in one run per core. With
 /// `known` (the scan found the list starts with its text), the messages it covers are left
 /// unread but for those it says to read ([`crate::known`]); a list that is then not quick is
-/// `None` (the caller parses the text whole).
+/// `None` (the caller parses the text whole). The list comes back as the root's (no `key`).
 fn parse_messages(
     text: &str,
     spans: &[Range<usize>],
     known: Option<&KnownList>,
-) -> Option<(Value, Option<ReadList>)> {
+) -> Option<(Value, Option<QuickList>)> {
     let skip = known.and_then(|list| Some((list, known::unread_mask(list, spans.len())?)));
     let unread = skip.as_ref().map(|(_, mask)| mask.as_slice());
     let read_run = |(offset, run): (usize, Vec<Range<usize>>)| -> Option<Vec<Element>> {
@@ -236,7 +220,8 @@ fn parse_messages(
         let value = Value::Array(stubs.clone());
         return Some((
             value,
-            Some(ReadList {
+            Some(QuickList {
+                key: None,
                 messages,
                 stubs,
                 unread,

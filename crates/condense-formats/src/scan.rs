@@ -222,13 +222,9 @@ fn object_at<'k>(
         let start = skip_ws(text, at + 1);
         let (val, depth) = match text.get(start)? {
             b'[' => {
-                let messages = known.is_some() && key.len() == "\"messages\"".len() && {
-                    // Keys with escapes are not the wrapper readers find (they read the key as
-                    // written): the bytes are compared.
-                    &text[key.clone()] == b"\"messages\""
-                };
+                // The key as written: one spelled with escapes is only not stepped over.
                 let known = match known.as_mut() {
-                    Some(k) if messages => Some(&mut **k),
+                    Some(k) if text[key.clone()] == *b"\"messages\"" => Some(&mut **k),
                     _ => None,
                 };
                 let (elements, end, depth) = array_at(text, start, known)?;
@@ -318,7 +314,7 @@ impl Finder {
             let lookup = lookup?;
             let key = crate::known::first_key(text.get(first.clone())?);
             let (list, spans) = crate::known::match_prefix(bytes, first, lookup(key))?;
-            // The array's start is before its first element: kept by the element for now.
+            // Known by its first element's start, which `known_list` is asked with.
             found = Some((first.start, list));
             Some(spans)
         };

@@ -29,7 +29,7 @@ mod summaries;
 
 pub use archive::{expand, ExpandError, Expansion, ReadAs, ReadIndex};
 pub use pipeline::{OnError, Pipeline, PipelineError, StageSpec};
-pub use resume::{input_references, Resumed};
+pub use resume::Resumed;
 pub use run::{HostError, LoadedPipeline, ReadFrom, RunOptions, RunResult, StageRun, Unread};
 pub use services::StateMode;
 

@@ -135,30 +135,6 @@ impl InputHash {
     }
 }
 
-/// The first index of each fingerprint in `each`.
-fn first_index(each: &[u128]) -> HashMap<u128, usize> {
-    let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
-    for (i, own) in each.iter().enumerate() {
-        index.entry(*own).or_insert(i);
-    }
-    index
-}
-
-/// The input messages (indices into `input`, ascending, each once) that an output whose
-/// messages have the fingerprints `output` keeps as they were: the ones its resume point
-/// refers to, which a run resuming from it needs read (`condense_formats::known`). `input`:
-/// each input message's fingerprint.
-pub fn input_references(input: &[u128], output: &[u128]) -> Vec<usize> {
-    let index = first_index(input);
-    let mut refs: Vec<usize> = output
-        .iter()
-        .filter_map(|p| index.get(p).copied())
-        .collect();
-    refs.sort_unstable();
-    refs.dedup();
-    refs
-}
-
 /// `output`'s messages as a point keeps them: each one that is a message of the input (by its
 /// hash in `each`) as that message's index, the others stored. `prints`: each output message's
 /// [`fingerprint`](fingerprint::fingerprint) when made already (else empty).
@@ -167,7 +143,10 @@ fn layout<'a>(
     output: &'a [Message],
     prints: &[u128],
 ) -> (Vec<Cow<'a, Message>>, Vec<i64>) {
-    let index = first_index(each);
+    let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
+    for (i, own) in each.iter().enumerate() {
+        index.entry(*own).or_insert(i);
+    }
     let prints = fingerprint::each(output, prints);
     let mut stored = Vec::new();
     let layout = output

@@ -152,12 +152,11 @@ pub fn known_lists(store: &Store) -> impl Fn(u64) -> Vec<known::KnownList> + '_ 
 /// whose output's messages have the fingerprints `output` (those it kept as they were are read
 /// next time). Nothing when the list was not read quick, or `output` was not fingerprinted.
 pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(), String> {
-    let Some(prints) = doc.message_fingerprints(0).filter(|_| !output.is_empty()) else {
+    if output.is_empty() {
         return Ok(());
-    };
-    let read = condense_host::input_references(prints, output);
+    }
     let kept = |name: &str| store.record_get(known::RECORDS, name).ok().flatten();
-    match doc.known_record(read, kept) {
+    match doc.known_record(output, kept) {
         Some((name, bytes)) => store
             .record_put(known::RECORDS, &name, &bytes)
             .map_err(|e| e.to_string()),
