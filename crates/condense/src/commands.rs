@@ -174,16 +174,10 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     }
     let path = (args.input.file.as_os_str() != "-").then_some(args.input.file.as_path());
     let store_dir = store_dir_for(&args, &pipeline, path);
-    let known_store = crate::known::store_to_read_with(&store_dir, &args);
-    let lookup = known_store.as_ref().map(crate::known::lookup);
-    let mut input = read_input_knowing(&args.input, lookup.as_ref().map(crate::known::as_known))?;
+    let run_store = crate::known::RunStore::at(&store_dir, &args);
+    let mut input = run_store.read(|known| read_input_knowing(&args.input, known))?;
     let loaded = LoadedPipeline::load(pipeline)?;
-    // The lookup borrows the store, which the run then owns.
-    drop(lookup);
-    let store = match known_store {
-        Some(store) => store,
-        None => open_store(&store_dir)?,
-    };
+    let store = run_store.open()?;
     let done = compress_input(&mut input, &loaded, &store, now_ms, &args)?;
     for by in &done.fit_by {
         eprintln!("condense: fits after forcing `{by}`");
@@ -225,11 +219,6 @@ pub(crate) fn store_dir_for(
         .clone()
         .or_else(|| pipeline.store_dir.clone())
         .unwrap_or_else(|| crate::input::default_store_dir(path))
-}
-
-/// Opens (creating it if needed) the store at `dir`, or one line naming what failed.
-pub(crate) fn open_store(dir: &Path) -> Result<Store, Failure> {
-    Store::open(dir).map_err(|e| Failure::run(e.to_string()))
 }
 
 /// What compressing one input gave.

@@ -15,7 +15,7 @@
 //! ```
 
 use crate::cli::{CompressArgs, ReportFormat, StatsArgs};
-use crate::commands::{build_report, compress_input, open_store, stats_of, store_dir_for};
+use crate::commands::{build_report, compress_input, stats_of, store_dir_for};
 use crate::input::{
     collect_inputs, condensed_name, files, read_at, read_at_knowing, write_output, Skipped,
 };
@@ -292,16 +292,9 @@ fn compress_file(
     args: &CompressArgs,
 ) -> Result<Compressed, Failure> {
     let store_dir = store_dir_for(args, &loaded.pipeline, Some(path));
-    let known_store = crate::known::store_to_read_with(&store_dir, args);
-    let lookup = known_store.as_ref().map(crate::known::lookup);
-    let known = lookup.as_ref().map(crate::known::as_known);
-    let mut input = read_at_knowing(path, &args.input, known)?;
-    // The lookup borrows the store, which the run then owns.
-    drop(lookup);
-    let store = match known_store {
-        Some(store) => store,
-        None => open_store(&store_dir)?,
-    };
+    let run_store = crate::known::RunStore::at(&store_dir, args);
+    let mut input = run_store.read(|known| read_at_knowing(path, &args.input, known))?;
+    let store = run_store.open()?;
     let done = compress_input(&mut input, loaded, &store, now_ms, args)?;
     let output = output_path(path, dir, out_dir);
     write_output(Some(&output), &done.out)?;

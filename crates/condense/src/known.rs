@@ -15,31 +15,46 @@
 //! a damaged record is no record.
 
 use crate::cli::CompressArgs;
-use crate::input::Input;
+use crate::input::{Input, Known};
 use crate::Failure;
-use condense_formats::known::KnownList;
 use condense_host::RunResult;
 use condense_store::{Store, DB_FILE};
 use std::path::Path;
 
-/// The store at `dir` when a run there can use what it knows: the store exists already (a
-/// first run creates none before its input reads) and the run resumes. Any failure to open it
-/// is left for the run itself to report.
-pub(crate) fn store_to_read_with(dir: &Path, args: &CompressArgs) -> Option<Store> {
-    let resumes = !args.no_resume && !args.fresh;
-    (resumes && dir.join(DB_FILE).is_file())
-        .then(|| Store::open(dir).ok())
-        .flatten()
+/// The store a `compress` run uses, and what it knows to read the input with.
+pub(crate) struct RunStore<'d> {
+    dir: &'d Path,
+    /// The store, when it exists already and the run resumes: what it knows is used.
+    existing: Option<Store>,
 }
 
-/// The lists `store` knows under a key.
-pub(crate) fn lookup(store: &Store) -> impl Fn(u64) -> Vec<KnownList> + '_ {
-    condense_serve::compress::known_lists(store)
-}
+impl<'d> RunStore<'d> {
+    /// The store at `dir` for a run with `args`. Any failure to open it is left for
+    /// [`RunStore::open`] to report.
+    pub(crate) fn at(dir: &'d Path, args: &CompressArgs) -> RunStore<'d> {
+        let resumes = !args.no_resume && !args.fresh;
+        let existing = (resumes && dir.join(DB_FILE).is_file())
+            .then(|| Store::open(dir).ok())
+            .flatten();
+        RunStore { dir, existing }
+    }
 
-/// Borrows a lookup as the reader takes it.
-pub(crate) fn as_known<F: Fn(u64) -> Vec<KnownList>>(lookup: &F) -> crate::input::Known<'_> {
-    lookup
+    /// `read` handed what the store knows of message lists, when it is used.
+    pub(crate) fn read<T>(&self, read: impl FnOnce(Option<Known<'_>>) -> T) -> T {
+        match &self.existing {
+            Some(store) => read(Some(&condense_serve::compress::known_lists(store))),
+            None => read(None),
+        }
+    }
+
+    /// The store, opened (created if needed) now when it was not before: after the input
+    /// read and the plugins loaded, so a run that fails before creates no store.
+    pub(crate) fn open(self) -> Result<Store, Failure> {
+        match self.existing {
+            Some(store) => Ok(store),
+            None => Store::open(self.dir).map_err(|e| Failure::run(e.to_string())),
+        }
+    }
 }
 
 /// Keeps what the next read of `input`'s list may leave unread, after its one run `runs`

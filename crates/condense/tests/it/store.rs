@@ -181,3 +181,32 @@ fn a_new_process_reuses_the_token_counts_of_earlier_runs() {
         "{tampered} against {first}"
     );
 }
+
+/// A `compress` that fails before its run (an input that does not read, a plugin that is not
+/// there) leaves no store beside the input: it is created when the run starts.
+#[test]
+fn a_compress_that_fails_before_its_run_creates_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, r#"{"messages":[{"role":"user","content":"hi"}]}"#).unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"messages\": [").unwrap();
+    let pipeline = dir.path().join("missing.toml");
+    std::fs::write(&pipeline, "[[stage]]\nplugin = \"no-such-stage\"\n").unwrap();
+    let store = dir.path().join(".condense");
+    let bad_input = condense(&["compress", bad.to_str().unwrap()]);
+    assert_ne!(bad_input.code, 0);
+    assert!(!store.exists(), "{}", bad_input.stderr);
+    let missing = condense(&[
+        "compress",
+        good.to_str().unwrap(),
+        "--pipeline",
+        pipeline.to_str().unwrap(),
+    ]);
+    assert_ne!(missing.code, 0);
+    assert!(!store.exists(), "{}", missing.stderr);
+    // The same input with the default pipeline runs, and the store is there.
+    let ok = condense(&["compress", good.to_str().unwrap(), "--out", "-"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    assert!(store.join(condense_store::DB_FILE).is_file());
+}
