@@ -3,7 +3,7 @@
 //! not parsed again (`condense_formats::known`), and every output is byte for byte the one a
 //! run that parsed everything gives, and expands to its input.
 
-use crate::support::{assert_expands_to, condense, fixture};
+use crate::support::{assert_expands_to, condense, copy_dir, fixture};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -152,9 +152,13 @@ fn a_turn_under_other_settings_reads_the_history_after_all() {
     compress(&input, &parsing, &path("p.json"), &[]);
     forget_lists(&parsing);
     // The next turn with another window: the previous output is no start for it, so the
-    // messages left unread are read before the stages run over the whole input.
+    // messages left unread are read before the stages run over the whole input. (Under the
+    // same window, on a copy of the store, the same read leaves most of them unread.)
     let whole = body(&messages, messages.len());
     std::fs::write(&input, &whole).unwrap();
+    copy_dir(&knowing, &path("same.store"));
+    let (_, same) = compress(&input, &path("same.store"), &path("s.json"), &[]);
+    assert!(unread(&same) > 100, "{same}");
     let other = ["--context-window", "48000"];
     let (out, report) = compress(&input, &knowing, &path("k.json"), &other);
     let (reference, _) = compress(&input, &parsing, &path("p.json"), &other);
@@ -166,9 +170,15 @@ fn a_turn_under_other_settings_reads_the_history_after_all() {
         path("back.json").to_str().unwrap(),
         &whole,
     );
-    // --no-resume neither reads with nor keeps what is known.
-    let (_, report) = compress(&input, &knowing, &path("k.json"), &["--no-resume"]);
-    assert_eq!(unread(&report), 0);
+    // --no-resume keeps nothing for the next read: the record stays the last resuming run's.
+    let record = || {
+        let store = condense_store::Store::open(&knowing).unwrap();
+        store.records("known-lists").unwrap()
+    };
+    let before = record();
+    std::fs::write(&input, body(&messages, messages.len() - 5)).unwrap();
+    compress(&input, &knowing, &path("k.json"), &["--no-resume"]);
+    assert!(record() == before, "a --no-resume run changed the record");
 }
 
 /// The proxy reads each turn's body leaving unread what its last request's body held (even
