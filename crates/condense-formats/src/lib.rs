@@ -298,12 +298,8 @@ impl Document {
     pub fn unchanged(&self) -> bool {
         self.source.finish(&self.conversations);
         self.conversations.iter().enumerate().all(|(i, conv)| {
-            let fps: Vec<u128> = conv
-                .messages
-                .iter()
-                .map(|m| self.source.print_of(i, m))
-                .collect();
-            self.source.unchanged(i, conv, &fps)
+            self.source
+                .unchanged(i, conv, &self.source.prints_now(i, conv))
         })
     }
 

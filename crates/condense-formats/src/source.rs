@@ -178,6 +178,11 @@ impl Source {
         print_of(self.unread.as_ref().filter(|_| i == 0), message)
     }
 
+    /// The fingerprint of each message of `conv`, conversation `i` as it is now.
+    pub fn prints_now(&self, i: usize, conv: &Conversation) -> Vec<Fp> {
+        conv.messages.iter().map(|m| self.print_of(i, m)).collect()
+    }
+
     /// The text a single message had, when a message value-equal to it was read.
     pub fn original_text(&self, i: usize, message: &Message) -> Option<&str> {
         let (src, prints) = (self.convs.get(i)?, self.prints(i)?);

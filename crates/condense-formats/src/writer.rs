@@ -153,10 +153,7 @@ impl Document {
         let fps: Vec<Vec<Fp>> = convs
             .iter()
             .enumerate()
-            .map(|(k, conv)| {
-                let print = |m| self.source.print_of(first + k, m);
-                conv.messages.iter().map(print).collect()
-            })
+            .map(|(k, conv)| self.source.prints_now(first + k, conv))
             .collect();
         let unchanged: Vec<bool> = convs
             .iter()
