@@ -33,6 +33,11 @@ pub const LINE_PARTS_FROM: usize = 1024;
 /// lookup cost about what tokenizing 16 bytes does.
 const LINE_PART_MIN: usize = 64;
 
+/// A line part ends at the first allowed place past this many bytes, whatever its lines (see
+/// `line_parts`): long enough that a text of ordinary lines is cut where its lines say, short
+/// enough that a change costs a few kilobytes counted again.
+const LINE_PART_MAX: usize = 4096;
+
 /// Block hash -> tokens. The keys are xxh3 hashes already: they are used as they are.
 type Cache = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
 
@@ -206,7 +211,7 @@ impl TokenCounter {
         if text.len() < LINE_PARTS_FROM || !self.tokenizer.additive_at_line_starts() {
             return self.tokenizer.count(text);
         }
-        let parts: Vec<&str> = line_parts(text, LINE_PART_MIN).collect();
+        let parts: Vec<&str> = line_parts(text, LINE_PART_MIN, LINE_PART_MAX).collect();
         if parts.len() < 2 {
             return self.tokenizer.count(text);
         }

@@ -27,6 +27,8 @@ const UPPERISH: u8 = 8;
 /// `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
 const LOWERISH: u8 = 16;
 
+use xxhash_rust::xxh3::xxh3_64;
+
 static ASCII: &[u8; 128] = include_bytes!(concat!(env!("OUT_DIR"), "/ascii.bin"));
 /// Runs of equal flags above ASCII: u32 LE first, last, flags; sorted, disjoint.
 static RUNS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/classes.bin"));
@@ -279,27 +281,42 @@ pub(crate) fn piece_starts_after_newline(t: &str, i: usize) -> bool {
         && matches!(at(t, i), Some((c, f)) if f & SPACE == 0 && c != '/')
 }
 
+/// A line ends a part when its xxh3 is 0 modulo this (and the part is long enough): about one
+/// line in four.
+const CUT_ONE_IN: u64 = 4;
+
 /// `text` in consecutive parts of at least `min` bytes (the last may be shorter), each cut
 /// after a `\n` where [`piece_starts_after_newline`] holds: the text's pieces are its parts'
 /// pieces, so its token count is the sum of theirs. A text with no such place is one part.
-pub(crate) fn line_parts(text: &str, min: usize) -> impl Iterator<Item = &str> {
+///
+/// Where a part ends depends on the line before the cut, not on where the part began: it ends
+/// after a line whose hash selects it (one in [`CUT_ONE_IN`]), or at the first allowed place
+/// once it is `max` bytes long. So a text changed near its start (a running summary that drops
+/// its oldest line and says so in its first line) is cut the same way again a line or two after
+/// the change, and its later parts are the ones counted before. Cut after a fixed size instead,
+/// every part after an odd number of lines removed was new, and the whole text was counted
+/// again. `max` at or below `min` cuts at the first allowed place after `min` bytes.
+pub(crate) fn line_parts(text: &str, min: usize, max: usize) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
     let mut start = 0;
     std::iter::from_fn(move || {
         if start >= text.len() {
             return None;
         }
-        // A `\n` at `from` or later makes a part of at least `min` bytes.
-        let mut from = start + min.max(1) - 1;
+        let mut line = start;
         let end = loop {
-            let next = bytes
-                .get(from..)
-                .and_then(|rest| rest.iter().position(|&b| b == b'\n'));
-            match next {
-                Some(k) if piece_starts_after_newline(text, from + k + 1) => break from + k + 1,
-                Some(k) => from += k + 1,
-                None => break text.len(),
+            let Some(k) = memchr::memchr(b'\n', &bytes[line..]) else {
+                break text.len();
+            };
+            let next = line + k + 1;
+            let long = next - start;
+            if long >= min
+                && piece_starts_after_newline(text, next)
+                && (long >= max || xxh3_64(&bytes[line..next]) % CUT_ONE_IN == 0)
+            {
+                break next;
             }
+            line = next;
         };
         // `end` follows a `\n` (or is the end): a character boundary.
         let part = text.get(start..end);
@@ -380,8 +397,8 @@ mod tests {
     fn a_text_counts_as_the_sum_of_its_line_parts() {
         let mut cut = 0;
         for text in texts() {
-            for min in [1, 3, 8] {
-                let parts: Vec<&str> = line_parts(&text, min).collect();
+            for (min, max) in [(1, 1), (3, 3), (8, 8), (1, 16), (8, 32)] {
+                let parts: Vec<&str> = line_parts(&text, min, max).collect();
                 assert_eq!(parts.concat(), text);
                 assert!(parts[..parts.len() - 1].iter().all(|p| p.len() >= min));
                 cut += parts.len() - 1;
@@ -394,9 +411,54 @@ mod tests {
         assert!(cut > 2000, "too few cuts to test anything: {cut}");
     }
 
+    /// A running summary's record as a commit renders it: an omission line, then one line per
+    /// request kept, the oldest first.
+    fn requests_section(omitted: usize, kept: std::ops::Range<usize>) -> String {
+        let mut s = format!("## User requests\n({omitted} earlier requests omitted)\n");
+        for i in kept {
+            s.push_str(&format!(
+                "- Step {i}: look at module {i} and fix what fails.\n"
+            ));
+        }
+        s
+    }
+
+    /// The parts of `after` not among the parts of `before`: what a count by parts tokenizes.
+    fn new_parts(before: &str, after: &str, min: usize, max: usize) -> usize {
+        let seen: std::collections::HashSet<&str> = line_parts(before, min, max).collect();
+        line_parts(after, min, max)
+            .filter(|p| !seen.contains(p))
+            .count()
+    }
+
+    #[test]
+    fn a_text_changed_at_its_start_keeps_its_later_parts() {
+        let (min, max) = (64, 4096);
+        for shift in 1..=3 {
+            for first in [0, 7, 130] {
+                let before = requests_section(first, first..first + 600);
+                let after = requests_section(first + shift, first + shift..first + 600 + shift);
+                let total = line_parts(&after, min, max).count();
+                // The first part or two (the omission line changed) and the last (new lines).
+                let new = new_parts(&before, &after, min, max);
+                assert!(
+                    new <= 4,
+                    "shift {shift} from {first}: {new} of {total} parts new"
+                );
+            }
+        }
+        // Parts cut at a fixed size are almost all new after one line dropped: what this
+        // cutting is for.
+        let before = requests_section(0, 0..600);
+        let after = requests_section(1, 1..601);
+        let total = line_parts(&after, min, min).count();
+        assert!(new_parts(&before, &after, min, min) > total / 2);
+    }
+
     #[test]
     fn line_parts_cut_only_before_a_character_that_starts_a_piece() {
-        let parts = |t: &'static str| line_parts(t, 1).collect::<Vec<_>>();
+        // `max` at `min`: every allowed place after `min` bytes.
+        let parts = |t: &'static str| line_parts(t, 1, 1).collect::<Vec<_>>();
         assert_eq!(
             parts("a\nb\n\nc\n d\n/e\n"),
             ["a\n", "b\n\n", "c\n d\n/e\n"]
@@ -404,7 +466,7 @@ mod tests {
         assert_eq!(parts("no break"), ["no break"]);
         assert_eq!(parts(""), Vec::<&str>::new());
         assert_eq!(
-            line_parts("ab\ncd\nef", 4).collect::<Vec<_>>(),
+            line_parts("ab\ncd\nef", 4, 4).collect::<Vec<_>>(),
             ["ab\ncd\n", "ef"]
         );
     }

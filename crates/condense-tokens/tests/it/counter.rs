@@ -298,8 +298,9 @@ fn a_long_text_is_counted_again_only_in_its_new_lines() {
     let first = bullets(40, "first toolu_1");
     assert!(first.len() >= condense_tokens::LINE_PARTS_FROM);
     assert_eq!(c.count_text_cached(&first), o200k(&first));
+    // About four lines a part (where the lines say: see `line_parts`).
     let parts = c.stats().line_parts;
-    assert!(parts >= 20, "{parts} parts");
+    assert!(parts >= 5, "{parts} parts");
 
     let second = bullets(41, "first toolu_2");
     assert_eq!(c.count_text_cached(&second), o200k(&second));
