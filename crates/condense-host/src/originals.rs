@@ -33,17 +33,21 @@ pub(crate) struct Originals {
 
 impl Originals {
     /// Records the messages of `before` that a stage changed in place in `after` (same id, other
-    /// content: `pairing` says which), keeping the first version seen.
-    pub(crate) fn record(
-        &mut self,
-        before: &Conversation,
-        after: &Conversation,
-        pairing: &Pairing,
-    ) {
+    /// content: `pairing` says which), keeping the first version seen. `before` is the stage's
+    /// input, which the run drops once `after` replaces it: the changed messages are moved out
+    /// of it, not copied (at 4M tokens snip changes 1,500 messages, 9 MB of text, and the copy
+    /// was the heap's peak).
+    pub(crate) fn record(&mut self, before: Conversation, after: &Conversation, pairing: &Pairing) {
+        let mut after_of: Vec<Option<usize>> = vec![None; before.messages.len()];
         for (b, a) in pairing.changed_in_place() {
-            let id = &after.messages[a].id;
-            if !self.by_id.contains_key(id) {
-                self.by_id.insert(id.clone(), before.messages[b].clone());
+            after_of[b] = Some(a);
+        }
+        for (message, a) in before.messages.into_iter().zip(after_of) {
+            if let Some(a) = a {
+                let id = &after.messages[a].id;
+                if !self.by_id.contains_key(id) {
+                    self.by_id.insert(id.clone(), message);
+                }
             }
         }
     }
@@ -102,8 +106,8 @@ mod tests {
         let a = conv(vec![msg("1", "original"), msg("2", "same")]);
         let b = conv(vec![msg("1", "truncated"), msg("2", "same")]);
         let c = conv(vec![msg("1", "cleared"), msg("2", "same")]);
-        o.record(&a, &b, &Pairing::of(&a, &b));
-        o.record(&b, &c, &Pairing::of(&b, &c));
+        o.record(a.clone(), &b, &Pairing::of(&a, &b));
+        o.record(b.clone(), &c, &Pairing::of(&b, &c));
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut span = c.messages.clone();

@@ -570,15 +570,15 @@ impl LoadedPipeline {
                         )?;
                         state.segments.extend(segment);
                     }
+                    let before = std::mem::replace(&mut state.current, conversation);
                     record_rewrites(
                         &mut state.services,
+                        before,
                         &state.current,
-                        &conversation,
                         &pairing,
                         report.archive_removed,
                     );
                     after = count.total;
-                    state.current = conversation;
                     state.count = count;
                     state.violations = violations;
                 }

@@ -200,7 +200,7 @@ impl Host for Services<'_> {
 /// summarizer never sees what it removed.
 pub(crate) fn record_rewrites(
     run: &mut RunServices,
-    before: &Conversation,
+    before: Conversation,
     after: &Conversation,
     pairing: &Pairing,
     archived: bool,

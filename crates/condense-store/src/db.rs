@@ -3,7 +3,7 @@
 //! one transaction.
 
 use crate::codec;
-use crate::spill::{Held, Spill, CHUNK, SPILL_FROM};
+use crate::spill::{Held, Spill, CHUNK, MEMORY_HELD_MAX, SPILL_FROM, SPILL_SMALL_FROM};
 use crate::token_chunks;
 use rusqlite::blob::ZeroBlob;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
@@ -164,6 +164,8 @@ pub struct Pending {
     pub tokens: BTreeMap<(String, String), Vec<(u64, u32)>>,
     /// Where the large values of a batch are (created with the first one).
     pub spill: Option<Spill>,
+    /// The bytes of the values held in memory so far (see [`MEMORY_HELD_MAX`]).
+    pub in_memory: usize,
 }
 
 impl Pending {
@@ -184,7 +186,11 @@ impl Pending {
         } else {
             (bytes.to_vec(), codec::RAW)
         };
-        let Some(dir) = dir.filter(|_| stored.len() >= SPILL_FROM) else {
+        let spill = stored.len() >= SPILL_FROM
+            || (stored.len() >= SPILL_SMALL_FROM
+                && self.in_memory + stored.len() > MEMORY_HELD_MAX);
+        let Some(dir) = dir.filter(|_| spill) else {
+            self.in_memory += stored.len();
             return Ok(Held::Mem {
                 bytes: stored,
                 codec,
@@ -260,6 +266,10 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> Result<(), CommitErro
             match held {
                 Held::Mem { bytes, .. } => {
                     put.execute(params![key, bytes])?;
+                }
+                // A small value spilled once the batch held enough in memory: read whole.
+                Held::Spilled { len, .. } if *len < SPILL_FROM as u64 => {
+                    put.execute(params![key, pending.spill()?.read(held)?])?;
                 }
                 Held::Spilled { len, .. } => {
                     if put.execute(params![key, ZeroBlob(*len)])? == 1 {

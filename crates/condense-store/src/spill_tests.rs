@@ -181,3 +181,64 @@ fn a_dropped_batch_with_spilled_values_writes_nothing() {
         .iter()
         .all(|n| n.starts_with(DB_FILE)));
 }
+
+/// Whether this thread's open batch holds blob `key` in its spill file.
+fn blob_spilled(store: &Store, key: &str) -> Option<bool> {
+    let conn = store.lock();
+    match conn.held()?.blobs.get(key)? {
+        Held::Spilled { .. } => Some(true),
+        Held::Mem { .. } => Some(false),
+    }
+}
+
+#[test]
+fn small_values_spill_once_the_batch_holds_enough_in_memory() {
+    use crate::spill::{MEMORY_HELD_MAX, SPILL_SMALL_FROM};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let other = Store::open(dir.path()).unwrap();
+    let batch = store.batch();
+    // 4 KB originals, as a run's removed tool results are, past the memory bound; and tiny
+    // ones, which always stay in memory.
+    let values: Vec<Vec<u8>> = (0..(2 * MEMORY_HELD_MAX / 4096))
+        .map(|i| {
+            bytes(4096, i as u8)
+                .into_iter()
+                .chain(i.to_le_bytes())
+                .collect()
+        })
+        .collect();
+    let tiny: Vec<Vec<u8>> = (0..50u32)
+        .map(|i| {
+            bytes(SPILL_SMALL_FROM - 8, 7)
+                .into_iter()
+                .chain(i.to_le_bytes())
+                .collect()
+        })
+        .collect();
+    let keys: Vec<String> = values.iter().map(|v| store.put(v).unwrap()).collect();
+    let tiny_keys: Vec<String> = tiny.iter().map(|v| store.put(v).unwrap()).collect();
+    let spilled: Vec<bool> = keys
+        .iter()
+        .map(|k| blob_spilled(&store, k).unwrap())
+        .collect();
+    let in_memory = spilled.iter().filter(|s| !**s).count();
+    assert!(!spilled[0], "the first values stay in memory");
+    assert!(
+        in_memory * 4100 <= MEMORY_HELD_MAX && spilled.iter().skip(in_memory).all(|s| *s),
+        "{in_memory} of {} in memory",
+        keys.len()
+    );
+    assert!(tiny_keys
+        .iter()
+        .all(|k| blob_spilled(&store, k) == Some(false)));
+    // Read back before the commit, by the batch only; then by everyone.
+    for (k, v) in keys.iter().zip(&values).step_by(37) {
+        assert_eq!(store.get(k).unwrap().as_deref(), Some(&v[..]));
+        assert_eq!(other.get(k).unwrap(), None);
+    }
+    batch.commit().unwrap();
+    for (k, v) in keys.iter().zip(&values).chain(tiny_keys.iter().zip(&tiny)) {
+        assert_eq!(other.get(k).unwrap().as_deref(), Some(&v[..]), "{k}");
+    }
+}

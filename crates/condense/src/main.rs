@@ -77,7 +77,27 @@ impl From<condense_host::HostError> for Failure {
     }
 }
 
+/// Caps glibc's malloc at two arenas (its default is eight per core). Each thread that
+/// allocates while another holds an arena gets one of its own, and what a thread frees stays in
+/// its arena: the threads that parse a large input in parallel left about 8 MB more resident at
+/// the peak of a 4M-token run (94.5 MB against 86.5 MB), for no speed (0.999x-1.001x in
+/// alternating pairs; one arena was 4-9% slower). Set before any thread starts. Other C
+/// libraries have their own policies and are left alone.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn limit_malloc_arenas() {
+    // SAFETY: mallopt only sets a tunable of the allocator; called first thing in main, before
+    // any other thread exists.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn limit_malloc_arenas() {}
+
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     // Whatever happens, the user sees one line, never a panic trace.
     std::panic::set_hook(Box::new(|info| {
         if condense_abi::in_host_service() {
