@@ -26,6 +26,7 @@
 //! - **Counts stay whole.** The run still reports the input's full token count before the
 //!   stages (counted with the session's stored counts, so only the new blocks are tokenized).
 
+use crate::archive::KeyMemo;
 use crate::pipeline::Pipeline;
 use crate::run::{HostError, LoadedSpec, RunOptions, Unread};
 use crate::services::state_slot;
@@ -87,6 +88,12 @@ struct Point<'a> {
     /// The tokens of the input messages the point covers (the frame left out): a run that
     /// resumes counts only its frame and new messages for its whole input's count.
     input_tokens: usize,
+    /// The archive key of each output message, in order (empty in a point an older condense
+    /// wrote): a run resuming from the point hashes only the messages it changed or added for
+    /// its run record, where hashing every message was a JSON serialization of the whole output
+    /// (17% of an appended turn of a Claude Code session).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    keys: Vec<Cow<'a, str>>,
 }
 
 /// The hash of an input's frame and messages, taken as it is read (one pass over the input).
@@ -322,6 +329,7 @@ pub(crate) fn start(
         output,
         layout,
         input_tokens: covered,
+        keys,
         ..
     } = point;
     // The whole input's count. The messages the point covers are those its input had (same
@@ -337,6 +345,14 @@ pub(crate) fn start(
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
     let output_messages = output.len();
+    let keys = (keys.len() == output_messages).then(|| {
+        KeyMemo::seeded(
+            output
+                .iter()
+                .map(fingerprint::fingerprint)
+                .zip(keys.into_iter().map(Cow::into_owned)),
+        )
+    });
     let prefix = std::mem::replace(&mut input.messages, output);
     input.messages.extend(new);
     let started = count(&input);
@@ -362,6 +378,7 @@ pub(crate) fn start(
         conversation: input,
         hash: Some(hash),
         parent_run: run.map(Cow::into_owned),
+        keys,
     })
 }
 
@@ -377,6 +394,8 @@ pub(crate) struct Start {
     pub(crate) count: Option<ConversationCount>,
     /// The archive's record of the run that made the output the run resumed from.
     pub(crate) parent_run: Option<String>,
+    /// The archive keys of that output's messages, by fingerprint, when its point kept them.
+    pub(crate) keys: Option<KeyMemo>,
 }
 
 impl Start {
@@ -389,6 +408,7 @@ impl Start {
             tokens_before: None,
             count: None,
             parent_run: None,
+            keys: None,
         }
     }
 }
@@ -418,7 +438,7 @@ pub(crate) fn save(
     session: &str,
     settings: &str,
     hash: &InputHash,
-    run: &str,
+    (run, keys): (&str, &[String]),
     (output, prints): (&Conversation, &[u128]),
     memory: Option<&PointMemory>,
 ) -> Result<(), StoreError> {
@@ -437,6 +457,12 @@ pub(crate) fn save(
         output: stored,
         layout,
         input_tokens,
+        // One per output message, or none (a point without them is read as before).
+        keys: if keys.len() == output.messages.len() {
+            keys.iter().map(|k| Cow::Borrowed(k.as_str())).collect()
+        } else {
+            Vec::new()
+        },
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -454,6 +480,11 @@ pub(crate) fn save(
                 .collect(),
             layout: point.layout,
             input_tokens,
+            keys: point
+                .keys
+                .into_iter()
+                .map(|k| Cow::Owned(k.into_owned()))
+                .collect(),
         };
         // The input messages the output kept, so the next request need not parse them.
         let kept = owned

@@ -69,6 +69,13 @@ pub(crate) struct KeyMemo(Mutex<HashMap<u128, String>>);
 const KEY_MEMO_LIMIT: usize = 65_536;
 
 impl KeyMemo {
+    /// A memo that knows these (fingerprint, key) pairs: the keys of the output a run resumes
+    /// from, kept with its point ([`crate::resume`]), so that a `condense compress` per turn
+    /// hashes only the messages that are new or changed, as `serve` does from memory.
+    pub(crate) fn seeded(pairs: impl IntoIterator<Item = (u128, String)>) -> KeyMemo {
+        KeyMemo(Mutex::new(pairs.into_iter().collect()))
+    }
+
     /// The key of each message, hashing only those not seen before (outside the lock: other
     /// sessions' runs go on meanwhile). `given`: each message's fingerprint, when made
     /// already (used only when there is one per message).
@@ -113,7 +120,7 @@ impl ArchivedRun {
     }
 
     /// The archive key of each output message, in order.
-    pub(super) fn keys(&self) -> &[String] {
+    pub(crate) fn keys(&self) -> &[String] {
         &self.keys
     }
 }

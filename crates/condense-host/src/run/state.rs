@@ -40,6 +40,8 @@ pub(super) struct RunState {
     /// What the host services keep across the run's stages (the originals of rewritten
     /// messages, the state slots written).
     pub(super) services: RunServices,
+    /// The archive keys of the output the run resumed from, when its point kept them.
+    point_keys: Option<KeyMemo>,
 }
 
 impl RunState {
@@ -51,6 +53,7 @@ impl RunState {
             tokens_before,
             count,
             parent_run,
+            keys,
         } = start;
         let count = count.unwrap_or_else(|| counter.count_conversation(&conversation));
         if let Some(hash) = hash.as_mut().filter(|h| h.message_tokens.is_none()) {
@@ -74,12 +77,14 @@ impl RunState {
             signals: Vec::new(),
             runs: Vec::new(),
             services: RunServices::default(),
+            point_keys: keys,
         }
     }
 
     /// The result, after storing the retained records of the summaries the output holds and
     /// how the conversation was read (for `expand`); and the input's hash for the next resume
-    /// point.
+    /// point. `keys`: the archive keys a long-lived pipeline remembers; else those of the
+    /// output the run resumed from.
     pub(super) fn finish(
         self,
         pipeline: &Pipeline,
@@ -89,6 +94,7 @@ impl RunState {
         keys: Option<&KeyMemo>,
     ) -> Result<(RunResult, Option<InputHash>), HostError> {
         crate::summaries::store_records(&self.services.records, store, session, &self.current)?;
+        let keys = keys.or(self.point_keys.as_ref());
         record_format(store, session, &opts.format)?;
         // Made once for what looks the output's messages up by them: the keys a long-lived
         // pipeline remembers, the resume point, the proxy's prefix hashes.
@@ -136,7 +142,7 @@ pub(super) fn save_point(
             session,
             &settings,
             &hash,
-            result.archive_run.name(),
+            (result.archive_run.name(), result.archive_run.keys()),
             (&result.conversation, &result.output_fingerprints),
             memory,
         )?;

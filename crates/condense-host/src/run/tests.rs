@@ -581,3 +581,43 @@ fn points_kept_in_memory_resume_as_stored_ones_and_only_while_current() {
     assert_eq!(next.resumed.map(|r| r.input_messages), Some(9));
     assert_eq!(hits(), 1, "a point the store no longer holds is not used");
 }
+
+/// A resumed run takes the archive keys of the output it starts from out of its point, so it
+/// hashes only the messages it changed or added: its run record is the one hashing every
+/// message gives, and a point without keys (an older condense's) is read as before.
+#[test]
+fn a_resumed_run_takes_its_archive_keys_from_the_point() {
+    let p = pipeline(&[("cut", "shrink", "fail")]);
+    let stores = [store(), store(), store()];
+    for (_, st) in &stores {
+        p.run(conversation(), st, "s", &resuming()).unwrap();
+    }
+    let point = |st: &Store| -> serde_json::Value {
+        serde_json::from_slice(&st.record_get("resume", "s").unwrap().unwrap()).unwrap()
+    };
+    let set_point = |st: &Store, value: &serde_json::Value| {
+        st.record_put("resume", "s", &serde_json::to_vec(value).unwrap())
+            .unwrap();
+    };
+    let kept = point(&stores[0].1);
+    let outputs = kept["layout"].as_array().unwrap().len();
+    assert_eq!(kept["keys"].as_array().map(Vec::len), Some(outputs));
+    // The second store's point as an older condense wrote it; the third's with one key wrong.
+    let mut without = kept.clone();
+    without.as_object_mut().unwrap().remove("keys");
+    set_point(&stores[1].1, &without);
+    let mut wrong = kept.clone();
+    wrong["keys"][0] = serde_json::json!("0".repeat(32));
+    set_point(&stores[2].1, &wrong);
+
+    let turn2 = with_turn(conversation(), 2);
+    let runs: Vec<RunResult> = stores
+        .iter()
+        .map(|(_, st)| p.run(turn2.clone(), st, "s", &resuming()).unwrap())
+        .collect();
+    assert!(runs.iter().all(|r| r.resumed.is_some()));
+    assert_eq!(runs[0].conversation, runs[1].conversation);
+    assert_eq!(runs[0].archive_run, runs[1].archive_run);
+    // The keys are used, not made again: a wrong one names another record.
+    assert_ne!(runs[2].archive_run, runs[1].archive_run);
+}
