@@ -18,6 +18,8 @@
 //! space the whitespace ones, anything else the punctuation one), so a piece is never empty.
 //! Tests compare the counts with bpe-openai and tiktoken-rs on every shipped transcript.
 
+use xxhash_rust::xxh3::xxh3_64;
+
 /// Flags of a character (kept in step with build.rs).
 const LETTER: u8 = 1;
 const NUMBER: u8 = 2;
@@ -26,8 +28,6 @@ const SPACE: u8 = 4;
 const UPPERISH: u8 = 8;
 /// `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
 const LOWERISH: u8 = 16;
-
-use xxhash_rust::xxh3::xxh3_64;
 
 static ASCII: &[u8; 128] = include_bytes!(concat!(env!("OUT_DIR"), "/ascii.bin"));
 /// Runs of equal flags above ASCII: u32 LE first, last, flags; sorted, disjoint.
