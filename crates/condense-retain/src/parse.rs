@@ -54,9 +54,9 @@ fn closes(line: &str, fence: &str) -> bool {
     l.len() >= fence.len() && l.bytes().all(|b| b == b'`')
 }
 
-/// `(heading, body lines)` of every `## ` section (`None` for text before the first heading).
-fn sections(summary: &str) -> Vec<(Option<&str>, Vec<&str>)> {
-    let mut out: Vec<(Option<&str>, Vec<&str>)> = vec![(None, Vec::new())];
+/// Calls `on` with each `## ` heading outside a code fence (`Some(heading)`, the line's text
+/// after `## `) and each other line (`None`, the line), in order.
+fn walk<'s>(summary: &'s str, mut on: impl FnMut(Option<&'s str>, &'s str)) {
     let mut fence: Option<&str> = None;
     for line in summary.split('\n') {
         if let Some(f) = fence {
@@ -64,37 +64,50 @@ fn sections(summary: &str) -> Vec<(Option<&str>, Vec<&str>)> {
                 fence = None;
             }
         } else if let Some(h) = bare(line).strip_prefix("## ") {
-            out.push((Some(h), Vec::new()));
+            on(Some(h), line);
             continue;
         } else {
             fence = fence_of(line);
         }
-        if let Some((_, body)) = out.last_mut() {
-            body.push(line);
-        }
+        on(None, line);
     }
+}
+
+/// `(heading, body lines)` of every `## ` section (`None` for text before the first heading).
+fn sections(summary: &str) -> Vec<(Option<&str>, Vec<&str>)> {
+    let mut out: Vec<(Option<&str>, Vec<&str>)> = vec![(None, Vec::new())];
+    walk(summary, |heading, line| match heading {
+        Some(h) => out.push((Some(h), Vec::new())),
+        None => {
+            if let Some((_, body)) = out.last_mut() {
+                body.push(line);
+            }
+        }
+    });
     out
 }
 
 /// `summary` without the sections [`Retained::parse`] reads (the rendered record, and the
 /// older extractive summaries' `Session intent`, `Files` and `Errors and fixes`): what is left
-/// is the prose around it. Code fences are respected.
+/// is the prose around it. Code fences are respected. Written as the lines come, not from
+/// [`sections`]: a running summary is stripped at every commit, and gathering its lines section
+/// by section first cost as much as reading them.
 pub fn strip_rendered(summary: &str) -> String {
     let mut out = String::new();
-    for (heading, body) in sections(summary) {
-        if heading.is_some_and(|h| kind(h).is_some()) {
-            continue;
-        }
+    let mut keep = true;
+    walk(summary, |heading, line| {
         if let Some(h) = heading {
-            out.push_str("## ");
-            out.push_str(h);
-            out.push('\n');
-        }
-        for line in body {
+            keep = kind(h).is_none();
+            if keep {
+                out.push_str("## ");
+                out.push_str(h);
+                out.push('\n');
+            }
+        } else if keep {
             out.push_str(line);
             out.push('\n');
         }
-    }
+    });
     out.trim().to_string()
 }
 

@@ -9,6 +9,19 @@ use std::borrow::Cow;
 /// (the rest of the line or further lines). Borrowed from `s` when nothing was left out, so a
 /// renderer can compare it with other forms of `s` without allocating.
 pub(crate) fn first_line_marked(s: &str, max: usize) -> Cow<'_, str> {
+    // Most requests are one short line, neither starting nor ending with whitespace: then the
+    // line is `s` itself (a running summary asks this of every request it keeps, at every
+    // commit, and trimming and splitting cost several times the check).
+    let edges_bare =
+        |s: &str| !s.starts_with(char::is_whitespace) && !s.ends_with(char::is_whitespace);
+    if s.len() <= max && edges_bare(s) && memchr::memchr(b'\n', s.as_bytes()).is_none() {
+        return Cow::Borrowed(s);
+    }
+    first_line_cut(s, max)
+}
+
+/// [`first_line_marked`] without its shortcut.
+fn first_line_cut(s: &str, max: usize) -> Cow<'_, str> {
     let trimmed = s.trim();
     let first = trimmed.split('\n').next().unwrap_or("").trim();
     // At most `max` bytes is at most `max` characters: no need to walk them.
@@ -165,6 +178,32 @@ pub(crate) fn read_code_span(inner: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shortcut_gives_what_cutting_gives() {
+        let pieces = [
+            "", "a", "fix it", " ", "\t", "\r", "\n", "\u{a0}", "\u{2003}", "é", "x\ny", "`",
+        ];
+        let mut cases = Vec::new();
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    cases.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        cases.push("word ".repeat(30));
+        cases.push("word".repeat(25));
+        for s in &cases {
+            for max in [0, 1, 3, 6, 8, 100] {
+                assert_eq!(
+                    first_line_marked(s, max),
+                    first_line_cut(s, max),
+                    "{s:?} {max}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn cutting() {
