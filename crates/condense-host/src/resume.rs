@@ -480,11 +480,9 @@ pub(crate) fn save(
                 .collect(),
             layout: point.layout,
             input_tokens,
-            keys: point
-                .keys
-                .into_iter()
-                .map(|k| Cow::Owned(k.into_owned()))
-                .collect(),
+            // A pipeline that keeps points in memory keeps the archive keys there too (its
+            // `KeyMemo`): not copied, nor fingerprinted again at the next start.
+            keys: Vec::new(),
         };
         // The input messages the output kept, so the next request need not parse them.
         let kept = owned
