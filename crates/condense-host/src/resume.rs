@@ -345,13 +345,17 @@ pub(crate) fn start(
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
     let output_messages = output.len();
+    // The output messages that are input messages kept as they were have the reader's
+    // fingerprints: only those the stages changed or made are fingerprinted here.
+    let read_prints = fingerprints.filter(|p| p.len() == hash.messages);
     let keys = (keys.len() == output_messages).then(|| {
-        KeyMemo::seeded(
-            output
-                .iter()
-                .map(fingerprint::fingerprint)
-                .zip(keys.into_iter().map(Cow::into_owned)),
-        )
+        let prints = output.iter().zip(&layout).map(|(m, &at)| {
+            usize::try_from(at)
+                .ok()
+                .and_then(|i| read_prints?.get(i).copied())
+                .unwrap_or_else(|| fingerprint::fingerprint(m))
+        });
+        KeyMemo::seeded(prints.zip(keys.into_iter().map(Cow::into_owned)))
     });
     let prefix = std::mem::replace(&mut input.messages, output);
     input.messages.extend(new);

@@ -145,7 +145,12 @@ pub fn run(
 /// The message lists `store` knows ([`condense_formats::known`]), by first element's key: what
 /// a read that leaves them unread asks (`condense compress` asks the same).
 pub fn known_lists(store: &Store) -> impl Fn(u64) -> Vec<known::KnownList> + '_ {
-    known::lookup(|name| store.record_get(known::RECORDS, name).ok().flatten())
+    known::lookup(known_record(store))
+}
+
+/// The known-list record named `name` in `store`; an unreadable one is none.
+fn known_record(store: &Store) -> impl Fn(&str) -> Option<Vec<u8>> + '_ {
+    |name| store.record_get(known::RECORDS, name).ok().flatten()
 }
 
 /// Keeps in `store` what the next read of `doc`'s message list may leave unread, after a run
@@ -155,8 +160,7 @@ pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(
     if output.is_empty() {
         return Ok(());
     }
-    let kept = |name: &str| store.record_get(known::RECORDS, name).ok().flatten();
-    match doc.known_record(output, kept) {
+    match doc.known_record(output, known_record(store)) {
         Some((name, bytes)) => store
             .record_put(known::RECORDS, &name, &bytes)
             .map_err(|e| e.to_string()),

@@ -60,31 +60,13 @@ fn body(messages: &[Value], n: usize) -> Vec<u8> {
     serde_json::to_vec_pretty(&body).unwrap()
 }
 
-/// Compresses `input` with the store at `store` (a 32,000-token window unless `extra` says
-/// another); the output and the report.
+/// [`crate::resume::compress`] at a fixed time, with its report as JSON: the output and the
+/// report.
 fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> (Vec<u8>, Value) {
-    let window = if extra.contains(&"--context-window") {
-        &[][..]
-    } else {
-        &["--context-window", "32000"][..]
-    };
-    let mut args = vec![
-        "compress",
-        input.to_str().unwrap(),
-        "--store",
-        store.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--now",
-        "1893456000000",
-        "--report",
-        "json",
-    ];
-    args.extend_from_slice(window);
+    let mut args = vec!["--now", "1893456000000", "--report", "json"];
     args.extend_from_slice(extra);
-    let run = condense(&args);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let report = serde_json::from_str(&run.stderr).unwrap();
+    let stderr = crate::resume::compress(input, store, out, &args);
+    let report = serde_json::from_str(&stderr).unwrap();
     (std::fs::read(out).unwrap(), report)
 }
 

@@ -17,7 +17,9 @@ fn first_lines(session: &[u8], share: f64, path: &Path) {
     std::fs::write(path, lines[..keep].concat()).unwrap();
 }
 
-fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> String {
+/// Compresses `input` with the store at `store` into `out` (a 32,000-token window unless
+/// `extra` names another); its standard error.
+pub(crate) fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> String {
     let mut args = vec![
         "compress",
         input.to_str().unwrap(),
@@ -25,9 +27,10 @@ fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> String {
         store.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
-        "--context-window",
-        "32000",
     ];
+    if !extra.contains(&"--context-window") {
+        args.extend_from_slice(&["--context-window", "32000"]);
+    }
     args.extend_from_slice(extra);
     let run = condense(&args);
     assert_eq!(run.code, 0, "{}", run.stderr);
