@@ -23,6 +23,12 @@ pub struct Config {
     /// summary (>= 1). A span grows turn by turn only until its commit is expected to
     /// bring the projection below the target, so commits free about what is needed.
     pub turns_per_span: usize,
+    /// A backlog (more than this many tokens to free, as in a first run over a long
+    /// session) is folded in spans of up to this many tokens of turns, past
+    /// turns_per_span: one summarizer call per 16,000 tokens instead of one per 4 turns.
+    /// What is left after the backlog is committed turns_per_span at a time, so the last
+    /// commits stay right-sized. 0: spans never pass turns_per_span.
+    pub backlog_span_tokens: usize,
     /// A summary's budget as a fraction of the tokens it stands for, in (0, 1]; 0.15: a
     /// summary of 40,000 tokens of turns may take 6,000.
     pub summary_ratio: f64,
@@ -44,6 +50,7 @@ impl Default for Config {
             block_at: 0.95,
             keep_recent_turns: 4,
             turns_per_span: 4,
+            backlog_span_tokens: 16_000,
             summary_ratio: 0.15,
             summary_min_tokens: 1_000,
             summary_window_share: 0.20,

@@ -17,7 +17,8 @@
 //! commit_at = 0.90           # commit new collapses from 90% of the effective window
 //! block_at = 0.95            # from 95%, collapsing is mandatory (reported when not enough)
 //! keep_recent_turns = 4      # the most recent API turns (model calls) are never collapsed (>= 1)
-//! turns_per_span = 4         # the most API turns one commit adds (>= 1)
+//! turns_per_span = 4         # the most API turns one commit adds (>= 1) ...
+//! backlog_span_tokens = 16000 # ... except over a backlog: up to this many tokens (0: never)
 //! summary_ratio = 0.15       # a summary's budget: 15% of what it stands for ...
 //! summary_min_tokens = 1000  # ... at least this ...
 //! summary_window_share = 0.2 # ... at most 20% of the effective window ...
@@ -43,8 +44,17 @@
 //! exactly the tool output that fills it. `turns_per_span = 4` bounds a span to a small step of
 //! work (a few calls and their results), so each merge into the running summary (below) brings
 //! it a coherent step; a span is cut shorter when fewer turns already bring the projection under
-//! the target. The cost is one summarizer call per span when a conversation jumps far past the
-//! target at once; a session that grows a few turns per run commits a span now and then.
+//! the target. A session that grows a few turns per run commits a span now and then.
+//!
+//! A conversation that jumps far past the target at once (a first run over a long session) is
+//! a **backlog**: committing it four turns at a time would make one summarizer call, and one
+//! merge into the running summary, per four turns (169 of them for a 1M-token session, each
+//! re-rendering a summary that grows with what it stands for). While more than
+//! `backlog_span_tokens` (16,000) tokens are still to be freed down to the landing point
+//! (below), a span keeps growing past `turns_per_span`, up to that many tokens of turns; what
+//! is left is committed as it is without a backlog, so the last commits are right-sized. The
+//! running summary's record (requests, files, errors) is that of the same turns; only its
+//! prose is merged less often.
 //!
 //! # When it commits
 //!
@@ -61,10 +71,11 @@
 //! the stage commits new spans, oldest uncollapsed turns first, until the projection is below
 //! the target again or only the `keep_recent_turns` most recent turns are left.
 //!
-//! Commits are **right-sized**: a span grows turn by turn (at most `turns_per_span`) only until
-//! its commit is expected to land the projection below the target, with its summary taking its
-//! full budget; commits aim to land at most a twentieth of the effective window below the target
-//! (room for the next turns before the next commit), not wherever the last span happens to end.
+//! Commits are **right-sized**: a span grows turn by turn (at most `turns_per_span`, or over a
+//! backlog `backlog_span_tokens`) only until its commit is expected to land the projection
+//! below the target, with its summary taking its full budget; commits aim to land at most a
+//! twentieth of the effective window below the target (room for the next turns before the next
+//! commit), not wherever the last span happens to end.
 //! A summary's budget scales with what it stands for and with the window
 //! ([`Config::summary_budget`]: `summary_ratio` of the tokens it replaces, between
 //! `summary_min_tokens` and `min(summary_window_share × effective, summary_max_tokens)`); when a
@@ -93,8 +104,8 @@
 //!
 //! Spans are whole API turns (see [`turns`]): a span never separates a `tool_use` from its
 //! `tool_result`, never holds a system message, and never touches the leading content before the
-//! first user prompt. A span is `turns_per_span` consecutive turns, or fewer at the end of what
-//! may be collapsed. A span may end in the middle of an autonomous stretch: the summary then
+//! first user prompt. A span is `turns_per_span` consecutive turns (more over a backlog), or
+//! fewer at the end of what may be collapsed. A span may end in the middle of an autonomous stretch: the summary then
 //! stands for the calls made so far, and the turn after it is the next model call.
 //!
 //! A span that starts right after an existing summary is **merged** into it: the summarizer gets

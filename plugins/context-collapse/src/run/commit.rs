@@ -21,9 +21,10 @@ impl Run<'_> {
     }
 
     /// Commits new spans while the projection is at or above the target (see `Run::target`)
-    /// and turns may still be collapsed. Each span grows turn by turn, up to `turns_per_span`,
-    /// only until its commit is expected to bring the projection below the target: a commit
-    /// frees about what is needed, not everything it could.
+    /// and turns may still be collapsed. Each span grows turn by turn, up to `turns_per_span`
+    /// (further over a backlog, see `Config::backlog_span_tokens`), only until its commit is
+    /// expected to bring the projection below the target: a commit frees about what is
+    /// needed, not everything it could.
     pub(crate) fn commit(&mut self) {
         let keep = self.config.keep_recent_turns;
         let target = self.target();
@@ -62,16 +63,26 @@ impl Run<'_> {
             });
             // The span: consecutive open turns from the oldest eligible one, until the commit
             // is expected to land below the target (its summary taking its full budget).
+            // Past `turns_per_span` turns, a span grows only over a backlog (more than
+            // `backlog_span_tokens` still to free down to the landing point), up to that many
+            // tokens: what is left after it is committed as it would be without a backlog.
+            let backlog = match self.config.backlog_span_tokens {
+                n if self.projected.saturating_sub(landing) > n => n,
+                _ => 0,
+            };
             let u0 = eligible[0];
             let mut u1 = u0;
             let mut span_tokens = 0;
-            while u1 < self.units.len()
-                && eligible.contains(&u1)
-                && u1 - u0 < self.config.turns_per_span
-            {
-                if let Unit::Turn(t) = self.units[u1] {
-                    span_tokens += self.turn_tokens(t);
+            // `eligible` is in ascending order: membership is a binary search.
+            while u1 < self.units.len() && eligible.binary_search(&u1).is_ok() {
+                let Unit::Turn(t) = self.units[u1] else {
+                    break;
+                };
+                let tokens = self.turn_tokens(t);
+                if u1 - u0 >= self.config.turns_per_span && span_tokens + tokens > backlog {
+                    break;
                 }
+                span_tokens += tokens;
                 u1 += 1;
                 let budget = self
                     .config

@@ -1,6 +1,6 @@
 //! The projection across runs: re-applied identically, on the same input, with turns appended,
 //! on its own output (with and without state); dropped when its messages are gone; forced;
-//! blocking; summarizer failures; never larger.
+//! blocking; summarizer failures; never larger; a backlog folded in larger spans.
 
 use crate::fixture::{conversation, host, plain_turn};
 use crate::support::{run, tokens};
@@ -406,4 +406,72 @@ fn tool_calls_and_results_are_never_separated() {
     let r3 = conv.position("r3").unwrap();
     let a3 = conv.position("a3").unwrap();
     assert_eq!(turns.turn_of(r3), turns.turn_of(a3));
+}
+
+/// The fixture's system message, then `steps` plain steps (two API turns each), then a prompt.
+fn long_conversation(steps: usize) -> Conversation {
+    let mut messages = vec![text("s0", Role::System, "You are a careful coding agent.")];
+    for i in 1..=steps {
+        messages.extend(plain_turn(i));
+    }
+    messages.push(text("u99", Role::User, "Now summarize what changed."));
+    Conversation {
+        messages,
+        ..Conversation::default()
+    }
+}
+
+/// The output's tokens and, for each summary request, its span's API turns and tokens.
+fn spans_of(config: &str, conv: &Conversation) -> (usize, Vec<(usize, usize)>) {
+    let mut h = host();
+    let out = run(&stage(config), conv, &mut h);
+    let spans = h
+        .summary_requests
+        .borrow()
+        .iter()
+        .map(|r| {
+            let turns = condense_turns::group(&r.messages).turns.len();
+            (
+                turns,
+                condense_turns::measure::messages_tokens(&h, &r.messages),
+            )
+        })
+        .collect();
+    (tokens(&h, &out.conversation), spans)
+}
+
+#[test]
+fn a_backlog_is_folded_in_larger_spans_and_the_rest_turns_per_span_at_a_time() {
+    // About 18,000 tokens against a target of 2,340: a backlog of about 15,800 to free.
+    let conv = long_conversation(40);
+    let (without, small) = spans_of("backlog_span_tokens = 0", &conv);
+    let (with, large) = spans_of("backlog_span_tokens = 3000", &conv);
+    assert!(small.iter().all(|&(turns, _)| turns <= 4), "{small:?}");
+    // Spans of up to 3,000 tokens while more than that is left to free: far fewer calls.
+    assert!(large.len() * 2 <= small.len(), "{large:?} vs {small:?}");
+    let (backlog, rest): (Vec<_>, Vec<_>) = large.iter().partition(|&&(turns, _)| turns > 4);
+    assert!(backlog.len() >= 4, "{large:?}");
+    assert!(backlog.iter().all(|&(_, t)| t <= 3000), "{large:?}");
+    // The last spans are cut as without a backlog: both land below the target (2,340), within
+    // one span's worth of each other.
+    assert!(
+        !rest.is_empty() && large.last().unwrap().0 <= 4,
+        "{large:?}"
+    );
+    assert!(with < 2_340 && without < 2_340, "{with} / {without}");
+    assert!(with.abs_diff(without) < small[0].1, "{with} / {without}");
+}
+
+#[test]
+fn a_small_excess_is_committed_as_without_a_backlog() {
+    // The fixture is about 1,960 tokens over the landing point: under the backlog size, so
+    // the default commits exactly what `backlog_span_tokens = 0` does.
+    let off = run(
+        &stage("backlog_span_tokens = 0"),
+        &conversation(),
+        &mut host(),
+    );
+    let on = run(&stage(""), &conversation(), &mut host());
+    assert_eq!(on.conversation, off.conversation);
+    assert_eq!(on.report.events.len(), 2, "{:?}", on.report.events);
 }
