@@ -308,15 +308,20 @@ fn truncate(
             entry.error.as_deref(),
         )
         .filter(|t| t.len() < entry.text.len())
-        .filter(|t| cx.count_tokens(t) < cx.count_tokens(&entry.text))
     };
-    // A lower bound first (empty key), so a result that stays whole costs no store write.
-    if cut("").is_none() {
+    let saves = |t: &str| cx.count_tokens(t) < cx.count_tokens(&entry.text);
+    // A lower bound first (empty key), so a result that stays whole costs no store write. Its
+    // tokens are counted only when it keeps more than half the bytes: counting a cut is a cold
+    // count of new text, and the real cut below is counted all the same, so a lower bound that
+    // halves the bytes but would not save tokens costs one unused store write, not a wrong
+    // output.
+    let halves = |t: &str| t.len() * 2 <= entry.text.len();
+    if !cut("").is_some_and(|t| halves(&t) || saves(&t)) {
         tally.not_shorter += 1;
         return Ok(None);
     }
     let key = store(cx, &entry.text, &entry.id)?;
-    match cut(&key) {
+    match cut(&key).filter(|t| saves(t)) {
         Some(text) => {
             let head = utf8_prefix(&entry.text, config.max_tool_result_bytes).len();
             let tail = utf8_suffix(&entry.text, config.keep_tail_bytes).len();
