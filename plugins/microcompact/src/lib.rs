@@ -60,7 +60,10 @@
 //! transcripts carry). When that message has no (readable) timestamp, the gap is the time since
 //! the stage's previous run on this session (`last_seen_ms` in its state; a request is sent
 //! right after each run, so that is when the cache was last written), unless the conversation
-//! got shorter since. With neither, the gap is unknown and the time-based path does not fire.
+//! is not the one seen then continued: shorter, and without the last message seen then (a run
+//! resumed from the previous output is shorter once a later stage collapsed its history, and
+//! still holds that message). With neither, the gap is unknown and the time-based path does
+//! not fire.
 //! The path fires when the gap is strictly greater than `gap_minutes`.
 //!
 //! # Tokens
@@ -321,6 +324,7 @@ impl Stage for Microcompact {
 
         state.last_seen_ms = Some(now);
         state.messages_seen = conversation.messages.len();
+        state.last_seen_id = conversation.messages.last().map(|m| m.id.clone());
         state.save()?;
         Ok(if report.blocks_changed == 0 && !extra_changed {
             StageOutput::unchanged(report)

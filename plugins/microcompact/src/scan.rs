@@ -131,7 +131,8 @@ impl Gap {
 }
 
 /// The gap at `now`: from the timestamp of the last assistant message when it has one, else
-/// from the previous run recorded in `state` (unless the conversation got shorter since).
+/// from the previous run recorded in `state`, when the conversation continues the one seen
+/// then (see [`continues`]).
 pub fn gap(conv: &Conversation, state: &State, now: i64) -> Gap {
     let last_assistant = conv
         .messages
@@ -154,15 +155,19 @@ pub fn gap(conv: &Conversation, state: &State, now: i64) -> Gap {
         },
     };
     match state.last_seen_ms {
-        Some(at) if conv.messages.len() >= state.messages_seen => Gap::Known {
+        Some(at) if continues(conv, state) => Gap::Known {
             ms: (now - at).max(0),
             source: format!("{why}; time since the previous run"),
         },
         Some(_) => {
             why.push_str(&format!(
-                " and the previous run saw a longer conversation ({} messages, now {})",
+                " and the previous run saw a longer conversation ({} messages, now {}{})",
                 state.messages_seen,
-                conv.messages.len()
+                conv.messages.len(),
+                match &state.last_seen_id {
+                    Some(id) => format!(", without its last message {id}"),
+                    None => String::new(),
+                }
             ));
             Gap::Unknown(why)
         }
@@ -171,6 +176,18 @@ pub fn gap(conv: &Conversation, state: &State, now: i64) -> Gap {
             Gap::Unknown(why)
         }
     }
+}
+
+/// Whether `conv` continues the conversation the previous run saw: at least as long, or still
+/// holding the last message it saw. A run resumed from the previous output sees it shorter
+/// once a later stage collapsed or compacted its history, and the gap since that run is still
+/// the gap since the request the cache holds.
+fn continues(conv: &Conversation, state: &State) -> bool {
+    conv.messages.len() >= state.messages_seen
+        || state
+            .last_seen_id
+            .as_deref()
+            .is_some_and(|id| conv.messages.iter().rev().any(|m| m.id == id))
 }
 
 /// Where each tool_use block is: (message index, block index) by tool_use id.

@@ -5,14 +5,18 @@
 //!   "version": 1,
 //!   "last_seen_ms": 1756868523665,
 //!   "messages_seen": 438,
+//!   "last_seen_id": "msg_0437",
 //!   "pinned": [
 //!     { "tool_use_id": "toolu_01", "tool": "Bash", "tokens": 5120 }
 //!   ]
 //! }
 //! ```
 //!
-//! `last_seen_ms` and `messages_seen` are written on every run: the host's time and the length
-//! of the conversation then. They stand in for message timestamps in formats that have none.
+//! `last_seen_ms`, `messages_seen` and `last_seen_id` are written on every run: the host's time,
+//! the length of the conversation then and the id of its last message. They stand in for
+//! message timestamps in formats that have none: the conversation continues the one seen then
+//! when it is at least as long, or when it still holds that last message (a run resumed from
+//! the previous output sees it shorter, once a later stage collapsed or compacted its history).
 //! `pinned` lists the cache edits already sent, in conversation order; they are re-sent on every
 //! later run while the cache stays hot, and dropped once the time-based path clears the
 //! results for real (or the results leave the conversation).
@@ -32,6 +36,10 @@ pub struct State {
     /// Number of messages the previous run saw.
     #[serde(default)]
     pub messages_seen: usize,
+    /// The id of the last message the previous run saw (none in a state written before it
+    /// was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen_id: Option<String>,
     /// Cache edits already sent.
     #[serde(default)]
     pub pinned: Vec<Pinned>,
@@ -79,6 +87,7 @@ mod tests {
         let s = State {
             last_seen_ms: Some(5),
             messages_seen: 3,
+            last_seen_id: Some("m3".into()),
             pinned: vec![Pinned {
                 tool_use_id: "t1".into(),
                 tool: "Read".into(),
@@ -91,7 +100,7 @@ mod tests {
         assert_eq!(
             host.state.borrow().as_deref(),
             Some(
-                r#"{"version":1,"last_seen_ms":5,"messages_seen":3,"pinned":[{"tool_use_id":"t1","tool":"Read","tokens":10}]}"#
+                r#"{"version":1,"last_seen_ms":5,"messages_seen":3,"last_seen_id":"m3","pinned":[{"tool_use_id":"t1","tool":"Read","tokens":10}]}"#
             )
         );
         assert_eq!(*cx.state::<State>().unwrap(), s);

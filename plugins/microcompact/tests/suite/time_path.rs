@@ -179,19 +179,39 @@ fn without_timestamps_the_previous_run_gives_the_gap() {
         "gap 1 h 30 min: no timestamp on the last assistant message; time since the previous run"
     ));
 
-    // A shorter conversation than the previous run saw: the gap is unknown again.
+    // Shorter, but still ending with the last message the previous run saw, as a run resumed
+    // from the previous output is once a later stage collapsed its history: the gap is known.
+    let last = input.messages.last().unwrap().id.clone();
+    assert_eq!(later.state_json()["last_seen_id"], serde_json::json!(last));
+    let mut collapsed = input.clone();
+    collapsed.messages.drain(1..11);
+    let resumed = host_after(180);
+    resumed.state.replace(later.state.borrow().clone());
+    let resumed_run = run(&stage, &collapsed, &resumed);
+    assert!(
+        resumed_run.report.notes.last().unwrap().starts_with(
+            "gap 1 h 30 min: no timestamp on the last assistant message; time since the \
+             previous run"
+        ),
+        "{:?}",
+        resumed_run.report.notes
+    );
+
+    // A shorter conversation without that message: the gap is unknown again.
     let mut shorter = input.clone();
     shorter.messages.truncate(10);
     let again = host_after(500);
     again.state.replace(later.state.borrow().clone());
     let third = run(&stage, &shorter, &again);
     assert_eq!(third.conversation, shorter);
-    assert!(third
-        .report
-        .notes
-        .last()
-        .unwrap()
-        .contains("the previous run saw a longer conversation (20 messages, now 10)"));
+    assert!(
+        third.report.notes.last().unwrap().contains(&format!(
+            "the previous run saw a longer conversation (20 messages, now 10, without its \
+             last message {last})"
+        )),
+        "{:?}",
+        third.report.notes
+    );
 }
 
 #[test]
