@@ -372,6 +372,12 @@ fn piece_text<'p>(
 /// Spells the numbers of serialized `text` as `like` spelled the same values (`100000.0` →
 /// `1e5`, `-0.0` → `-0`, a big integer as written), where `like` spells each value one way.
 fn respell(text: String, like: &str) -> String {
+    // A text without number literals has nothing to respell: `like` (the message as read, a
+    // whole tool result before a stage cut it) is not scanned for nothing.
+    let numbers = crate::scan::numbers(&text);
+    if numbers.is_empty() {
+        return text;
+    }
     // value as serde_json writes it -> as `like` wrote it (None: spelled several ways)
     let mut spelling: HashMap<String, Option<&str>> = HashMap::new();
     for span in crate::scan::numbers(like) {
@@ -395,7 +401,7 @@ fn respell(text: String, like: &str) -> String {
     }
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for span in crate::scan::numbers(&text) {
+    for span in numbers {
         if let Some(Some(written)) = spelling.get(&text[span.clone()]) {
             out.push_str(&text[at..span.start]);
             out.push_str(written);
