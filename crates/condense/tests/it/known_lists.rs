@@ -34,7 +34,7 @@ fn block(b: &Value) -> Option<Value> {
 }
 
 /// The session's user and assistant messages as the Messages API takes them.
-fn messages() -> Vec<Value> {
+pub(crate) fn messages() -> Vec<Value> {
     let text = std::fs::read_to_string(fixture(SESSION)).unwrap();
     text.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -51,7 +51,7 @@ fn messages() -> Vec<Value> {
 }
 
 /// The request body of the first `n` messages, pretty-printed as an SDK might send it.
-fn body(messages: &[Value], n: usize) -> Vec<u8> {
+pub(crate) fn body(messages: &[Value], n: usize) -> Vec<u8> {
     let body = json!({
         "model": "claude-sonnet-4-5",
         "max_tokens": 8192,

@@ -136,36 +136,6 @@ fn two_runs_over_a_growing_session_each_expand_to_their_own_input() {
     }
 }
 
-/// An Anthropic request body (no timestamps, as an agent sends it): `steps` file reads, each
-/// asked for, answered with a 2 KB result and commented on, a question, then `tail` more
-/// exchanges (each body is the one before with two more messages).
-fn request_body(steps: usize, tail: usize) -> Vec<u8> {
-    let mut messages = Vec::new();
-    for i in 0..steps {
-        let body: String = (0..40)
-            .map(|l| format!("fn step_{i}_line_{l}() {{ let x = {l}; }}\n"))
-            .collect();
-        messages.push(serde_json::json!({"role": "user", "content": format!("Read src/m{i}.rs")}));
-        messages.push(serde_json::json!({"role": "assistant", "content": [
-            {"type": "tool_use", "id": format!("t{i}"), "name": "Read",
-             "input": {"file_path": format!("src/m{i}.rs")}}]}));
-        messages.push(serde_json::json!({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": format!("t{i}"), "content": body}]}));
-        messages
-            .push(serde_json::json!({"role": "assistant", "content": format!("m{i} is fine.")}));
-    }
-    messages.push(serde_json::json!({"role": "user", "content": "What changed?"}));
-    for i in 0..tail {
-        messages.push(serde_json::json!({"role": "assistant", "content": "Nothing yet."}));
-        messages.push(serde_json::json!({"role": "user", "content": format!("And now {i}?")}));
-    }
-    serde_json::to_vec(
-        &serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 2000,
-        "messages": messages}),
-    )
-    .unwrap()
-}
-
 #[test]
 fn a_resumed_turn_after_a_collapse_knows_the_time_since_the_previous_run() {
     // Microcompact has no timestamps to read in a request body: the gap is the time since its
@@ -179,13 +149,15 @@ fn a_resumed_turn_after_a_collapse_knows_the_time_since_the_previous_run() {
         dir.path().join("store"),
         dir.path().join("out.json"),
     );
-    let window = ["--context-window", "12000", "--max-output-tokens", "2000"];
-    std::fs::write(&input, request_body(40, 0)).unwrap();
-    let at = |t: &'static str| [&window[..], &["--now", t]].concat();
+    // A real Claude Code session as the Anthropic request bodies of two turns, two hours apart.
+    let messages = crate::known_lists::messages();
+    let n = messages.len();
+    std::fs::write(&input, crate::known_lists::body(&messages, n - 2)).unwrap();
+    let at = |t: &'static str| ["--now", t];
     let first = compress(&input, &store, &out, &at("2030-01-01T00:00:00Z"));
     assert!(first.contains("committed"), "{first}");
     assert!(first.contains("gap unknown"), "{first}");
-    let whole = request_body(40, 1);
+    let whole = crate::known_lists::body(&messages, n);
     std::fs::write(&input, &whole).unwrap();
     let turn = compress(&input, &store, &out, &at("2030-01-01T02:00:00Z"));
     assert!(turn.contains("resumed: the first "), "{turn}");
