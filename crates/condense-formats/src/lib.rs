@@ -113,6 +113,7 @@ mod items;
 mod json;
 pub mod known;
 mod lines;
+mod memo;
 mod notes;
 mod openai;
 pub mod openhands;
@@ -129,6 +130,7 @@ mod tests;
 
 pub use envelope::envelope_template;
 pub use error::FormatError;
+pub use memo::WriteMemo;
 
 use condense_model::Conversation;
 
@@ -235,8 +237,17 @@ impl Document {
     /// serialized in the input's style (pretty-printed with its indent, or compact with its
     /// separators; JSONL one object per line).
     pub fn write(&self) -> Result<Vec<u8>, FormatError> {
-        self.source.finish(&self.conversations);
-        self.write_bytes()
+        self.write_bytes(&mut WriteMemo::off())
+    }
+
+    /// [`Document::write`], taking the texts of messages changed the same way as in an earlier
+    /// write from `memo` and keeping this write's there for the next ([`WriteMemo`]): the same
+    /// bytes, with only the messages new since serialized. For a document written again and
+    /// again as it grows (a proxied session's requests).
+    pub fn write_remembering(&self, memo: &mut WriteMemo) -> Result<Vec<u8>, FormatError> {
+        let out = self.write_bytes(memo);
+        memo.end();
+        out
     }
 
     /// The exact text `message` had in the file, when it is value-equal to a message (or event)

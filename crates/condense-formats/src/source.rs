@@ -10,6 +10,7 @@
 //! Texts given by [`crate::Document::set_original_text`] (what `expand` restores) come first.
 
 use crate::json::{Result, Style};
+use crate::memo::WriteMemo;
 use crate::parallel::Unread;
 use condense_model::{Conversation, Message};
 use serde_json::Value;
@@ -271,6 +272,9 @@ pub(crate) enum Piece<'s> {
         value: Value,
         like: &'s str,
     },
+    /// A value serialized already (numbers respelled), at no indent and with `\n` line ends:
+    /// indented where it is placed ([`crate::memo`]).
+    Serialized(String),
 }
 
 impl<'s> Texts<'s> {
@@ -333,6 +337,41 @@ impl<'s> Texts<'s> {
     }
 }
 
+impl<'s> Texts<'s> {
+    /// [`Texts::piece_fp`] with the serialized texts of an earlier write kept in `memo`
+    /// ([`crate::memo`]): a message changed the same way as in the previous write is not
+    /// serialized again.
+    pub fn piece_memo(
+        &mut self,
+        message: &Message,
+        fp: Fp,
+        (style, memo): (&Style, &mut WriteMemo),
+        write: impl FnOnce() -> Result<Vec<Value>>,
+    ) -> Result<Vec<Piece<'s>>> {
+        if memo.is_off() {
+            return self.piece_fp(message, fp, write);
+        }
+        if let Some(text) = self.take_fp(fp) {
+            return Ok(vec![Piece::Text(text)]);
+        }
+        let like = self.read_as(&message.id);
+        let key = crate::memo::key(fp, like);
+        if let Some(texts) = memo.get(key) {
+            return Ok(texts.iter().cloned().map(Piece::Serialized).collect());
+        }
+        let mut texts = Vec::new();
+        for value in write()? {
+            let text = serialize_at(&value, style, "", false)?;
+            texts.push(match like {
+                Some(like) => respell(text, like),
+                None => text,
+            });
+        }
+        memo.put(key, texts.clone());
+        Ok(texts.into_iter().map(Piece::Serialized).collect())
+    }
+}
+
 /// Serializes a value in `style`, its lines after the first indented by `indent` (the depth it
 /// sits at), with CRLF line ends when `crlf`.
 pub(crate) fn serialize_at(
@@ -345,11 +384,17 @@ pub(crate) fn serialize_at(
     style.write(value, &mut out)?;
     // Serialized JSON is valid UTF-8.
     let text = String::from_utf8_lossy(&out).into_owned();
-    if indent.is_empty() && !crlf {
-        return Ok(text);
+    Ok(at_indent(Cow::Owned(text), indent, crlf).into_owned())
+}
+
+/// Serialized `text` (`\n` line ends, no indent) with its lines after the first indented by
+/// `indent` and CRLF line ends when `crlf`.
+fn at_indent<'t>(text: Cow<'t, str>, indent: &str, crlf: bool) -> Cow<'t, str> {
+    if (indent.is_empty() && !crlf) || !text.contains('\n') {
+        return text;
     }
     let newline = if crlf { "\r\n" } else { "\n" };
-    Ok(text.replace('\n', &format!("{newline}{indent}")))
+    Cow::Owned(text.replace('\n', &format!("{newline}{indent}")))
 }
 
 /// The text of one piece at `indent`.
@@ -366,6 +411,7 @@ fn piece_text<'p>(
         Piece::Respelled { value, like } => {
             Cow::Owned(respell(serialize_at(value, style, indent, crlf)?, like))
         }
+        Piece::Serialized(text) => at_indent(Cow::Borrowed(text), indent, crlf),
     })
 }
 

@@ -15,6 +15,7 @@ use crate::body::{self, conversation_name};
 use crate::container::{codec, one_conversation, Layout, Placed, Root};
 use crate::json::{Result, Style};
 use crate::lines;
+use crate::memo::WriteMemo;
 use crate::scan;
 use crate::source::{join_lines, serialize_at, splice_array, Fp, Piece};
 use crate::{anthropic, items};
@@ -28,8 +29,9 @@ use std::borrow::Cow;
 const ARRAY_PLACEHOLDER: &str = "\u{1}condense:messages\u{2}";
 
 impl Document {
-    pub(crate) fn write_bytes(&self) -> Result<Vec<u8>> {
-        let mut out = self.write_layout()?;
+    pub(crate) fn write_bytes(&self, memo: &mut WriteMemo) -> Result<Vec<u8>> {
+        self.source.finish(&self.conversations);
+        let mut out = self.write_layout(memo)?;
         out.extend_from_slice(&self.tail);
         if self.bom {
             out.splice(0..0, "\u{feff}".bytes());
@@ -37,7 +39,7 @@ impl Document {
         Ok(out)
     }
 
-    fn write_layout(&self) -> Result<Vec<u8>> {
+    fn write_layout(&self, memo: &mut WriteMemo) -> Result<Vec<u8>> {
         let text = self.source.text.as_str();
         // Sized by the branch that fills it: a spliced JSON body is built as a string of its own.
         let mut out = Vec::new();
@@ -71,7 +73,8 @@ impl Document {
             }
             Layout::Json { root, style } => {
                 let mut next = 0;
-                match self.splice_root(root, style, &mut next)? {
+                memo.begin(self.format, style);
+                match self.splice_root(root, style, &mut next, memo)? {
                     Some(Cow::Owned(spliced)) => out = spliced.into_bytes(),
                     Some(Cow::Borrowed(spliced)) => out.extend_from_slice(spliced.as_bytes()),
                     None => {
@@ -90,9 +93,10 @@ impl Document {
                 spans,
             } => {
                 let mut next = 0;
+                memo.begin(self.format, style);
                 let mut pieces = Vec::with_capacity(lines.len());
                 for (root, span) in lines.iter().zip(spans) {
-                    let piece = match self.splice_root(root, style, &mut next)? {
+                    let piece = match self.splice_root(root, style, &mut next, memo)? {
                         // The line's own text around its value (trailing spaces).
                         Some(spliced) => match (spliced, &root.span) {
                             (Cow::Borrowed(_), _) => Piece::Text(&text[span.clone()]),
@@ -131,6 +135,7 @@ impl Document {
         root: &Root,
         style: &Style,
         next: &mut usize,
+        memo: &mut WriteMemo,
     ) -> Result<Option<Cow<'_, str>>> {
         let text = self.source.text.as_str();
         let Some(span) = &root.span else {
@@ -177,7 +182,8 @@ impl Document {
             if unchanged[k] {
                 out.push_str(&text[slot.clone()]);
             } else {
-                self.slot_text(first + k, (&convs[k], &fps[k]), placed, style, &mut out)?;
+                let conv = (&convs[k], fps[k].as_slice());
+                self.slot_text(first + k, conv, placed, (style, &mut *memo), &mut out)?;
             }
             at = slot.end;
         }
@@ -192,7 +198,7 @@ impl Document {
         i: usize,
         (conv, fps): (&Conversation, &[Fp]),
         placed: &Placed,
-        style: &Style,
+        (style, memo): (&Style, &mut WriteMemo),
         out: &mut String,
     ) -> Result<()> {
         let text = self.source.text.as_str();
@@ -201,8 +207,8 @@ impl Document {
         };
         let label = self.labels.get(i).map_or("", String::as_str);
         let frame_unchanged = self.source.frame_unchanged(i, conv);
-        let array_into = |out: &mut String, array: &std::ops::Range<usize>| -> Result<()> {
-            let pieces = self.message_pieces(i, conv, fps)?;
+        let mut array_into = |out: &mut String, array: &std::ops::Range<usize>| -> Result<()> {
+            let pieces = self.message_pieces(i, conv, fps, (style, &mut *memo))?;
             let elements = &placed.elements;
             splice_array(
                 text,
@@ -263,8 +269,15 @@ impl Document {
     }
 
     /// Each message of a conversation as array elements: its original text when it is as read,
-    /// otherwise serialized by its format. `fps`: each message's fingerprint.
-    fn message_pieces(&self, i: usize, conv: &Conversation, fps: &[Fp]) -> Result<Vec<Piece<'_>>> {
+    /// otherwise serialized by its format (or as `memo` kept it from an earlier write). `fps`:
+    /// each message's fingerprint.
+    fn message_pieces(
+        &self,
+        i: usize,
+        conv: &Conversation,
+        fps: &[Fp],
+        (style, memo): (&Style, &mut WriteMemo),
+    ) -> Result<Vec<Piece<'_>>> {
         let mut texts = self.source.texts(i);
         let mut pieces = Vec::with_capacity(conv.messages.len() + 1);
         if let (Some(codec), Some(system)) = (codec(self.format), &conv.system) {
@@ -273,7 +286,8 @@ impl Document {
             }
         }
         for (msg, fp) in conv.messages.iter().zip(fps) {
-            pieces.extend(texts.piece_fp(msg, *fp, || self.write_message(msg))?);
+            let write = || self.write_message(msg);
+            pieces.extend(texts.piece_memo(msg, *fp, (style, &mut *memo), write)?);
         }
         Ok(pieces)
     }

@@ -3,11 +3,13 @@
 //! too long), write it back, archive it as written (so `condense expand` restores it).
 
 use crate::Api;
-use condense_formats::{known, Document, ReadOptions};
+use condense_formats::{known, Document, ReadOptions, WriteMemo};
 use condense_host::{LoadedPipeline, RunOptions, StateMode};
 use condense_model::fingerprint::fingerprint;
 use condense_model::Conversation;
 use condense_store::Store;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// What the pipeline made of a body.
 #[derive(Debug)]
@@ -71,13 +73,14 @@ pub fn levels(pipeline: &LoadedPipeline) -> Vec<String> {
 }
 
 /// Runs the pipeline over the document read from `body`, forcing the first `level` levels.
+/// `memo`: the session's texts from its previous request's write ([`WriteMemos`]).
 pub fn run(
     mut doc: Document,
     body: &[u8],
     pipeline: &LoadedPipeline,
-    store: &Store,
-    session: &str,
+    (store, session): (&Store, &str),
     level: usize,
+    memo: &mut WriteMemo,
 ) -> Result<Compressed, String> {
     let format = doc.format();
     let opts = RunOptions {
@@ -126,7 +129,7 @@ pub fn run(
     let (tokens_before, tokens_after) = (result.tokens_before, result.tokens_after);
     let run = result.archive_run;
     doc.conversations_mut()[0] = result.conversation;
-    let out = doc.write().map_err(|e| e.to_string())?;
+    let out = doc.write_remembering(memo).map_err(|e| e.to_string())?;
     let body = if out == body {
         None
     } else {
@@ -140,6 +143,65 @@ pub fn run(
         acted,
         prefix,
     })
+}
+
+/// How many sessions' write memos a proxy keeps, as many as the host keeps resume points: the
+/// least recently used goes first.
+const WRITE_MEMO_SESSIONS: usize = 64;
+
+/// The writer's memos of the sessions served last ([`WriteMemo`]): a session's request
+/// serializes only the messages its stages changed since the previous request (at 200k
+/// tokens, most of the writer's cost was serializing the same snip-cut results again). Each
+/// holds about one output's changed messages. A memo is taken out while its session's request
+/// is written (requests of one session are in order) and kept again after.
+#[derive(Debug, Default)]
+pub struct WriteMemos {
+    inner: Mutex<Memos>,
+}
+
+#[derive(Debug, Default)]
+struct Memos {
+    by_session: HashMap<String, (u64, WriteMemo)>,
+    /// Counts uses, to find the least recently used memo.
+    clock: u64,
+}
+
+impl WriteMemos {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Memos> {
+        // A panic while held cannot leave the map half-changed (one insert, remove or scan).
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `session`'s memo, taken out (an empty one when none is kept).
+    pub fn take(&self, session: &str) -> WriteMemo {
+        self.lock()
+            .by_session
+            .remove(session)
+            .map_or_else(WriteMemo::new, |(_, memo)| memo)
+    }
+
+    /// Keeps `memo` as `session`'s.
+    pub fn keep(&self, session: &str, memo: WriteMemo) {
+        let mut memos = self.lock();
+        memos.clock += 1;
+        let used = memos.clock;
+        memos.by_session.insert(session.to_string(), (used, memo));
+        if memos.by_session.len() > WRITE_MEMO_SESSIONS {
+            let oldest = memos
+                .by_session
+                .iter()
+                .min_by_key(|(_, (used, _))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                memos.by_session.remove(&oldest);
+            }
+        }
+    }
+
+    /// How many sessions have a memo.
+    pub fn sessions(&self) -> usize {
+        self.lock().by_session.len()
+    }
 }
 
 /// The message lists `store` knows ([`condense_formats::known`]), by first element's key: what
@@ -200,4 +262,29 @@ pub fn prefix_hashes(conv: &Conversation, prints: &[u128]) -> Vec<u64> {
     let prints = condense_model::fingerprint::each(&conv.messages, prints);
     out.extend(prints.iter().map(|p| *p as u64));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_memos_keep_the_sessions_served_last() {
+        let memos = WriteMemos::default();
+        let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+        let mut doc = read(body, Api::Anthropic).unwrap();
+        doc.conversations_mut()[0].messages[0].content = condense_model::Content::string("hello");
+        for i in 0..=WRITE_MEMO_SESSIONS {
+            let mut memo = memos.take(&format!("s{i}"));
+            doc.write_remembering(&mut memo).unwrap();
+            memos.keep(&format!("s{i}"), memo);
+        }
+        // One session too many: the least recently used one went.
+        assert_eq!(memos.sessions(), WRITE_MEMO_SESSIONS);
+        assert!(memos.take("s0").is_empty());
+        let kept = memos.take(&format!("s{WRITE_MEMO_SESSIONS}"));
+        assert_eq!(kept.len(), 1);
+        // Taken out while its request is written.
+        assert_eq!(memos.sessions(), WRITE_MEMO_SESSIONS - 1);
+    }
 }

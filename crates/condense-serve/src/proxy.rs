@@ -42,6 +42,8 @@ pub struct Proxy {
     pub(crate) intake: Arc<tokio::sync::Mutex<()>>,
     /// Requests whose body is in and whose answer has not started ([`Status::in_flight`]).
     pub(crate) in_flight: Arc<AtomicU64>,
+    /// The writer's memo of each session served last ([`crate::compress::WriteMemos`]).
+    pub(crate) writes: crate::compress::WriteMemos,
     /// Write one line per request on stderr (off in benchmarks).
     pub log: bool,
 }
@@ -66,6 +68,7 @@ impl Proxy {
             client,
             intake: Arc::default(),
             in_flight: Arc::default(),
+            writes: crate::compress::WriteMemos::default(),
             log: true,
         })
     }

@@ -386,14 +386,11 @@ impl Proxy {
         let this = Arc::clone(&self);
         let (s, p) = (session.clone(), Arc::clone(&pipeline));
         let done = tokio::task::spawn_blocking(move || {
-            compress::run(
-                doc,
-                &bytes,
-                &p,
-                this.backend.store(),
-                &s,
-                level.unwrap_or(0),
-            )
+            let mut memo = this.writes.take(&s);
+            let store = this.backend.store();
+            let done = compress::run(doc, &bytes, &p, (store, &s), level.unwrap_or(0), &mut memo);
+            this.writes.keep(&s, memo);
+            done
         })
         .await
         .map_err(|e| (Some(session.clone()), format!("the pipeline panicked: {e}")))?

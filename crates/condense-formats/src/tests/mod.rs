@@ -10,6 +10,7 @@ mod edge;
 mod errors;
 mod known;
 mod mapping;
+mod memo;
 mod passthrough;
 mod quick;
 mod responses;

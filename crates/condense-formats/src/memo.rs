@@ -1,0 +1,141 @@
+//! The serialized texts of changed messages, kept from one write of a document to the next
+//! write of the same session's next document.
+//!
+//! A proxy (`condense serve`) writes a session's request after request: each is the previous
+//! one plus a turn, and most of the messages a stage changed (a tool result snip cut, a
+//! collapse summary) are the same messages, changed the same way, in every request. Writing
+//! them serialized each one again: at 200k tokens, about 7 M instructions a request, nearly all
+//! of the writer. A [`WriteMemo`] handed from one [`Document::write_remembering`] to the next
+//! keeps each changed message's serialized text by the message's fingerprint, so a request
+//! serializes only the messages new to it.
+//!
+//! ```
+//! use condense_formats::{read, ReadOptions, WriteMemo};
+//!
+//! let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+//! let mut doc = read(body, "body.json", &ReadOptions::default())?;
+//! doc.conversations_mut()[0].messages[0].content = condense_model::Content::string("hello");
+//! let mut memo = WriteMemo::new();
+//! let first = doc.write_remembering(&mut memo)?;
+//! assert_eq!(memo.len(), 1);
+//! // The same write again takes the message's text from the memo: the same bytes.
+//! assert_eq!(doc.write_remembering(&mut memo)?, first);
+//! assert_eq!(first, doc.write()?);
+//! # Ok::<(), condense_formats::FormatError>(())
+//! ```
+//!
+//! What a text depends on is in its key or in the memo's context: the message's fingerprint
+//! (what the writer already takes to mean "the same message", see [`crate::source`]), a hash
+//! of the text the message was read from (its numbers are spelled alike), the format and the
+//! input's style. A text is kept at no indent and with `\n` line ends, and indented where it is
+//! spliced, so one text serves any place in the array. A memo keeps only what the last write
+//! used or made: its size is that of one output's changed messages.
+//!
+//! [`Document::write_remembering`]: crate::Document::write_remembering
+
+use crate::json::Style;
+use condense_model::Format;
+use std::collections::HashMap;
+
+/// See the [module docs](self).
+#[derive(Debug, Default)]
+pub struct WriteMemo {
+    /// Off: nothing is looked up or kept (a plain [`crate::Document::write`]).
+    off: bool,
+    /// The format and style the texts were written in; another one empties the memo.
+    context: Option<(Format, Style)>,
+    /// The texts the previous write used or made.
+    kept: HashMap<u128, Vec<String>>,
+    /// The texts this write used or made (the next write's `kept`).
+    made: HashMap<u128, Vec<String>>,
+    /// How many messages' texts were taken from the memo (for tests).
+    #[cfg(test)]
+    pub(crate) hits: usize,
+}
+
+impl WriteMemo {
+    /// An empty memo.
+    pub fn new() -> WriteMemo {
+        WriteMemo::default()
+    }
+
+    /// A memo that keeps nothing.
+    pub(crate) fn off() -> WriteMemo {
+        WriteMemo {
+            off: true,
+            ..WriteMemo::default()
+        }
+    }
+
+    /// How many messages' texts it keeps.
+    pub fn len(&self) -> usize {
+        self.kept.len() + self.made.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of text it keeps.
+    pub fn text_bytes(&self) -> usize {
+        self.kept
+            .values()
+            .chain(self.made.values())
+            .flatten()
+            .map(String::len)
+            .sum()
+    }
+
+    pub(crate) fn is_off(&self) -> bool {
+        self.off
+    }
+
+    /// Starts a write in `format` and `style`: texts written in another are dropped.
+    pub(crate) fn begin(&mut self, format: Format, style: &Style) {
+        if self.off {
+            return;
+        }
+        if self
+            .context
+            .as_ref()
+            .is_none_or(|(f, s)| *f != format || s != style)
+        {
+            self.kept.clear();
+            self.made.clear();
+            self.context = Some((format, style.clone()));
+        }
+    }
+
+    /// The texts kept under `key`, kept for the next write as well.
+    pub(crate) fn get(&mut self, key: u128) -> Option<&[String]> {
+        if !self.made.contains_key(&key) {
+            let texts = self.kept.remove(&key)?;
+            self.made.insert(key, texts);
+        }
+        #[cfg(test)]
+        {
+            self.hits += 1;
+        }
+        self.made.get(&key).map(Vec::as_slice)
+    }
+
+    pub(crate) fn put(&mut self, key: u128, texts: Vec<String>) {
+        if !self.off {
+            self.made.insert(key, texts);
+        }
+    }
+
+    /// Ends a write: what it did not use is dropped.
+    pub(crate) fn end(&mut self) {
+        self.kept = std::mem::take(&mut self.made);
+    }
+}
+
+/// The key of a message's texts: its fingerprint and a hash of the text it was read from.
+pub(crate) fn key(fp: u128, read_as: Option<&str>) -> u128 {
+    let like = read_as.map_or(0, |t| xxhash_rust::xxh3::xxh3_64(t.as_bytes()));
+    let mut bytes = [0u8; 24];
+    bytes[..16].copy_from_slice(&fp.to_le_bytes());
+    bytes[16..].copy_from_slice(&like.to_le_bytes());
+    xxhash_rust::xxh3::xxh3_128(&bytes)
+}
