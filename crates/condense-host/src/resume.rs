@@ -25,6 +25,14 @@
 //!   answer is the right start for the next one.
 //! - **Counts stay whole.** The run still reports the input's full token count before the
 //!   stages (counted with the session's stored counts, so only the new blocks are tokenized).
+//!
+//! **What a save costs.** The output messages that are not input messages (those the stages
+//! changed or made) are stored one record each, named by the hash of their JSON, beside the
+//! point, which names them. A turn's output is mostly the previous turn's: a run that resumed
+//! names again the records of the messages it starts from unchanged, and writes only the
+//! messages new to its output. Keeping them all in the point re-serialized and re-compressed
+//! every changed message of the session at every turn (at 200k tokens, one request's largest
+//! cost after its stages).
 
 use crate::archive::KeyMemo;
 use crate::pipeline::Pipeline;
@@ -38,16 +46,21 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
-use std::sync::Mutex;
 use xxhash_rust::xxh3::xxh3_128;
+
+mod memory;
+pub(crate) use memory::PointMemory;
 
 /// Store namespace of the resume points, one record per session.
 const NAMESPACE: &str = "resume";
 
+/// Prefix of the store namespace of a session's stored output messages (the session follows).
+const MESSAGES_PREFIX: &str = "resume-messages-";
+
 /// Bumped when the record's meaning changes: an older point is then not used. 2: the input's
-/// hash is taken over each message's own hash, and the output refers to input messages.
-const VERSION: u32 = 2;
+/// hash is taken over each message's own hash, and the output refers to input messages. 3: the
+/// output's other messages are records of their own, which the point names.
+const VERSION: u32 = 3;
 
 /// What a resumed run started from (reported with the run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,9 +91,10 @@ struct Point<'a> {
     /// The record of the run that made the output ([`crate::archive::record_run`]).
     #[serde(default)]
     run: Option<Cow<'a, str>>,
-    /// The previous run's output messages that are not messages of its input (the ones the
-    /// stages changed or made), in order.
-    output: Vec<Cow<'a, Message>>,
+    /// The names of the records (in the session's [`MESSAGES_PREFIX`] namespace) of the
+    /// previous run's output messages that are not messages of its input (the ones the stages
+    /// changed or made), in order: each the xxh3-128 of the message's JSON, the record's bytes.
+    output: Vec<Cow<'a, str>>,
     /// Where each output message comes from, in order: the index of the input message it is
     /// (unchanged, so not stored twice: about half of a compressed conversation), or -1 for
     /// the next message of `output`.
@@ -109,6 +123,9 @@ pub(crate) struct InputHash {
     each: Vec<u128>,
     /// The tokens of every message (the frame left out), once the run has counted them.
     pub(crate) message_tokens: Option<usize>,
+    /// The record names of the messages the point the run resumed from stored, by their
+    /// fingerprint: stored already, so not written again.
+    stored: HashMap<u128, String>,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -138,18 +155,20 @@ impl InputHash {
             messages: each.len(),
             each,
             message_tokens: None,
+            stored: HashMap::new(),
         }
     }
 }
 
 /// `output`'s messages as a point keeps them: each one that is a message of the input (by its
-/// hash in `each`) as that message's index, the others stored. `prints`: each output message's
-/// [`fingerprint`](fingerprint::fingerprint) when made already (else empty).
+/// hash in `each`) as that message's index, the others stored (with their fingerprint).
+/// `prints`: each output message's [`fingerprint`](fingerprint::fingerprint) when made already
+/// (else empty).
 fn layout<'a>(
     each: &[u128],
     output: &'a [Message],
     prints: &[u128],
-) -> (Vec<Cow<'a, Message>>, Vec<i64>) {
+) -> (Vec<(u128, &'a Message)>, Vec<i64>) {
     let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
     for (i, own) in each.iter().enumerate() {
         index.entry(*own).or_insert(i);
@@ -162,7 +181,7 @@ fn layout<'a>(
         .map(|(m, own)| match index.get(own) {
             Some(&i) => i as i64,
             None => {
-                stored.push(Cow::Borrowed(m));
+                stored.push((*own, m));
                 -1
             }
         })
@@ -174,7 +193,7 @@ fn layout<'a>(
 /// `covered` (the input messages the point covers, unchanged since: same hash). `None` when
 /// they do not add up (not written by this code): then no resuming.
 fn output_of(
-    output: Vec<Cow<'static, Message>>,
+    output: Vec<Message>,
     layout: &[i64],
     covered: &[Message],
     mut kept: InputsKept,
@@ -183,7 +202,7 @@ fn output_of(
     let messages = layout
         .iter()
         .map(|&at| match at {
-            -1 => stored.next().map(Cow::into_owned),
+            -1 => stored.next(),
             i => {
                 let i = usize::try_from(i).ok()?;
                 kept.remove(&i).or_else(|| covered.get(i).cloned())
@@ -197,6 +216,35 @@ fn output_of(
 /// remembered them with the point ([`PointMemory`]): a run takes them from there, so its
 /// reader may leave them unread too.
 type InputsKept = HashMap<usize, Message>;
+
+/// A session's point as a run finds it.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    point: Point<'static>,
+    /// The messages its output stored, with their fingerprints, when memory kept them (else
+    /// they are read from the store once the point is found to fit the input).
+    stored: Option<Vec<(u128, Message)>>,
+    /// The input messages its output kept as they were (memory only).
+    kept: InputsKept,
+}
+
+/// The messages a point names (`names`, in the session's [`MESSAGES_PREFIX`] namespace), with
+/// their fingerprints. `None` when one is missing or does not read: then no resuming.
+fn read_stored(
+    store: &Store,
+    session: &str,
+    names: &[Cow<'_, str>],
+) -> Option<Vec<(u128, Message)>> {
+    let namespace = format!("{MESSAGES_PREFIX}{session}");
+    names
+        .iter()
+        .map(|name| {
+            let bytes = store.record_get(&namespace, name).ok().flatten()?;
+            let message: Message = serde_json::from_slice(&bytes).ok()?;
+            Some((fingerprint::fingerprint(&message), message))
+        })
+        .collect()
+}
 
 /// Everything that shapes a run's output besides its input and the forced levels: each
 /// stage's name, plugin and settings slot (its config, the budget, tokenizer and summarizer),
@@ -302,13 +350,20 @@ pub(crate) fn start(
         Some(settings) => load(store, session, memory)?.map(|l| (settings, l)),
         None => None,
     };
-    let (point, kept) = match loaded {
-        Some((settings, (p, kept))) => {
+    let (point, remembered, kept) = match loaded {
+        Some((
+            settings,
+            Loaded {
+                point: p,
+                stored,
+                kept,
+            },
+        )) => {
             let usable =
                 p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len();
-            (usable.then_some(p), kept)
+            (usable.then_some(p), stored, kept)
         }
-        None => (None, InputsKept::new()),
+        None => (None, None, InputsKept::new()),
     };
     let mut hash = InputHash::of(&input, fingerprints, point.as_ref().map(|p| p.inputs));
     let point = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix));
@@ -323,15 +378,25 @@ pub(crate) fn start(
     let Some(point) = point else {
         return Ok(Start::whole(input, Some(hash)));
     };
+    let Some(stored) = remembered.or_else(|| read_stored(store, session, &point.output)) else {
+        return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
+    };
     let Point {
         inputs,
         run,
-        output,
+        output: names,
         layout,
         input_tokens: covered,
         keys,
         ..
     } = point;
+    let stored_prints: Vec<u128> = stored.iter().map(|(fp, _)| *fp).collect();
+    hash.stored = stored_prints
+        .iter()
+        .zip(&names)
+        .map(|(fp, name)| (*fp, name.to_string()))
+        .collect();
+    let output: Vec<Message> = stored.into_iter().map(|(_, m)| m).collect();
     // The whole input's count. The messages the point covers are those its input had (same
     // hash), so their tokens are the point's: only the frame and the new messages are counted.
     let new = input.messages.split_off(inputs);
@@ -349,12 +414,19 @@ pub(crate) fn start(
     // fingerprints: only those the stages changed or made are fingerprinted here.
     let read_prints = fingerprints.filter(|p| p.len() == hash.messages);
     let keys = (keys.len() == output_messages).then(|| {
-        let prints = output.iter().zip(&layout).map(|(m, &at)| {
-            usize::try_from(at)
-                .ok()
-                .and_then(|i| read_prints?.get(i).copied())
-                .unwrap_or_else(|| fingerprint::fingerprint(m))
-        });
+        let mut stored_prints = stored_prints.iter();
+        let prints = output
+            .iter()
+            .zip(&layout)
+            .map(|(m, &at)| match usize::try_from(at) {
+                Ok(i) => read_prints
+                    .and_then(|p| p.get(i).copied())
+                    .unwrap_or_else(|| fingerprint::fingerprint(m)),
+                Err(_) => stored_prints
+                    .next()
+                    .copied()
+                    .unwrap_or_else(|| fingerprint::fingerprint(m)),
+            });
         KeyMemo::seeded(prints.zip(keys.into_iter().map(Cow::into_owned)))
     });
     let prefix = std::mem::replace(&mut input.messages, output);
@@ -417,12 +489,13 @@ impl Start {
     }
 }
 
-/// The session's point, with the input messages its output kept when memory has them.
+/// The session's point, with its stored messages and the input messages its output kept when
+/// memory has them.
 fn load(
     store: &Store,
     session: &str,
     memory: Option<&PointMemory>,
-) -> Result<Option<(Point<'static>, InputsKept)>, StoreError> {
+) -> Result<Option<Loaded>, StoreError> {
     let Some(bytes) = store.record_get(NAMESPACE, session)? else {
         return Ok(None);
     };
@@ -430,9 +503,11 @@ fn load(
         return Ok(Some(remembered));
     }
     // A point that does not read (written by another version) is no point: run whole.
-    Ok(serde_json::from_slice(&bytes)
-        .ok()
-        .map(|p| (p, InputsKept::new())))
+    Ok(serde_json::from_slice(&bytes).ok().map(|point| Loaded {
+        point,
+        stored: None,
+        kept: InputsKept::new(),
+    }))
 }
 
 /// Stores `output` as the session's resume point for the input `hash` was taken of.
@@ -452,13 +527,29 @@ pub(crate) fn save(
         return Ok(());
     };
     let (stored, layout) = layout(&hash.each, &output.messages, prints);
+    // Each stored message's record: the one the run started from when it is unchanged, else
+    // written now (named by its JSON's hash: the same message is one record, written once).
+    let namespace = format!("{MESSAGES_PREFIX}{session}");
+    let mut names = Vec::with_capacity(stored.len());
+    for (fp, m) in &stored {
+        let name = match hash.stored.get(fp) {
+            Some(name) => name.clone(),
+            None => {
+                let json = crate::archive::encode("a resume point's message", m)?;
+                let name = format!("{:032x}", xxh3_128(&json));
+                store.record_put(&namespace, &name, &json)?;
+                name
+            }
+        };
+        names.push(name);
+    }
     let point = Point {
         version: VERSION,
         settings: Cow::Borrowed(settings),
         inputs: hash.messages,
         prefix: Cow::Borrowed(&hash.whole),
         run: Some(Cow::Borrowed(run)),
-        output: stored,
+        output: names.iter().map(|n| Cow::Borrowed(n.as_str())).collect(),
         layout,
         input_tokens,
         // One per output message, or none (a point without them is read as before).
@@ -477,11 +568,7 @@ pub(crate) fn save(
             inputs: hash.messages,
             prefix: Cow::Owned(hash.whole.clone()),
             run: Some(Cow::Owned(run.to_string())),
-            output: point
-                .output
-                .into_iter()
-                .map(|m| Cow::Owned(m.into_owned()))
-                .collect(),
+            output: names.iter().map(|n| Cow::Owned(n.clone())).collect(),
             layout: point.layout,
             input_tokens,
             // A pipeline that keeps points in memory keeps the archive keys there too (its
@@ -495,84 +582,13 @@ pub(crate) fn save(
             .zip(&output.messages)
             .filter_map(|(&at, m)| Some((usize::try_from(at).ok()?, m.clone())))
             .collect();
-        memory.keep(store, session, xxh3_128(&bytes), (owned, kept));
+        let stored = stored.into_iter().map(|(fp, m)| (fp, m.clone())).collect();
+        let loaded = Loaded {
+            point: owned,
+            stored: Some(stored),
+            kept,
+        };
+        memory.keep(store, session, xxh3_128(&bytes), loaded);
     }
     Ok(())
-}
-
-/// How many sessions' points a [`PointMemory`] keeps (the least recently used goes first):
-/// each holds an output's messages, at most about a window's worth of text.
-const REMEMBERED_SESSIONS: usize = 64;
-
-/// The resume points of the sessions a long-lived pipeline (`condense serve`) ran last, kept
-/// so that a session's next turn does not read its point back from JSON (at 200k tokens, the
-/// largest single cost of a turn's start), with the input messages the output kept as they
-/// were ([`InputsKept`]): the next request's reader may leave those unread as well.
-///
-/// Memory never decides what a run starts from: a kept point is used only while the store
-/// holds exactly the bytes it was saved as (their xxh3-128). Another process's run on the
-/// session, or this run's transaction failing after the save, leaves other bytes, and the
-/// point is read from the store as without memory.
-#[derive(Debug, Default)]
-pub(crate) struct PointMemory {
-    inner: Mutex<Kept>,
-    /// How many runs started from a point kept here (for tests).
-    #[cfg(test)]
-    pub(crate) hits: std::sync::atomic::AtomicUsize,
-}
-
-#[derive(Debug, Default)]
-struct Kept {
-    points: HashMap<(PathBuf, String), Remembered>,
-    /// Counts uses, to find the least recently used point.
-    clock: u64,
-}
-
-#[derive(Debug)]
-struct Remembered {
-    bytes: u128,
-    point: (Point<'static>, InputsKept),
-    used: u64,
-}
-
-impl PointMemory {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        // A panic while held cannot leave the map half-changed (one insert, remove or scan).
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The point kept for `session` of `store` if the store's point is still its bytes
-    /// (`bytes`: their hash). Taken out: the run saves the next one.
-    fn take(
-        &self,
-        store: &Store,
-        session: &str,
-        bytes: u128,
-    ) -> Option<(Point<'static>, InputsKept)> {
-        let key = (store.root().to_path_buf(), session.to_string());
-        let mut kept = self.lock();
-        let remembered = kept.points.remove(&key)?;
-        let point = (remembered.bytes == bytes).then_some(remembered.point)?;
-        #[cfg(test)]
-        self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Some(point)
-    }
-
-    fn keep(&self, store: &Store, session: &str, bytes: u128, point: (Point<'static>, InputsKept)) {
-        let key = (store.root().to_path_buf(), session.to_string());
-        let mut kept = self.lock();
-        kept.clock += 1;
-        let used = kept.clock;
-        kept.points.insert(key, Remembered { bytes, point, used });
-        if kept.points.len() > REMEMBERED_SESSIONS {
-            let oldest = kept
-                .points
-                .iter()
-                .min_by_key(|(_, r)| r.used)
-                .map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                kept.points.remove(&oldest);
-            }
-        }
-    }
 }

@@ -172,3 +172,73 @@ fn a_resumed_turn_after_a_collapse_knows_the_time_since_the_previous_run() {
         &whole,
     );
 }
+
+/// The names of the output messages a session's resume point stores, and every record of the
+/// session's stored messages (there is one session in `store`).
+fn stored_messages(store: &Path) -> (Vec<String>, Vec<String>, String) {
+    let store = condense_store::Store::open(store).unwrap();
+    let [namespace] = store
+        .namespaces("resume-messages-")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let records: Vec<String> = store
+        .records(&namespace)
+        .unwrap()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let [(_, point)] = store.records("resume").unwrap().try_into().unwrap();
+    let point: serde_json::Value = serde_json::from_slice(&point).unwrap();
+    let named = point["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    (named, records, namespace)
+}
+
+#[test]
+fn a_turn_stores_only_the_messages_new_to_its_output_and_a_lost_one_means_a_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(fixture(SESSIONS[0])).unwrap();
+    let (store, input, out) = (
+        dir.path().join("store"),
+        dir.path().join("in.jsonl"),
+        dir.path().join("out.jsonl"),
+    );
+    first_lines(&whole, 0.6, &input);
+    compress(&input, &store, &out, &[]);
+    let (named_before, records_before, _) = stored_messages(&store);
+    assert!(!named_before.is_empty(), "the first run changed nothing");
+
+    first_lines(&whole, 0.8, &input);
+    let report = compress(&input, &store, &out, &[]);
+    assert!(report.contains("resumed: the first "), "{report}");
+    let (named, records, namespace) = stored_messages(&store);
+    // The turn names records the first run wrote (the messages it starts from unchanged), and
+    // writes a record only for a message it names that was not stored before.
+    let reused = named.iter().filter(|n| records_before.contains(n)).count();
+    assert!(reused > 0, "no record reused: {named:?}");
+    let mut expected: Vec<String> = records_before.iter().chain(&named).cloned().collect();
+    expected.sort();
+    expected.dedup();
+    assert_eq!(records, expected);
+
+    // A record gone from the store (a damaged store): the next turn runs over its whole input,
+    // and its output still expands to it.
+    condense_store::Store::open(&store)
+        .unwrap()
+        .record_remove(&namespace, &named[0])
+        .unwrap();
+    std::fs::write(&input, &whole).unwrap();
+    let report = compress(&input, &store, &out, &[]);
+    assert!(!report.contains("resumed"), "{report}");
+    assert_expands_to(
+        out.to_str().unwrap(),
+        store.to_str().unwrap(),
+        dir.path().join("back.jsonl").to_str().unwrap(),
+        &whole,
+    );
+}
