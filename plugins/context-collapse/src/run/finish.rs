@@ -11,7 +11,8 @@ use std::collections::HashSet;
 
 /// What a run ends with.
 pub(crate) struct Finished {
-    /// The projection, or `None` when there is no collapse (the input stands as it is).
+    /// The projection, or `None` when it is the input itself (no collapse, or every one in
+    /// place).
     pub messages: Option<Vec<Message>>,
     pub report: StageReport,
     /// Every collapse applied in this run, in conversation order: the state to save.
@@ -19,11 +20,28 @@ pub(crate) struct Finished {
 }
 
 impl Run<'_> {
-    /// The projected messages (`None` when there is no collapse: the projection is then the
-    /// input itself, since the turns partition it), the report, and the state to save.
+    /// The projected messages (`None` when the projection is the input itself: there is no
+    /// collapse, since the turns partition the input, or every collapse is its summary message
+    /// in place), the report, and the state to save.
     pub(crate) fn finish(mut self) -> Result<Finished, String> {
         let messages = self.messages;
-        let project = !self.collapses.is_empty();
+        let summaries: Vec<Message> = self
+            .collapses
+            .iter()
+            .map(|a| summary_message(&a.collapse, messages.get(a.range.start), self.cx.format))
+            .collect();
+        // The projection is the input itself when every collapse is its summary message,
+        // already in place (a run resumed from the previous output, or run on it, that commits
+        // nothing): then it is not built, copied and compared, only reported.
+        let in_place = |c: usize| {
+            let a = &self.collapses[c];
+            a.found != Found::Span && a.range.len() == 1 && messages[a.range.start] == summaries[c]
+        };
+        let identity = self.units.iter().all(|u| match u {
+            Unit::Collapsed(c) => in_place(*c),
+            Unit::Turn(_) => true,
+        });
+        let project = !self.collapses.is_empty() && !identity;
         let mut out: Vec<Message> = if project {
             messages[..self.turns.leading_end].to_vec()
         } else {
@@ -40,16 +58,16 @@ impl Run<'_> {
                 Unit::Turn(_) => {}
                 Unit::Collapsed(c) => {
                     let applied = &self.collapses[*c];
-                    let first = &messages[applied.range.start];
-                    let summary_msg =
-                        summary_message(&applied.collapse, Some(first), self.cx.format);
-                    out.push(summary_msg.clone());
-                    out.extend(
-                        messages[applied.range.clone()]
-                            .iter()
-                            .filter(|m| m.role == Role::System)
-                            .cloned(),
-                    );
+                    let summary_msg = &summaries[*c];
+                    if project {
+                        out.push(summary_msg.clone());
+                        out.extend(
+                            messages[applied.range.clone()]
+                                .iter()
+                                .filter(|m| m.role == Role::System)
+                                .cloned(),
+                        );
+                    }
                     let summary = self.summary_tokens(&applied.collapse);
                     freed += applied.input_tokens.saturating_sub(summary);
                     let replaced: Vec<&Message> = messages[applied.range.clone()]
@@ -58,7 +76,7 @@ impl Run<'_> {
                         .collect();
                     let unchanged = applied.found != Found::Span
                         && replaced.len() == 1
-                        && *replaced[0] == summary_msg;
+                        && replaced[0] == summary_msg;
                     if !unchanged {
                         blocks_changed += replaced
                             .iter()
@@ -105,17 +123,21 @@ impl Run<'_> {
             (pos, e.kind != "reapplied")
         });
 
-        let input_orphans: HashSet<(&str, &str)> = orphaned_tool_results(messages)
-            .into_iter()
-            .map(|(i, t)| (messages[i].id.as_str(), t))
-            .collect();
-        let introduced: Vec<String> = orphaned_tool_results(&out)
-            .into_iter()
-            .map(|(i, t)| (out[i].id.as_str(), t))
-            .filter(|o| !input_orphans.contains(o))
-            .map(|(m, t)| format!("{t} in {m}"))
-            .collect();
-        if project && !introduced.is_empty() {
+        let introduced: Vec<String> = if project {
+            let input_orphans: HashSet<(&str, &str)> = orphaned_tool_results(messages)
+                .into_iter()
+                .map(|(i, t)| (messages[i].id.as_str(), t))
+                .collect();
+            orphaned_tool_results(&out)
+                .into_iter()
+                .map(|(i, t)| (out[i].id.as_str(), t))
+                .filter(|o| !input_orphans.contains(o))
+                .map(|(m, t)| format!("{t} in {m}"))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !introduced.is_empty() {
             return Err(format!(
                 "internal error, the projection would orphan tool results ({}); input left unchanged",
                 introduced.join(", ")

@@ -104,6 +104,7 @@ fn its_own_output_is_left_as_it_is_with_or_without_state() {
     // With the state: the summary message is recognised as the committed collapse.
     let again = run(&stage, &first.conversation, &mut h);
     assert_eq!(again.conversation, first.conversation);
+    assert!(!again.changed, "handed back as unchanged");
     assert_eq!(again.report.blocks_changed, 0);
     assert_eq!(again.report.tokens_freed, None);
     assert_eq!(h.summary_requests.borrow().len(), requests);
@@ -116,6 +117,7 @@ fn its_own_output_is_left_as_it_is_with_or_without_state() {
     let mut fresh = host();
     let adopted = run(&stage, &first.conversation, &mut fresh);
     assert_eq!(adopted.conversation, first.conversation);
+    assert!(!adopted.changed, "handed back as unchanged");
     assert!(fresh.summary_requests.borrow().is_empty());
     assert!(adopted.report.events[0].detail.ends_with("adopted)"));
     let state = fresh.state_json();
