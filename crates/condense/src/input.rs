@@ -56,9 +56,22 @@ impl Input {
     }
 }
 
-/// The bytes of `path`, or one line naming it.
+/// The bytes of `path`, or one line naming it. As `std::fs::read`, into a buffer of the
+/// file's size whose pages are mapped first ([`crate::memory::populate`]).
 fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
-    std::fs::read(path).map_err(|e| Failure::run(format!("{}: cannot read: {e}", path.display())))
+    let fail = |e: std::io::Error| Failure::run(format!("{}: cannot read: {e}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(fail)?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    // One byte more than the file: `read_to_end` finds the end without growing the buffer.
+    // A size the machine cannot hold fails here, in one line, as `std::fs::read` fails.
+    let mut bytes = Vec::new();
+    let want = usize::try_from(size).map_or(usize::MAX, |n| n.saturating_add(1));
+    bytes
+        .try_reserve_exact(want)
+        .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
+    crate::memory::populate(&mut bytes);
+    file.read_to_end(&mut bytes).map_err(fail)?;
+    Ok(bytes)
 }
 
 /// Parses `bytes`, which the document keeps as its text (no second copy of the input).

@@ -15,6 +15,7 @@ mod expand;
 mod folder;
 mod input;
 mod known;
+mod memory;
 mod output;
 mod review;
 mod scaffold;
@@ -77,30 +78,8 @@ impl From<condense_host::HostError> for Failure {
     }
 }
 
-/// Caps glibc's malloc at one arena per core, at least two (its default is eight per core).
-/// Each thread that allocates while another holds an arena gets one of its own, and what a
-/// thread frees stays in its arena: on 2 cores the threads that parse a large input left about
-/// 8 MB more resident at the peak of a 4M-token run (94.5 MB against 86.5 MB with two arenas),
-/// for no speed (0.999x-1.001x in alternating pairs; one arena was 4-9% slower). One per core
-/// keeps the parallel counting and `serve`'s workers from queueing on a lock on larger machines.
-/// Set before any thread starts. Other C libraries have their own policies and are left alone.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn limit_malloc_arenas() {
-    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    let arenas = libc::c_int::try_from(cores.max(2)).unwrap_or(libc::c_int::MAX);
-    // SAFETY: mallopt only sets a tunable of the allocator; called first thing in main, before
-    // any other thread exists.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, arenas);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn limit_malloc_arenas() {}
-
 fn main() -> ExitCode {
-    limit_malloc_arenas();
+    memory::limit_malloc_arenas();
     // Whatever happens, the user sees one line, never a panic trace.
     std::panic::set_hook(Box::new(|info| {
         if condense_abi::in_host_service() {
