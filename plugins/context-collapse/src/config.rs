@@ -24,11 +24,18 @@ pub struct Config {
     /// bring the projection below the target, so commits free about what is needed.
     pub turns_per_span: usize,
     /// A backlog (more than this many tokens to free, as in a first run over a long
-    /// session) is folded in spans of up to this many tokens of turns, past
-    /// turns_per_span: one summarizer call per 16,000 tokens instead of one per 4 turns.
-    /// What is left after the backlog is committed turns_per_span at a time, so the last
-    /// commits stay right-sized. 0: spans never pass turns_per_span.
+    /// session) is folded in spans of up to this many tokens of turns (more for a backlog
+    /// over backlog_commits times this), past turns_per_span: one summarizer call per
+    /// 16,000 tokens instead of one per 4 turns. What is left after the backlog is
+    /// committed turns_per_span at a time, so the last commits stay right-sized. 0: spans
+    /// never pass turns_per_span.
     pub backlog_span_tokens: usize,
+    /// A backlog much larger than backlog_span_tokens is folded in about this many spans
+    /// (each at least backlog_span_tokens and at most half the effective window), so a
+    /// first run over a session many windows long makes about as many summarizer calls,
+    /// and merges into the running summary as often, as one a few windows long. 0: spans
+    /// of backlog_span_tokens whatever the backlog.
+    pub backlog_commits: usize,
     /// A summary's budget as a fraction of the tokens it stands for, in (0, 1]; 0.15: a
     /// summary of 40,000 tokens of turns may take 6,000.
     pub summary_ratio: f64,
@@ -51,6 +58,7 @@ impl Default for Config {
             keep_recent_turns: 4,
             turns_per_span: 4,
             backlog_span_tokens: 16_000,
+            backlog_commits: 16,
             summary_ratio: 0.15,
             summary_min_tokens: 1_000,
             summary_window_share: 0.20,
@@ -69,6 +77,19 @@ impl Config {
         scaled
             .max(self.summary_min_tokens)
             .min(self.summary_cap(effective))
+    }
+
+    /// The tokens a backlog span may grow to when `backlog` tokens are to be freed in an
+    /// `effective`-token window: `backlog / backlog_commits`, at least `backlog_span_tokens`,
+    /// at most half the window (unless that is below `backlog_span_tokens`); 0 when spans
+    /// never pass `turns_per_span`.
+    pub fn backlog_span(&self, backlog: usize, effective: usize) -> usize {
+        let floor = self.backlog_span_tokens;
+        match self.backlog_commits {
+            _ if floor == 0 => 0,
+            0 => floor,
+            k => (backlog / k).min(effective / 2).max(floor),
+        }
     }
 
     /// `min(summary_window_share × effective, summary_max_tokens)`, at least 1.
@@ -96,5 +117,24 @@ mod tests {
         assert_eq!(c.summary_budget(1_000_000, 900_000), 20_000);
         // In a tiny window the cap wins over the minimum.
         assert_eq!(c.summary_budget(2_000, 4_000), 800);
+    }
+
+    #[test]
+    fn a_backlog_span_grows_with_the_backlog_between_its_floor_and_half_the_window() {
+        let c = Config::default();
+        // A backlog under 16 x 16,000: spans of 16,000, as without backlog_commits.
+        assert_eq!(c.backlog_span(200_000, 180_000), 16_000);
+        // Sixteen spans of a larger one...
+        assert_eq!(c.backlog_span(1_000_000, 180_000), 62_500);
+        // ... each at most half the window, but never under the floor.
+        assert_eq!(c.backlog_span(4_000_000, 180_000), 90_000);
+        assert_eq!(c.backlog_span(4_000_000, 20_000), 16_000);
+        let off = |commits, span| Config {
+            backlog_commits: commits,
+            backlog_span_tokens: span,
+            ..Config::default()
+        };
+        assert_eq!(off(0, 16_000).backlog_span(4_000_000, 180_000), 16_000);
+        assert_eq!(off(16, 0).backlog_span(4_000_000, 180_000), 0);
     }
 }

@@ -19,6 +19,7 @@
 //! keep_recent_turns = 4      # the most recent API turns (model calls) are never collapsed (>= 1)
 //! turns_per_span = 4         # the most API turns one commit adds (>= 1) ...
 //! backlog_span_tokens = 16000 # ... except over a backlog: up to this many tokens (0: never)
+//! backlog_commits = 16       # ... or a 16th of the backlog, up to half the window (0: never)
 //! summary_ratio = 0.15       # a summary's budget: 15% of what it stands for ...
 //! summary_min_tokens = 1000  # ... at least this ...
 //! summary_window_share = 0.2 # ... at most 20% of the effective window ...
@@ -52,9 +53,12 @@
 //! re-rendering a summary that grows with what it stands for). While more than
 //! `backlog_span_tokens` (16,000) tokens are still to be freed down to the landing point
 //! (below), a span keeps growing past `turns_per_span`, up to that many tokens of turns; what
-//! is left is committed as it is without a backlog, so the last commits are right-sized. The
-//! running summary's record (requests, files, errors) is that of the same turns; only its
-//! prose is merged less often.
+//! is left is committed as it is without a backlog, so the last commits are right-sized. A
+//! backlog over `backlog_commits` (16) times that grows its spans to a 16th of itself (set
+//! when the run starts, at most half the effective window): 19, 31 and 49 commits for the
+//! first run over sessions of 1M, 2M and 4M tokens where spans of 16,000 took 57, 124 and 258,
+//! so the merges into the running summary no longer grow faster than the input. The running summary's record
+//! (requests, files, errors) is that of the same turns; only its prose is merged less often.
 //!
 //! # When it commits
 //!

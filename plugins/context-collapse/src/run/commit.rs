@@ -31,6 +31,11 @@ impl Run<'_> {
         self.goal = Some(target);
         self.before_commits = self.projected;
         let landing = target.saturating_sub(self.headroom());
+        // How far a backlog span may grow: set by the backlog this run starts with, so a
+        // backlog is folded in about `backlog_commits` spans however large it is.
+        let span_max = self
+            .config
+            .backlog_span(self.projected.saturating_sub(landing), self.effective);
         loop {
             if self.projected < target {
                 break;
@@ -64,9 +69,10 @@ impl Run<'_> {
             // The span: consecutive open turns from the oldest eligible one, until the commit
             // is expected to land below the target (its summary taking its full budget).
             // Past `turns_per_span` turns, a span grows only over a backlog (more than
-            // `backlog_span_tokens` still to free down to the landing point), up to that many
-            // tokens: what is left after it is committed as it would be without a backlog.
-            let backlog = match self.config.backlog_span_tokens {
+            // `span_max` still to free down to the landing point), up to that many tokens
+            // (`Config::backlog_span`): what is left after it is committed as it would be
+            // without a backlog.
+            let backlog = match span_max {
                 n if self.projected.saturating_sub(landing) > n => n,
                 _ => 0,
             };

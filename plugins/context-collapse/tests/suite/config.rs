@@ -17,6 +17,7 @@ fn defaults_are_the_reference_values() {
     assert_eq!(config.keep_recent_turns, 4);
     assert_eq!(config.turns_per_span, 4);
     assert_eq!(config.backlog_span_tokens, 16_000);
+    assert_eq!(config.backlog_commits, 16);
     assert_eq!(config.summary_ratio, 0.15);
     assert_eq!(config.summary_min_tokens, 1_000);
     assert_eq!(config.summary_window_share, 0.20);
@@ -28,8 +29,8 @@ fn unknown_key_is_rejected() {
     assert_eq!(
         build("keep_recent = 3").unwrap_err(),
         "unknown config key `keep_recent` (known: commit_at, block_at, \
-         keep_recent_turns, turns_per_span, backlog_span_tokens, summary_ratio, \
-         summary_min_tokens, summary_window_share, summary_max_tokens)"
+         keep_recent_turns, turns_per_span, backlog_span_tokens, backlog_commits, \
+         summary_ratio, summary_min_tokens, summary_window_share, summary_max_tokens)"
     );
 }
 

@@ -477,3 +477,30 @@ fn a_small_excess_is_committed_as_without_a_backlog() {
     assert_eq!(on.conversation, off.conversation);
     assert_eq!(on.report.events.len(), 2, "{:?}", on.report.events);
 }
+
+#[test]
+fn a_large_backlog_is_folded_in_about_backlog_commits_spans_of_at_most_half_the_window() {
+    // A backlog of about 15,800 tokens, one-turn spans past it (about 230 tokens a turn) and a
+    // floor of 300 tokens: about 60 calls. With 16 commits' worth (990 tokens a span, under half
+    // the effective window: 2,600 / 2 = 1,300), about 16 and the last few.
+    let conv = long_conversation(40);
+    let config = "turns_per_span = 1\nbacklog_span_tokens = 300\nbacklog_commits = ";
+    let (fixed, floor) = spans_of(&format!("{config}0"), &conv);
+    let (grown, large) = spans_of(&format!("{config}16"), &conv);
+    assert!(
+        floor.iter().all(|&(t, tokens)| t <= 1 || tokens <= 300),
+        "{floor:?}"
+    );
+    let backlog: Vec<usize> = large
+        .iter()
+        .filter(|&&(turns, _)| turns > 1)
+        .map(|&(_, tokens)| tokens)
+        .collect();
+    assert!(backlog.len() >= 8, "{large:?}");
+    assert!(backlog.iter().all(|&t| t > 300 && t <= 1_300), "{large:?}");
+    assert!(large.len() <= 16 + 8, "{large:?}");
+    assert!(large.len() * 2 <= floor.len(), "{large:?} vs {floor:?}");
+    // Both land below the target (2,340), within one span's worth of each other.
+    assert!(grown < 2_340 && fixed < 2_340, "{grown} / {fixed}");
+    assert!(grown.abs_diff(fixed) < 1_300, "{grown} / {fixed}");
+}
