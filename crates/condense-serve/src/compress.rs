@@ -4,12 +4,11 @@
 
 use crate::Api;
 use condense_formats::{known, Document, ReadOptions, WriteMemo};
+use condense_host::recent::Recent;
 use condense_host::{LoadedPipeline, RunOptions, StateMode};
 use condense_model::fingerprint::fingerprint;
 use condense_model::Conversation;
 use condense_store::Store;
-use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// What the pipeline made of a body.
 #[derive(Debug)]
@@ -154,53 +153,29 @@ const WRITE_MEMO_SESSIONS: usize = 64;
 /// tokens, most of the writer's cost was serializing the same snip-cut results again). Each
 /// holds about one output's changed messages. A memo is taken out while its session's request
 /// is written (requests of one session are in order) and kept again after.
-#[derive(Debug, Default)]
-pub struct WriteMemos {
-    inner: Mutex<Memos>,
-}
+#[derive(Debug)]
+pub struct WriteMemos(Recent<String, WriteMemo>);
 
-#[derive(Debug, Default)]
-struct Memos {
-    by_session: HashMap<String, (u64, WriteMemo)>,
-    /// Counts uses, to find the least recently used memo.
-    clock: u64,
+impl Default for WriteMemos {
+    fn default() -> Self {
+        WriteMemos(Recent::new(WRITE_MEMO_SESSIONS))
+    }
 }
 
 impl WriteMemos {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Memos> {
-        // A panic while held cannot leave the map half-changed (one insert, remove or scan).
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// `session`'s memo, taken out (an empty one when none is kept).
     pub fn take(&self, session: &str) -> WriteMemo {
-        self.lock()
-            .by_session
-            .remove(session)
-            .map_or_else(WriteMemo::new, |(_, memo)| memo)
+        self.0.take(&session.to_string()).unwrap_or_default()
     }
 
     /// Keeps `memo` as `session`'s.
     pub fn keep(&self, session: &str, memo: WriteMemo) {
-        let mut memos = self.lock();
-        memos.clock += 1;
-        let used = memos.clock;
-        memos.by_session.insert(session.to_string(), (used, memo));
-        if memos.by_session.len() > WRITE_MEMO_SESSIONS {
-            let oldest = memos
-                .by_session
-                .iter()
-                .min_by_key(|(_, (used, _))| *used)
-                .map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                memos.by_session.remove(&oldest);
-            }
-        }
+        self.0.keep(session.to_string(), memo);
     }
 
     /// How many sessions have a memo.
     pub fn sessions(&self) -> usize {
-        self.lock().by_session.len()
+        self.0.len()
     }
 }
 

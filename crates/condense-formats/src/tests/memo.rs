@@ -58,11 +58,7 @@ fn python_style(value: &Value) -> Vec<u8> {
             w: &mut W,
             first: bool,
         ) -> std::io::Result<()> {
-            if first {
-                Ok(())
-            } else {
-                w.write_all(b", ")
-            }
+            self.begin_array_value(w, first)
         }
         fn begin_object_value<W: ?Sized + std::io::Write>(
             &mut self,

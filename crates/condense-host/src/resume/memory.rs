@@ -1,10 +1,9 @@
 //! The resume points a long-lived pipeline (`condense serve`) keeps in memory between runs.
 
 use super::Loaded;
+use crate::recent::Recent;
 use condense_store::Store;
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 /// How many sessions' points a [`PointMemory`] keeps (the least recently used goes first):
 /// each holds an output's messages, at most about a window's worth of text.
@@ -20,41 +19,32 @@ const REMEMBERED_SESSIONS: usize = 64;
 /// holds exactly the bytes it was saved as (their xxh3-128). Another process's run on the
 /// session, or this run's transaction failing after the save, leaves other bytes, and the
 /// point is read from the store as without memory.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PointMemory {
-    inner: Mutex<Kept>,
+    /// By store and session: the hash of the point's bytes, and the point.
+    points: Recent<(PathBuf, String), (u128, Loaded)>,
     /// How many runs started from a point kept here (for tests).
     #[cfg(test)]
     pub(crate) hits: std::sync::atomic::AtomicUsize,
 }
 
-#[derive(Debug, Default)]
-struct Kept {
-    points: HashMap<(PathBuf, String), Remembered>,
-    /// Counts uses, to find the least recently used point.
-    clock: u64,
-}
-
-#[derive(Debug)]
-struct Remembered {
-    bytes: u128,
-    point: Loaded,
-    used: u64,
+impl Default for PointMemory {
+    fn default() -> Self {
+        PointMemory {
+            points: Recent::new(REMEMBERED_SESSIONS),
+            #[cfg(test)]
+            hits: Default::default(),
+        }
+    }
 }
 
 impl PointMemory {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        // A panic while held cannot leave the map half-changed (one insert, remove or scan).
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The point kept for `session` of `store` if the store's point is still its bytes
     /// (`bytes`: their hash). Taken out: the run saves the next one.
     pub(super) fn take(&self, store: &Store, session: &str, bytes: u128) -> Option<Loaded> {
         let key = (store.root().to_path_buf(), session.to_string());
-        let mut kept = self.lock();
-        let remembered = kept.points.remove(&key)?;
-        let point = (remembered.bytes == bytes).then_some(remembered.point)?;
+        let (kept, point) = self.points.take(&key)?;
+        let point = (kept == bytes).then_some(point)?;
         #[cfg(test)]
         self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(point)
@@ -62,19 +52,6 @@ impl PointMemory {
 
     pub(super) fn keep(&self, store: &Store, session: &str, bytes: u128, point: Loaded) {
         let key = (store.root().to_path_buf(), session.to_string());
-        let mut kept = self.lock();
-        kept.clock += 1;
-        let used = kept.clock;
-        kept.points.insert(key, Remembered { bytes, point, used });
-        if kept.points.len() > REMEMBERED_SESSIONS {
-            let oldest = kept
-                .points
-                .iter()
-                .min_by_key(|(_, r)| r.used)
-                .map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                kept.points.remove(&oldest);
-            }
-        }
+        self.points.keep(key, (bytes, point));
     }
 }
