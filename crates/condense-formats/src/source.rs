@@ -382,8 +382,9 @@ pub(crate) fn serialize_at(
 ) -> Result<String> {
     let mut out = Vec::new();
     style.write(value, &mut out)?;
-    // Serialized JSON is valid UTF-8.
-    let text = String::from_utf8_lossy(&out).into_owned();
+    // Serialized JSON is valid UTF-8: the buffer becomes the string, not a copy of it.
+    let text = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     Ok(at_indent(Cow::Owned(text), indent, crlf).into_owned())
 }
 
