@@ -54,6 +54,7 @@ const PLUGIN_DEPS: &[(&str, &str)] = &[
     ("serde", "stage config and state types"),
     ("serde_json", "tool inputs and results are JSON"),
     ("regex", "pattern matching in text (no I/O)"),
+    ("memchr", "fast byte and substring search in text (no I/O)"),
     ("xxhash-rust", "stable content hashes for store keys"),
     ("base64", "image and binary payloads in content"),
 ];
