@@ -335,9 +335,7 @@ impl<'s> Texts<'s> {
             })
             .collect())
     }
-}
 
-impl<'s> Texts<'s> {
     /// [`Texts::piece_fp`] with the serialized texts of an earlier write kept in `memo`
     /// ([`crate::memo`]): a message changed the same way as in the previous write is not
     /// serialized again.
