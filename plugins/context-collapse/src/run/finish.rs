@@ -30,15 +30,26 @@ impl Run<'_> {
             .iter()
             .map(|a| summary_message(&a.collapse, messages.get(a.range.start), self.cx.format))
             .collect();
-        // The projection is the input itself when every collapse is its summary message,
-        // already in place (a run resumed from the previous output, or run on it, that commits
-        // nothing): then it is not built, copied and compared, only reported.
-        let in_place = |c: usize| {
-            let a = &self.collapses[c];
-            a.found != Found::Span && a.range.len() == 1 && messages[a.range.start] == summaries[c]
-        };
+        // A collapse is unchanged when what it replaces in the input (system messages aside) is
+        // its summary message already.
+        let unchanged: Vec<bool> = self
+            .collapses
+            .iter()
+            .zip(&summaries)
+            .map(|(a, summary)| {
+                let mut replaced = messages[a.range.clone()]
+                    .iter()
+                    .filter(|m| m.role != Role::System);
+                a.found != Found::Span
+                    && replaced.next() == Some(summary)
+                    && replaced.next().is_none()
+            })
+            .collect();
+        // The projection is the input itself when every collapse is unchanged and alone in its
+        // range (a run resumed from the previous output, or run on it, that commits nothing):
+        // then it is not built, copied and compared, only reported.
         let identity = self.units.iter().all(|u| match u {
-            Unit::Collapsed(c) => in_place(*c),
+            Unit::Collapsed(c) => unchanged[*c] && self.collapses[*c].range.len() == 1,
             Unit::Turn(_) => true,
         });
         let project = !self.collapses.is_empty() && !identity;
@@ -58,9 +69,8 @@ impl Run<'_> {
                 Unit::Turn(_) => {}
                 Unit::Collapsed(c) => {
                     let applied = &self.collapses[*c];
-                    let summary_msg = &summaries[*c];
                     if project {
-                        out.push(summary_msg.clone());
+                        out.push(summaries[*c].clone());
                         out.extend(
                             messages[applied.range.clone()]
                                 .iter()
@@ -70,16 +80,10 @@ impl Run<'_> {
                     }
                     let summary = self.summary_tokens(&applied.collapse);
                     freed += applied.input_tokens.saturating_sub(summary);
-                    let replaced: Vec<&Message> = messages[applied.range.clone()]
-                        .iter()
-                        .filter(|m| m.role != Role::System)
-                        .collect();
-                    let unchanged = applied.found != Found::Span
-                        && replaced.len() == 1
-                        && replaced[0] == summary_msg;
-                    if !unchanged {
-                        blocks_changed += replaced
+                    if !unchanged[*c] {
+                        blocks_changed += messages[applied.range.clone()]
                             .iter()
+                            .filter(|m| m.role != Role::System)
                             .map(|m| m.content.blocks.len())
                             .sum::<usize>();
                     }
