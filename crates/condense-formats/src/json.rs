@@ -307,9 +307,7 @@ impl Style {
     /// Detects pretty-printing and its indent width from the input text.
     pub fn detect(text: &str) -> Style {
         let trimmed = text.trim();
-        // `memchr` rather than `str::contains`: a compact body has no line break, and the whole
-        // text is searched (4 M instructions for a 3.2 MB body with the portable search).
-        let indent = if memchr::memchr(b'\n', trimmed.as_bytes()).is_some() {
+        let indent = if crate::lines::first_line_break(trimmed).is_some() {
             let unit = trimmed
                 .split('\n')
                 .skip(1)

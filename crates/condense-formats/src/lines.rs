@@ -72,18 +72,22 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
     })
 }
 
+/// Where `text`'s first `\n` is. `memchr`, not `str::find`: a compact JSON body has none, so
+/// the whole text is searched, and the portable search walked a 3.2 MB one at about a byte per
+/// instruction (the style, CRLF and JSONL checks each search it).
+pub(crate) fn first_line_break(text: &str) -> Option<usize> {
+    memchr::memchr(b'\n', text.as_bytes())
+}
+
 /// Whether the text's lines end with CRLF (decided by its first line end).
 pub(crate) fn is_crlf(text: &str) -> bool {
-    // `memchr`, not `str::find`: a compact body has no line break, and the portable search
-    // walked all of a 3.2 MB one at about a byte per instruction.
-    memchr::memchr(b'\n', text.as_bytes()).is_some_and(|i| text[..i].ends_with('\r'))
+    first_line_break(text).is_some_and(|i| text[..i].ends_with('\r'))
 }
 
 /// Whether the first non-empty line is a JSON value of its own (the file is JSONL).
 pub(crate) fn first_line_parses(text: &str) -> bool {
     // A text of one line (a compact JSON body) is not walked to find its first line.
-    let multi = memchr::memchr(b'\n', text.trim().as_bytes()).is_some();
-    multi
+    first_line_break(text.trim()).is_some()
         && text
             .lines()
             .find(|l| !l.trim().is_empty())

@@ -76,16 +76,6 @@ impl WriteMemo {
         self.len() == 0
     }
 
-    /// The bytes of text it keeps.
-    pub fn text_bytes(&self) -> usize {
-        self.kept
-            .values()
-            .chain(self.made.values())
-            .flatten()
-            .map(String::len)
-            .sum()
-    }
-
     pub(crate) fn is_off(&self) -> bool {
         self.off
     }
@@ -119,10 +109,9 @@ impl WriteMemo {
         self.made.get(&key).map(Vec::as_slice)
     }
 
+    /// Keeps `texts` under `key` (never called on a memo that is off: see `Texts::piece_memo`).
     pub(crate) fn put(&mut self, key: u128, texts: Vec<String>) {
-        if !self.off {
-            self.made.insert(key, texts);
-        }
+        self.made.insert(key, texts);
     }
 
     /// Ends a write: what it did not use is dropped.
