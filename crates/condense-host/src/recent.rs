@@ -8,11 +8,12 @@
 //! kept.keep("a".into(), 1);
 //! kept.keep("b".into(), 2);
 //! kept.keep("c".into(), 3); // "a" goes
-//! assert_eq!(kept.take(&"a".into()), None);
-//! assert_eq!(kept.take(&"c".into()), Some(3)); // taken out while in use
+//! assert_eq!(kept.take("a"), None);
+//! assert_eq!(kept.take("c"), Some(3)); // taken out while in use
 //! assert_eq!(kept.len(), 1);
 //! ```
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
@@ -48,8 +49,12 @@ impl<K: Eq + Hash + Clone, V> Recent<K, V> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The value kept for `key`, taken out.
-    pub fn take(&self, key: &K) -> Option<V> {
+    /// The value kept for `key` (a borrowed form of the key will do), taken out.
+    pub fn take<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.lock().by_key.remove(key).map(|(_, v)| v)
     }
 

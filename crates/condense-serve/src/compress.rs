@@ -165,7 +165,7 @@ impl Default for WriteMemos {
 impl WriteMemos {
     /// `session`'s memo, taken out (an empty one when none is kept).
     pub fn take(&self, session: &str) -> WriteMemo {
-        self.0.take(&session.to_string()).unwrap_or_default()
+        self.0.take(session).unwrap_or_default()
     }
 
     /// Keeps `memo` as `session`'s.
