@@ -57,6 +57,11 @@ const NAMESPACE: &str = "resume";
 /// Prefix of the store namespace of a session's stored output messages (the session follows).
 const MESSAGES_PREFIX: &str = "resume-messages-";
 
+/// The store namespace of `session`'s stored output messages.
+fn messages_namespace(session: &str) -> String {
+    format!("{MESSAGES_PREFIX}{session}")
+}
+
 /// Bumped when the record's meaning changes: an older point is then not used. 2: the input's
 /// hash is taken over each message's own hash, and the output refers to input messages. 3: the
 /// output's other messages are records of their own, which the point names.
@@ -235,7 +240,7 @@ fn read_stored(
     session: &str,
     names: &[Cow<'_, str>],
 ) -> Option<Vec<(u128, Message)>> {
-    let namespace = format!("{MESSAGES_PREFIX}{session}");
+    let namespace = messages_namespace(session);
     names
         .iter()
         .map(|name| {
@@ -529,7 +534,7 @@ pub(crate) fn save(
     let (stored, layout) = layout(&hash.each, &output.messages, prints);
     // Each stored message's record: the one the run started from when it is unchanged, else
     // written now (named by its JSON's hash: the same message is one record, written once).
-    let namespace = format!("{MESSAGES_PREFIX}{session}");
+    let namespace = messages_namespace(session);
     let mut names = Vec::with_capacity(stored.len());
     for (fp, m) in &stored {
         let name = match hash.stored.get(fp) {

@@ -37,6 +37,8 @@ pub(crate) fn populate(buf: &mut Vec<u8>) {
     if spare.len() < POPULATE_FROM {
         return;
     }
+    // 4 KiB pages: where pages are larger the range is not aligned to them, madvise answers
+    // EINVAL and the pages fault in as before.
     const PAGE: usize = 4096;
     let start = spare.as_mut_ptr() as usize;
     let first = start.next_multiple_of(PAGE);
