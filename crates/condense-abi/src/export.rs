@@ -16,7 +16,6 @@ use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
 use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
-use condense_model::Conversation;
 use condense_model::{Block, Format};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -242,17 +241,16 @@ impl<S: Stage> FfiStage for Adapter<S> {
         host: FfiHost_TO<'_, RRef<'_, ()>>,
     ) -> RResult<FfiStageOutput, RString> {
         guarded(|| {
-            let materialize = || -> Result<Conversation, StageError> {
-                let ffi = input
+            let materialize = || {
+                input
                     .materialize()
                     .into_result()
-                    .map_err(|e| StageError::new(e.into_string()))?;
-                Ok(Conversation::try_from(ffi)?)
+                    .map_err(|e| StageError::new(e.into_string()))
             };
             let run = run_from_ffi(run);
             let host = PluginHost(&host);
             let cx = Context::plugin(&run, &host);
-            let out = self.0.apply(Input::lazy(&materialize), &cx)?;
+            let out = self.0.apply(Input::lazy(&materialize, None), &cx)?;
             Ok(FfiStageOutput {
                 conversation: out.conversation.map(FfiConversation::from).into(),
                 report: report_to_ffi(out.report),
@@ -316,7 +314,7 @@ mod tests {
     use crate::ffi::FfiConversationRef;
     use crate::testing::MemoryHost;
     use crate::StageOutput;
-    use condense_model::{Block, Message, Role};
+    use condense_model::{Block, Conversation, Message, Role};
     use std::cell::Cell;
 
     struct CountingInput {

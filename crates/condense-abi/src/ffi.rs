@@ -65,9 +65,10 @@ pub struct FfiContentOf<S> {
 }
 
 /// One block. A tagged union would read better, but a flat struct keeps the layout trivially
-/// stable and lets tool results nest without a recursive type.
+/// stable and lets tool results nest without a recursive type. (`Clone` for the view's copy of
+/// one block: [`crate::ToolResultView::to_tool_result`].)
 #[repr(C)]
-#[derive(StableAbi, Debug)]
+#[derive(StableAbi, Debug, Clone)]
 pub struct FfiBlockOf<S> {
     pub kind: u8,
     /// text / thinking / tool_use id / tool_use_id / image media type / image reference / opaque.
@@ -96,13 +97,13 @@ pub type FfiConversationRef<'a> = FfiConversationOf<RStr<'a>>;
 /// A block a stage asks the host to count: strings borrowed from the stage's.
 pub type FfiBlockRef<'a> = FfiBlockOf<RStr<'a>>;
 
-const KIND_TEXT: u8 = 0;
-const KIND_THINKING: u8 = 1;
-const KIND_TOOL_USE: u8 = 2;
-const KIND_TOOL_RESULT: u8 = 3;
-const KIND_IMAGE_BASE64: u8 = 4;
-const KIND_IMAGE_REF: u8 = 5;
-const KIND_OPAQUE: u8 = 6;
+pub(crate) const KIND_TEXT: u8 = 0;
+pub(crate) const KIND_THINKING: u8 = 1;
+pub(crate) const KIND_TOOL_USE: u8 = 2;
+pub(crate) const KIND_TOOL_RESULT: u8 = 3;
+pub(crate) const KIND_IMAGE_BASE64: u8 = 4;
+pub(crate) const KIND_IMAGE_REF: u8 = 5;
+pub(crate) const KIND_OPAQUE: u8 = 6;
 
 fn rs(s: String) -> RString {
     RString::from(s)
@@ -130,7 +131,7 @@ fn role_to_u8(role: model::Role) -> u8 {
     }
 }
 
-fn role_from_u8(role: u8) -> Result<model::Role, String> {
+pub(crate) fn role_from_u8(role: u8) -> Result<model::Role, String> {
     Ok(match role {
         0 => model::Role::System,
         1 => model::Role::User,
@@ -150,7 +151,7 @@ fn shape_to_u8(shape: model::ContentShape) -> u8 {
     }
 }
 
-fn shape_from_u8(shape: u8) -> Result<model::ContentShape, String> {
+pub(crate) fn shape_from_u8(shape: u8) -> Result<model::ContentShape, String> {
     Ok(match shape {
         0 => model::ContentShape::String,
         1 => model::ContentShape::Array,

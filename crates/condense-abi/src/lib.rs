@@ -13,10 +13,11 @@
 //! layout check of a library this host has passed before: [`CheckedLayouts`]), builds configured stages with
 //! [`Plugin::instantiate`] and runs them with [`LoadedStage::apply`], giving each a [`Host`].
 //!
-//! The conversation stays with the host while a stage runs: the stage gets an [`Input`] and
-//! copies the conversation in (as FFI-safe `RVec`s of `#[repr(C)]` structs, never JSON) only if
-//! it reads it, and hands one back only if it changed it ([`StageOutput::unchanged`]). So a
-//! stage that decides from host figures costs microseconds whatever the conversation's size.
+//! The conversation stays with the host while a stage runs: the stage gets an [`Input`], reads
+//! it in place through a [`View`] (FFI-safe `RVec`s of `#[repr(C)]` structs borrowing the
+//! host's strings, never JSON), copies it in only to change it, and hands one back only if it
+//! changed it ([`StageOutput::unchanged`]). So a stage that decides from host figures costs
+//! microseconds whatever the conversation's size, and one that only looks copies nothing.
 //! The ABI version is this crate's version; a plugin built against an incompatible one is
 //! refused with both versions named.
 //!
@@ -42,6 +43,7 @@ mod loader;
 mod sdk;
 mod state;
 pub mod testing;
+mod view;
 
 pub use checked::CheckedLayouts;
 pub use condense_sdk_derive::StageConfig;
@@ -53,6 +55,7 @@ pub use sdk::{
     Host, Input, Stage, StageError, StageEvent, StageOutput, StageReport, SummaryRequest,
 };
 pub use state::{StageState, Versioned};
+pub use view::{BlockView, ContentView, MessageView, ToolResultSlot, ToolResultView, View};
 
 /// The ABI version host and plugins must agree on (this crate's version).
 pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -7,9 +7,12 @@
 //! runs in a [`Versioned`](crate::Versioned) state, and fails with a [`StageError`].
 
 use crate::context::{Context, Signal};
+use crate::ffi::FfiConversationRef;
+use crate::view::View;
 use crate::StageConfig;
 use condense_model::{Block, Conversation};
 use serde::{Deserialize, Serialize};
+use std::cell::{Cell, OnceCell};
 use std::fmt;
 
 /// The services a host gives stages: counting, the store, the stage's state and the
@@ -147,58 +150,101 @@ pub struct StageEvent {
 
 /// The conversation a stage is handed, read lazily.
 ///
-/// Inside a loaded plugin the conversation stays on the host's side of the boundary until the
-/// stage asks for it with [`Input::into_conversation`]; only then is it copied into the plugin.
-/// A stage that decides from host services alone (a token threshold, a flag) that it has
-/// nothing to do never pays for that copy: it returns [`StageOutput::unchanged`] and the host
-/// keeps its own conversation.
+/// Inside a loaded plugin the conversation stays on the host's side of the boundary. A stage
+/// reads it in place through [`Input::view`] (nothing copied: every string is the host's), and
+/// copies it in with [`Input::into_conversation`] only to change it. A stage that decides from
+/// host figures alone (a token threshold, a flag) reads nothing at all; one that only looks
+/// (nothing over budget, no new duplicate) reads through the view and returns
+/// [`StageOutput::unchanged`]: the host keeps its own conversation and nothing crosses back.
 ///
 /// ```
 /// use condense_abi::Input;
-/// use condense_model::Conversation;
-/// let input = Input::from(Conversation::default());
-/// assert!(input.into_conversation().unwrap().messages.is_empty());
+/// use condense_model::{Block, Conversation, Message, Role};
+/// let mut conv = Conversation::default();
+/// conv.messages.push(Message::new("u1", Role::User, vec![Block::text("hello")]));
+/// let input = Input::of(&conv);
+/// assert_eq!(input.view().unwrap().message(0).unwrap().content().text(), "hello");
+/// assert_eq!(input.into_conversation().unwrap(), conv);
 /// ```
 pub struct Input<'a> {
     source: InputSource<'a>,
+    /// The host's conversation as the view reads it, once asked for (a copy reuses it).
+    mirror: OnceCell<FfiConversationRef<'a>>,
+    /// Counts copies, for [`crate::testing::apply`].
+    copies: Option<&'a Cell<usize>>,
 }
 
+/// Where the borrowed mirror of the conversation comes from.
+type Materialize<'a> = dyn Fn() -> Result<FfiConversationRef<'a>, StageError> + 'a;
+
 enum InputSource<'a> {
-    Owned(Conversation),
-    Lazy(&'a dyn Fn() -> Result<Conversation, StageError>),
+    /// The host across the boundary (or a test host) hands out a mirror on request.
+    Mirror(&'a Materialize<'a>),
+    /// A conversation in this process.
+    Local(&'a Conversation),
 }
 
 impl<'a> Input<'a> {
-    /// An input that is built only if the stage asks for it (what the plugin adapter uses).
-    pub fn lazy(materialize: &'a dyn Fn() -> Result<Conversation, StageError>) -> Self {
+    /// An input over a conversation in this process: what in-process callers and doc examples
+    /// use. The view mirrors it in place; a copy clones it.
+    pub fn of(conversation: &'a Conversation) -> Self {
         Input {
-            source: InputSource::Lazy(materialize),
+            source: InputSource::Local(conversation),
+            mirror: OnceCell::new(),
+            copies: None,
         }
+    }
+
+    /// An input whose mirror `materialize` makes only if the stage reads it (what the plugin
+    /// adapter and the test host use); `copies` counts [`Input::into_conversation`] calls.
+    pub(crate) fn lazy(materialize: &'a Materialize<'a>, copies: Option<&'a Cell<usize>>) -> Self {
+        Input {
+            source: InputSource::Mirror(materialize),
+            mirror: OnceCell::new(),
+            copies,
+        }
+    }
+
+    fn mirror(&self) -> Result<&FfiConversationRef<'a>, StageError> {
+        if let Some(mirror) = self.mirror.get() {
+            return Ok(mirror);
+        }
+        let made = match self.source {
+            InputSource::Mirror(materialize) => materialize()?,
+            InputSource::Local(conversation) => FfiConversationRef::from(conversation),
+        };
+        Ok(self.mirror.get_or_init(|| made))
+    }
+
+    /// The conversation, read in place: nothing is copied (see [`View`]). The error names a
+    /// malformed value the host sent.
+    pub fn view(&self) -> Result<View<'_>, StageError> {
+        Ok(View::new(self.mirror()?)?)
     }
 
     /// The conversation, as an owned value the stage may change freely. In a plugin this is
     /// where the copy across the boundary happens; the error names a malformed value.
     pub fn into_conversation(self) -> Result<Conversation, StageError> {
-        match self.source {
-            InputSource::Owned(conversation) => Ok(conversation),
-            InputSource::Lazy(materialize) => materialize(),
+        if let Some(copies) = self.copies {
+            copies.set(copies.get() + 1);
         }
-    }
-}
-
-impl From<Conversation> for Input<'static> {
-    fn from(conversation: Conversation) -> Self {
-        Input {
-            source: InputSource::Owned(conversation),
+        if let (InputSource::Local(conversation), None) = (&self.source, self.mirror.get()) {
+            return Ok((*conversation).clone());
         }
+        self.mirror()?;
+        let mirror = self
+            .mirror
+            .into_inner()
+            .ok_or_else(|| StageError::new("the conversation was not handed over"))?;
+        Ok(Conversation::try_from(mirror)?)
     }
 }
 
 impl std::fmt::Debug for Input<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.source {
-            InputSource::Owned(_) => "Input(owned)",
-            InputSource::Lazy(_) => "Input(lazy)",
+            InputSource::Mirror(_) => "Input(lazy)",
+            InputSource::Local(_) => "Input(local)",
         })
     }
 }
@@ -284,7 +330,8 @@ pub trait Stage: Sized + Send + Sync + 'static {
     /// Builds the stage, validating the config ("max_result_bytes must be > 0, got 0").
     fn new(config: Self::Config) -> Result<Self, StageError>;
 
-    /// Runs the stage over one conversation. Read it with [`Input::into_conversation`] only
-    /// when needed, and return [`StageOutput::unchanged`] whenever nothing changed.
+    /// Runs the stage over one conversation. Read it through [`Input::view`], copy it with
+    /// [`Input::into_conversation`] only to change it, and return [`StageOutput::unchanged`]
+    /// whenever nothing changed.
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError>;
 }

@@ -12,10 +12,12 @@
 //! assert!(host.run.flags.raised(Signal::CollapseActive));
 //! ```
 //!
-//! [`apply`] runs a stage the way the host does (lazily handing it the conversation) and
+//! [`apply`] runs a stage the way the host does (lazily handing it the conversation, to view in
+//! place or copy) and
 //! always gives back a conversation, so tests read `out.conversation` whether or not the stage
 //! changed anything.
 
+use crate::ffi::FfiConversationRef;
 use crate::{
     Context, Host, Input, RunContext, Signal, Stage, StageError, StageReport, SummaryRequest,
 };
@@ -31,30 +33,34 @@ pub struct Applied {
     pub report: StageReport,
     /// False when the stage returned [`StageOutput::unchanged`](crate::StageOutput::unchanged).
     pub changed: bool,
-    /// Whether the stage read the conversation at all.
+    /// Whether the stage read the conversation at all (through its view or a copy).
     pub read: bool,
+    /// Whether the stage copied the conversation in ([`Input::into_conversation`]): a stage
+    /// that only looks should not.
+    pub copied: bool,
 }
 
-/// Runs `stage` over `conversation` as the host would: the conversation is copied in only if
-/// the stage reads it.
+/// Runs `stage` over `conversation` as the host would: the stage reads a borrowed mirror of
+/// the conversation, the one a plugin gets, and copies it in only if it asks.
 /// The call's facts are `host.run`.
 pub fn apply<S: Stage>(
     stage: &S,
     conversation: &Conversation,
     host: &MemoryHost,
 ) -> Result<Applied, StageError> {
-    let read = Cell::new(false);
+    let (read, copies) = (Cell::new(false), Cell::new(0));
     let materialize = || {
         read.set(true);
-        Ok(conversation.clone())
+        Ok(FfiConversationRef::from(conversation))
     };
     let cx = Context::local(&host.run, host);
-    let out = stage.apply(Input::lazy(&materialize), &cx)?;
+    let out = stage.apply(Input::lazy(&materialize, Some(&copies)), &cx)?;
     Ok(Applied {
         changed: out.conversation.is_some(),
         conversation: out.conversation.unwrap_or_else(|| conversation.clone()),
         report: out.report,
         read: read.get(),
+        copied: copies.get() > 0,
     })
 }
 

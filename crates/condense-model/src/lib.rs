@@ -237,26 +237,11 @@ impl Content {
 
     /// All text of the text blocks, joined by newlines (tool results nest: their text counts).
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        for block in &self.blocks {
-            let piece = match block {
-                Block::Text(t) => t.text.as_str(),
-                Block::ToolResult(tr) => {
-                    let nested = tr.content.text();
-                    if !out.is_empty() && !nested.is_empty() {
-                        out.push('\n');
-                    }
-                    out.push_str(&nested);
-                    continue;
-                }
-                _ => continue,
-            };
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(piece);
-        }
-        out
+        join_text(&self.blocks, &|block| match block {
+            Block::Text(t) => TextPiece::Text(&t.text),
+            Block::ToolResult(tr) => TextPiece::Nested(&tr.content.blocks),
+            _ => TextPiece::Other,
+        })
     }
 
     /// Total length in bytes of the text this content carries (text blocks, nested results).
@@ -287,6 +272,41 @@ impl Content {
         blocks.extend(others);
         Content::blocks(blocks)
     }
+}
+
+/// What one block gives [`join_text`]: its text, the blocks of a tool result it holds, or
+/// nothing.
+pub enum TextPiece<'b, B> {
+    Text(&'b str),
+    Nested(&'b [B]),
+    Other,
+}
+
+/// The text of `blocks` as [`Content::text`] joins it: text blocks joined by newlines, a tool
+/// result's text (joined the same way) counting as one piece when it is not empty. Written over
+/// any block type (`piece` says what a block is), so the model and the borrowed view stages
+/// read through (`condense_abi::View`) join text the same way.
+pub fn join_text<'b, B>(blocks: &'b [B], piece: &impl Fn(&'b B) -> TextPiece<'b, B>) -> String {
+    let mut out = String::new();
+    for block in blocks {
+        match piece(block) {
+            TextPiece::Text(text) => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+            TextPiece::Nested(inner) => {
+                let nested = join_text(inner, piece);
+                if !out.is_empty() && !nested.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&nested);
+            }
+            TextPiece::Other => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]

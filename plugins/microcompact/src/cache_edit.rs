@@ -4,8 +4,8 @@
 use crate::scan::Scan;
 use crate::state::{Pinned, State};
 use crate::{thousands, Config, CLEARED_MARKER};
-use condense_abi::{Context, StageEvent, StageReport};
-use condense_model::{Block, Conversation, RawJson};
+use condense_abi::{BlockView, Context, StageEvent, StageReport, View};
+use condense_model::RawJson;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -34,7 +34,7 @@ pub struct Hot {
 /// Decides on new cache edits, updates `state.pinned` and records every edit (new and
 /// re-sent) as a `cache-edit` event. The conversation is not touched.
 pub fn plan(
-    conv: &Conversation,
+    conv: &View<'_>,
     scan: &Scan,
     state: &mut State,
     config: &Config,
@@ -78,7 +78,9 @@ pub fn plan(
         });
         report.events.push(StageEvent {
             kind: "cache-edit".to_string(),
-            message_id: conv.messages[old.at.message].id.clone(),
+            message_id: conv
+                .message(old.at.message)
+                .map_or_else(String::new, |m| m.id().to_string()),
             detail: format!(
                 "tool {} result {}: clear {} tokens server-side ({how})",
                 old.tool(),
@@ -96,15 +98,15 @@ pub fn plan(
 /// The `clear_tool_uses_20250919` edit for this config. `exclude_tools` holds the configured
 /// ones plus every tool of the conversation that is not compressible, so the server clears the
 /// same kinds of results this stage would.
-pub fn strategy_edit(conv: &Conversation, config: &Config) -> Value {
+pub fn strategy_edit(conv: &View<'_>, config: &Config) -> Value {
     let mut exclude: BTreeSet<&str> = config.exclude_tools.iter().map(String::as_str).collect();
-    let used = conv.messages.iter().flat_map(|m| {
-        m.content.blocks.iter().filter_map(|b| match b {
-            Block::ToolUse(tu) => Some(tu.name.as_str()),
+    let used = conv.messages().flat_map(|m| {
+        m.blocks().filter_map(|b| match b {
+            BlockView::ToolUse { name, .. } => Some(name),
             _ => None,
         })
     });
-    for name in conv.tools.iter().map(|t| t.name.as_str()).chain(used) {
+    for name in conv.tool_names().chain(used) {
         if !config.compressible_tools.iter().any(|c| c == name) {
             exclude.insert(name);
         }

@@ -85,8 +85,8 @@ pub mod scan;
 pub mod state;
 pub mod time;
 
-use condense_abi::{Context, Input, Stage, StageError, StageOutput, StageReport};
-use condense_model::{Conversation, Format};
+use condense_abi::{Context, Input, Stage, StageError, StageOutput, StageReport, View};
+use condense_model::{Conversation, Format, RawJson};
 pub use condense_text::{plural, thousands};
 use scan::{Gap, Scan};
 use serde::{Deserialize, Serialize};
@@ -243,15 +243,21 @@ impl Stage for Microcompact {
     }
 
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
-        let mut conversation = input.into_conversation()?;
         let mut state = cx.state::<State>()?;
         let now = cx.now_ms;
-        let gap = scan::gap(&conversation, &state, now);
-        let scan = Scan::new(&conversation, &self.config, cx);
+        // Everything is decided through the view; the conversation is copied in only to clear
+        // results in it (the time path) or to write new request fields.
+        let view = input.view()?;
+        let gap = scan::gap(&view, &state, now);
+        let scan = Scan::new(&view, &self.config, cx);
+        let seen = (
+            view.len(),
+            view.messages().last().map(|m| m.id().to_string()),
+        );
         let mut report = StageReport::default();
         let threshold = self.config.gap_minutes;
-        // The cache-hot path changes no block, only (when it emits) the request's fields.
-        let mut extra_changed = false;
+        // Set when the stage changed something: the copy it changed.
+        let mut changed: Option<Conversation> = None;
 
         // The host's recovery chain (`condense compress --fit`) forces the time path: the
         // request is being rebuilt anyway, so the cache is as good as cold.
@@ -259,52 +265,47 @@ impl Stage for Microcompact {
         if forced {
             report.note("forced by the recovery chain: clearing as if the cache were cold");
         }
-        match gap.ms() {
-            _ if forced => {
+        let cold = forced || gap.ms().is_some_and(|ms| ms > self.gap_ms());
+        if cold {
+            let done = if scan.old.is_empty() {
+                clear::Cleared::default()
+            } else {
+                let mut conversation = input.into_conversation()?;
                 let done =
                     clear::clear_old(&mut conversation, &scan, &self.config, cx, &mut report);
-                report.tokens_freed = Some(done.tokens);
-                report.note(time_note(&gap, threshold, &scan, &done));
-                state.pinned.clear();
+                changed = (report.blocks_changed > 0).then_some(conversation);
+                done
+            };
+            report.tokens_freed = Some(done.tokens);
+            report.note(time_note(&gap, threshold, &scan, &done));
+            if !forced && !state.pinned.is_empty() {
+                report.note(format!(
+                    "dropped {}: the cache is cold and the results are cleared in the messages",
+                    plural(
+                        state.pinned.len(),
+                        "pinned cache edit",
+                        "pinned cache edits"
+                    )
+                ));
             }
-            Some(ms) if ms > self.gap_ms() => {
-                let done =
-                    clear::clear_old(&mut conversation, &scan, &self.config, cx, &mut report);
-                report.tokens_freed = Some(done.tokens);
-                report.note(time_note(&gap, threshold, &scan, &done));
-                if !state.pinned.is_empty() {
-                    report.note(format!(
-                        "dropped {}: the cache is cold and the results are cleared in the messages",
-                        plural(
-                            state.pinned.len(),
-                            "pinned cache edit",
-                            "pinned cache edits"
-                        )
-                    ));
-                    state.pinned.clear();
-                }
+            state.pinned.clear();
+        } else {
+            let hot = cache_edit::plan(&view, &scan, &mut state, &self.config, cx, &mut report);
+            report.tokens_freed = Some(0);
+            report.note(self.hot_note(&gap, &hot));
+            if hot.dropped > 0 {
+                report.note(format!(
+                    "dropped {}: their results are no longer old, whole results of this conversation",
+                    plural(hot.dropped, "pinned cache edit", "pinned cache edits")
+                ));
             }
-            _ => {
-                let hot = cache_edit::plan(
-                    &conversation,
-                    &scan,
-                    &mut state,
-                    &self.config,
-                    cx,
-                    &mut report,
-                );
-                report.tokens_freed = Some(0);
-                report.note(self.hot_note(&gap, &hot));
-                if hot.dropped > 0 {
-                    report.note(format!(
-                        "dropped {}: their results are no longer old, whole results of this conversation",
-                        plural(hot.dropped, "pinned cache edit", "pinned cache edits")
-                    ));
-                }
-                if self.config.emit_context_management && !state.pinned.is_empty() {
-                    let (note, changed) = self.emit(&mut conversation, cx.format);
-                    report.note(note);
-                    extra_changed = changed;
+            if self.config.emit_context_management && !state.pinned.is_empty() {
+                let (note, extra) = self.emit(&view, cx.format);
+                report.note(note);
+                if let Some(extra) = extra {
+                    let mut conversation = input.into_conversation()?;
+                    conversation.extra = extra;
+                    changed = Some(conversation);
                 }
             }
         }
@@ -323,13 +324,11 @@ impl Stage for Microcompact {
         ));
 
         state.last_seen_ms = Some(now);
-        state.messages_seen = conversation.messages.len();
-        state.last_seen_id = conversation.messages.last().map(|m| m.id.clone());
+        (state.messages_seen, state.last_seen_id) = seen;
         state.save()?;
-        Ok(if report.blocks_changed == 0 && !extra_changed {
-            StageOutput::unchanged(report)
-        } else {
-            StageOutput::changed(conversation, report)
+        Ok(match changed {
+            Some(conversation) => StageOutput::changed(conversation, report),
+            None => StageOutput::unchanged(report),
         })
     }
 }
@@ -420,23 +419,22 @@ impl Microcompact {
         format!("{gap_part} and {why}: no new cache edits{resent}")
     }
 
-    /// Writes the cache-edit strategy into the request fields when the format (the one the
-    /// conversation will be written back in) takes it: the note saying what happened, and
-    /// whether the fields changed.
-    fn emit(&self, conversation: &mut Conversation, format: Option<Format>) -> (String, bool) {
+    /// The cache-edit strategy written into the request fields, when the format (the one the
+    /// conversation will be written back in) takes it: the note saying what happened, and the
+    /// new fields when they differ from the conversation's.
+    fn emit(&self, conversation: &View<'_>, format: Option<Format>) -> (String, Option<RawJson>) {
         if format != Some(Format::Anthropic) {
             let shown = format.map_or("unknown", Format::as_str);
             let note = format!(
                 "context_management not written: the {shown} format does not support it \
                  (Anthropic requests only)"
             );
-            return (note, false);
+            return (note, None);
         }
         let edit = cache_edit::strategy_edit(conversation, &self.config);
-        match cache_edit::write_context_management(&conversation.extra, edit) {
+        let fields = RawJson::from_string_unchecked(conversation.extra().to_string());
+        match cache_edit::write_context_management(&fields, edit) {
             Ok(extra) => {
-                let changed = extra != conversation.extra;
-                conversation.extra = extra;
                 let note = format!(
                     "wrote context_management {} edit into the request fields (trigger {}, \
                      keep {}, clear_at_least {})",
@@ -445,9 +443,9 @@ impl Microcompact {
                     self.config.keep_recent,
                     thousands(self.config.clear_at_least)
                 );
-                (note, changed)
+                (note, (extra != fields).then_some(extra))
             }
-            Err(why) => (format!("context_management not written: {why}"), false),
+            Err(why) => (format!("context_management not written: {why}"), None),
         }
     }
 }

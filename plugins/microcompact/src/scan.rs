@@ -3,7 +3,8 @@
 use crate::state::State;
 use crate::time::{format_gap, parse_rfc3339_ms};
 use crate::{is_cleared_marker, Config};
-use condense_model::{Block, Content, Conversation, CountTokens, Role, ToolResultAt};
+use condense_abi::{BlockView, ContentView, View};
+use condense_model::{Block, Conversation, CountTokens, Role, ToolResultAt};
 use std::collections::HashMap;
 
 /// What an image is taken to cost: the most one image costs with Anthropic's rule (the figure
@@ -43,7 +44,7 @@ pub struct Scan {
 }
 
 impl Scan {
-    pub fn new(conv: &Conversation, config: &Config, counter: &dyn CountTokens) -> Scan {
+    pub fn new(conv: &View<'_>, config: &Config, counter: &dyn CountTokens) -> Scan {
         let mut scan = Scan::default();
         let mut compressible = Vec::new();
         // Event lines never reach the model: only chat messages' results count.
@@ -62,9 +63,9 @@ impl Scan {
             .iter()
             .map(|slot| Old {
                 at: slot.at(),
-                tool_use_id: slot.result.tool_use_id.clone(),
-                tokens: content_tokens(&slot.result.content, counter),
-                cleared: is_cleared(&slot.result.content),
+                tool_use_id: slot.result.tool_use_id().to_string(),
+                tokens: content_tokens(slot.result.content(), counter),
+                cleared: is_cleared(slot.result.content()),
             })
             .collect();
         scan
@@ -72,25 +73,28 @@ impl Scan {
 }
 
 /// Whether a result's content is a cleared marker and nothing else.
-pub fn is_cleared(content: &Content) -> bool {
-    matches!(content.blocks.as_slice(), [Block::Text(t)] if is_cleared_marker(&t.text))
+pub fn is_cleared(content: ContentView<'_>) -> bool {
+    let mut blocks = content.blocks();
+    matches!(
+        (blocks.next(), blocks.next()),
+        (Some(BlockView::Text { text, .. }), None) if is_cleared_marker(text)
+    )
 }
 
 /// Tokens of a content's payload: texts, tool inputs, nested results, opaque JSON; images at
 /// [`IMAGE_TOKENS`].
-pub fn content_tokens(content: &Content, counter: &dyn CountTokens) -> usize {
+pub fn content_tokens(content: ContentView<'_>, counter: &dyn CountTokens) -> usize {
     content
-        .blocks
-        .iter()
+        .blocks()
         .map(|block| match block {
-            Block::Text(t) => counter.count_tokens(&t.text),
-            Block::Thinking(t) => counter.count_tokens(&t.thinking),
-            Block::ToolUse(t) => {
-                counter.count_tokens(&t.name) + counter.count_tokens(t.input.as_str())
+            BlockView::Text { text, .. } => counter.count_tokens(text),
+            BlockView::Thinking { thinking, .. } => counter.count_tokens(thinking),
+            BlockView::ToolUse { name, input, .. } => {
+                counter.count_tokens(name) + counter.count_tokens(input)
             }
-            Block::ToolResult(r) => content_tokens(&r.content, counter),
-            Block::Image(_) => IMAGE_TOKENS,
-            Block::Opaque(o) => counter.count_tokens(o.json.as_str()),
+            BlockView::ToolResult(r) => content_tokens(r.content(), counter),
+            BlockView::ImageBase64 { .. } | BlockView::ImageReference { .. } => IMAGE_TOKENS,
+            BlockView::Opaque { json } => counter.count_tokens(json),
         })
         .sum()
 }
@@ -133,15 +137,11 @@ impl Gap {
 /// The gap at `now`: from the timestamp of the last assistant message when it has one, else
 /// from the previous run recorded in `state`, when the conversation continues the one seen
 /// then (see [`continues`]).
-pub fn gap(conv: &Conversation, state: &State, now: i64) -> Gap {
-    let last_assistant = conv
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant);
+pub fn gap(conv: &View<'_>, state: &State, now: i64) -> Gap {
+    let last_assistant = conv.messages().rev().find(|m| m.role() == Role::Assistant);
     let mut why = match last_assistant {
         None => "no assistant message".to_string(),
-        Some(m) => match m.timestamp.as_deref() {
+        Some(m) => match m.timestamp() {
             None => "no timestamp on the last assistant message".to_string(),
             Some(ts) => match parse_rfc3339_ms(ts) {
                 Some(at) => {
@@ -163,7 +163,7 @@ pub fn gap(conv: &Conversation, state: &State, now: i64) -> Gap {
             why.push_str(&format!(
                 " and the previous run saw a longer conversation ({} messages, now {}{})",
                 state.messages_seen,
-                conv.messages.len(),
+                conv.len(),
                 match &state.last_seen_id {
                     Some(id) => format!(", without its last message {id}"),
                     None => String::new(),
@@ -182,12 +182,12 @@ pub fn gap(conv: &Conversation, state: &State, now: i64) -> Gap {
 /// holding the last message it saw. A run resumed from the previous output sees it shorter
 /// once a later stage collapsed or compacted its history, and the gap since that run is still
 /// the gap since the request the cache holds.
-fn continues(conv: &Conversation, state: &State) -> bool {
-    conv.messages.len() >= state.messages_seen
+fn continues(conv: &View<'_>, state: &State) -> bool {
+    conv.len() >= state.messages_seen
         || state
             .last_seen_id
             .as_deref()
-            .is_some_and(|id| conv.messages.iter().rev().any(|m| m.id == id))
+            .is_some_and(|id| conv.messages().rev().any(|m| m.id() == id))
 }
 
 /// Where each tool_use block is: (message index, block index) by tool_use id.

@@ -155,7 +155,7 @@ impl Stage for Snip {
     }
 
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
-        run::apply(&self.config, input.into_conversation()?, cx)
+        run::apply(&self.config, input, cx)
     }
 }
 

@@ -4,9 +4,11 @@ use crate::images::{self, Stripped};
 use crate::markers::{duplicate_marker, is_snip_output, truncated_text};
 use crate::scan::{first_unanswered, payload_text, protected_ids, replace_payload};
 use crate::{Config, Keep};
-use condense_abi::{Context, StageError, StageEvent, StageOutput, StageReport};
+use condense_abi::{
+    BlockView, Context, Input, StageError, StageEvent, StageOutput, StageReport, View,
+};
 use condense_model::fingerprint::Fingerprinter;
-use condense_model::{Block, Conversation, Role, ToolResultAt};
+use condense_model::{Block, Conversation, RawJson, Role, ToolResultAt};
 use condense_retain::error_line;
 use condense_text::{plural, thousands, utf8_prefix, utf8_suffix};
 use std::borrow::Cow;
@@ -73,31 +75,36 @@ type Placed = ((usize, usize, usize), StageEvent);
 
 pub fn apply(
     config: &Config,
-    mut conv: Conversation,
+    input: Input<'_>,
     cx: &Context<'_>,
 ) -> Result<StageOutput, StageError> {
-    let protected = protected_ids(&conv, config.protect_recent_turns);
+    // Planned through the view; the conversation is copied in only when something changes
+    // (on a turn that appends to a snipped session, usually nothing does).
+    let view = input.view()?;
+    let protected = protected_ids(&view, config.protect_recent_turns);
     // Event lines never reach the model: only chat messages' results are judged.
-    let entries: Vec<Entry<'_>> = conv
+    let entries: Vec<Entry<'_>> = view
         .tool_results()
         .filter(|r| r.role != Role::Event)
         .map(|r| {
-            let text = payload_text(&r.result.content);
+            let text = payload_text(r.result.content());
             let error = if text.len() > config.max_tool_result_bytes {
-                error_line(r.result, &conv.messages[r.message].envelope)
+                let envelope = view.message(r.message).map(|m| m.envelope());
+                let envelope = RawJson::from_string_unchecked(envelope.unwrap_or("").to_string());
+                error_line(&r.result.to_tool_result()?, &envelope)
             } else {
                 None
             };
-            Entry {
+            Ok(Entry {
                 at: r.at(),
-                id: r.result.tool_use_id.clone(),
+                id: r.result.tool_use_id().to_string(),
                 snipped: is_snip_output(&text),
-                protected: protected.contains(&r.result.tool_use_id),
+                protected: protected.contains(r.result.tool_use_id()),
                 text,
                 error,
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, StageError>>()?;
     let mut tally = Tally {
         already: entries.iter().filter(|e| e.snipped).count(),
         ..Tally::default()
@@ -148,8 +155,13 @@ pub fn apply(
         })
         .collect();
     drop(entries);
+    let images = config.strip_images && has_base64_image(&view);
     let mut events: Vec<Placed> = Vec::new();
     let mut changed: BTreeSet<Place> = BTreeSet::new();
+    if planned.is_empty() && !images {
+        return Ok(finish(config, None, &tally, events, &changed));
+    }
+    let mut conv = input.into_conversation()?;
     for planned in planned {
         let Some(result) = conv.tool_result_at_mut(&planned.at) else {
             continue;
@@ -175,7 +187,7 @@ pub fn apply(
         ));
     }
 
-    if config.strip_images {
+    if images {
         strip_images(
             config,
             &mut conv,
@@ -186,7 +198,18 @@ pub fn apply(
             &mut changed,
         )?;
     }
+    Ok(finish(config, Some(conv), &tally, events, &changed))
+}
 
+/// The output: `conv` (the copy the changes were made in, if any) when a block changed, and
+/// the report of the run.
+fn finish(
+    config: &Config,
+    conv: Option<Conversation>,
+    tally: &Tally,
+    mut events: Vec<Placed>,
+    changed: &BTreeSet<Place>,
+) -> StageOutput {
     events.sort_by_key(|(at, _)| *at);
     let mut report = StageReport {
         blocks_changed: changed.len(),
@@ -194,12 +217,23 @@ pub fn apply(
         events: events.into_iter().map(|(_, e)| e).collect(),
         ..StageReport::default()
     };
-    write_notes(&mut report, &tally, config);
+    write_notes(&mut report, tally, config);
     // Every change lands in `changed`: an empty set means the conversation is as it came.
-    Ok(if changed.is_empty() {
-        StageOutput::unchanged(report)
-    } else {
-        StageOutput::changed(conv, report)
+    match conv {
+        Some(conv) if !changed.is_empty() => StageOutput::changed(conv, report),
+        _ => StageOutput::unchanged(report),
+    }
+}
+
+/// Whether a chat message holds a base64 image, in its content or at the top of one of its
+/// tool results' contents: the images [`strip_images`] looks at.
+fn has_base64_image(view: &View<'_>) -> bool {
+    let base64 = |b: &BlockView<'_>| matches!(b, BlockView::ImageBase64 { .. });
+    view.messages().filter(|m| m.is_chat()).any(|m| {
+        m.blocks().any(|b| match b {
+            BlockView::ToolResult(r) => r.content().blocks().any(|b| base64(&b)),
+            other => base64(&other),
+        })
     })
 }
 

@@ -1,7 +1,8 @@
 //! Finding the protected recent turns and unanswered messages, and the text snip measures.
 
 use crate::markers::is_image_marker;
-use condense_model::{Block, Content, Conversation, Role};
+use condense_abi::{BlockView, ContentView, View};
+use condense_model::{Content, Conversation, Role};
 use std::borrow::Cow;
 use std::collections::HashSet;
 
@@ -10,11 +11,11 @@ use std::collections::HashSet;
 /// A turn is a run of consecutive assistant messages (event lines in between do not break it;
 /// any other chat message does): Claude Code writes each block of one model response as its own
 /// line, so the parallel calls of one response are one turn.
-pub fn protected_ids(conv: &Conversation, turns: usize) -> HashSet<String> {
+pub fn protected_ids(conv: &View<'_>, turns: usize) -> HashSet<String> {
     let mut groups: Vec<Vec<&str>> = Vec::new();
     let mut in_turn = false;
-    for message in conv.chat_messages() {
-        if message.role != Role::Assistant {
+    for message in conv.messages().filter(|m| m.is_chat()) {
+        if message.role() != Role::Assistant {
             in_turn = false;
             continue;
         }
@@ -23,7 +24,10 @@ pub fn protected_ids(conv: &Conversation, turns: usize) -> HashSet<String> {
             in_turn = true;
         }
         if let Some(group) = groups.last_mut() {
-            group.extend(message.tool_uses().map(|tu| tu.id.as_str()));
+            group.extend(message.blocks().filter_map(|b| match b {
+                BlockView::ToolUse { id, .. } => Some(id),
+                _ => None,
+            }));
         }
     }
     groups
@@ -53,23 +57,24 @@ pub fn first_unanswered(conv: &Conversation) -> Option<usize> {
 ///
 /// Borrowed when the content is one text block (most results): snip measures every result
 /// of the conversation, and copying them all would hold the conversation's results twice.
-pub fn payload_text(content: &Content) -> Cow<'_, str> {
-    if let [Block::Text(t)] = content.blocks.as_slice() {
-        if !is_image_marker(&t.text) {
-            return Cow::Borrowed(&t.text);
+pub fn payload_text<'v>(content: ContentView<'v>) -> Cow<'v, str> {
+    let mut blocks = content.blocks();
+    if let (Some(BlockView::Text { text, .. }), None) = (blocks.next(), blocks.next()) {
+        if !is_image_marker(text) {
+            return Cow::Borrowed(text);
         }
     }
     let mut out = String::new();
-    for block in &content.blocks {
+    for block in content.blocks() {
         match block {
-            Block::Text(t) if !is_image_marker(&t.text) => {
+            BlockView::Text { text, .. } if !is_image_marker(text) => {
                 if !out.is_empty() {
                     out.push('\n');
                 }
-                out.push_str(&t.text);
+                out.push_str(text);
             }
-            Block::ToolResult(nested) => {
-                let text = nested.content.text();
+            BlockView::ToolResult(nested) => {
+                let text = nested.content().text();
                 if !out.is_empty() && !text.is_empty() {
                     out.push('\n');
                 }
@@ -87,9 +92,10 @@ pub fn replace_payload(content: &Content, text: String) -> Content {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use condense_model::{Message, RawJson, ToolUse};
+    use condense_model::{Block, Message, RawJson, ToolUse};
 
     fn call(id: &str) -> Block {
         Block::ToolUse(ToolUse {
@@ -119,11 +125,13 @@ mod tests {
             ],
             ..Conversation::default()
         };
-        let mut one: Vec<String> = protected_ids(&conv, 1).into_iter().collect();
+        let input = condense_abi::Input::of(&conv);
+        let view = input.view().unwrap();
+        let mut one: Vec<String> = protected_ids(&view, 1).into_iter().collect();
         one.sort();
         assert_eq!(one, ["t1", "t2"]);
-        assert_eq!(protected_ids(&conv, 2).len(), 3);
-        assert!(protected_ids(&conv, 0).is_empty());
+        assert_eq!(protected_ids(&view, 2).len(), 3);
+        assert!(protected_ids(&view, 0).is_empty());
         assert_eq!(first_unanswered(&conv), None);
     }
 }

@@ -54,7 +54,7 @@ pub mod reference;
 pub mod state;
 
 use condense_abi::{Context, Input, Stage, StageError, StageEvent, StageOutput, StageReport};
-use condense_model::{Content, Role, ToolResult};
+use condense_model::{Content, Role, ToolResultAt};
 use condense_text::plural;
 use reference::{is_reference, reference_text, thousands};
 use serde::{Deserialize, Serialize};
@@ -113,8 +113,9 @@ impl ToolResultBudget {
 
 /// What happened to one tool result in one run.
 enum Outcome {
-    /// Content replaced by a reference; `fresh` when decided in this run.
+    /// Content to be replaced by `reference`; `fresh` when decided in this run.
     Replaced {
+        reference: String,
         fresh: bool,
         tool: String,
         key: String,
@@ -148,22 +149,23 @@ struct Tally {
 }
 
 impl ToolResultBudget {
+    /// Judges the result `id` (of `tool`) whose text is `text`. Decides only: a replacement is
+    /// made in the copied conversation afterwards.
     fn judge(
         &self,
-        result: &mut ToolResult,
+        text: &str,
+        id: &str,
         tool: Option<&str>,
         state: &mut State,
         cx: &Context<'_>,
     ) -> Result<Outcome, StageError> {
-        let text = result.content.text();
-        if is_reference(&text) {
+        if is_reference(text) {
             return Ok(Outcome::AlreadyReference);
         }
-        let id = result.tool_use_id.as_str();
         let chars = text.chars().count();
 
         if let Some(done) = state.replaced.get(id) {
-            if done.original_chars != chars || done.original_xxh3 != fingerprint(&text) {
+            if done.original_chars != chars || done.original_xxh3 != fingerprint(text) {
                 return Ok(Outcome::Mismatch);
             }
             if done.reference.len() >= text.len() {
@@ -171,9 +173,9 @@ impl ToolResultBudget {
             }
             let (tool, key, reference) =
                 (done.tool.clone(), done.key.clone(), done.reference.clone());
-            let tokens = freed(cx, &text, &reference);
-            result.content = replaced_content(&result.content, reference);
+            let tokens = freed(cx, text, &reference);
             return Ok(Outcome::Replaced {
+                reference,
                 fresh: false,
                 tool,
                 key,
@@ -196,14 +198,14 @@ impl ToolResultBudget {
         }
         // The reference with an empty key is a lower bound: when even that is not shorter,
         // skip the store write.
-        if reference_text(&text, chars, "", self.config.preview_bytes).len() >= text.len() {
+        if reference_text(text, chars, "", self.config.preview_bytes).len() >= text.len() {
             state.kept.insert(id.to_string());
             return Ok(Outcome::KeptNotShorter);
         }
         let key = cx
             .store_put(text.as_bytes())
             .map_err(|e| format!("cannot persist tool result {id}: {}", e.message()))?;
-        let reference = reference_text(&text, chars, &key, self.config.preview_bytes);
+        let reference = reference_text(text, chars, &key, self.config.preview_bytes);
         if reference.len() >= text.len() {
             state.kept.insert(id.to_string());
             return Ok(Outcome::KeptNotShorter);
@@ -215,13 +217,13 @@ impl ToolResultBudget {
                 tool: tool.clone(),
                 key: key.clone(),
                 original_chars: chars,
-                original_xxh3: fingerprint(&text),
+                original_xxh3: fingerprint(text),
                 reference: reference.clone(),
             },
         );
-        let tokens = freed(cx, &text, &reference);
-        result.content = replaced_content(&result.content, reference);
+        let tokens = freed(cx, text, &reference);
         Ok(Outcome::Replaced {
+            reference,
             fresh: true,
             tool,
             key,
@@ -264,21 +266,21 @@ impl Stage for ToolResultBudget {
     }
 
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
-        let mut conversation = input.into_conversation()?;
         let mut state = cx.state::<State>()?;
-
         let mut report = StageReport::default();
         let mut tally = Tally::default();
+        // Judged through the view; the conversation is copied in only when a result is
+        // replaced (most runs replace none).
+        let mut replacements: Vec<(ToolResultAt, String)> = Vec::new();
+        let view = input.view()?;
         // Event lines never reach the model: only chat messages' results are judged.
-        for slot in conversation
-            .tool_results_mut()
-            .into_iter()
-            .filter(|slot| slot.role != Role::Event)
-        {
+        for slot in view.tool_results().filter(|slot| slot.role != Role::Event) {
             tally.checked += 1;
             let result = slot.result;
-            match self.judge(result, slot.at.tool.as_deref(), &mut state, cx)? {
+            let text = result.content().text();
+            match self.judge(&text, result.tool_use_id(), slot.tool, &mut state, cx)? {
                 Outcome::Replaced {
+                    reference,
                     fresh,
                     tool,
                     key,
@@ -299,24 +301,38 @@ impl Stage for ToolResultBudget {
                         message_id: slot.message_id.to_string(),
                         detail: format!(
                             "tool {tool} result {}: {} chars -> key {key}{}",
-                            result.tool_use_id,
+                            result.tool_use_id(),
                             thousands(original_chars),
                             if fresh { "" } else { " (earlier decision)" }
                         ),
                         tokens,
                     });
+                    replacements.push((slot.at(), reference));
                 }
                 Outcome::Kept => {}
                 Outcome::KeptByEarlierDecision => tally.kept_earlier += 1,
                 Outcome::KeptNotShorter => tally.not_shorter += 1,
                 Outcome::AlreadyReference => tally.already += 1,
-                Outcome::Mismatch => tally.mismatched.push(result.tool_use_id.clone()),
+                Outcome::Mismatch => tally.mismatched.push(result.tool_use_id().to_string()),
             }
         }
         state.save()?;
         write_notes(&mut report, &tally, self.config.max_result_size_chars);
+        if replacements.is_empty() {
+            return Ok(StageOutput::unchanged(report));
+        }
+        let mut conversation = input.into_conversation()?;
+        for (at, reference) in replacements {
+            let result = conversation.tool_result_at_mut(&at).ok_or_else(|| {
+                format!(
+                    "the copied conversation has no tool result at message {}, block {}",
+                    at.message, at.block
+                )
+            })?;
+            result.content = replaced_content(&result.content, reference);
+        }
         // Every replacement is counted.
-        Ok(StageOutput::from_counted(conversation, report))
+        Ok(StageOutput::changed(conversation, report))
     }
 }
 

@@ -89,6 +89,7 @@ fn two_hours_idle_takes_the_time_path() {
     let input = transcript();
     let host = host_after(&input, 120);
     let out = run(&stage::<Microcompact>(""), &input, &host);
+    assert!(out.copied && out.changed);
 
     let cleared: Vec<&str> = results(&input)
         .into_iter()
@@ -157,6 +158,10 @@ fn one_minute_after_takes_the_cache_edit_path() {
     let host = host_after(&input, 1);
     let out = run(&stage::<Microcompact>(HOT), &input, &host);
     assert_eq!(out.conversation, input, "messages stay byte-identical");
+    assert!(
+        !out.copied,
+        "the cache-edit path decides through the view: no copy"
+    );
     let edited: Vec<String> = host.state_json()["pinned"]
         .as_array()
         .unwrap()
@@ -183,6 +188,13 @@ fn one_minute_after_takes_the_cache_edit_path() {
     let out = run(&stage::<Microcompact>(&emit), &input, &anthropic);
     assert_eq!(out.conversation.messages, input.messages);
     assert!(!out.conversation.extra.is_empty());
+    assert!(
+        out.copied && out.changed,
+        "new request fields are written in a copy"
+    );
+    // Sent again with the same edits: the fields it would write are already there.
+    let again = run(&stage::<Microcompact>(&emit), &out.conversation, &anthropic);
+    assert!(!again.copied && !again.changed, "{:?}", again.report.notes);
     assert_eq!(
         tokens(&out.conversation),
         tokens(&input),
@@ -200,4 +212,5 @@ fn one_minute_after_takes_the_cache_edit_path() {
     let claude_code = host_after(&input, 1);
     let out = run(&stage::<Microcompact>(&emit), &input, &claude_code);
     assert_eq!(out.conversation, input);
+    assert!(!out.copied);
 }

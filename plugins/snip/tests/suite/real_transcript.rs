@@ -96,6 +96,7 @@ fn real_transcripts_are_idempotent_under_every_config() {
             let twice = run(&s, &once.conversation, &host);
             assert_eq!(twice.conversation, once.conversation, "{path} {config}");
             assert_eq!(twice.report.blocks_changed, 0, "{path} {config}");
+            assert!(!twice.copied, "{path} {config}: nothing to change, no copy");
         }
     }
 }
@@ -113,4 +114,6 @@ fn claude_code_output_written_and_read_back_is_left_alone() {
     let again = run(&s, &reread.conversations()[0], &host);
     assert_eq!(again.report.blocks_changed, 0, "{:?}", again.report.notes);
     assert_eq!(again.conversation, reread.conversations()[0]);
+    // Planned through the view: nothing to change, nothing copied in.
+    assert!(out.copied && !again.copied);
 }

@@ -95,6 +95,8 @@ fn real_transcript_at_the_default_limit_is_untouched() {
     let out = run(&stage::<ToolResultBudget>(""), &input, &host);
     assert_eq!(out.conversation, input);
     assert_eq!(out.report.blocks_changed, 0);
+    // Judged through the view: nothing replaced, nothing copied in.
+    assert!(out.read && !out.copied && !out.changed);
     assert_eq!(
         out.report.notes,
         vec!["no tool result over its limit (54 checked, max_result_size_chars = 50,000)"]
@@ -109,9 +111,14 @@ fn real_transcript_reruns_and_resume_are_stable() {
     // On its own output.
     let host = MemoryHost::default();
     let once = run(&stage, &full, &host);
+    assert!(once.copied && once.changed);
     let twice = run(&stage, &once.conversation, &host);
     assert_eq!(twice.conversation, once.conversation);
     assert_eq!(twice.report.blocks_changed, 0);
+    assert!(
+        !twice.copied,
+        "a rerun on its own output replaces nothing: no copy"
+    );
 
     // Resume: the first half of the session, then the whole of it, then with a changed config.
     let host = MemoryHost::default();
