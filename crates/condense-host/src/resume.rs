@@ -240,12 +240,14 @@ fn read_stored(
     session: &str,
     names: &[Cow<'_, str>],
 ) -> Option<Vec<(u128, Message)>> {
-    let namespace = messages_namespace(session);
-    names
-        .iter()
-        .map(|name| {
-            let bytes = store.record_get(&namespace, name).ok().flatten()?;
-            let message: Message = serde_json::from_slice(&bytes).ok()?;
+    let names: Vec<&str> = names.iter().map(|n| n.as_ref()).collect();
+    let records = store
+        .records_get(&messages_namespace(session), &names)
+        .ok()?;
+    records
+        .into_iter()
+        .map(|bytes| {
+            let message: Message = serde_json::from_slice(&bytes?).ok()?;
             Some((fingerprint::fingerprint(&message), message))
         })
         .collect()

@@ -15,6 +15,17 @@ const MAX_LEN: usize = 80;
 /// name that itself ends like such a suffix gets one too, so it can never equal the cleaned
 /// form of another name: `.s`, `_s` and `_s-<hash of .s>` map to three different folders.
 pub fn sanitize_component(name: &str) -> String {
+    // Most names are clean already (hex keys, session hashes, stage names): checked byte by
+    // byte, they are kept without building a copy char by char (a run asks for a few hundred).
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if !name.is_empty()
+        && name.len() <= MAX_LEN
+        && !name.starts_with('.')
+        && name.as_bytes().iter().all(allowed)
+        && !looks_suffixed(name)
+    {
+        return name.to_string();
+    }
     let mut clean: String = name
         .chars()
         .map(|c| {
@@ -48,7 +59,7 @@ fn looks_suffixed(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::sanitize_component;
+    use super::{looks_suffixed, sanitize_component};
 
     #[test]
     fn plain_names_are_kept() {
@@ -74,6 +85,25 @@ mod tests {
             );
             assert!(!s.starts_with('.'), "{s}");
             assert!(!s.is_empty());
+        }
+    }
+
+    /// The check that keeps a clean name as it is agrees with cleaning it at each edge: the
+    /// length bound, the leading dot, a character outside the set, a suffix-shaped end.
+    #[test]
+    fn clean_names_are_kept_and_only_they() {
+        let at_bound = "a".repeat(80);
+        assert_eq!(sanitize_component(&at_bound), at_bound);
+        let over = "a".repeat(81);
+        assert!(sanitize_component(&over).starts_with(&at_bound[..80]));
+        assert_ne!(sanitize_component(&over), over);
+        for kept in ["resume-messages-h3860e6c332e5bf1f", "a.b_c-D9", "x"] {
+            assert_eq!(sanitize_component(kept), kept);
+        }
+        for changed in [".a", "a b", "é", "a-0123456789abcdef", ""] {
+            let s = sanitize_component(changed);
+            assert_ne!(s, changed);
+            assert!(looks_suffixed(&s), "{s}");
         }
     }
 

@@ -178,6 +178,40 @@ fn records_are_listed_by_namespace() {
     );
 }
 
+/// Several records read at once are what one read each gives, in the order asked: stored,
+/// held by an open batch (not committed yet), compressed, missing, under an unsafe name.
+#[test]
+fn records_read_together_are_records_read_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let large = "a record that compresses ".repeat(200);
+    store.record_put("ns/x", "stored", b"1").unwrap();
+    store.record_put("ns/x", "large", large.as_bytes()).unwrap();
+    store.record_put("ns/x", "../odd name", b"2").unwrap();
+    let batch = store.batch();
+    store.record_put("ns/x", "held", b"3").unwrap();
+    let names = [
+        "held",
+        "missing",
+        "large",
+        "stored",
+        "../odd name",
+        "stored",
+    ];
+    let together = store.records_get("ns/x", &names).unwrap();
+    let one_by_one: Vec<_> = names
+        .iter()
+        .map(|n| store.record_get("ns/x", n).unwrap())
+        .collect();
+    assert_eq!(together, one_by_one);
+    assert_eq!(together[0].as_deref(), Some(&b"3"[..]));
+    assert_eq!(together[1], None);
+    assert_eq!(together[2].as_deref(), Some(large.as_bytes()));
+    batch.commit().unwrap();
+    assert_eq!(store.records_get("ns/x", &names).unwrap(), one_by_one);
+    assert!(store.records_get("ns/x", &[]).unwrap().is_empty());
+}
+
 #[test]
 fn records_by_prefix_finds_long_and_unsafe_namespaces() {
     let dir = tempfile::tempdir().unwrap();
