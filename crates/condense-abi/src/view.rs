@@ -34,7 +34,7 @@ use crate::ffi::{
 };
 use crate::StageError;
 use abi_stable::std_types::RStr;
-use condense_model::{join_text, Block, ContentShape, Role, TextPiece, ToolResult, ToolResultAt};
+use condense_model::{join_text, Block, ContentShape, Role, TextPiece, ToolResult, ToolResultRef};
 use std::collections::HashMap;
 
 type FfiBlockRef<'v> = FfiBlockOf<RStr<'v>>;
@@ -342,31 +342,9 @@ impl<'v> ToolResultView<'v> {
     }
 }
 
-/// One top-level tool result with where it sits: see [`View::tool_results`].
-#[derive(Clone, Copy, Debug)]
-pub struct ToolResultSlot<'v> {
-    /// Index of the message.
-    pub message: usize,
-    /// Index of the block in the message's content.
-    pub block: usize,
-    pub message_id: &'v str,
-    pub role: Role,
-    /// Name of the tool whose `tool_use` this result answers (`None` for an orphan).
-    pub tool: Option<&'v str>,
-    pub result: ToolResultView<'v>,
-}
-
-impl ToolResultSlot<'_> {
-    /// The owned position, to come back to in the copied conversation with
-    /// [`Conversation::tool_result_at_mut`](condense_model::Conversation::tool_result_at_mut).
-    pub fn at(&self) -> ToolResultAt {
-        ToolResultAt {
-            message: self.message,
-            block: self.block,
-            tool: self.tool.map(str::to_string),
-        }
-    }
-}
+/// One top-level tool result with where it sits (the model's `ToolResultRef` over a view):
+/// see [`View::tool_results`].
+pub type ToolResultSlot<'v> = ToolResultRef<'v, ToolResultView<'v>>;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

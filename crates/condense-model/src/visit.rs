@@ -37,18 +37,20 @@ pub struct ToolResultAt {
     pub tool: Option<String>,
 }
 
-/// One tool result, read-only: see [`Conversation::tool_results`].
+/// One tool result, read-only: see [`Conversation::tool_results`]. The result is the model's
+/// (`R` = `&ToolResult`) or another reading of it (`condense_abi::View::tool_results` gives its
+/// borrowed view).
 #[derive(Debug, Clone, Copy)]
-pub struct ToolResultRef<'c> {
+pub struct ToolResultRef<'c, R = &'c ToolResult> {
     pub message: usize,
     pub block: usize,
     pub message_id: &'c str,
     pub role: Role,
     pub tool: Option<&'c str>,
-    pub result: &'c ToolResult,
+    pub result: R,
 }
 
-impl ToolResultRef<'_> {
+impl<R> ToolResultRef<'_, R> {
     /// The owned position, to come back to with [`Conversation::tool_result_at_mut`].
     pub fn at(&self) -> ToolResultAt {
         ToolResultAt {
