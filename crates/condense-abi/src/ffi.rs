@@ -65,10 +65,9 @@ pub struct FfiContentOf<S> {
 }
 
 /// One block. A tagged union would read better, but a flat struct keeps the layout trivially
-/// stable and lets tool results nest without a recursive type. (`Clone` for the view's copy of
-/// one block: [`crate::ToolResultView::to_tool_result`].)
+/// stable and lets tool results nest without a recursive type.
 #[repr(C)]
-#[derive(StableAbi, Debug, Clone)]
+#[derive(StableAbi, Debug)]
 pub struct FfiBlockOf<S> {
     pub kind: u8,
     /// text / thinking / tool_use id / tool_use_id / image media type / image reference / opaque.

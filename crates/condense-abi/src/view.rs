@@ -32,9 +32,12 @@ use crate::ffi::{
     KIND_IMAGE_BASE64, KIND_IMAGE_REF, KIND_OPAQUE, KIND_TEXT, KIND_THINKING, KIND_TOOL_RESULT,
     KIND_TOOL_USE,
 };
-use crate::StageError;
 use abi_stable::std_types::RStr;
-use condense_model::{join_text, Block, ContentShape, Role, TextPiece, ToolResult, ToolResultRef};
+use condense_model::{
+    join_text, Block, Content, ContentShape, Conversation, Image, ImageSource, Message, Opaque,
+    Piece, RawJson, ReadMessage, Role, TextBlock, TextPiece, ThinkingBlock, ToolDef, ToolResult,
+    ToolResultRef, ToolUse,
+};
 use std::collections::HashMap;
 
 type FfiBlockRef<'v> = FfiBlockOf<RStr<'v>>;
@@ -99,6 +102,26 @@ impl<'v> View<'v> {
     /// raw JSON text.
     pub fn extra(&self) -> &'v str {
         self.conv.extra.as_str()
+    }
+
+    /// The conversation without its messages (system prompt, tools, request fields), copied:
+    /// what a stage that builds new messages hands back around them.
+    pub fn header(&self) -> Conversation {
+        Conversation {
+            system: self.system().map(|c| c.to_content()),
+            tools: self
+                .conv
+                .tools
+                .as_slice()
+                .iter()
+                .map(|t| ToolDef {
+                    name: t.name.as_str().to_string(),
+                    raw: raw(t.raw.as_str()),
+                })
+                .collect(),
+            messages: Vec::new(),
+            extra: raw(self.extra()),
+        }
     }
 
     /// Tool name by tool_use id, over the whole conversation (as
@@ -199,6 +222,144 @@ impl<'v> MessageView<'v> {
     }
 }
 
+impl ReadMessage for MessageView<'_> {
+    fn id(&self) -> &str {
+        MessageView::id(self)
+    }
+
+    fn role(&self) -> Role {
+        MessageView::role(self)
+    }
+
+    fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.blocks().filter_map(|b| match b {
+            BlockView::ToolUse { id, .. } => Some(id),
+            _ => None,
+        })
+    }
+
+    fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+        self.blocks().filter_map(|b| match b {
+            BlockView::ToolResult(r) => Some(r.tool_use_id()),
+            _ => None,
+        })
+    }
+
+    fn has_non_result_block(&self) -> bool {
+        self.blocks()
+            .any(|b| !matches!(b, BlockView::ToolResult(_)))
+    }
+
+    fn only_text(&self) -> Option<&str> {
+        let mut blocks = self.blocks();
+        match (blocks.next(), blocks.next()) {
+            (Some(BlockView::Text { text, .. }), None) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn block_count(&self) -> usize {
+        self.content().len()
+    }
+
+    fn pieces(&self, visit: &mut dyn FnMut(Piece<'_>)) {
+        content_pieces(self.content(), visit);
+    }
+
+    fn to_message(&self) -> Message {
+        Message {
+            id: MessageView::id(self).to_string(),
+            role: MessageView::role(self),
+            timestamp: self.timestamp().map(str::to_string),
+            content: self.content().to_content(),
+            extra: raw(self.extra()),
+            envelope: raw(self.envelope()),
+        }
+    }
+
+    fn is(&self, m: &Message) -> bool {
+        m.id == MessageView::id(self)
+            && m.role == MessageView::role(self)
+            && m.timestamp.as_deref() == self.timestamp()
+            && m.extra.as_str() == self.extra()
+            && m.envelope.as_str() == self.envelope()
+            && same_content(&m.content, self.content())
+    }
+}
+
+/// [`condense_model::read::content_pieces`] over a view: the same pieces, in the same order.
+fn content_pieces(content: ContentView<'_>, visit: &mut dyn FnMut(Piece<'_>)) {
+    for block in content.blocks() {
+        match block {
+            BlockView::Text { text, .. } => visit(Piece::Text(text)),
+            BlockView::Thinking { thinking, .. } => visit(Piece::Text(thinking)),
+            BlockView::ToolUse { name, input, .. } => {
+                visit(Piece::Text(name));
+                visit(Piece::Text(input));
+            }
+            BlockView::ToolResult(r) => content_pieces(r.content(), visit),
+            BlockView::ImageBase64 { data, .. } => visit(Piece::Image { base64: Some(data) }),
+            BlockView::ImageReference { .. } => visit(Piece::Image { base64: None }),
+            BlockView::Opaque { json } => visit(Piece::Text(json)),
+        }
+    }
+}
+
+/// Whether `view` shows `block` exactly (every field, nested results included).
+pub(crate) fn same_block(block: &Block, view: BlockView<'_>) -> bool {
+    match (block, view) {
+        (Block::Text(t), BlockView::Text { text, extra }) => {
+            t.text == text && t.extra.as_str() == extra
+        }
+        (Block::Thinking(t), BlockView::Thinking { thinking, extra }) => {
+            t.thinking == thinking && t.extra.as_str() == extra
+        }
+        (
+            Block::ToolUse(t),
+            BlockView::ToolUse {
+                id,
+                name,
+                input,
+                extra,
+            },
+        ) => t.id == id && t.name == name && t.input.as_str() == input && t.extra.as_str() == extra,
+        (Block::ToolResult(t), BlockView::ToolResult(r)) => {
+            t.tool_use_id == r.tool_use_id()
+                && t.is_error == r.is_error()
+                && t.extra.as_str() == r.extra()
+                && same_content(&t.content, r.content())
+        }
+        (
+            Block::Image(i),
+            BlockView::ImageBase64 {
+                media_type,
+                data,
+                extra,
+            },
+        ) => {
+            i.extra.as_str() == extra
+                && matches!(&i.source, ImageSource::Base64 { media_type: m, data: d } if m == media_type && d == data)
+        }
+        (Block::Image(i), BlockView::ImageReference { json, extra }) => {
+            i.extra.as_str() == extra
+                && matches!(&i.source, ImageSource::Reference { json: j } if j.as_str() == json)
+        }
+        (Block::Opaque(o), BlockView::Opaque { json }) => o.json.as_str() == json,
+        _ => false,
+    }
+}
+
+/// Whether `view` shows `content` exactly.
+pub(crate) fn same_content(content: &Content, view: ContentView<'_>) -> bool {
+    content.shape == view.shape()
+        && content.blocks.len() == view.len()
+        && content
+            .blocks
+            .iter()
+            .zip(view.blocks())
+            .all(|(b, v)| same_block(b, v))
+}
+
 /// A message's or a tool result's content, read in place.
 #[derive(Clone, Copy, Debug)]
 pub struct ContentView<'v> {
@@ -231,6 +392,14 @@ impl<'v> ContentView<'v> {
 
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
+    }
+
+    /// The content copied into the model.
+    pub fn to_content(&self) -> Content {
+        Content {
+            shape: self.shape(),
+            blocks: self.blocks().map(|b| b.to_block()).collect(),
+        }
     }
 
     /// All text of the text blocks, joined by newlines, nested results included: exactly
@@ -278,6 +447,48 @@ pub enum BlockView<'v> {
 }
 
 impl<'v> BlockView<'v> {
+    /// The block copied into the model.
+    pub fn to_block(&self) -> Block {
+        match *self {
+            BlockView::Text { text, extra } => Block::Text(TextBlock {
+                text: text.to_string(),
+                extra: raw(extra),
+            }),
+            BlockView::Thinking { thinking, extra } => Block::Thinking(ThinkingBlock {
+                thinking: thinking.to_string(),
+                extra: raw(extra),
+            }),
+            BlockView::ToolUse {
+                id,
+                name,
+                input,
+                extra,
+            } => Block::ToolUse(ToolUse {
+                id: id.to_string(),
+                name: name.to_string(),
+                input: raw(input),
+                extra: raw(extra),
+            }),
+            BlockView::ToolResult(r) => Block::ToolResult(r.to_tool_result()),
+            BlockView::ImageBase64 {
+                media_type,
+                data,
+                extra,
+            } => Block::Image(Image {
+                source: ImageSource::Base64 {
+                    media_type: media_type.to_string(),
+                    data: data.to_string(),
+                },
+                extra: raw(extra),
+            }),
+            BlockView::ImageReference { json, extra } => Block::Image(Image {
+                source: ImageSource::Reference { json: raw(json) },
+                extra: raw(extra),
+            }),
+            BlockView::Opaque { json } => Block::Opaque(Opaque { json: raw(json) }),
+        }
+    }
+
     fn of(b: &'v FfiBlockRef<'v>) -> Self {
         let (a, extra) = (b.a.as_str(), b.extra.as_str());
         match b.kind {
@@ -334,12 +545,19 @@ impl<'v> ToolResultView<'v> {
 
     /// This one result copied into the model (for the few that a model function must read,
     /// without copying the conversation).
-    pub fn to_tool_result(&self) -> Result<ToolResult, StageError> {
-        match Block::try_from(self.0.clone())? {
-            Block::ToolResult(result) => Ok(result),
-            _ => Err(StageError::new("a tool result view holds another block")),
+    pub fn to_tool_result(&self) -> ToolResult {
+        ToolResult {
+            tool_use_id: self.tool_use_id().to_string(),
+            content: self.content().to_content(),
+            is_error: self.is_error(),
+            extra: raw(self.extra()),
         }
     }
+}
+
+/// Raw JSON text the view borrows, copied (it was the model's raw text on the host's side).
+fn raw(text: &str) -> RawJson {
+    RawJson::from_string_unchecked(text.to_string())
 }
 
 /// One top-level tool result with where it sits (the model's `ToolResultRef` over a view):

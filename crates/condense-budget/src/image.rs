@@ -28,9 +28,16 @@ const HEADER_BYTES: usize = 32;
 /// Estimated tokens of an image block.
 pub fn image_tokens(image: &Image) -> usize {
     match &image.source {
-        ImageSource::Base64 { data, .. } => tokens_for_dimensions(image_dimensions(data)),
-        ImageSource::Reference { .. } => IMAGE_FALLBACK_TOKENS,
+        ImageSource::Base64 { data, .. } => base64_image_tokens(Some(data)),
+        ImageSource::Reference { .. } => base64_image_tokens(None),
     }
+}
+
+/// Estimated tokens of an image given its base64 data (`None`: a reference, the fallback).
+pub fn base64_image_tokens(data: Option<&str>) -> usize {
+    data.map_or(IMAGE_FALLBACK_TOKENS, |data| {
+        tokens_for_dimensions(image_dimensions(data))
+    })
 }
 
 /// Estimated tokens of an image with these dimensions ([`image_dimensions`]; unknown: the

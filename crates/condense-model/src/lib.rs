@@ -24,6 +24,7 @@ mod block;
 pub mod fingerprint;
 mod format;
 mod raw_json;
+pub mod read;
 pub mod render;
 pub mod time;
 pub mod visit;
@@ -31,6 +32,7 @@ pub mod visit;
 pub use block::{Block, Image, ImageSource, Opaque, TextBlock, ThinkingBlock, ToolResult, ToolUse};
 pub use format::{Format, UnknownFormat};
 pub use raw_json::{kind_of, RawJson};
+pub use read::{Piece, ReadMessage};
 pub use visit::{ToolResultAt, ToolResultMut, ToolResultRef};
 
 /// How every message condense writes in place of others starts (a context-collapse or
@@ -91,20 +93,18 @@ impl Conversation {
 /// as (message index, tool_use id), in message order. The host's output guard and the stages
 /// that restructure messages check with it: a stage must not orphan a result the input did not
 /// already orphan.
-pub fn orphaned_tool_results(messages: &[Message]) -> Vec<(usize, &str)> {
+pub fn orphaned_tool_results<M: ReadMessage>(messages: &[M]) -> Vec<(usize, &str)> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut orphans = Vec::new();
     for (i, m) in messages.iter().enumerate().filter(|(_, m)| m.is_chat()) {
-        for tr in m.tool_results() {
-            if !seen.contains(tr.tool_use_id.as_str()) {
-                orphans.push((i, tr.tool_use_id.as_str()));
+        for id in m.tool_result_ids() {
+            if !seen.contains(id) {
+                orphans.push((i, id));
             }
         }
         // Results inside this message answer calls of earlier messages only; calls made here
         // become answerable from the next message on.
-        for tu in m.tool_uses() {
-            seen.insert(tu.id.as_str());
-        }
+        seen.extend(m.tool_use_ids());
     }
     orphans
 }

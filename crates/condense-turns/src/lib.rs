@@ -87,7 +87,7 @@
 
 pub mod measure;
 
-use condense_model::{Block, Message, Role};
+use condense_model::{ReadMessage, Role};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -109,9 +109,12 @@ impl Turn {
     }
 
     /// Indices of the turn's messages: its range without [`Role::System`] messages.
-    pub fn members<'m>(&self, messages: &'m [Message]) -> impl Iterator<Item = usize> + 'm {
+    pub fn members<'m, M: ReadMessage>(
+        &self,
+        messages: &'m [M],
+    ) -> impl Iterator<Item = usize> + 'm {
         let range = self.start..self.end.min(messages.len());
-        range.filter(move |&i| messages[i].role != Role::System)
+        range.filter(move |&i| messages[i].role() != Role::System)
     }
 }
 
@@ -141,21 +144,18 @@ pub use condense_model::CONDENSE_MARKER;
 /// Whether `message` is a user prompt: a [`Role::User`] message with a block that is not a tool
 /// result (typed text, an image, a slash command, a condense message). A user prompt always
 /// opens a turn unless that would separate a call from its result.
-pub fn is_user_prompt(message: &Message) -> bool {
-    message.role == Role::User
-        && message
-            .content
-            .blocks
-            .iter()
-            .any(|b| !matches!(b, Block::ToolResult(_)))
+pub fn is_user_prompt<M: ReadMessage + ?Sized>(message: &M) -> bool {
+    message.role() == Role::User && message.has_non_result_block()
 }
 
 /// Whether `message` is one a condense stage wrote in place of earlier messages (a collapse
 /// summary, a compaction summary, a restored file, a pinned item): a [`Role::User`] message of
 /// one text block starting with [`CONDENSE_MARKER`]. It is a turn of its own.
-pub fn is_condense_message(message: &Message) -> bool {
-    message.role == Role::User
-        && matches!(message.content.blocks.as_slice(), [Block::Text(t)] if t.text.starts_with(CONDENSE_MARKER))
+pub fn is_condense_message<M: ReadMessage + ?Sized>(message: &M) -> bool {
+    message.role() == Role::User
+        && message
+            .only_text()
+            .is_some_and(|t| t.starts_with(CONDENSE_MARKER))
 }
 
 /// What a chat message is, for the turn boundaries.
@@ -169,12 +169,12 @@ enum Kind {
     Results,
 }
 
-fn kind(message: &Message) -> Kind {
+fn kind<M: ReadMessage>(message: &M) -> Kind {
     if is_condense_message(message) {
         Kind::Condense
     } else if is_user_prompt(message) {
         Kind::Prompt
-    } else if message.role == Role::Assistant {
+    } else if message.role() == Role::Assistant {
         Kind::Assistant
     } else {
         Kind::Results
@@ -182,21 +182,21 @@ fn kind(message: &Message) -> Kind {
 }
 
 /// Groups `messages` into API turns (API rounds, see the [crate docs](crate)).
-pub fn group(messages: &[Message]) -> Turns {
+pub fn group<M: ReadMessage>(messages: &[M]) -> Turns {
     let n = messages.len();
     // Where each call is made (first occurrence, chat messages only).
     let mut calls: HashMap<&str, usize> = HashMap::new();
     for (i, m) in messages.iter().enumerate().filter(|(_, m)| m.is_chat()) {
-        for tu in m.tool_uses() {
-            calls.entry(tu.id.as_str()).or_insert(i);
+        for id in m.tool_use_ids() {
+            calls.entry(id).or_insert(i);
         }
     }
     // A turn boundary before message k is forbidden when a call made before k is answered at
     // or after k: for a call at i answered at j, every k in i+1..=j.
     let mut diff = vec![0i64; n + 2];
     for (j, m) in messages.iter().enumerate().filter(|(_, m)| m.is_chat()) {
-        for tr in m.tool_results() {
-            if let Some(&i) = calls.get(tr.tool_use_id.as_str()) {
+        for id in m.tool_result_ids() {
+            if let Some(&i) = calls.get(id) {
                 if i < j {
                     diff[i + 1] += 1;
                     diff[j + 1] -= 1;
@@ -211,7 +211,7 @@ pub fn group(messages: &[Message]) -> Turns {
     let mut previous: Option<Kind> = None;
     for (k, m) in messages.iter().enumerate() {
         open_pairs += diff[k];
-        if !m.is_chat() || m.role == Role::System {
+        if !m.is_chat() || m.role() == Role::System {
             continue;
         }
         let this = kind(m);
@@ -248,7 +248,7 @@ pub fn group(messages: &[Message]) -> Turns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{orphaned_tool_results, Content, RawJson, ThinkingBlock};
+    use condense_model::{orphaned_tool_results, Block, Content, Message, RawJson, ThinkingBlock};
 
     fn text(id: &str, role: Role) -> Message {
         Message::new(id, role, vec![Block::text(id)])
@@ -448,7 +448,7 @@ mod tests {
         assert_eq!(ranges(&msgs), (4, vec![]));
         let t = group(&msgs);
         assert_eq!(t.turn_of(0), None);
-        assert_eq!(group(&[]).leading_end, 0);
+        assert_eq!(group::<Message>(&[]).leading_end, 0);
         // The first user prompt ends the leading part.
         let mut msgs = msgs;
         msgs.push(text("u1", Role::User));

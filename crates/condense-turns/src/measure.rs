@@ -23,43 +23,44 @@
 //! assert_eq!(cut_to_tokens(&Words, "one two\nthree four", 3).text, "one two");
 //! ```
 
-use condense_budget::image::image_tokens;
+use condense_budget::image::base64_image_tokens;
 use condense_budget::MESSAGE_OVERHEAD_TOKENS;
-use condense_model::{Block, Content, CountTokens, Message, Role};
+use condense_model::read::content_pieces;
+use condense_model::{Content, CountTokens, Piece, ReadMessage, Role};
 
-/// Tokens of one block.
-pub fn block_tokens<C: CountTokens + ?Sized>(counter: &C, block: &Block) -> usize {
-    match block {
-        Block::Text(t) => counter.count_tokens(&t.text),
-        Block::Thinking(t) => counter.count_tokens(&t.thinking),
-        Block::ToolUse(t) => counter.count_tokens(&t.name) + counter.count_tokens(t.input.as_str()),
-        Block::ToolResult(t) => content_tokens(counter, &t.content),
-        Block::Image(image) => image_tokens(image),
-        Block::Opaque(o) => counter.count_tokens(o.json.as_str()),
+/// Tokens of one [`Piece`] of content: a string counted on its own, or an image's estimate.
+pub fn piece_tokens<C: CountTokens + ?Sized>(counter: &C, piece: Piece<'_>) -> usize {
+    match piece {
+        Piece::Text(text) => counter.count_tokens(text),
+        Piece::Image { base64 } => base64_image_tokens(base64),
     }
 }
 
 /// Tokens of a content's blocks.
 pub fn content_tokens<C: CountTokens + ?Sized>(counter: &C, content: &Content) -> usize {
-    content
-        .blocks
-        .iter()
-        .map(|b| block_tokens(counter, b))
-        .sum()
+    let mut tokens = 0;
+    content_pieces(content, &mut |p| tokens += piece_tokens(counter, p));
+    tokens
 }
 
-/// Tokens of a message: its blocks plus the overhead; 0 for an event line.
-pub fn message_tokens<C: CountTokens + ?Sized>(counter: &C, message: &Message) -> usize {
-    if message.role == Role::Event {
+/// Tokens of a message (the model's, or a view of one: [`ReadMessage`]): its blocks plus the
+/// overhead; 0 for an event line.
+pub fn message_tokens<C: CountTokens + ?Sized, M: ReadMessage + ?Sized>(
+    counter: &C,
+    message: &M,
+) -> usize {
+    if message.role() == Role::Event {
         return 0;
     }
-    MESSAGE_OVERHEAD_TOKENS + content_tokens(counter, &message.content)
+    let mut tokens = MESSAGE_OVERHEAD_TOKENS;
+    message.pieces(&mut |p| tokens += piece_tokens(counter, p));
+    tokens
 }
 
 /// Tokens of several messages.
-pub fn messages_tokens<'m, C: CountTokens + ?Sized>(
+pub fn messages_tokens<'m, C: CountTokens + ?Sized, M: ReadMessage + 'm>(
     counter: &C,
-    messages: impl IntoIterator<Item = &'m Message>,
+    messages: impl IntoIterator<Item = &'m M>,
 ) -> usize {
     messages
         .into_iter()
@@ -121,7 +122,7 @@ pub fn cut_to_tokens<C: CountTokens + ?Sized>(counter: &C, text: &str, max_token
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_model::{Image, ImageSource, RawJson, ToolResult};
+    use condense_model::{Block, Image, ImageSource, Message, RawJson, ToolResult};
 
     /// The `estimate` tokenizer's rule (bytes / 4, rounded up), what the test host counts with.
     struct Estimate;
@@ -180,8 +181,14 @@ mod tests {
         );
         // "Bash" is 1, its input 2; the nested text 2 and the image the flat estimate.
         let fallback = condense_budget::image::IMAGE_FALLBACK_TOKENS;
-        assert_eq!(block_tokens(&host, &call), 3);
-        assert_eq!(block_tokens(&host, &result), 2 + fallback);
+        assert_eq!(
+            content_tokens(&host, &Content::blocks(vec![call.clone()])),
+            3
+        );
+        assert_eq!(
+            content_tokens(&host, &Content::blocks(vec![result.clone()])),
+            2 + fallback
+        );
         let m = Message::new("m", Role::User, vec![call, result]);
         assert_eq!(
             message_tokens(&host, &m),

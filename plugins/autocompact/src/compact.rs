@@ -102,7 +102,7 @@ impl Autocompact {
             .iter()
             .rev()
             .map(|&i| &messages[i])
-            .find(|m| condense_turns::is_user_prompt(m))
+            .find(condense_turns::is_user_prompt)
             .unwrap_or(&messages[last]);
         let max_tokens = self.config.summary_max_tokens.min(t.effective / 4).max(1);
         // The event lines go to the summarizer too: it writes no prose from them, but a

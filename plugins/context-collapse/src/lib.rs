@@ -162,8 +162,8 @@ pub use condense_turns as turns;
 pub use config::Config;
 pub use summary::{is_summary_message, parse_header, summary_message};
 
-use condense_abi::{Context, Input, Stage, StageError, StageOutput};
-use condense_model::Conversation;
+use condense_abi::{Context, Input, MessageView, Stage, StageError, StageOutput};
+use condense_model::{Conversation, ReadMessage};
 use run::Run;
 use state::State;
 
@@ -238,11 +238,15 @@ impl Stage for ContextCollapse {
     }
 
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
-        let conversation = input.into_conversation()?;
+        // The run reads the host's conversation in place: a projection copies only the
+        // messages it keeps, a summary only the span it stands for, and a run that commits
+        // nothing copies nothing.
+        let view = input.view()?;
+        let messages: Vec<MessageView<'_>> = view.messages().collect();
         let mut state = cx.state::<State>()?;
         // The run consumes the stored collapses and hands back the ones it applied.
         let stored = std::mem::take(&mut *state);
-        let mut run = Run::new(&self.config, &conversation.messages, stored, *cx);
+        let mut run = Run::new(&self.config, &messages, stored, *cx);
         run.plan();
         run.commit();
         let finished = run.finish()?;
@@ -251,11 +255,14 @@ impl Stage for ContextCollapse {
         let report = finished.report;
         // A projection can still come out as the input itself (its collapses' summary
         // messages were already in place): then it is handed back as unchanged too.
+        let same = |out: &[condense_model::Message]| {
+            out.len() == messages.len() && messages.iter().zip(out).all(|(v, m)| v.is(m))
+        };
         Ok(match finished.messages {
-            Some(messages) if messages != conversation.messages => StageOutput::changed(
+            Some(out) if !same(&out) => StageOutput::changed(
                 Conversation {
-                    messages,
-                    ..conversation
+                    messages: out,
+                    ..view.header()
                 },
                 report,
             ),

@@ -11,7 +11,7 @@ use crate::summary::summary_message;
 use crate::Config;
 use condense_abi::{Context, StageReport};
 use condense_budget::{fraction_of, BudgetConfig};
-use condense_model::{Message, Role};
+use condense_model::{ReadMessage, Role};
 use condense_turns::measure::message_tokens;
 use std::cell::OnceCell;
 use std::ops::Range;
@@ -52,9 +52,11 @@ enum Found {
     Adopted,
 }
 
-pub(crate) struct Run<'a> {
+/// A run over `M`s: the view of the host's conversation a stage reads in place (or, in tests
+/// and in-process, the model's messages).
+pub(crate) struct Run<'a, M> {
     config: &'a Config,
-    messages: &'a [Message],
+    messages: &'a [M],
     cx: Context<'a>,
     turns: condense_turns::Turns,
     /// Tokens of each turn, counted on first need: a turn is measured while a span grows over
@@ -80,10 +82,10 @@ pub(crate) struct Run<'a> {
     report: StageReport,
 }
 
-impl<'a> Run<'a> {
+impl<'a, M: ReadMessage> Run<'a, M> {
     pub(crate) fn new(
         config: &'a Config,
-        messages: &'a [Message],
+        messages: &'a [M],
         stored: State,
         cx: Context<'a>,
     ) -> Self {
@@ -150,7 +152,7 @@ impl<'a> Run<'a> {
     fn tokens_of_range(&self, range: Range<usize>) -> usize {
         self.messages[range]
             .iter()
-            .filter(|m| m.role != Role::System)
+            .filter(|m| m.role() != Role::System)
             .map(|m| message_tokens(&self.cx, m))
             .sum()
     }

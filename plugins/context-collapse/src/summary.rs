@@ -3,7 +3,7 @@
 
 use crate::state::Collapse;
 use crate::{ID_PREFIX, SUMMARY_MARKER};
-use condense_model::{Block, Content, Format, Message, Role};
+use condense_model::{Content, Format, Message, ReadMessage, Role};
 
 /// A summary message's header line, parsed: `(count, first, last)`.
 pub fn parse_header(text: &str) -> Option<(usize, &str, &str)> {
@@ -15,10 +15,12 @@ pub fn parse_header(text: &str) -> Option<(usize, &str, &str)> {
 }
 
 /// Whether `message` is a summary message of this stage.
-pub fn is_summary_message(message: &Message) -> bool {
-    message.role == Role::User
-        && message.id.starts_with(ID_PREFIX)
-        && matches!(message.content.blocks.as_slice(), [Block::Text(t)] if t.text.starts_with(SUMMARY_MARKER))
+pub fn is_summary_message<M: ReadMessage + ?Sized>(message: &M) -> bool {
+    message.role() == Role::User
+        && message.id().starts_with(ID_PREFIX)
+        && message
+            .only_text()
+            .is_some_and(|t| t.starts_with(SUMMARY_MARKER))
 }
 
 /// The summary message of a collapse, with the timestamp and, for Claude Code, the wrapper line
@@ -47,11 +49,12 @@ pub fn summary_message(
     message
 }
 
-/// A collapse record for a summary message found in the input without one.
-pub(crate) fn adopt(message: &Message, now_ms: i64) -> Collapse {
-    let text = message.content.text();
-    let (header, body) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-    let fallback = message.id.trim_start_matches(ID_PREFIX).to_string();
+/// A collapse record for a summary message ([`is_summary_message`]: one text block) found in
+/// the input without one.
+pub(crate) fn adopt<M: ReadMessage + ?Sized>(message: &M, now_ms: i64) -> Collapse {
+    let text = message.only_text().unwrap_or_default();
+    let (header, body) = text.split_once('\n').unwrap_or((text, ""));
+    let fallback = message.id().trim_start_matches(ID_PREFIX).to_string();
     let (count, first, last) = parse_header(header)
         .map(|(n, a, b)| (n, a.to_string(), b.to_string()))
         .unwrap_or((1, fallback.clone(), fallback));
@@ -60,7 +63,7 @@ pub(crate) fn adopt(message: &Message, now_ms: i64) -> Collapse {
         last,
         count,
         turns: 1,
-        ids: vec![message.id.clone()],
+        ids: vec![message.id().to_string()],
         summary: body.to_string(),
         merges: 0,
         committed_ms: now_ms,

@@ -91,20 +91,20 @@ pub fn apply(
             let error = if text.len() > config.max_tool_result_bytes {
                 let envelope = view.message(r.message).map(|m| m.envelope());
                 let envelope = RawJson::from_string_unchecked(envelope.unwrap_or("").to_string());
-                error_line(&r.result.to_tool_result()?, &envelope)
+                error_line(&r.result.to_tool_result(), &envelope)
             } else {
                 None
             };
-            Ok(Entry {
+            Entry {
                 at: r.at(),
                 id: r.result.tool_use_id().to_string(),
                 snipped: is_snip_output(&text),
                 protected: protected.contains(r.result.tool_use_id()),
                 text,
                 error,
-            })
+            }
         })
-        .collect::<Result<_, StageError>>()?;
+        .collect();
     let mut tally = Tally {
         already: entries.iter().filter(|e| e.snipped).count(),
         ..Tally::default()

@@ -4,73 +4,14 @@
 use super::*;
 use crate::ffi::FfiMessageOf;
 use crate::{Input, StageError};
-use condense_model::{Block, Content, Conversation, ImageSource, Message, RawJson, ToolResult};
+use condense_model::{
+    Block, Content, Conversation, ImageSource, Message, RawJson, ReadMessage, ToolResult,
+};
 use std::cell::Cell;
 use std::path::Path;
 
-/// Whether `view` shows `block` exactly (every field, nested results included).
-fn same_block(block: &Block, view: BlockView<'_>) -> bool {
-    match (block, view) {
-        (Block::Text(t), BlockView::Text { text, extra }) => {
-            t.text == text && t.extra.as_str() == extra
-        }
-        (Block::Thinking(t), BlockView::Thinking { thinking, extra }) => {
-            t.thinking == thinking && t.extra.as_str() == extra
-        }
-        (
-            Block::ToolUse(t),
-            BlockView::ToolUse {
-                id,
-                name,
-                input,
-                extra,
-            },
-        ) => t.id == id && t.name == name && t.input.as_str() == input && t.extra.as_str() == extra,
-        (Block::ToolResult(t), BlockView::ToolResult(r)) => {
-            t.tool_use_id == r.tool_use_id()
-                && t.is_error == r.is_error()
-                && t.extra.as_str() == r.extra()
-                && same_content(&t.content, r.content())
-        }
-        (
-            Block::Image(i),
-            BlockView::ImageBase64 {
-                media_type,
-                data,
-                extra,
-            },
-        ) => {
-            i.extra.as_str() == extra
-                && matches!(&i.source, ImageSource::Base64 { media_type: m, data: d } if m == media_type && d == data)
-        }
-        (Block::Image(i), BlockView::ImageReference { json, extra }) => {
-            i.extra.as_str() == extra
-                && matches!(&i.source, ImageSource::Reference { json: j } if j.as_str() == json)
-        }
-        (Block::Opaque(o), BlockView::Opaque { json }) => o.json.as_str() == json,
-        _ => false,
-    }
-}
-
-fn same_content(content: &Content, view: ContentView<'_>) -> bool {
-    content.shape == view.shape()
-        && content.blocks.len() == view.len()
-        && content.text() == view.text()
-        && content
-            .blocks
-            .iter()
-            .zip(view.blocks())
-            .all(|(b, v)| same_block(b, v))
-}
-
 fn same_message(m: &Message, v: MessageView<'_>) -> bool {
-    m.id == v.id()
-        && m.role == v.role()
-        && m.timestamp.as_deref() == v.timestamp()
-        && m.is_chat() == v.is_chat()
-        && m.extra.as_str() == v.extra()
-        && m.envelope.as_str() == v.envelope()
-        && same_content(&m.content, v.content())
+    v.is(m) && m.is_chat() == v.is_chat() && m.content.text() == v.content().text()
 }
 
 /// Asserts that `conv` read through a view is `conv`, field by field, with the same tool
@@ -87,6 +28,13 @@ fn assert_view_reads(conv: &Conversation, name: &str) -> usize {
         );
     }
     assert_eq!(view.extra(), conv.extra.as_str(), "{name}");
+    let header = Conversation {
+        system: conv.system.clone(),
+        tools: conv.tools.clone(),
+        messages: Vec::new(),
+        extra: conv.extra.clone(),
+    };
+    assert_eq!(view.header(), header, "{name}");
     assert_eq!(
         view.system().map(|s| s.text()),
         conv.system.as_ref().map(Content::text),
@@ -111,8 +59,29 @@ fn assert_view_reads(conv: &Conversation, name: &str) -> usize {
         .collect();
     assert_eq!(viewed, model, "{name}: tool results");
     for (slot, r) in view.tool_results().zip(conv.tool_results()) {
-        assert_eq!(&slot.result.to_tool_result().unwrap(), r.result, "{name}");
+        assert_eq!(&slot.result.to_tool_result(), r.result, "{name}");
     }
+    // What code written over `ReadMessage` (turn grouping, measuring) reads of each message.
+    let views: Vec<MessageView<'_>> = view.messages().collect();
+    let pieces = |m: &dyn Fn(&mut dyn FnMut(condense_model::Piece<'_>))| {
+        let mut out = Vec::new();
+        m(&mut |p| out.push(format!("{p:?}")));
+        out
+    };
+    for (m, v) in conv.messages.iter().zip(&views) {
+        assert!(v.tool_use_ids().eq(ReadMessage::tool_use_ids(m)), "{name}");
+        assert!(v.tool_result_ids().eq(m.tool_result_ids()), "{name}");
+        assert_eq!(v.has_non_result_block(), m.has_non_result_block(), "{name}");
+        assert_eq!(v.only_text(), m.only_text(), "{name}");
+        assert_eq!(v.block_count(), m.block_count(), "{name}");
+        assert_eq!(pieces(&|f| v.pieces(f)), pieces(&|f| m.pieces(f)), "{name}");
+        assert_eq!(&v.to_message(), m, "{name}");
+    }
+    assert_eq!(
+        condense_model::orphaned_tool_results(&views),
+        condense_model::orphaned_tool_results(&conv.messages),
+        "{name}"
+    );
     if let Some(last) = conv.messages.last() {
         assert_eq!(view.position(&last.id), conv.position(&last.id), "{name}");
     }

@@ -5,11 +5,11 @@ use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::PURPOSE;
 use condense_abi::{StageEvent, SummaryRequest};
-use condense_model::{Message, Role};
+use condense_model::{Message, ReadMessage, Role};
 use condense_text::{plural, thousands};
 use std::ops::Range;
 
-impl Run<'_> {
+impl<M: ReadMessage> Run<'_, M> {
     /// How many unit positions hold turns left as they are.
     fn open_turns(&self) -> Vec<usize> {
         self.units
@@ -138,8 +138,8 @@ impl Run<'_> {
         let range = first_turn.start..last_turn.end;
         let ids: Vec<String> = range
             .clone()
-            .filter(|&i| self.messages[i].role != Role::System)
-            .map(|i| self.messages[i].id.clone())
+            .filter(|&i| self.messages[i].role() != Role::System)
+            .map(|i| self.messages[i].id().to_string())
             .collect();
         // The span's event lines go too: the summarizer writes no prose from them, but a
         // sub-agent's lines (kept as events with their content) are the session's work, and the
@@ -147,12 +147,12 @@ impl Run<'_> {
         let span_messages: Vec<Message> = range
             .clone()
             .map(|i| &self.messages[i])
-            .filter(|m| m.role != Role::System)
-            .cloned()
+            .filter(|m| m.role() != Role::System)
+            .map(ReadMessage::to_message)
             .collect();
         // The span's turns cover `range` (turns are contiguous).
         let span_tokens: usize = turn_idx.iter().map(|&t| self.turn_tokens(t)).sum();
-        let first_id = self.messages[range.start].id.clone();
+        let first_id = self.messages[range.start].id().to_string();
         let last_id = ids.last().cloned().unwrap_or_default();
         // The collapse merged into, without its ids: they grow with every merge of a running
         // summary, and copying them at each commit made a long session quadratic. They are

@@ -5,7 +5,7 @@ use super::{Found, Run, Unit};
 use crate::state::State;
 use crate::summary::summary_message;
 use condense_abi::{Signal, StageEvent, StageReport};
-use condense_model::{orphaned_tool_results, Message, Role};
+use condense_model::{orphaned_tool_results, Message, ReadMessage, Role};
 use condense_text::thousands;
 use std::collections::HashSet;
 
@@ -19,7 +19,7 @@ pub(crate) struct Finished {
     pub state: State,
 }
 
-impl Run<'_> {
+impl<M: ReadMessage> Run<'_, M> {
     /// The projected messages (`None` when the projection is the input itself: there is no
     /// collapse, since the turns partition the input, or every collapse is its summary message
     /// in place), the report, and the state to save.
@@ -28,7 +28,10 @@ impl Run<'_> {
         let summaries: Vec<Message> = self
             .collapses
             .iter()
-            .map(|a| summary_message(&a.collapse, messages.get(a.range.start), self.cx.format))
+            .map(|a| {
+                let first = messages.get(a.range.start).map(ReadMessage::to_message);
+                summary_message(&a.collapse, first.as_ref(), self.cx.format)
+            })
             .collect();
         // A collapse is unchanged when what it replaces in the input (system messages aside) is
         // its summary message already.
@@ -39,9 +42,9 @@ impl Run<'_> {
             .map(|(a, summary)| {
                 let mut replaced = messages[a.range.clone()]
                     .iter()
-                    .filter(|m| m.role != Role::System);
+                    .filter(|m| m.role() != Role::System);
                 a.found != Found::Span
-                    && replaced.next() == Some(summary)
+                    && replaced.next().is_some_and(|m| m.is(summary))
                     && replaced.next().is_none()
             })
             .collect();
@@ -54,7 +57,10 @@ impl Run<'_> {
         });
         let project = !self.collapses.is_empty() && !identity;
         let mut out: Vec<Message> = if project {
-            messages[..self.turns.leading_end].to_vec()
+            messages[..self.turns.leading_end]
+                .iter()
+                .map(ReadMessage::to_message)
+                .collect()
         } else {
             Vec::new()
         };
@@ -63,9 +69,11 @@ impl Run<'_> {
         let mut reapplied = 0usize;
         for unit in &self.units {
             match unit {
-                Unit::Turn(t) if project => {
-                    out.extend_from_slice(&messages[self.turns.turns[*t].range()])
-                }
+                Unit::Turn(t) if project => out.extend(
+                    messages[self.turns.turns[*t].range()]
+                        .iter()
+                        .map(ReadMessage::to_message),
+                ),
                 Unit::Turn(_) => {}
                 Unit::Collapsed(c) => {
                     let applied = &self.collapses[*c];
@@ -74,8 +82,8 @@ impl Run<'_> {
                         out.extend(
                             messages[applied.range.clone()]
                                 .iter()
-                                .filter(|m| m.role == Role::System)
-                                .cloned(),
+                                .filter(|m| m.role() == Role::System)
+                                .map(ReadMessage::to_message),
                         );
                     }
                     let summary = self.summary_tokens(&applied.collapse);
@@ -83,8 +91,8 @@ impl Run<'_> {
                     if !unchanged[*c] {
                         blocks_changed += messages[applied.range.clone()]
                             .iter()
-                            .filter(|m| m.role != Role::System)
-                            .map(|m| m.content.blocks.len())
+                            .filter(|m| m.role() != Role::System)
+                            .map(|m| m.block_count())
                             .sum::<usize>();
                     }
                     if let Some((prior, prior_tokens)) = &applied.prior {
@@ -130,7 +138,7 @@ impl Run<'_> {
         let introduced: Vec<String> = if project {
             let input_orphans: HashSet<(&str, &str)> = orphaned_tool_results(messages)
                 .into_iter()
-                .map(|(i, t)| (messages[i].id.as_str(), t))
+                .map(|(i, t)| (messages[i].id(), t))
                 .collect();
             orphaned_tool_results(&out)
                 .into_iter()

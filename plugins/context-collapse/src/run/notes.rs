@@ -3,7 +3,7 @@
 use super::Run;
 use condense_text::{percent, plural, thousands};
 
-impl Run<'_> {
+impl<M: condense_model::ReadMessage> Run<'_, M> {
     /// The arithmetic and the outcome, in front of the other notes.
     pub(super) fn summary_notes(&mut self, reapplied: usize, committed: usize, before: usize) {
         let reserved = self.cx.context_window - self.effective;

@@ -5,12 +5,12 @@ use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::summary::{adopt, is_summary_message};
 use crate::ID_PREFIX;
-use condense_model::Role;
+use condense_model::{ReadMessage, Role};
 use condense_text::plural;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
-impl Run<'_> {
+impl<M: ReadMessage> Run<'_, M> {
     /// Whether `end` closes a turn: the messages from `end` to the end of the turn holding
     /// `end - 1` are all system messages. Returns that turn's end.
     fn turn_end_at(&self, end: usize) -> Option<usize> {
@@ -18,7 +18,7 @@ impl Run<'_> {
         let turn_end = self.turns.turns[t].end;
         self.messages[end..turn_end]
             .iter()
-            .all(|m| m.role == Role::System)
+            .all(|m| m.role() == Role::System)
             .then_some(turn_end)
     }
 
@@ -39,8 +39,9 @@ impl Run<'_> {
         if !(is_summary_message(&self.messages[p]) && starts_turn(p)) {
             return None;
         }
-        let next = (p + 1..self.messages.len()).find(|&i| self.messages[i].role != Role::System);
-        if let Some(k) = next.and_then(|q| c.ids.iter().position(|id| *id == self.messages[q].id)) {
+        let next = (p + 1..self.messages.len()).find(|&i| self.messages[i].role() != Role::System);
+        if let Some(k) = next.and_then(|q| c.ids.iter().position(|id| id == self.messages[q].id()))
+        {
             if let Some(end) = self.match_ids(p + 1, &c.ids[k..]) {
                 if let Some(end) = self.turn_end_at(end) {
                     return Some((p..end, Found::SummaryMessage));
@@ -57,8 +58,8 @@ impl Run<'_> {
         let mut matched = 0;
         while matched < ids.len() && q < self.messages.len() {
             let m = &self.messages[q];
-            if m.role != Role::System {
-                if m.id != ids[matched] {
+            if m.role() != Role::System {
+                if m.id() != ids[matched] {
                     return None;
                 }
                 matched += 1;
@@ -73,7 +74,7 @@ impl Run<'_> {
     pub(crate) fn plan(&mut self) {
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, m) in self.messages.iter().enumerate() {
-            index.entry(m.id.as_str()).or_insert(i);
+            index.entry(m.id()).or_insert(i);
         }
         let mut located: BTreeMap<usize, (Range<usize>, Collapse, Found)> = BTreeMap::new();
         let mut dropped = Vec::new();

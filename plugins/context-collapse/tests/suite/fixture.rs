@@ -208,7 +208,7 @@ fn the_second_span_is_merged_into_the_first_summary() {
         .conversation
         .messages
         .iter()
-        .filter(|m| context_collapse::is_summary_message(m))
+        .filter(context_collapse::is_summary_message)
         .collect();
     assert_eq!(summaries.len(), 1);
     assert!(summaries[0]

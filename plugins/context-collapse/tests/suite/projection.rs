@@ -81,7 +81,7 @@ fn growing_past_commit_at_again_merges_the_next_span_into_the_running_summary() 
         .conversation
         .messages
         .iter()
-        .filter(|m| context_collapse::is_summary_message(m))
+        .filter(context_collapse::is_summary_message)
         .count();
     assert_eq!(summaries, 1, "one running summary");
     assert_eq!(out.report.events[0].kind, "reapplied");

@@ -159,6 +159,10 @@ fn reruns_are_stable() {
     let third = run(&stage, &first.conversation, &mut h);
     assert_eq!(third.conversation, first.conversation);
     assert_eq!(h.summary_requests.borrow().len(), 2);
+    // The stage reads the host's conversation in place: a projection is built from copies of
+    // the messages it keeps, never from a copy of the whole conversation.
+    assert!(first.changed && second.changed && !third.changed);
+    assert!(!first.copied && !second.copied && !third.copied);
 }
 
 #[test]
