@@ -63,18 +63,18 @@ fn assert_view_reads(conv: &Conversation, name: &str) -> usize {
     }
     // What code written over `ReadMessage` (turn grouping, measuring) reads of each message.
     let views: Vec<MessageView<'_>> = view.messages().collect();
-    let pieces = |m: &dyn Fn(&mut dyn FnMut(condense_model::Piece<'_>))| {
+    fn pieces(m: &impl ReadMessage) -> Vec<String> {
         let mut out = Vec::new();
-        m(&mut |p| out.push(format!("{p:?}")));
+        m.pieces(&mut |p| out.push(format!("{p:?}")));
         out
-    };
+    }
     for (m, v) in conv.messages.iter().zip(&views) {
         assert!(v.tool_use_ids().eq(ReadMessage::tool_use_ids(m)), "{name}");
         assert!(v.tool_result_ids().eq(m.tool_result_ids()), "{name}");
         assert_eq!(v.has_non_result_block(), m.has_non_result_block(), "{name}");
         assert_eq!(v.only_text(), m.only_text(), "{name}");
         assert_eq!(v.block_count(), m.block_count(), "{name}");
-        assert_eq!(pieces(&|f| v.pieces(f)), pieces(&|f| m.pieces(f)), "{name}");
+        assert_eq!(pieces(v), pieces(m), "{name}");
         assert_eq!(&v.to_message(), m, "{name}");
     }
     assert_eq!(
