@@ -263,7 +263,7 @@ impl ReadMessage for MessageView<'_> {
     }
 
     fn pieces(&self, visit: &mut dyn FnMut(Piece<'_>)) {
-        content_pieces(self.content(), visit);
+        self.content().pieces(visit);
     }
 
     fn to_message(&self) -> Message {
@@ -284,24 +284,6 @@ impl ReadMessage for MessageView<'_> {
             && m.extra.as_str() == self.extra()
             && m.envelope.as_str() == self.envelope()
             && same_content(&m.content, self.content())
-    }
-}
-
-/// [`condense_model::read::content_pieces`] over a view: the same pieces, in the same order.
-fn content_pieces(content: ContentView<'_>, visit: &mut dyn FnMut(Piece<'_>)) {
-    for block in content.blocks() {
-        match block {
-            BlockView::Text { text, .. } => visit(Piece::Text(text)),
-            BlockView::Thinking { thinking, .. } => visit(Piece::Text(thinking)),
-            BlockView::ToolUse { name, input, .. } => {
-                visit(Piece::Text(name));
-                visit(Piece::Text(input));
-            }
-            BlockView::ToolResult(r) => content_pieces(r.content(), visit),
-            BlockView::ImageBase64 { data, .. } => visit(Piece::Image { base64: Some(data) }),
-            BlockView::ImageReference { .. } => visit(Piece::Image { base64: None }),
-            BlockView::Opaque { json } => visit(Piece::Text(json)),
-        }
     }
 }
 
@@ -392,6 +374,27 @@ impl<'v> ContentView<'v> {
 
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
+    }
+
+    /// Every [`Piece`] of the content, nested tool results included, in order: the pieces
+    /// [`condense_model::read::content_pieces`] gives for the model's content (measuring counts
+    /// these; a stage with its own rule for a piece, such as a flat image estimate, walks them
+    /// too).
+    pub fn pieces(&self, visit: &mut dyn FnMut(Piece<'_>)) {
+        for block in self.blocks() {
+            match block {
+                BlockView::Text { text, .. } => visit(Piece::Text(text)),
+                BlockView::Thinking { thinking, .. } => visit(Piece::Text(thinking)),
+                BlockView::ToolUse { name, input, .. } => {
+                    visit(Piece::Text(name));
+                    visit(Piece::Text(input));
+                }
+                BlockView::ToolResult(r) => r.content().pieces(visit),
+                BlockView::ImageBase64 { data, .. } => visit(Piece::Image { base64: Some(data) }),
+                BlockView::ImageReference { .. } => visit(Piece::Image { base64: None }),
+                BlockView::Opaque { json } => visit(Piece::Text(json)),
+            }
+        }
     }
 
     /// The content copied into the model.

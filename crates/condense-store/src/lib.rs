@@ -458,8 +458,13 @@ impl Store {
     /// One named record, if it exists.
     pub fn record_get(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let id = (sanitize_component(namespace), sanitize_component(name));
-        let conn = self.lock();
-        if let Some((p, held)) = conn.held().and_then(|p| Some((p, p.records.get(&id)?))) {
+        self.record_in(&self.lock(), &id)
+    }
+
+    /// The record `id` (sanitized namespace and name): what this thread's open batch holds
+    /// back, else what the database has.
+    fn record_in(&self, conn: &Conn, id: &(String, String)) -> Result<Option<Vec<u8>>, StoreError> {
+        if let Some((p, held)) = conn.held().and_then(|p| Some((p, p.records.get(id)?))) {
             return p.read(held).map(Some).map_err(|e| self.spill_err(e));
         }
         db::get_record(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))
@@ -477,18 +482,14 @@ impl Store {
         let conn = self.lock();
         // A read transaction when none is open (none is, outside `db`'s own writes): dropped,
         // it ends; the reads are the same without it.
-        let tx = (conn.db.is_autocommit())
+        let tx = conn
+            .db
+            .is_autocommit()
             .then(|| conn.db.unchecked_transaction().ok())
             .flatten();
         let got = names
             .iter()
-            .map(|name| {
-                let id = (namespace.clone(), sanitize_component(name));
-                if let Some((p, held)) = conn.held().and_then(|p| Some((p, p.records.get(&id)?))) {
-                    return p.read(held).map(Some).map_err(|e| self.spill_err(e));
-                }
-                db::get_record(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))
-            })
+            .map(|name| self.record_in(&conn, &(namespace.clone(), sanitize_component(name))))
             .collect();
         drop(tx);
         got

@@ -4,7 +4,7 @@ use crate::state::State;
 use crate::time::{format_gap, parse_rfc3339_ms};
 use crate::{is_cleared_marker, Config};
 use condense_abi::{BlockView, ContentView, View};
-use condense_model::{Block, Conversation, CountTokens, Role, ToolResultAt};
+use condense_model::{Block, Conversation, CountTokens, Piece, Role, ToolResultAt};
 use std::collections::HashMap;
 
 /// What an image is taken to cost: the most one image costs with Anthropic's rule (the figure
@@ -84,19 +84,14 @@ pub fn is_cleared(content: ContentView<'_>) -> bool {
 /// Tokens of a content's payload: texts, tool inputs, nested results, opaque JSON; images at
 /// [`IMAGE_TOKENS`].
 pub fn content_tokens(content: ContentView<'_>, counter: &dyn CountTokens) -> usize {
-    content
-        .blocks()
-        .map(|block| match block {
-            BlockView::Text { text, .. } => counter.count_tokens(text),
-            BlockView::Thinking { thinking, .. } => counter.count_tokens(thinking),
-            BlockView::ToolUse { name, input, .. } => {
-                counter.count_tokens(name) + counter.count_tokens(input)
-            }
-            BlockView::ToolResult(r) => content_tokens(r.content(), counter),
-            BlockView::ImageBase64 { .. } | BlockView::ImageReference { .. } => IMAGE_TOKENS,
-            BlockView::Opaque { json } => counter.count_tokens(json),
-        })
-        .sum()
+    let mut tokens = 0;
+    content.pieces(&mut |piece| {
+        tokens += match piece {
+            Piece::Text(text) => counter.count_tokens(text),
+            Piece::Image { .. } => IMAGE_TOKENS,
+        }
+    });
+    tokens
 }
 
 /// Time since the last assistant message, or why it is not known.
