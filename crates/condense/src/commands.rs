@@ -175,8 +175,12 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let path = (args.input.file.as_os_str() != "-").then_some(args.input.file.as_path());
     let store_dir = store_dir_for(&args, &pipeline, path);
     let run_store = crate::known::RunStore::at(&store_dir, &args);
-    let mut input = run_store.read(|known| read_input_knowing(&args.input, known))?;
-    let loaded = LoadedPipeline::load(pipeline)?;
+    let (input, loaded) = read_while_loading(pipeline, || {
+        run_store.read(|known| read_input_knowing(&args.input, known))
+    });
+    // A bad input is reported before a plugin that does not load, as when they were in turn.
+    let mut input = input?;
+    let loaded = loaded?;
     let store = run_store.open()?;
     let mut done = compress_input(&mut input, &loaded, &store, now_ms, &args)?;
     for by in &done.fit_by {
@@ -213,6 +217,33 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         ))),
         None => Ok(()),
     }
+}
+
+/// Loads `pipeline`'s plugins on a second thread while `read` (the input) runs on this one.
+/// Loading (finding, mapping and relocating each library, checking its layout, configuring its
+/// stage) and reading (the file's pages, parsing) are independent and each mostly one core's
+/// work: a turn at 1M tokens used 18.0 ms of CPU in 18.3 ms of wall time. A panic while
+/// loading carries on in this thread, where `main` reports it.
+fn read_while_loading<T>(
+    pipeline: Pipeline,
+    read: impl FnOnce() -> T,
+) -> (T, Result<LoadedPipeline, Failure>) {
+    std::thread::scope(|scope| {
+        let loading = std::thread::Builder::new()
+            .name("load plugins".into())
+            .spawn_scoped(scope, move || LoadedPipeline::load(pipeline));
+        let read = read();
+        let loaded = match loading {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map_err(Failure::from),
+            Err(e) => Err(Failure::run(format!(
+                "cannot start a thread to load the plugins: {e}"
+            ))),
+        };
+        (read, loaded)
+    })
 }
 
 /// The store an input (at `path`, `None` for stdin) is compressed with: `--store`, else the
