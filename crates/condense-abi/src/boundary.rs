@@ -11,13 +11,23 @@ use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
 use abi_stable::{declare_root_module_statics, package_version_strings, sabi_trait, StableAbi};
 
-/// What a stage hands back: the new conversation (none when it changed nothing, so nothing
-/// crosses back) and its report.
+/// What a stage hands back: the new conversation whole, or the messages it replaced in place,
+/// or neither when it changed nothing (then nothing crosses back); and its report.
 #[repr(C)]
 #[derive(StableAbi, Debug)]
 pub struct FfiStageOutput {
     pub conversation: ROption<FfiConversation>,
+    /// With no `conversation`: the messages replaced in place ([`crate::Change::Replaced`]).
+    pub replaced: RVec<FfiReplaced>,
     pub report: FfiReport,
+}
+
+/// One message replaced in place, at `index` of the conversation the stage was handed.
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct FfiReplaced {
+    pub index: u64,
+    pub message: FfiMessage,
 }
 
 #[repr(C)]

@@ -5,17 +5,17 @@
 //! into an error here, inside the plugin, with the panic message and location.
 
 use crate::boundary::{
-    FfiConfigKey, FfiEvent, FfiHost_TO, FfiInput_TO, FfiMetadata, FfiReport, FfiRunContext,
-    FfiStage, FfiStageBox, FfiStageOutput, FfiStage_TO, PluginMod,
+    FfiConfigKey, FfiEvent, FfiHost_TO, FfiInput_TO, FfiMetadata, FfiReplaced, FfiReport,
+    FfiRunContext, FfiStage, FfiStageBox, FfiStageOutput, FfiStage_TO, PluginMod,
 };
 use crate::config::{build_stage, metadata_of};
 use crate::context::{Context, RunContext, RunFlags, Signal};
 use crate::ffi::{FfiBlockRef, FfiConversation, FfiMessage};
-use crate::sdk::{Host, Input, Stage, StageError, StageReport, SummaryRequest};
+use crate::sdk::{Change, Host, Input, Stage, StageError, StageReport, SummaryRequest};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
-use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec};
+use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 use condense_model::{Block, Format};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -251,8 +251,23 @@ impl<S: Stage> FfiStage for Adapter<S> {
             let host = PluginHost(&host);
             let cx = Context::plugin(&run, &host);
             let out = self.0.apply(Input::lazy(&materialize, None), &cx)?;
+            let (conversation, replaced) = match out.change {
+                Change::Unchanged => (ROption::RNone, RVec::new()),
+                Change::Whole(c) => (ROption::RSome(FfiConversation::from(c)), RVec::new()),
+                Change::Replaced(messages) => (
+                    ROption::RNone,
+                    messages
+                        .into_iter()
+                        .map(|(index, m)| FfiReplaced {
+                            index: index as u64,
+                            message: FfiMessage::from(m),
+                        })
+                        .collect(),
+                ),
+            };
             Ok(FfiStageOutput {
-                conversation: out.conversation.map(FfiConversation::from).into(),
+                conversation,
+                replaced,
                 report: report_to_ffi(out.report),
             })
         })

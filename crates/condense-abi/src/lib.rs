@@ -40,6 +40,7 @@ mod export;
 mod ffi;
 pub mod libfile;
 mod loader;
+mod replace;
 mod sdk;
 mod state;
 pub mod testing;
@@ -51,8 +52,10 @@ pub use config::{build_stage, metadata_of, parse_config, ConfigKey, StageConfig,
 pub use context::{Context, RunContext, RunFlags, Signal};
 pub use export::describe_panic;
 pub use loader::{in_host_service, LoadError, LoadedStage, Plugin, StageCallError};
+pub use replace::Replacements;
 pub use sdk::{
-    Host, Input, Stage, StageError, StageEvent, StageOutput, StageReport, SummaryRequest,
+    check_replaced, Change, Host, Input, Stage, StageError, StageEvent, StageOutput, StageReport,
+    SummaryRequest,
 };
 pub use state::{StageState, Versioned};
 pub use view::{BlockView, ContentView, MessageView, ToolResultSlot, ToolResultView, View};

@@ -9,7 +9,7 @@ use crate::config::{ConfigKey, StageMetadata};
 use crate::context::RunContext;
 use crate::export::{run_to_ffi, signals_from_codes};
 use crate::ffi::{FfiBlockRef, FfiConversationRef, FfiMessage};
-use crate::sdk::{Host, StageEvent, StageOutput, StageReport, SummaryRequest};
+use crate::sdk::{Change, Host, StageEvent, StageOutput, StageReport, SummaryRequest};
 use abi_stable::library::{lib_header_from_path, LibraryError};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::sabi_types::RRef;
@@ -295,12 +295,24 @@ pub(crate) fn call_stage(
         return Err(StageCallError::Failed(panic));
     }
     let out = out.map_err(|e| StageCallError::Failed(e.into_string()))?;
-    let conversation = match out.conversation.into_option() {
-        Some(c) => Some(c.try_into().map_err(StageCallError::Malformed)?),
-        None => None,
+    let change = match out.conversation.into_option() {
+        Some(c) => Change::Whole(c.try_into().map_err(StageCallError::Malformed)?),
+        None if out.replaced.is_empty() => Change::Unchanged,
+        None => Change::Replaced(
+            out.replaced
+                .into_iter()
+                .map(|r| {
+                    let index = usize::try_from(r.index).map_err(|_| {
+                        StageCallError::Malformed(format!("replaced message index {}", r.index))
+                    })?;
+                    let message = r.message.try_into().map_err(StageCallError::Malformed)?;
+                    Ok((index, message))
+                })
+                .collect::<Result<_, StageCallError>>()?,
+        ),
     };
     Ok(StageOutput {
-        conversation,
+        change,
         report: report_from_ffi(out.report),
     })
 }

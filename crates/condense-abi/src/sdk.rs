@@ -10,7 +10,7 @@ use crate::context::{Context, Signal};
 use crate::ffi::FfiConversationRef;
 use crate::view::View;
 use crate::StageConfig;
-use condense_model::{Block, Conversation};
+use condense_model::{Block, Conversation, Message};
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, OnceCell};
 use std::fmt;
@@ -249,12 +249,26 @@ impl std::fmt::Debug for Input<'_> {
     }
 }
 
-/// What [`Stage::apply`] returns: the new conversation, or `None` when the stage changed
-/// nothing (the host then keeps the conversation it already holds: nothing crosses back, and
-/// there is nothing to check or archive).
+/// What a stage did to the conversation it was handed ([`StageOutput::change`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Nothing: the host keeps the conversation it holds, and nothing crosses back.
+    Unchanged,
+    /// The whole new conversation (messages removed, added or reordered, or the header changed).
+    Whole(Conversation),
+    /// Messages replaced in place: `(index, message)` with ascending indices, each at most once,
+    /// each message keeping its id; every other message and the header are as handed in. Only
+    /// these cross back, and the host checks, counts and archives only them: a stage that
+    /// rewrites a few tool results of a long session (snip, tool-result-budget) copies those
+    /// messages, not the conversation ([`crate::MessageView::to_message`]).
+    Replaced(Vec<(usize, Message)>),
+}
+
+/// What [`Stage::apply`] returns: what the stage did to the conversation ([`Change`]) and its
+/// report.
 #[derive(Debug, Clone)]
 pub struct StageOutput {
-    pub conversation: Option<Conversation>,
+    pub change: Change,
     pub report: StageReport,
 }
 
@@ -262,7 +276,20 @@ impl StageOutput {
     /// The stage produced `conversation`.
     pub fn changed(conversation: Conversation, report: StageReport) -> Self {
         StageOutput {
-            conversation: Some(conversation),
+            change: Change::Whole(conversation),
+            report,
+        }
+    }
+
+    /// The stage replaced `messages` in place (see [`Change::Replaced`]); none is
+    /// [`unchanged`](Self::unchanged).
+    pub fn replaced(messages: Vec<(usize, Message)>, report: StageReport) -> Self {
+        StageOutput {
+            change: if messages.is_empty() {
+                Change::Unchanged
+            } else {
+                Change::Replaced(messages)
+            },
             report,
         }
     }
@@ -270,7 +297,7 @@ impl StageOutput {
     /// The stage left the conversation as it was handed in.
     pub fn unchanged(report: StageReport) -> Self {
         StageOutput {
-            conversation: None,
+            change: Change::Unchanged,
             report,
         }
     }
@@ -284,6 +311,58 @@ impl StageOutput {
             Self::changed(conversation, report)
         }
     }
+
+    /// `conversation` with this output's change made: what the host continues with. The
+    /// error names a replacement that does not fit ([`Change::Replaced`]'s rules).
+    pub fn apply_to(
+        self,
+        conversation: &Conversation,
+    ) -> Result<(Conversation, StageReport), String> {
+        let conversation = match self.change {
+            Change::Unchanged => conversation.clone(),
+            Change::Whole(c) => c,
+            Change::Replaced(messages) => {
+                check_replaced(&messages, &conversation.messages)?;
+                let mut out = conversation.clone();
+                for (i, m) in messages {
+                    out.messages[i] = m;
+                }
+                out
+            }
+        };
+        Ok((conversation, self.report))
+    }
+}
+
+/// Checks a [`Change::Replaced`] against the messages it replaces: indices ascending, in range,
+/// each at most once, and every replacement keeping its message's id.
+pub fn check_replaced<M: std::borrow::Borrow<Message>>(
+    replaced: &[(usize, M)],
+    messages: &[Message],
+) -> Result<(), String> {
+    let mut previous: Option<usize> = None;
+    for (i, m) in replaced {
+        if let Some(p) = previous.filter(|&p| p >= *i) {
+            return Err(format!(
+                "replaced message {i} out of order (after {p}): indices must ascend, each once"
+            ));
+        }
+        previous = Some(*i);
+        let Some(old) = messages.get(*i) else {
+            return Err(format!(
+                "replaced message {i} of a conversation of {} messages",
+                messages.len()
+            ));
+        };
+        if old.id != m.borrow().id {
+            return Err(format!(
+                "replaced message {i} changed its id ({} -> {}): a replacement keeps its id (return the whole conversation to change ids)",
+                old.id,
+                m.borrow().id
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A compression stage.

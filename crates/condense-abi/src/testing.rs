@@ -19,7 +19,8 @@
 
 use crate::ffi::FfiConversationRef;
 use crate::{
-    Context, Host, Input, RunContext, Signal, Stage, StageError, StageReport, SummaryRequest,
+    Change, Context, Host, Input, RunContext, Signal, Stage, StageError, StageReport,
+    SummaryRequest,
 };
 use condense_model::{Block, Conversation, Format};
 use std::cell::{Cell, RefCell};
@@ -33,6 +34,9 @@ pub struct Applied {
     pub report: StageReport,
     /// False when the stage returned [`StageOutput::unchanged`](crate::StageOutput::unchanged).
     pub changed: bool,
+    /// The indices of the messages the stage handed back replaced in place
+    /// ([`Change::Replaced`]); empty for any other change.
+    pub replaced: Vec<usize>,
     /// Whether the stage read the conversation at all (through its view or a copy).
     pub read: bool,
     /// Whether the stage copied the conversation in ([`Input::into_conversation`]): a stage
@@ -55,13 +59,33 @@ pub fn apply<S: Stage>(
     };
     let cx = Context::local(&host.run, host);
     let out = stage.apply(Input::lazy(&materialize, Some(&copies)), &cx)?;
+    let changed = out.change != Change::Unchanged;
+    let replaced = match &out.change {
+        Change::Replaced(messages) => messages.iter().map(|(i, _)| *i).collect(),
+        _ => Vec::new(),
+    };
+    // A replacement that breaks the rules fails the test as the host fails the stage.
+    let (conversation, report) = out.apply_to(conversation).map_err(StageError::new)?;
     Ok(Applied {
-        changed: out.conversation.is_some(),
-        conversation: out.conversation.unwrap_or_else(|| conversation.clone()),
-        report: out.report,
+        changed,
+        replaced,
+        conversation,
+        report,
         read: read.get(),
         copied: copies.get() > 0,
     })
+}
+
+/// The indices of the messages that differ between two conversations of the same length: what
+/// a stage that replaces messages in place should hand back ([`Applied::replaced`]).
+pub fn changed_messages(before: &Conversation, after: &Conversation) -> Vec<usize> {
+    assert_eq!(
+        before.messages.len(),
+        after.messages.len(),
+        "not a change in place"
+    );
+    let pairs = before.messages.iter().zip(&after.messages).enumerate();
+    pairs.filter(|(_, (b, a))| b != a).map(|(i, _)| i).collect()
 }
 
 type SummarizeFn = dyn Fn(&SummaryRequest) -> Result<String, String>;

@@ -212,7 +212,7 @@ fn figures(runs: usize) -> Result<()> {
             .apply(&big, &host.run, &host)
             .map_err(|e| anyhow::anyhow!("{mode}: {e}"))?;
         anyhow::ensure!(
-            out.conversation.is_some() == (mode == "echo"),
+            matches!(out.change, condense_abi::Change::Whole(_)) == (mode == "echo"),
             "{mode}: unexpected output"
         );
         // The no-op is microseconds: more runs keep its median stable.

@@ -239,6 +239,13 @@ impl<'m> Draft<'m, '_> {
         Ok(())
     }
 
+    /// `before`, changed in place into `after`.
+    fn replace(&mut self, before: &'m Message, after: &Message) -> Result<(), StoreError> {
+        let original = self.keep(before);
+        self.add(message_hash(after)?, Entry::Replace { original });
+        Ok(())
+    }
+
     fn add(&mut self, key: String, entry: Entry) {
         self.entries.entry(key).or_default().push(entry);
     }
@@ -290,6 +297,26 @@ pub fn archive_stage(
     archive_stage_named(store, session, before, after, &pairing, opts).map(|(count, _)| count)
 }
 
+/// [`archive_stage_named`] for a stage that replaced messages in place
+/// ([`condense_abi::Change::Replaced`]): `replaced` gives each changed message as it was and as
+/// it is, in conversation order. The same entries as archiving the two whole conversations,
+/// without either being copied.
+pub(crate) fn archive_replaced<'m>(
+    store: &Store,
+    session: &str,
+    replaced: impl IntoIterator<Item = (&'m Message, &'m Message)>,
+    opts: ArchiveOptions<'_>,
+) -> Result<(usize, Vec<String>), StoreError> {
+    let mut seg = Draft {
+        texts: opts.texts,
+        ..Draft::default()
+    };
+    for (before, after) in replaced {
+        seg.replace(before, after)?;
+    }
+    write_segments(store, session, seg, opts.format)
+}
+
 /// [`archive_stage`], also giving the names of the segments written (for the run's record);
 /// `pairing` is [`Pairing::of`] the two conversations.
 pub(crate) fn archive_stage_named(
@@ -308,11 +335,7 @@ pub(crate) fn archive_stage_named(
 
     // Changed messages.
     for (b, a) in pairing.changed_in_place() {
-        let original = seg.keep(&before.messages[b]);
-        seg.add(
-            message_hash(&after.messages[a])?,
-            Entry::Replace { original },
-        );
+        seg.replace(&before.messages[b], &after.messages[a])?;
     }
 
     // Runs of removed messages, each anchored to the output message that follows it.

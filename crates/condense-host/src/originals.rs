@@ -42,12 +42,30 @@ impl Originals {
         for (b, a) in pairing.changed_in_place() {
             after_of[b] = Some(a);
         }
-        for (message, a) in before.messages.into_iter().zip(after_of) {
-            if let Some(a) = a {
-                let id = &after.messages[a].id;
-                if !self.by_id.contains_key(id) {
-                    self.by_id.insert(id.clone(), message);
-                }
+        let changed = before.messages.into_iter().zip(after_of);
+        self.keep_first(
+            changed.filter_map(|(message, a)| Some((a?, message))),
+            after,
+        );
+    }
+
+    /// [`record`](Self::record) for messages a stage replaced in place: `olds` are what they
+    /// replaced, by index in `after`.
+    pub(crate) fn record_replaced(&mut self, olds: Vec<(usize, Message)>, after: &Conversation) {
+        self.keep_first(olds, after);
+    }
+
+    /// Keeps each `(index in after, original)` under its message's id unless an earlier
+    /// stage's original is kept already.
+    fn keep_first(
+        &mut self,
+        originals: impl IntoIterator<Item = (usize, Message)>,
+        after: &Conversation,
+    ) {
+        for (a, message) in originals {
+            let id = &after.messages[a].id;
+            if !self.by_id.contains_key(id) {
+                self.by_id.insert(id.clone(), message);
             }
         }
     }
@@ -55,8 +73,17 @@ impl Originals {
     /// Forgets the originals of the messages a stage changed without archiving (secret
     /// redaction): from now on their current version is their original for the summarizer.
     pub(crate) fn forget_changed(&mut self, after: &Conversation, pairing: &Pairing) {
-        for (_, a) in pairing.changed_in_place() {
-            self.by_id.remove(&after.messages[a].id);
+        self.forget(
+            pairing
+                .changed_in_place()
+                .map(|(_, a)| after.messages[a].id.as_str()),
+        );
+    }
+
+    /// Forgets the originals kept under `ids`.
+    pub(crate) fn forget<'i>(&mut self, ids: impl IntoIterator<Item = &'i str>) {
+        for id in ids {
+            self.by_id.remove(id);
         }
     }
 

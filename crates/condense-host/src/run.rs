@@ -1,21 +1,24 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
-use crate::archive::{archive_stage_named, ArchiveOptions, KeyMemo, OriginalTexts, Pairing};
+use crate::archive::{
+    archive_replaced, archive_stage_named, ArchiveOptions, KeyMemo, OriginalTexts, Pairing,
+};
 use crate::discover::{
     find_plugin, read_checked_layouts, save_checked_layouts, search_dirs, FindError,
 };
 use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
 use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
-use crate::services::{record_rewrites, state_slot, Services, StateMode};
+use crate::services::{record_replaced, record_rewrites, state_slot, Services, StateMode};
 use condense_abi::{
-    LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
+    check_replaced, Change, LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError,
+    StageReport,
 };
 use condense_budget::Budget;
-use condense_model::Conversation;
+use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
-use condense_tokens::TokenCounter;
+use condense_tokens::{ConversationCount, TokenCounter};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -512,37 +515,22 @@ impl LoadedPipeline {
         let started = Instant::now();
         // The stage borrows the conversation: the host keeps it, to archive what changed and to
         // carry on unchanged when the stage fails, is refused, or changes nothing.
-        let outcome = stage
-            .apply(&state.current, &run, &services)
+        let called = stage.apply(&state.current, &run, &services);
+        let host_notes = services.notes.take();
+        let outcome = called
             .map_err(|e| match e {
                 StageCallError::Failed(m) => (m, None),
                 other => (other.to_string(), None),
             })
             .and_then(|out| {
-                let Some(conversation) = out.conversation else {
-                    return Ok((None, out.report));
-                };
+                let accepted = self.accept(out.change, state, current_tokens);
                 // A refused output keeps its report, so the user sees what the stage tried.
-                let violations = guard::violations(&conversation);
-                let broken = guard::introduced(&state.violations, &violations);
-                if !broken.is_empty() {
-                    return Err((guard::describe(&broken), Some(Box::new(out.report))));
-                }
-                let count = self.counter.count_conversation(&conversation);
-                let after = count.total;
-                if after > current_tokens {
-                    Err((
-                        format!(
-                            "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
-                        ),
-                        Some(Box::new(out.report)),
-                    ))
-                } else {
-                    Ok((Some((conversation, count, violations)), out.report))
+                match accepted {
+                    Ok(accepted) => Ok((accepted, out.report)),
+                    Err(message) => Err((message, Some(Box::new(out.report)))),
                 }
             });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
-        let host_notes = services.notes.take();
         let with_host_notes = |mut report: StageReport| {
             if !host_notes.is_empty() {
                 report.notes.splice(0..0, host_notes.iter().cloned());
@@ -550,34 +538,61 @@ impl LoadedPipeline {
             report
         };
         match outcome {
-            Ok((changed, report)) => {
+            Ok((accepted, report)) => {
                 let report = with_host_notes(report);
                 let mut after = current_tokens;
-                if let Some((conversation, count, violations)) = changed {
-                    let pairing = Pairing::of(&state.current, &conversation);
-                    if report.archive_removed {
-                        let archive = ArchiveOptions {
-                            format: Some(opts.format.as_str()),
-                            texts: Some(texts),
-                        };
-                        let (_, segment) = archive_stage_named(
-                            store,
-                            session,
+                let archive = ArchiveOptions {
+                    format: Some(opts.format.as_str()),
+                    texts: Some(texts),
+                };
+                let checked = match accepted {
+                    Accepted::Unchanged => None,
+                    Accepted::Whole(conversation, checked) => {
+                        let pairing = Pairing::of(&state.current, &conversation);
+                        if report.archive_removed {
+                            let (_, segment) = archive_stage_named(
+                                store,
+                                session,
+                                &state.current,
+                                &conversation,
+                                &pairing,
+                                archive,
+                            )?;
+                            state.segments.extend(segment);
+                        }
+                        let before = std::mem::replace(&mut state.current, conversation);
+                        record_rewrites(
+                            &mut state.services,
+                            before,
                             &state.current,
-                            &conversation,
                             &pairing,
-                            archive,
-                        )?;
-                        state.segments.extend(segment);
+                            report.archive_removed,
+                        );
+                        Some(checked)
                     }
-                    let before = std::mem::replace(&mut state.current, conversation);
-                    record_rewrites(
-                        &mut state.services,
-                        before,
-                        &state.current,
-                        &pairing,
-                        report.archive_removed,
-                    );
+                    Accepted::Replaced(olds, checked) => {
+                        // Already in `state.current`; what they replaced is archived as the
+                        // same entries the two whole conversations would give.
+                        let current = &state.current.messages;
+                        let olds: Vec<(usize, Message)> = olds
+                            .into_iter()
+                            .filter(|(i, old)| *old != current[*i])
+                            .collect();
+                        if report.archive_removed && !olds.is_empty() {
+                            let pairs = olds.iter().map(|(i, old)| (old, &current[*i]));
+                            let (_, segment) = archive_replaced(store, session, pairs, archive)?;
+                            state.segments.extend(segment);
+                        }
+                        record_replaced(
+                            &mut state.services,
+                            olds,
+                            &state.current,
+                            report.archive_removed,
+                        );
+                        Some(checked)
+                    }
+                };
+                if let Some((count, violations)) = checked {
                     after = count.total;
                     state.count = count;
                     state.violations = violations;
@@ -603,6 +618,73 @@ impl LoadedPipeline {
                     ..base("skipped", Some(message), millis, &state.current)
                 }),
             },
+        }
+    }
+}
+
+/// A stage's output the host's guards let through (see [`LoadedPipeline::accept`]).
+enum Accepted {
+    Unchanged,
+    /// The new conversation, with its count and violations.
+    Whole(Conversation, (ConversationCount, Vec<guard::Violation>)),
+    /// Messages replaced in place, already made in the run's conversation: what they replaced
+    /// (by index), and the conversation's count and violations.
+    Replaced(
+        Vec<(usize, Message)>,
+        (ConversationCount, Vec<guard::Violation>),
+    ),
+}
+
+impl LoadedPipeline {
+    /// Checks a stage's change against the host's guards: the conversation still one the API
+    /// accepts (no invariant broken that was not broken before) and not bigger. Messages
+    /// replaced in place are made in `state.current` (nothing else is copied) and put back if
+    /// refused; the error is the refusal's reason.
+    fn accept(
+        &self,
+        change: Change,
+        state: &mut RunState,
+        current_tokens: usize,
+    ) -> Result<Accepted, String> {
+        let checked = |conversation: &Conversation, before: &[guard::Violation]| {
+            let violations = guard::violations(conversation);
+            let broken = guard::introduced(before, &violations);
+            if !broken.is_empty() {
+                return Err(guard::describe(&broken));
+            }
+            let count = self.counter.count_conversation(conversation);
+            let after = count.total;
+            if after > current_tokens {
+                return Err(format!(
+                    "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
+                ));
+            }
+            Ok((count, violations))
+        };
+        match change {
+            Change::Unchanged => Ok(Accepted::Unchanged),
+            Change::Whole(conversation) => {
+                let checked = checked(&conversation, &state.violations)?;
+                Ok(Accepted::Whole(conversation, checked))
+            }
+            Change::Replaced(messages) => {
+                check_replaced(&messages, &state.current.messages)
+                    .map_err(|e| format!("returned a malformed change: {e}"))?;
+                let current = &mut state.current.messages;
+                let olds: Vec<(usize, Message)> = messages
+                    .into_iter()
+                    .map(|(i, m)| (i, std::mem::replace(&mut current[i], m)))
+                    .collect();
+                match checked(&state.current, &state.violations) {
+                    Ok(checked) => Ok(Accepted::Replaced(olds, checked)),
+                    Err(refused) => {
+                        for (i, old) in olds {
+                            state.current.messages[i] = old;
+                        }
+                        Err(refused)
+                    }
+                }
+            }
         }
     }
 }

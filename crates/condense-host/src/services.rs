@@ -17,7 +17,7 @@ use crate::originals::Originals;
 use crate::pipeline::{Pipeline, StageSpec};
 use condense_abi::Host;
 use condense_budget::BudgetConfig;
-use condense_model::Conversation;
+use condense_model::{Conversation, Message};
 use condense_store::{sanitize_component, Store};
 use condense_summarize::Summarizer;
 use condense_tokens::TokenCounter;
@@ -209,6 +209,22 @@ pub(crate) fn record_rewrites(
         run.originals.record(before, after, pairing);
     } else {
         run.originals.forget_changed(after, pairing);
+    }
+}
+
+/// [`record_rewrites`] for messages a stage replaced in place: `olds` are what they replaced
+/// (by index in `after`, changed ones only), moved in.
+pub(crate) fn record_replaced(
+    run: &mut RunServices,
+    olds: Vec<(usize, Message)>,
+    after: &Conversation,
+    archived: bool,
+) {
+    if archived {
+        run.originals.record_replaced(olds, after);
+    } else {
+        run.originals
+            .forget(olds.iter().map(|(i, _)| after.messages[*i].id.as_str()));
     }
 }
 

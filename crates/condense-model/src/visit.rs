@@ -22,7 +22,7 @@
 //! assert_eq!(conv.messages[1].content.text(), "[cleared]");
 //! ```
 
-use crate::{Block, Conversation, Role, ToolResult};
+use crate::{Block, Conversation, Message, Role, ToolResult};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -130,13 +130,14 @@ impl Conversation {
 
     /// The tool result at `at`, if that block is still a tool result.
     pub fn tool_result_at_mut(&mut self, at: &ToolResultAt) -> Option<&mut ToolResult> {
-        match self
-            .messages
-            .get_mut(at.message)?
-            .content
-            .blocks
-            .get_mut(at.block)?
-        {
+        self.messages.get_mut(at.message)?.tool_result_mut(at.block)
+    }
+}
+
+impl Message {
+    /// The tool result that is block `block` of the content, if it is one.
+    pub fn tool_result_mut(&mut self, block: usize) -> Option<&mut ToolResult> {
+        match self.content.blocks.get_mut(block)? {
             Block::ToolResult(result) => Some(result),
             _ => None,
         }

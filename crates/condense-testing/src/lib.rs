@@ -19,7 +19,7 @@
 //! condense_testing::assert_no_orphans(&condense_model::Conversation { messages, ..Default::default() });
 //! ```
 
-pub use condense_abi::testing::{apply, Applied, MemoryHost};
+pub use condense_abi::testing::{apply, changed_messages, Applied, MemoryHost};
 
 use condense_abi::{build_stage, Stage, StageReport, SummaryRequest};
 use condense_formats::{Document, ReadOptions};

@@ -2,8 +2,8 @@
 
 use crate::scan::Scan;
 use crate::{cleared_marker, thousands, Config, CLEARED_MARKER};
-use condense_abi::{Context, StageEvent, StageReport};
-use condense_model::{Block, Content, ContentShape, Conversation, RawJson};
+use condense_abi::{BlockView, Context, Replacements, StageEvent, StageReport, View};
+use condense_model::{Block, Content, ContentShape, RawJson};
 use condense_retain::error_line;
 use std::collections::HashSet;
 
@@ -33,25 +33,30 @@ pub fn is_cleared_input(input: &str) -> bool {
 }
 
 /// Replaces the content of every old result (and, with `clear_tool_inputs`, the large inputs of
-/// their calls), recording each change in `report`.
+/// their calls), recording each change in `report`. Decided through `view`; only the messages
+/// changed are copied, into `replacements`.
 pub fn clear_old(
-    conv: &mut Conversation,
+    view: &View<'_>,
+    replacements: &mut Replacements<'_, '_>,
     scan: &Scan,
     config: &Config,
     cx: &Context<'_>,
     report: &mut StageReport,
 ) -> Cleared {
-    let calls = crate::scan::tool_use_positions(conv);
+    let calls = crate::scan::tool_use_positions(view);
     let mut done = Cleared::default();
     let mut inputs_seen = HashSet::new();
     for old in &scan.old {
-        let message = &conv.messages[old.at.message];
-        let message_id = message.id.clone();
+        let Some(message) = view.message(old.at.message) else {
+            continue;
+        };
+        let message_id = message.id().to_string();
         // The error line needs the message's envelope (a Claude Code line's `toolUseResult`)
         // beside the result, so the result is read through its message here.
-        let marker = match message.content.blocks.get(old.at.block) {
-            Some(Block::ToolResult(result)) if !old.cleared => {
-                cleared_marker(error_line(result, &message.envelope).as_deref())
+        let marker = match message.blocks().nth(old.at.block) {
+            Some(BlockView::ToolResult(result)) if !old.cleared => {
+                let envelope = RawJson::from_string_unchecked(message.envelope().to_string());
+                cleared_marker(error_line(&result.to_tool_result(), &envelope).as_deref())
             }
             _ => CLEARED_MARKER.to_string(),
         };
@@ -60,7 +65,7 @@ pub fn clear_old(
             done.already += 1;
         } else if old.tokens <= marker_tokens {
             done.too_small += 1;
-        } else if let Some(result) = conv.tool_result_at_mut(&old.at) {
+        } else if let Some(result) = replacements.tool_result_mut(&old.at) {
             result.content = match result.content.shape {
                 ContentShape::String => Content::string(marker.as_str()),
                 _ => Content::blocks(vec![Block::text(marker.as_str())]),
@@ -84,14 +89,15 @@ pub fn clear_old(
         if !config.clear_tool_inputs || !inputs_seen.insert(old.tool_use_id.as_str()) {
             continue;
         }
-        let Some(&(mi, bi)) = calls.get(&old.tool_use_id) else {
+        let Some(&(mi, bi)) = calls.get(old.tool_use_id.as_str()) else {
             continue;
         };
-        let call_message_id = conv.messages[mi].id.clone();
-        let Some(Block::ToolUse(call)) = conv.messages[mi].content.blocks.get_mut(bi) else {
+        let Some(call_message) = view.message(mi) else {
             continue;
         };
-        let input = call.input.as_str();
+        let Some(BlockView::ToolUse { input, .. }) = call_message.blocks().nth(bi) else {
+            continue;
+        };
         if is_cleared_input(input) {
             done.inputs_already += 1;
             continue;
@@ -107,13 +113,22 @@ pub fn clear_old(
         if tokens == 0 {
             continue;
         }
+        let call = replacements
+            .message_mut(mi)
+            .and_then(|m| match m.content.blocks.get_mut(bi) {
+                Some(Block::ToolUse(call)) => Some(call),
+                _ => None,
+            });
+        let Some(call) = call else {
+            continue;
+        };
         call.input = RawJson::from_string_unchecked(replacement.clone());
         done.inputs += 1;
         done.tokens += tokens;
         report.blocks_changed += 1;
         report.events.push(StageEvent {
             kind: "cleared".to_string(),
-            message_id: call_message_id,
+            message_id: call_message.id().to_string(),
             detail: format!(
                 "tool {} input of {}: {} chars -> {replacement}",
                 old.tool(),

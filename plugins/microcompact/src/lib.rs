@@ -85,8 +85,10 @@ pub mod scan;
 pub mod state;
 pub mod time;
 
-use condense_abi::{Context, Input, Stage, StageError, StageOutput, StageReport, View};
-use condense_model::{Conversation, Format, RawJson};
+use condense_abi::{
+    Context, Input, Replacements, Stage, StageError, StageOutput, StageReport, View,
+};
+use condense_model::{Conversation, Format, Message, RawJson};
 pub use condense_text::{plural, thousands};
 use scan::{Gap, Scan};
 use serde::{Deserialize, Serialize};
@@ -256,7 +258,9 @@ impl Stage for Microcompact {
         );
         let mut report = StageReport::default();
         let threshold = self.config.gap_minutes;
-        // Set when the stage changed something: the copy it changed.
+        // What the stage changed: messages cleared in place (the time path), or new request
+        // fields in a copy.
+        let mut cleared: Vec<(usize, Message)> = Vec::new();
         let mut changed: Option<Conversation> = None;
 
         // The host's recovery chain (`condense compress --fit`) forces the time path: the
@@ -270,10 +274,16 @@ impl Stage for Microcompact {
             let done = if scan.old.is_empty() {
                 clear::Cleared::default()
             } else {
-                let mut conversation = input.into_conversation()?;
-                let done =
-                    clear::clear_old(&mut conversation, &scan, &self.config, cx, &mut report);
-                changed = (report.blocks_changed > 0).then_some(conversation);
+                let mut replacements = Replacements::new(&view);
+                let done = clear::clear_old(
+                    &view,
+                    &mut replacements,
+                    &scan,
+                    &self.config,
+                    cx,
+                    &mut report,
+                );
+                cleared = replacements.into_messages();
                 done
             };
             report.tokens_freed = Some(done.tokens);
@@ -328,7 +338,7 @@ impl Stage for Microcompact {
         state.save()?;
         Ok(match changed {
             Some(conversation) => StageOutput::changed(conversation, report),
-            None => StageOutput::unchanged(report),
+            None => StageOutput::replaced(cleared, report),
         })
     }
 }

@@ -4,7 +4,7 @@ use crate::state::State;
 use crate::time::{format_gap, parse_rfc3339_ms};
 use crate::{is_cleared_marker, Config};
 use condense_abi::{BlockView, ContentView, View};
-use condense_model::{Block, Conversation, CountTokens, Piece, Role, ToolResultAt};
+use condense_model::{CountTokens, Piece, Role, ToolResultAt};
 use std::collections::HashMap;
 
 /// What an image is taken to cost: the most one image costs with Anthropic's rule (the figure
@@ -186,15 +186,15 @@ fn continues(conv: &View<'_>, state: &State) -> bool {
 }
 
 /// Where each tool_use block is: (message index, block index) by tool_use id.
-pub fn tool_use_positions(conv: &Conversation) -> HashMap<String, (usize, usize)> {
+pub fn tool_use_positions<'v>(conv: &View<'v>) -> HashMap<&'v str, (usize, usize)> {
     let mut at = HashMap::new();
-    for (mi, message) in conv.messages.iter().enumerate() {
+    for (mi, message) in conv.messages().enumerate() {
         if !message.is_chat() {
             continue;
         }
-        for (bi, block) in message.content.blocks.iter().enumerate() {
-            if let Block::ToolUse(tu) = block {
-                at.insert(tu.id.clone(), (mi, bi));
+        for (bi, block) in message.blocks().enumerate() {
+            if let BlockView::ToolUse { id, .. } = block {
+                at.insert(id, (mi, bi));
             }
         }
     }

@@ -5,7 +5,7 @@ use crate::markers::{duplicate_marker, is_snip_output, truncated_text};
 use crate::scan::{first_unanswered, payload_text, protected_ids, replace_payload};
 use crate::{Config, Keep};
 use condense_abi::{
-    BlockView, Context, Input, StageError, StageEvent, StageOutput, StageReport, View,
+    BlockView, Context, Input, Replacements, StageError, StageEvent, StageOutput, StageReport, View,
 };
 use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Block, Conversation, RawJson, Role, ToolResultAt};
@@ -161,43 +161,52 @@ pub fn apply(
     if planned.is_empty() && !images {
         return Ok(finish(config, None, &tally, events, &changed));
     }
-    let mut conv = input.into_conversation()?;
+    // Only the messages a planned change touches are copied; they cross back alone unless
+    // images are stripped too, which walks the whole conversation.
+    let mut replacements = Replacements::new(&view);
     for planned in planned {
-        let Some(result) = conv.tool_result_at_mut(&planned.at) else {
+        let (mi, bi) = (planned.at.message, planned.at.block);
+        let Some(result) = replacements.tool_result_mut(&planned.at) else {
             continue;
         };
         result.content = replace_payload(&result.content, planned.text);
         tally.tokens += planned.tokens;
-        let (mi, bi) = (planned.at.message, planned.at.block);
         changed.insert((mi, bi));
         if planned.duplicate {
             tally.duplicates += 1;
         } else {
             tally.truncated += 1;
         }
-        let message_id = conv.messages[mi].id.clone();
         events.push((
             (mi, bi, 0),
             StageEvent {
                 kind: planned.kind.to_string(),
-                message_id,
+                message_id: view
+                    .message(mi)
+                    .map_or_else(String::new, |m| m.id().to_string()),
                 detail: planned.detail,
                 tokens: planned.tokens,
             },
         ));
     }
-
-    if images {
-        strip_images(
-            config,
-            &mut conv,
-            &protected,
-            cx,
-            &mut tally,
-            &mut events,
-            &mut changed,
-        )?;
+    if !images {
+        let report = report(config, &tally, events, &changed);
+        return Ok(replacements.into_output(report));
     }
+    let replaced = replacements.into_messages();
+    let mut conv = input.into_conversation()?;
+    for (mi, message) in replaced {
+        conv.messages[mi] = message;
+    }
+    strip_images(
+        config,
+        &mut conv,
+        &protected,
+        cx,
+        &mut tally,
+        &mut events,
+        &mut changed,
+    )?;
     Ok(finish(config, Some(conv), &tally, events, &changed))
 }
 
@@ -207,9 +216,24 @@ fn finish(
     config: &Config,
     conv: Option<Conversation>,
     tally: &Tally,
-    mut events: Vec<Placed>,
+    events: Vec<Placed>,
     changed: &BTreeSet<Place>,
 ) -> StageOutput {
+    let report = report(config, tally, events, changed);
+    // Every change lands in `changed`: an empty set means the conversation is as it came.
+    match conv {
+        Some(conv) if !changed.is_empty() => StageOutput::changed(conv, report),
+        _ => StageOutput::unchanged(report),
+    }
+}
+
+/// The report of a run: its events in conversation order, and its notes.
+fn report(
+    config: &Config,
+    tally: &Tally,
+    mut events: Vec<Placed>,
+    changed: &BTreeSet<Place>,
+) -> StageReport {
     events.sort_by_key(|(at, _)| *at);
     let mut report = StageReport {
         blocks_changed: changed.len(),
@@ -218,11 +242,7 @@ fn finish(
         ..StageReport::default()
     };
     write_notes(&mut report, tally, config);
-    // Every change lands in `changed`: an empty set means the conversation is as it came.
-    match conv {
-        Some(conv) if !changed.is_empty() => StageOutput::changed(conv, report),
-        _ => StageOutput::unchanged(report),
-    }
+    report
 }
 
 /// Whether a chat message holds a base64 image, in its content or at the top of one of its

@@ -53,7 +53,9 @@
 pub mod reference;
 pub mod state;
 
-use condense_abi::{Context, Input, Stage, StageError, StageEvent, StageOutput, StageReport};
+use condense_abi::{
+    Context, Input, Replacements, Stage, StageError, StageEvent, StageOutput, StageReport,
+};
 use condense_model::{Content, Role, ToolResultAt};
 use condense_text::plural;
 use reference::{is_reference, reference_text, thousands};
@@ -321,18 +323,19 @@ impl Stage for ToolResultBudget {
         if replacements.is_empty() {
             return Ok(StageOutput::unchanged(report));
         }
-        let mut conversation = input.into_conversation()?;
+        // Only the messages holding a replaced result are copied, and cross back alone.
+        let mut messages = Replacements::new(&view);
         for (at, reference) in replacements {
-            let result = conversation.tool_result_at_mut(&at).ok_or_else(|| {
+            let result = messages.tool_result_mut(&at).ok_or_else(|| {
                 format!(
-                    "the copied conversation has no tool result at message {}, block {}",
+                    "the conversation has no tool result at message {}, block {}",
                     at.message, at.block
                 )
             })?;
             result.content = replaced_content(&result.content, reference);
         }
         // Every replacement is counted.
-        Ok(StageOutput::changed(conversation, report))
+        Ok(messages.into_output(report))
     }
 }
 

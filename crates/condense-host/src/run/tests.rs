@@ -6,7 +6,8 @@
 use super::*;
 use crate::pipeline::Pipeline;
 use condense_abi::{
-    Context, Input, Stage, StageConfig, StageError, StageOutput, StageReport, StageState,
+    Context, Input, Replacements, Stage, StageConfig, StageError, StageOutput, StageReport,
+    StageState,
 };
 use condense_model::{Block, Content, Conversation, Format, Message, Role};
 use serde::{Deserialize, Serialize};
@@ -43,9 +44,8 @@ impl Stage for Probe {
 
     fn new(config: Config) -> Result<Self, StageError> {
         match config.mode.as_str() {
-            "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" => {
-                Ok(Probe(config.mode))
-            }
+            "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" | "replace"
+            | "replace-grow" | "replace-renamed" => Ok(Probe(config.mode)),
             other => Err(format!(
                 "mode must be shrink, grow, fail, raise or observe, got `{other}`"
             )
@@ -107,6 +107,27 @@ impl Stage for Probe {
                 ));
                 report.blocks_changed = 1;
                 Ok(StageOutput::changed(conversation, report))
+            }
+            "replace" | "replace-grow" | "replace-renamed" => {
+                // shrink's change, handed back as the messages replaced in place; or one that
+                // grows a message, or renames it.
+                let view = input.view()?;
+                let mut replacements = Replacements::new(&view);
+                for at in view.tool_results().map(|r| r.at()).collect::<Vec<_>>() {
+                    if let Some(result) = replacements.tool_result_mut(&at) {
+                        result.content = Content::string(match self.0.as_str() {
+                            "replace-grow" => "more words than before ".repeat(1000),
+                            _ => "[cut]".to_string(),
+                        });
+                        report.blocks_changed += 1;
+                    }
+                    if self.0 == "replace-renamed" {
+                        if let Some(m) = replacements.message_mut(at.message) {
+                            m.id = "renamed".into();
+                        }
+                    }
+                }
+                Ok(replacements.into_output(report))
             }
             _ => {
                 // shrink: every tool result becomes "[cut]".
@@ -188,6 +209,64 @@ fn a_shrinking_stage_runs_and_expand_restores_the_input_exactly() {
     let mut restored = result.conversation.clone();
     crate::expand(&store, "s", &mut restored).unwrap();
     assert_eq!(restored, input);
+}
+
+/// Messages replaced in place (only they cross back) are checked, counted and archived as the
+/// same change handed back whole: the same output, the same archive (its records are named by
+/// their bytes), and `expand` restores the input.
+#[test]
+fn messages_replaced_in_place_are_archived_as_the_whole_change() {
+    let input = with_turn(conversation(), 2);
+    let (_a, whole_store) = store();
+    let whole = pipeline(&[("cut", "shrink", "fail")])
+        .run(input.clone(), &whole_store, "s", &options())
+        .unwrap();
+    let (_b, store) = store();
+    let replaced = pipeline(&[("cut", "replace", "fail")])
+        .run(input.clone(), &store, "s", &options())
+        .unwrap();
+    assert_eq!(replaced.stages[0].status, "ran");
+    assert_eq!(replaced.stages[0].report.blocks_changed, 2);
+    assert_eq!(replaced.conversation, whole.conversation);
+    assert_eq!(
+        (replaced.tokens_before, replaced.tokens_after),
+        (whole.tokens_before, whole.tokens_after)
+    );
+    assert_eq!(replaced.archive_run.name(), whole.archive_run.name());
+    let mut restored = replaced.conversation.clone();
+    crate::expand(&store, "s", &mut restored).unwrap();
+    assert_eq!(restored, input);
+}
+
+/// A replacement the guards refuse is undone: the next stage sees the conversation as it was.
+/// One that renames its message breaks the contract and is the stage's error, by name.
+#[test]
+fn a_refused_replacement_is_undone_and_a_renaming_one_is_an_error() {
+    let (_dir, store) = store();
+    let result = pipeline(&[
+        ("bigger", "replace-grow", "skip"),
+        ("cut", "shrink", "fail"),
+    ])
+    .run(conversation(), &store, "s", &options())
+    .unwrap();
+    assert_eq!(result.stages[0].status, "skipped");
+    let why = result.stages[0].error.as_deref().unwrap_or_default();
+    assert!(why.starts_with("made the conversation bigger ("), "{why}");
+    let (_other, alone) = self::store();
+    let shrunk = pipeline(&[("cut", "shrink", "fail")])
+        .run(conversation(), &alone, "s", &options())
+        .unwrap();
+    assert_eq!(result.conversation, shrunk.conversation);
+
+    let err = pipeline(&[("namer", "replace-renamed", "fail")])
+        .run(conversation(), &store, "s2", &options())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "stage `namer` failed: returned a malformed change: replaced message 2 changed its id \
+         (r1 -> renamed): a replacement keeps its id (return the whole conversation to change ids)"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::support::MINUTE;
 use condense_abi::StageReport;
 use condense_formats::{Document, ReadOptions};
 use condense_model::{Conversation, Format, Role, ToolResult};
-use condense_testing::{o200k, report_json, run, stage, MemoryHost};
+use condense_testing::{changed_messages, o200k, report_json, run, stage, MemoryHost};
 use condense_tokens::{TokenCounter, TokenizerKind};
 use microcompact::time::parse_rfc3339_ms;
 use microcompact::{is_cleared_marker, Microcompact, CLEARED_MARKER};
@@ -89,7 +89,9 @@ fn two_hours_idle_takes_the_time_path() {
     let input = transcript();
     let host = host_after(&input, 120);
     let out = run(&stage::<Microcompact>(""), &input, &host);
-    assert!(out.copied && out.changed);
+    // Cleared in place: only the messages holding a cleared result cross back.
+    assert!(!out.copied && out.changed);
+    assert_eq!(out.replaced, changed_messages(&input, &out.conversation));
 
     let cleared: Vec<&str> = results(&input)
         .into_iter()

@@ -7,7 +7,7 @@
 
 use condense_formats::{Document, ReadOptions};
 use condense_model::{Conversation, ToolResult};
-use condense_testing::{report_json, run, stage, MemoryHost};
+use condense_testing::{changed_messages, report_json, run, stage, MemoryHost};
 use serde_json::{json, Value};
 use tool_result_budget::ToolResultBudget;
 
@@ -111,7 +111,10 @@ fn real_transcript_reruns_and_resume_are_stable() {
     // On its own output.
     let host = MemoryHost::default();
     let once = run(&stage, &full, &host);
-    assert!(once.copied && once.changed);
+    // Only the messages holding a replaced result cross back; nothing else is copied.
+    assert!(!once.copied && once.changed);
+    assert_eq!(once.replaced, changed_messages(&full, &once.conversation));
+    assert!(!once.replaced.is_empty() && once.replaced.len() < full.messages.len() / 4);
     let twice = run(&stage, &once.conversation, &host);
     assert_eq!(twice.conversation, once.conversation);
     assert_eq!(twice.report.blocks_changed, 0);
