@@ -49,7 +49,8 @@
 //! the window (the earlier ones stay masked, so a prompt cache prefix stays valid).
 
 use condense_abi::{
-    Context, Input, Stage, StageConfig, StageError, StageEvent, StageOutput, StageReport,
+    Context, Input, Replacements, Stage, StageConfig, StageError, StageEvent, StageOutput,
+    StageReport,
 };
 use condense_model::{Content, Role, ToolResultAt};
 pub use condense_text::{plural, thousands};
@@ -169,11 +170,12 @@ impl Stage for ObservationMask {
     }
 
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
-        let mut conversation = input.into_conversation()?;
+        // Decided through the view; only the messages holding a masked result are copied.
+        let view = input.view()?;
         let mut tally = Tally::default();
         // Eligible results per group, oldest first.
         let mut groups: BTreeMap<String, Vec<ToolResultAt>> = BTreeMap::new();
-        for found in conversation.tool_results() {
+        for found in view.tool_results() {
             // Event lines never reach the model: nothing to save there.
             if found.role == Role::Event {
                 continue;
@@ -200,18 +202,19 @@ impl Stage for ObservationMask {
             .collect();
 
         let mut report = StageReport::default();
+        let mut replacements = Replacements::new(&view);
         // The walk visits results in message order, so events come out oldest first.
-        for slot in conversation.tool_results_mut() {
-            if !older.contains(&slot.at) {
+        for slot in view.tool_results() {
+            let at = slot.at();
+            if !older.contains(&at) {
                 continue;
             }
-            let result = slot.result;
-            let text = result.content.text();
+            let text = slot.result.content().text();
             if is_placeholder(&text) {
                 tally.already += 1;
                 continue;
             }
-            let tool = slot.at.tool.as_deref().unwrap_or(UNKNOWN_TOOL);
+            let tool = slot.tool.unwrap_or(UNKNOWN_TOOL);
             let chars = text.chars().count();
             let masked = placeholder(tool, chars);
             let (before, after) = (cx.count_tokens(&text), cx.count_tokens(&masked));
@@ -219,6 +222,9 @@ impl Stage for ObservationMask {
                 tally.not_shorter += 1;
                 continue;
             }
+            let Some(result) = replacements.tool_result_mut(&at) else {
+                continue;
+            };
             result.content = masked_content(&result.content, masked);
             *tally.masked_by_tool.entry(tool.to_string()).or_default() += 1;
             report.blocks_changed += 1;
@@ -235,8 +241,7 @@ impl Stage for ObservationMask {
             });
         }
         self.write_notes(&mut report, &tally);
-        // Every mask is counted.
-        Ok(StageOutput::from_counted(conversation, report))
+        Ok(replacements.into_output(report))
     }
 }
 

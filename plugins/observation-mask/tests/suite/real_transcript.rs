@@ -4,7 +4,7 @@
 use crate::support::{masked_ids, results, tokens};
 use condense_formats::ReadOptions;
 use condense_model::Conversation;
-use condense_testing::{run, stage, MemoryHost};
+use condense_testing::{changed_messages, run, stage, MemoryHost};
 use observation_mask::{is_placeholder, ObservationMask};
 use serde_json::{json, Value};
 
@@ -61,7 +61,10 @@ fn real_mini_swe_agent_trajectory() {
         "mini_swe_agent_summary",
         summary(&input, &out.conversation, &out.report)
     );
-    // Only tool result contents changed.
+    // Only tool result contents changed, and only their messages crossed back.
+    assert!(!out.copied);
+    assert_eq!(out.replaced, changed_messages(&input, &out.conversation));
+    assert!(!out.replaced.is_empty());
     assert_eq!(out.conversation.messages.len(), input.messages.len());
     for (a, b) in input.messages.iter().zip(&out.conversation.messages) {
         assert_eq!((&a.id, a.role, &a.extra), (&b.id, b.role, &b.extra));
@@ -101,4 +104,5 @@ fn real_trajectory_written_and_read_back_is_left_alone() {
         &MemoryHost::default(),
     );
     assert_eq!(again.report.blocks_changed, 0, "{:?}", again.report.notes);
+    assert!(!again.copied && !again.changed);
 }
