@@ -86,7 +86,7 @@ pub mod patterns;
 use condense_abi::{
     Context, Input, Stage, StageConfig, StageError, StageEvent, StageOutput, StageReport,
 };
-use condense_model::{Block, Content, ImageSource, RawJson};
+use condense_model::{Block, Content, ImageSource, RawJson, ReadMessage};
 use condense_text::plural;
 use engine::{Hit, Redactor};
 use patterns::{builtin_names, valid_name, Pattern, BUILTINS};
@@ -398,7 +398,10 @@ impl Stage for RedactSecrets {
     }
 
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError> {
-        let mut conversation = input.into_conversation()?;
+        // Every text is scanned, one message copied at a time: a message that had a secret is
+        // handed back replaced in place, the others are dropped again. Only a secret in the
+        // request's own fields or the system prompt hands back the whole conversation.
+        let view = input.view()?;
         let count = |text: &str| cx.count_tokens(text);
         let mut walker = Walker {
             redactor: &self.redactor,
@@ -410,18 +413,18 @@ impl Stage for RedactSecrets {
         };
         let mut tally = Tally::default();
         let mut hits = Hits::default();
-        walker.raw(
-            &mut conversation.extra,
-            &mut hits.extra,
-            "conversation extra",
-        )?;
+        let original = view.header();
+        let mut header = original.clone();
+        walker.raw(&mut header.extra, &mut hits.extra, "conversation extra")?;
         tally.push(CONVERSATION_ID, hits);
-        if let Some(system) = &mut conversation.system {
+        if let Some(system) = &mut header.system {
             let mut hits = Hits::default();
             tally.blocks_changed += walker.content(system, &mut hits)?;
             tally.push(SYSTEM_PROMPT_ID, hits);
         }
-        for message in &mut conversation.messages {
+        let mut replaced = Vec::new();
+        for (i, read) in view.messages().enumerate() {
+            let mut message = read.to_message();
             let mut hits = Hits::default();
             let at = |what: &str| format!("message {}: {what}", message.id);
             tally.blocks_changed += walker
@@ -430,16 +433,22 @@ impl Stage for RedactSecrets {
             walker.raw(&mut message.extra, &mut hits.extra, &at("extra"))?;
             walker.raw(&mut message.envelope, &mut hits.envelope, &at("envelope"))?;
             tally.push(&message.id, hits);
+            if !read.is(&message) {
+                replaced.push((i, message));
+            }
         }
         tally.scanned = walker.scanned;
         tally.raw_changed = walker.raw_changed;
         let report = self.report(&tally);
-        // Blocks and raw JSON (extra fields, envelopes) are the two places it writes.
-        Ok(if tally.blocks_changed == 0 && tally.raw_changed == 0 {
-            StageOutput::unchanged(report)
-        } else {
-            StageOutput::changed(conversation, report)
-        })
+        if header == original {
+            return Ok(StageOutput::replaced(replaced, report));
+        }
+        let mut conversation = input.into_conversation()?;
+        (conversation.extra, conversation.system) = (header.extra, header.system);
+        for (i, message) in replaced {
+            conversation.messages[i] = message;
+        }
+        Ok(StageOutput::changed(conversation, report))
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::samples::{pem, samples};
 use crate::support::{rand, text_tokens, ALNUM, BASE64};
 use condense_model::{render, Block, Content, Conversation, Message, Role};
-use condense_testing::{run, stage, tool_result, tool_use, MemoryHost};
+use condense_testing::{changed_messages, run, stage, tool_result, tool_use, MemoryHost};
 use redact_secrets::RedactSecrets;
 use serde_json::json;
 
@@ -212,8 +212,23 @@ fn rerunning_on_the_output_changes_nothing() {
     let (conv, _) = conversation();
     let stage = stage::<RedactSecrets>("");
     let once = run(&stage, &conv, &MemoryHost::default());
+    // A secret in the system prompt hands the whole conversation back; without one there,
+    // only the messages with a secret cross back, redacted the same.
+    assert!(once.copied && once.replaced.is_empty());
+    let bare = Conversation {
+        system: None,
+        ..conv.clone()
+    };
+    let messages_only = run(&stage, &bare, &MemoryHost::default());
+    assert!(!messages_only.copied && !messages_only.replaced.is_empty());
+    assert_eq!(
+        messages_only.replaced,
+        changed_messages(&bare, &messages_only.conversation)
+    );
+    assert_eq!(messages_only.conversation.messages, once.conversation.messages);
     let twice = run(&stage, &once.conversation, &MemoryHost::default());
     assert_eq!(twice.conversation, once.conversation);
+    assert!(!twice.changed);
     assert!(twice.report.events.is_empty());
     assert_eq!(twice.report.blocks_changed, 0);
     assert_eq!(twice.report.tokens_freed, None);

@@ -4,7 +4,7 @@
 
 use crate::support::text_tokens;
 use condense_model::Conversation;
-use condense_testing::{run, stage, MemoryHost};
+use condense_testing::{changed_messages, run, stage, MemoryHost};
 use redact_secrets::RedactSecrets;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -63,9 +63,17 @@ fn real_transcripts_findings() {
                 text_tokens(&once.conversation) <= text_tokens(conv),
                 "{file}"
             );
+            // Messages are copied one at a time and only those with a secret cross back.
+            assert!(!once.copied, "{file}");
+            assert_eq!(
+                once.replaced,
+                changed_messages(conv, &once.conversation),
+                "{file}"
+            );
             let twice = run(&stage, &once.conversation, &MemoryHost::default());
             assert_eq!(twice.conversation, once.conversation, "{file}");
             assert!(twice.report.events.is_empty(), "{file}");
+            assert!(!twice.changed, "{file}");
         }
         summary.insert(
             file.to_string(),
