@@ -225,7 +225,10 @@ fn rerunning_on_the_output_changes_nothing() {
         messages_only.replaced,
         changed_messages(&bare, &messages_only.conversation)
     );
-    assert_eq!(messages_only.conversation.messages, once.conversation.messages);
+    assert_eq!(
+        messages_only.conversation.messages,
+        once.conversation.messages
+    );
     let twice = run(&stage, &once.conversation, &MemoryHost::default());
     assert_eq!(twice.conversation, once.conversation);
     assert!(!twice.changed);
