@@ -106,3 +106,54 @@ impl<'a, 'v> Replacements<'a, 'v> {
         StageOutput::replaced(self.into_messages(), report)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::sdk::{check_replaced, Change, StageOutput, StageReport};
+    use condense_model::{Block, Conversation, Message, Role};
+
+    fn conversation() -> Conversation {
+        let m = |id: &str, text: &str| Message::new(id, Role::User, vec![Block::text(text)]);
+        Conversation {
+            messages: vec![m("a", "one"), m("b", "two"), m("c", "three")],
+            ..Conversation::default()
+        }
+    }
+
+    #[test]
+    fn replacements_land_in_place_and_the_rules_are_named() {
+        let conv = conversation();
+        let mut b = conv.messages[1].clone();
+        b.content.blocks = vec![Block::text("TWO")];
+        let out = StageOutput::replaced(vec![(1, b.clone())], StageReport::default());
+        let (after, _) = out.apply_to(&conv).unwrap();
+        assert_eq!(after.messages[1], b);
+        assert_eq!(
+            (&after.messages[0], &after.messages[2]),
+            (&conv.messages[0], &conv.messages[2])
+        );
+        assert_eq!(
+            StageOutput::replaced(Vec::new(), StageReport::default()).change,
+            Change::Unchanged
+        );
+
+        let msgs = &conv.messages;
+        let (a, c) = (msgs[0].clone(), msgs[2].clone());
+        let err = |replaced: Vec<(usize, Message)>| check_replaced(&replaced, msgs).unwrap_err();
+        assert_eq!(
+            err(vec![(2, c.clone()), (0, a.clone())]),
+            "replaced message 0 out of order (after 2): indices must ascend, each once"
+        );
+        assert_eq!(
+            err(vec![(0, a.clone()), (0, a.clone())]),
+            "replaced message 0 out of order (after 0): indices must ascend, each once"
+        );
+        assert_eq!(
+            err(vec![(3, c.clone())]),
+            "replaced message 3 of a conversation of 3 messages"
+        );
+        assert!(err(vec![(0, c)]).starts_with("replaced message 0 changed its id (a -> c)"));
+        assert!(check_replaced(&[(0, a)], msgs).is_ok());
+    }
+}

@@ -409,8 +409,9 @@ pub trait Stage: Sized + Send + Sync + 'static {
     /// Builds the stage, validating the config ("max_result_bytes must be > 0, got 0").
     fn new(config: Self::Config) -> Result<Self, StageError>;
 
-    /// Runs the stage over one conversation. Read it through [`Input::view`], copy it with
-    /// [`Input::into_conversation`] only to change it, and return [`StageOutput::unchanged`]
-    /// whenever nothing changed.
+    /// Runs the stage over one conversation. Read it through [`Input::view`]; to change it,
+    /// copy in only the messages you change ([`crate::Replacements`]), or the whole
+    /// conversation ([`Input::into_conversation`]) to remove, add or reorder messages; return
+    /// [`StageOutput::unchanged`] whenever nothing changed.
     fn apply(&self, input: Input<'_>, cx: &Context<'_>) -> Result<StageOutput, StageError>;
 }
