@@ -119,6 +119,7 @@ mod openai;
 pub mod openhands;
 mod parallel;
 mod quick;
+mod read_back;
 mod responses;
 mod scan;
 mod select;

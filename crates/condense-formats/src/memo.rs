@@ -48,6 +48,8 @@ pub struct WriteMemo {
     kept: HashMap<u128, Vec<String>>,
     /// The texts this write used or made (the next write's `kept`).
     made: HashMap<u128, Vec<String>>,
+    /// What the last write copied as read, for [`crate::Document::read_back`].
+    echo: Option<crate::read_back::Echo>,
     /// How many messages' texts were taken from the memo (for tests).
     #[cfg(test)]
     pub(crate) hits: usize,
@@ -59,8 +61,9 @@ impl WriteMemo {
         WriteMemo::default()
     }
 
-    /// A memo that keeps nothing.
-    pub(crate) fn off() -> WriteMemo {
+    /// A memo that keeps no texts: for a single write whose output is then read back
+    /// ([`crate::Document::read_back`]).
+    pub fn off() -> WriteMemo {
         WriteMemo {
             off: true,
             ..WriteMemo::default()
@@ -117,6 +120,15 @@ impl WriteMemo {
     /// Ends a write: what it did not use is dropped.
     pub(crate) fn end(&mut self) {
         self.kept = std::mem::take(&mut self.made);
+    }
+
+    /// What the last write copied as read (none until a write notes it).
+    pub(crate) fn echo(&self) -> Option<&crate::read_back::Echo> {
+        self.echo.as_ref()
+    }
+
+    pub(crate) fn echo_mut(&mut self) -> &mut Option<crate::read_back::Echo> {
+        &mut self.echo
     }
 }
 

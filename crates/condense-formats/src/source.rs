@@ -501,6 +501,8 @@ pub(crate) fn join_lines(
 /// Appends to `out` a JSON array of pieces in place of the array at `span` whose elements were
 /// at `elements`: the original bracket spacing and separators are kept by position, new
 /// elements are serialized at the indent of the first one.
+/// `ranges`, when given, gets where each piece was written in `out`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn splice_array(
     text: &str,
     span: Range<usize>,
@@ -509,6 +511,7 @@ pub(crate) fn splice_array(
     style: &Style,
     crlf: bool,
     out: &mut String,
+    mut ranges: Option<&mut Vec<Range<usize>>>,
 ) -> Result<()> {
     let newline = if crlf { "\r\n" } else { "\n" };
     let unit = style.indent.as_deref().unwrap_or("");
@@ -562,7 +565,11 @@ pub(crate) fn splice_array(
                 _ => out.push_str(&sep),
             }
         }
+        let start = out.len();
         out.push_str(&piece_text(piece, style, &indent, crlf)?);
+        if let Some(ranges) = ranges.as_deref_mut() {
+            ranges.push(start..out.len());
+        }
     }
     out.push_str(&close);
     Ok(())

@@ -16,6 +16,7 @@ use crate::container::{codec, one_conversation, Layout, Placed, Root};
 use crate::json::{Result, Style};
 use crate::lines;
 use crate::memo::WriteMemo;
+use crate::read_back::Echo;
 use crate::scan;
 use crate::source::{join_lines, serialize_at, splice_array, Fp, Piece};
 use crate::{anthropic, items};
@@ -31,10 +32,14 @@ const ARRAY_PLACEHOLDER: &str = "\u{1}condense:messages\u{2}";
 impl Document {
     pub(crate) fn write_bytes(&self, memo: &mut WriteMemo) -> Result<Vec<u8>> {
         self.source.finish(&self.conversations);
+        *memo.echo_mut() = None;
         let mut out = self.write_layout(memo)?;
         out.extend_from_slice(&self.tail);
         if self.bom {
             out.splice(0..0, "\u{feff}".bytes());
+        }
+        if let Some(echo) = memo.echo_mut() {
+            echo.written(&out);
         }
         Ok(out)
     }
@@ -207,9 +212,15 @@ impl Document {
         };
         let label = self.labels.get(i).map_or("", String::as_str);
         let frame_unchanged = self.source.frame_unchanged(i, conv);
+        // With the frame as read around the array of the document's only conversation, what
+        // the write copied as read is noted for reading the output back ([`Echo`]).
+        let notes_echo = frame_unchanged
+            && self.conversations.len() == 1
+            && matches!(self.layout, Layout::Json { .. });
         let mut array_into = |out: &mut String, array: &std::ops::Range<usize>| -> Result<()> {
             let pieces = self.message_pieces(i, conv, fps, (style, &mut *memo))?;
             let elements = &placed.elements;
+            let mut ranges = Vec::new();
             splice_array(
                 text,
                 array.clone(),
@@ -218,7 +229,13 @@ impl Document {
                 style,
                 self.crlf,
                 out,
-            )
+                notes_echo.then_some(&mut ranges),
+            )?;
+            if notes_echo {
+                let echo = Echo::of(self.format, &pieces, &ranges, out, (text, array));
+                *memo.echo_mut() = echo;
+            }
+            Ok(())
         };
         if let (Some(array), true) = (&placed.array, frame_unchanged) {
             out.push_str(&text[span.start..array.start]);

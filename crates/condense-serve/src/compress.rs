@@ -132,7 +132,7 @@ pub fn run(
     let body = if out == body {
         None
     } else {
-        archive_as_written(&doc, &out, store, session, &run)?;
+        archive_as_written(&doc, (&out, memo), store, session, &run)?;
         Some(out)
     };
     Ok(Compressed {
@@ -209,7 +209,7 @@ pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(
 /// archives any message that reads back differently from what the stages produced.
 fn archive_as_written(
     doc: &Document,
-    out: &[u8],
+    (out, memo): (&[u8], &WriteMemo),
     store: &Store,
     session: &str,
     run: &condense_host::archive::ArchivedRun,
@@ -218,11 +218,10 @@ fn archive_as_written(
         format: Some(doc.format()),
         select: None,
     };
-    let reread = condense_formats::read(out, "<compressed body>", &opts)
+    let reread = doc
+        .read_back((out, "<compressed body>"), memo, &opts)
         .map_err(|e| format!("the compressed body does not read back: {e}"))?;
-    if let (Some(produced), Some(back)) =
-        (doc.conversations().first(), reread.conversations().first())
-    {
+    if let (Some(produced), Some(back)) = (doc.conversations().first(), reread.first()) {
         condense_host::archive::archive_written(store, session, produced, back, Some(run))
             .map_err(|e| e.to_string())?;
     }

@@ -7,7 +7,7 @@ use crate::input::{is_folder, read_input, read_input_knowing, write_output, Inpu
 use crate::stats;
 use crate::Failure;
 use condense_budget::BudgetConfig;
-use condense_formats::ReadOptions;
+use condense_formats::{ReadOptions, WriteMemo};
 use condense_host::{
     session_key, LoadedPipeline, Pipeline, ReadFrom, RunOptions, RunResult, Unread,
 };
@@ -357,11 +357,15 @@ pub(crate) fn compress_input(
         runs.push(result);
     }
     crate::known::remember(store, input, &runs, args)?;
-    let out = input.doc.write().map_err(|e| Failure::run(e.to_string()))?;
+    let mut memo = WriteMemo::off();
+    let out = input
+        .doc
+        .write_remembering(&mut memo)
+        .map_err(|e| Failure::run(e.to_string()))?;
     // Nothing changed (nothing to compress): the output is the input, byte for byte, and reads
     // back as the stages' output, which the run's record names already.
     if !(input.doc.is_input(&out) && input.doc.unchanged()) {
-        archive_as_written(input, &out, &runs, store)?;
+        archive_as_written(input, (&out, &memo), &runs, store)?;
     }
     batch.commit().map_err(|e| Failure::run(e.to_string()))?;
     Ok(Compressed {
@@ -377,7 +381,7 @@ pub(crate) fn compress_input(
 /// wrapper line the format gives it), so expansion starts from the file itself.
 fn archive_as_written(
     input: &Input,
-    out: &[u8],
+    (out, memo): (&[u8], &WriteMemo),
     runs: &[RunResult],
     store: &Store,
 ) -> Result<(), Failure> {
@@ -385,15 +389,11 @@ fn archive_as_written(
         format: Some(input.doc.format()),
         select: input.select.clone(),
     };
-    let reread = condense_formats::read(out, "<output>", &opts)
-        .map_err(|e| Failure::run(format!("the output does not read back: {e}")))?;
-    for ((produced, back), run) in input
+    let reread = input
         .doc
-        .conversations()
-        .iter()
-        .zip(reread.conversations())
-        .zip(runs)
-    {
+        .read_back((out, "<output>"), memo, &opts)
+        .map_err(|e| Failure::run(format!("the output does not read back: {e}")))?;
+    for ((produced, back), run) in input.doc.conversations().iter().zip(&reread).zip(runs) {
         condense_host::archive::archive_written(
             store,
             &run.session,

@@ -11,7 +11,7 @@ use serde_json::Value;
 /// The real Claude Code session's user and assistant lines as one Anthropic request body: each
 /// line's message, its text, tool use and tool result blocks (a request has no thinking
 /// signatures of another session).
-fn session_body() -> Value {
+pub(super) fn session_body() -> Value {
     let bytes = fixture!(
         "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
     );
@@ -75,7 +75,7 @@ fn python_style(value: &Value) -> Vec<u8> {
 
 /// The body with its first `n` messages, in each layout: compact, Python's separators, pretty
 /// (two spaces), pretty with CRLF line ends.
-fn layouts(whole: &Value, n: usize) -> Vec<(&'static str, Vec<u8>)> {
+pub(super) fn layouts(whole: &Value, n: usize) -> Vec<(&'static str, Vec<u8>)> {
     let mut body = whole.clone();
     let messages = body["messages"].as_array_mut().unwrap();
     messages.truncate(n);
@@ -93,7 +93,7 @@ fn layouts(whole: &Value, n: usize) -> Vec<(&'static str, Vec<u8>)> {
 
 /// What a pipeline does to a request, roughly: every tool result over 1,000 bytes cut to its
 /// first 200 characters, and the messages before the last 20 replaced by one summary.
-fn compress(conv: &mut Conversation) {
+pub(super) fn compress(conv: &mut Conversation) {
     for r in conv.tool_results_mut() {
         let text = r.result.content.text();
         if text.len() > 1000 {

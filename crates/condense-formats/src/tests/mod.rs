@@ -13,6 +13,7 @@ mod mapping;
 mod memo;
 mod passthrough;
 mod quick;
+mod read_back;
 mod responses;
 mod robust;
 mod roundtrip;

@@ -1,0 +1,127 @@
+//! Reading a written document back ([`crate::read_back`]): the conversation read from only
+//! what the write serialized is the one a read of the whole output gives, in every layout a
+//! body comes in, as a session grows; and anything the short way does not cover is read whole.
+
+use super::memo::{compress, layouts, session_body};
+use crate::{read, Document, ReadOptions, WriteMemo};
+use condense_model::{Content, Format};
+
+fn anthropic() -> ReadOptions {
+    ReadOptions {
+        format: Some(Format::Anthropic),
+        ..ReadOptions::default()
+    }
+}
+
+/// `bytes` read, changed by `change`, written with `memo`: the document and its output.
+fn written(
+    bytes: &[u8],
+    memo: &mut WriteMemo,
+    change: impl Fn(&mut Document),
+) -> (Document, Vec<u8>) {
+    let mut doc = read(bytes, "body.json", &anthropic()).unwrap();
+    change(&mut doc);
+    let out = doc.write_remembering(memo).unwrap();
+    (doc, out)
+}
+
+#[test]
+fn what_the_write_serialized_reads_back_as_the_whole_output_does() {
+    let whole = session_body();
+    let total = whole["messages"].as_array().unwrap().len();
+    let mut short = 0;
+    for layout in 0..4 {
+        // A memo kept from request to request (the proxy's) and one per write (the CLI's).
+        let mut kept = WriteMemo::new();
+        for n in (total - 60..=total).step_by(6).chain([3, 30]) {
+            let (name, bytes) = layouts(&whole, n).swap_remove(layout);
+            for memo in [&mut kept, &mut WriteMemo::off()] {
+                let (doc, out) = written(&bytes, memo, |d| compress(&mut d.conversations_mut()[0]));
+                let full = read(&out, "out.json", &anthropic()).unwrap();
+                let back = doc
+                    .read_back((&out, "out.json"), memo, &anthropic())
+                    .unwrap();
+                assert_eq!(back, full.conversations(), "{name} at {n} messages");
+                if out == bytes {
+                    // Nothing changed: the output is the input (callers do not read it back).
+                    continue;
+                }
+                let echo = memo.echo().expect("a body written with its frame as read");
+                // The short way, not a read of the whole output, gave it.
+                let short_way = doc.read_serialized(&out, memo, &anthropic());
+                assert_eq!(
+                    short_way.as_deref(),
+                    Some(full.conversations()),
+                    "{name} at {n}"
+                );
+                let copied = echo.copied();
+                assert!(
+                    n < 40 || copied > 10,
+                    "{name} at {n}: {copied} copied as read"
+                );
+                short += 1;
+            }
+        }
+    }
+    assert!(
+        short >= 4 * 2 * 11,
+        "{short} outputs read back the short way"
+    );
+}
+
+#[test]
+fn what_the_short_way_does_not_cover_is_read_whole() {
+    let whole = session_body();
+    let (_, bytes) = layouts(&whole, 50).swap_remove(0);
+    let mut memo = WriteMemo::off();
+
+    // A changed system prompt: the frame is serialized, nothing is noted.
+    let (doc, out) = written(&bytes, &mut memo, |d| {
+        let conv = &mut d.conversations_mut()[0];
+        compress(conv);
+        conv.system = Some(Content::string("a new system prompt"));
+    });
+    assert!(memo.echo().is_none());
+    let full = read(&out, "out.json", &anthropic()).unwrap();
+    assert_eq!(
+        doc.read_back((&out, "o"), &memo, &anthropic()).unwrap(),
+        full.conversations()
+    );
+
+    // Another output than the memo's write: read whole.
+    let (doc, out) = written(&bytes, &mut memo, |d| {
+        compress(&mut d.conversations_mut()[0])
+    });
+    assert!(memo.echo().is_some());
+    let mut other = out.clone();
+    let at = other.len() - 2;
+    other.insert(at, b' ');
+    assert!(doc.read_serialized(&other, &memo, &anthropic()).is_none());
+    let full = read(&other, "other.json", &anthropic()).unwrap();
+    assert_eq!(
+        doc.read_back((&other, "o"), &memo, &anthropic()).unwrap(),
+        full.conversations()
+    );
+
+    // Another format (OpenAI's system message is an element of the array): nothing noted.
+    let openai = br#"{"model": "m", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"}]}"#;
+    let opts = ReadOptions {
+        format: Some(Format::OpenAi),
+        ..ReadOptions::default()
+    };
+    let mut doc = read(openai, "chat.json", &opts).unwrap();
+    doc.conversations_mut()[0].messages[1].content = Content::string("hello");
+    let out = doc.write_remembering(&mut memo).unwrap();
+    assert!(memo.echo().is_none());
+    let full = read(&out, "chat.json", &opts).unwrap();
+    assert_eq!(
+        doc.read_back((&out, "o"), &memo, &opts).unwrap(),
+        full.conversations()
+    );
+
+    // An output that does not read: the read of the whole output names the error.
+    let err = doc
+        .read_back((b"{", "broken.json"), &memo, &opts)
+        .unwrap_err();
+    assert!(err.to_string().contains("broken.json"), "{err}");
+}
