@@ -50,6 +50,10 @@ pub struct WriteMemo {
     made: HashMap<u128, Vec<String>>,
     /// What the last write copied as read, for [`crate::Document::read_back`].
     echo: Option<crate::read_back::Echo>,
+    /// Texts that read back as the message they were written from (by
+    /// [`crate::read_back::text_key`]): a later write leaves them out of what is read back.
+    /// Only those the last read back used or checked are kept.
+    verified: std::collections::HashSet<u128>,
     /// How many messages' texts were taken from the memo (for tests).
     #[cfg(test)]
     pub(crate) hits: usize,
@@ -120,6 +124,28 @@ impl WriteMemo {
     /// Ends a write: what it did not use is dropped.
     pub(crate) fn end(&mut self) {
         self.kept = std::mem::take(&mut self.made);
+    }
+
+    /// The texts known to read back as the message they were written from (see
+    /// [`crate::read_back`]), to keep for the next write of the same session: a process that
+    /// writes once per turn (`condense compress`) stores them and hands them back with
+    /// [`WriteMemo::trust`].
+    pub fn verified(&self) -> impl Iterator<Item = u128> + '_ {
+        self.verified.iter().copied()
+    }
+
+    /// Takes `keys` (an earlier [`WriteMemo::verified`]) as texts that read back as their
+    /// message: the next write leaves them out of what is read back.
+    pub fn trust(&mut self, keys: impl IntoIterator<Item = u128>) {
+        self.verified = keys.into_iter().collect();
+    }
+
+    pub(crate) fn is_verified(&self, key: u128) -> bool {
+        self.verified.contains(&key)
+    }
+
+    pub(crate) fn set_verified(&mut self, keys: std::collections::HashSet<u128>) {
+        self.verified = keys;
     }
 
     /// What the last write copied as read (none until a write notes it).

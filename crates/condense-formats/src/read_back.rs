@@ -11,67 +11,108 @@
 //! and puts the copied messages back in their places, numbered as a read of the whole output
 //! numbers them: the same conversation, which a test holds it to.
 //!
+//! The messages a stage changed are written again at every turn, mostly the same texts (the
+//! results snip cut in earlier turns). A text read back as the very message it was written
+//! from (all but the id) is kept by its [`text_key`] (the message's fingerprint and the text) in
+//! the [`WriteMemo`]; a later write that writes the same message as the same text leaves it
+//! out of what is read back too, since the same text reads back the same. `condense serve`
+//! keeps the memo per session; `condense compress` stores the keys with the session.
+//!
 //! Anthropic's reader reads each element on its own (only the `#n` id depends on the place);
 //! other formats (OpenAI's system message in the array, Codex's and OpenHands's grouped items,
 //! JSONL sessions) read the whole output again, as before.
 
 use crate::container::Layout;
-use crate::source::Piece;
+use crate::source::{Fp, Piece};
 use crate::{Document, Format, FormatError, ReadOptions, WriteMemo};
 use condense_model::Conversation;
+use std::collections::HashSet;
 use std::ops::Range;
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
 
 /// What one write copied of the message array: see the [module docs](self).
 #[derive(Debug, Clone)]
 pub(crate) struct Echo {
-    /// Per message of the conversation written: written as the bytes it was read from.
-    echoed: Vec<bool>,
-    /// The frame as written around only the serialized elements.
+    /// Per message of the conversation written: it reads back as the message it was written
+    /// from (its bytes as read, or a text an earlier read back checked).
+    known: Vec<bool>,
+    /// The frame as written around only the other elements.
     serialized: String,
+    /// The [`text_key`] of each of those elements, in order.
+    pending: Vec<u128>,
+    /// The keys of the checked texts the write used.
+    reused: Vec<u128>,
     /// The output's length and hash, once written: `read_back` is handed that output.
     output: Option<(usize, u64)>,
 }
 
+/// The key of a text written for a message: the message's fingerprint and the text.
+fn text_key(fp: Fp, text: &str) -> u128 {
+    let mut bytes = Vec::with_capacity(16 + text.len());
+    bytes.extend_from_slice(&fp.to_le_bytes());
+    bytes.extend_from_slice(text.as_bytes());
+    xxh3_128(&bytes)
+}
+
 impl Echo {
-    /// The echo of an array written from `pieces` (one per message of the conversation) into
-    /// `out` at `ranges` (one per piece), inside `text` (the input, its frame written as read)
-    /// at `array`. `None` unless the format reads each element on its own.
+    /// The echo of an array written from `pieces` (one per message of the conversation, whose
+    /// fingerprints are `fps`) into `out` at `ranges` (one per piece), inside `text` (the
+    /// input, its frame written as read) at `array`; `memo` knows the texts checked before.
+    /// `None` unless the format reads each element on its own.
     pub(crate) fn of(
-        format: Format,
-        pieces: &[Piece<'_>],
-        ranges: &[Range<usize>],
-        out: &str,
+        (format, pieces, fps): (Format, &[Piece<'_>], &[Fp]),
+        (out, ranges): (&str, &[Range<usize>]),
         (text, array): (&str, &Range<usize>),
+        memo: &WriteMemo,
     ) -> Option<Echo> {
-        if format != Format::Anthropic || pieces.len() != ranges.len() {
+        if format != Format::Anthropic || pieces.len() != ranges.len() || pieces.len() != fps.len()
+        {
             return None;
         }
-        let echoed: Vec<bool> = pieces.iter().map(|p| matches!(p, Piece::Text(_))).collect();
-        let written: Vec<&str> = ranges
-            .iter()
-            .zip(&echoed)
-            .filter(|(_, e)| !**e)
-            .map(|(r, _)| out.get(r.clone()))
-            .collect::<Option<_>>()?;
-        let list = written.iter().map(|t| t.len() + 1).sum::<usize>() + 2;
-        let mut serialized = String::with_capacity(text.len() - array.len() + list);
-        serialized.push_str(text.get(..array.start)?);
-        serialized.push('[');
-        serialized.push_str(&written.join(","));
-        serialized.push(']');
-        serialized.push_str(text.get(array.end..)?);
-        Some(Echo {
-            echoed,
-            serialized,
+        let mut echo = Echo {
+            known: Vec::with_capacity(pieces.len()),
+            serialized: String::new(),
+            pending: Vec::new(),
+            reused: Vec::new(),
             output: None,
-        })
+        };
+        let mut written: Vec<&str> = Vec::new();
+        for ((piece, range), fp) in pieces.iter().zip(ranges).zip(fps) {
+            if matches!(piece, Piece::Text(_)) {
+                echo.known.push(true);
+                continue;
+            }
+            let piece_text = out.get(range.clone())?;
+            let key = text_key(*fp, piece_text);
+            let checked = memo.is_verified(key);
+            echo.known.push(checked);
+            if checked {
+                echo.reused.push(key);
+            } else {
+                echo.pending.push(key);
+                written.push(piece_text);
+            }
+        }
+        let list = written.iter().map(|t| t.len() + 1).sum::<usize>() + 2;
+        echo.serialized = String::with_capacity(text.len() - array.len() + list);
+        echo.serialized.push_str(text.get(..array.start)?);
+        echo.serialized.push('[');
+        echo.serialized.push_str(&written.join(","));
+        echo.serialized.push(']');
+        echo.serialized.push_str(text.get(array.end..)?);
+        Some(echo)
     }
 
-    /// How many messages the write copied as read.
+    /// How many messages read back as known (copied as read, or checked before).
     #[cfg(test)]
-    pub(crate) fn copied(&self) -> usize {
-        self.echoed.iter().filter(|e| **e).count()
+    pub(crate) fn known(&self) -> usize {
+        self.known.iter().filter(|e| **e).count()
+    }
+
+    /// How many of those were checked before.
+    #[cfg(test)]
+    pub(crate) fn reused(&self) -> usize {
+        self.reused.len()
     }
 
     /// Notes the output the echo belongs to, once it is whole.
@@ -83,33 +124,40 @@ impl Echo {
 impl Document {
     /// The conversations `out` reads back as (with `opts`, the options it was read with):
     /// what [`crate::read`] of `out` gives them (`source` names `out` in an error). `memo`: the
-    /// memo of the write that gave `out` ([`Document::write_remembering`]), which says what that
-    /// write copied as read; without it, or for another output, `out` is read whole.
+    /// memo of the write that gave `out` ([`Document::write_remembering`]), which says what
+    /// that write copied as read; without it, or for another output, `out` is read whole. The
+    /// texts found to read back as their messages are kept in `memo` for the next write.
     pub fn read_back(
         &self,
         (out, source): (&[u8], &str),
-        memo: &WriteMemo,
+        memo: &mut WriteMemo,
         opts: &ReadOptions,
     ) -> Result<Vec<Conversation>, FormatError> {
-        if let Some(conversations) = self.read_serialized(out, memo, opts) {
-            return Ok(conversations);
-        }
-        Ok(crate::read(out, source, opts)?.conversations)
+        let (conversations, verified) = match self.read_serialized(out, memo, opts) {
+            Some(read) => read,
+            None => (
+                crate::read(out, source, opts)?.conversations,
+                HashSet::new(),
+            ),
+        };
+        memo.set_verified(verified);
+        Ok(conversations)
     }
 
-    /// [`read_back`](Self::read_back) from the echo of the write, when it has one for `out`.
+    /// [`read_back`](Self::read_back) from the echo of the write, when it has one for `out`;
+    /// with the keys of the texts known to read back as their messages.
     pub(crate) fn read_serialized(
         &self,
         out: &[u8],
         memo: &WriteMemo,
         opts: &ReadOptions,
-    ) -> Option<Vec<Conversation>> {
+    ) -> Option<(Vec<Conversation>, HashSet<u128>)> {
         let (Some(echo), None, [produced]) = (memo.echo(), &opts.select, &self.conversations[..])
         else {
             return None;
         };
         if echo.output != Some((out.len(), xxh3_64(out)))
-            || echo.echoed.len() != produced.messages.len()
+            || echo.known.len() != produced.messages.len()
             || !matches!(self.layout, Layout::Json { .. })
         {
             return None;
@@ -117,20 +165,28 @@ impl Document {
         // An error here is left for the read of the whole output to report in its own words.
         let doc = crate::read_owned(echo.serialized.as_bytes().to_vec(), "<output>", opts).ok()?;
         let [mut back] = <[Conversation; 1]>::try_from(doc.conversations).ok()?;
-        let serialized = echo.echoed.iter().filter(|e| !**e).count();
-        if back.messages.len() != serialized {
+        if back.messages.len() != echo.pending.len() {
             return None;
         }
-        let mut read = std::mem::take(&mut back.messages).into_iter();
-        for (i, (message, &echoed)) in produced.messages.iter().zip(&echo.echoed).enumerate() {
-            let mut m = match echoed {
+        let mut verified: HashSet<u128> = echo.reused.iter().copied().collect();
+        let mut read = std::mem::take(&mut back.messages)
+            .into_iter()
+            .zip(&echo.pending);
+        for (i, (message, &known)) in produced.messages.iter().zip(&echo.known).enumerate() {
+            let mut m = match known {
                 true => message.clone(),
-                false => read.next()?,
+                false => {
+                    let (m, key) = read.next()?;
+                    if m.same_but_id(message) {
+                        verified.insert(*key);
+                    }
+                    m
+                }
             };
             // Numbered by its place in the output, as a read of the output numbers it.
             m.id = format!("#{i}");
             back.messages.push(m);
         }
-        Some(vec![back])
+        Some((vec![back], verified))
     }
 }

@@ -232,7 +232,8 @@ impl Document {
                 notes_echo.then_some(&mut ranges),
             )?;
             if notes_echo {
-                let echo = Echo::of(self.format, &pieces, &ranges, out, (text, array));
+                let of = (self.format, pieces.as_slice(), fps);
+                let echo = Echo::of(of, (out, &ranges), (text, array), memo);
                 *memo.echo_mut() = echo;
             }
             Ok(())

@@ -497,13 +497,7 @@ fn archive_reread(
 /// Whether two messages differ at most in their synthetic `#n` ids ([`message_hash`] leaves
 /// those out), compared in place instead of hashed.
 fn same_but_synthetic_id(a: &Message, b: &Message) -> bool {
-    a.id.starts_with('#')
-        && b.id.starts_with('#')
-        && a.role == b.role
-        && a.timestamp == b.timestamp
-        && a.content == b.content
-        && a.extra == b.extra
-        && a.envelope == b.envelope
+    a.id.starts_with('#') && b.id.starts_with('#') && a.same_but_id(b)
 }
 
 /// Writes a draft as segments with their indexes (nothing when it is empty; several when it

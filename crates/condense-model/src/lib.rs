@@ -173,6 +173,16 @@ impl Message {
         }
     }
 
+    /// Whether `other` is this message but for its id: what a message read back from the
+    /// place of another in a list (whose synthetic `#n` id is its place) is compared by.
+    pub fn same_but_id(&self, other: &Message) -> bool {
+        self.role == other.role
+            && self.timestamp == other.timestamp
+            && self.content == other.content
+            && self.extra == other.extra
+            && self.envelope == other.envelope
+    }
+
     /// Whether this message reaches the model.
     pub fn is_chat(&self) -> bool {
         self.role != Role::Event

@@ -209,7 +209,7 @@ pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(
 /// archives any message that reads back differently from what the stages produced.
 fn archive_as_written(
     doc: &Document,
-    (out, memo): (&[u8], &WriteMemo),
+    (out, memo): (&[u8], &mut WriteMemo),
     store: &Store,
     session: &str,
     run: &condense_host::archive::ArchivedRun,

@@ -357,7 +357,9 @@ pub(crate) fn compress_input(
         runs.push(result);
     }
     crate::known::remember(store, input, &runs, args)?;
-    let mut memo = WriteMemo::off();
+    let mut memo = crate::known::write_memo(store, &runs);
+    let mut trusted: Vec<u128> = memo.verified().collect();
+    trusted.sort_unstable();
     let out = input
         .doc
         .write_remembering(&mut memo)
@@ -365,7 +367,8 @@ pub(crate) fn compress_input(
     // Nothing changed (nothing to compress): the output is the input, byte for byte, and reads
     // back as the stages' output, which the run's record names already.
     if !(input.doc.is_input(&out) && input.doc.unchanged()) {
-        archive_as_written(input, (&out, &memo), &runs, store)?;
+        archive_as_written(input, (&out, &mut memo), &runs, store)?;
+        crate::known::keep_read_back(store, &runs, (&trusted, &memo))?;
     }
     batch.commit().map_err(|e| Failure::run(e.to_string()))?;
     Ok(Compressed {
@@ -381,7 +384,7 @@ pub(crate) fn compress_input(
 /// wrapper line the format gives it), so expansion starts from the file itself.
 fn archive_as_written(
     input: &Input,
-    (out, memo): (&[u8], &WriteMemo),
+    (out, memo): (&[u8], &mut WriteMemo),
     runs: &[RunResult],
     store: &Store,
 ) -> Result<(), Failure> {

@@ -13,10 +13,15 @@
 //! Nothing depends on this record being right: a run that cannot drop the unread messages
 //! (another pipeline, a point that does not match) reads them first (`ReadFrom::unread`), and
 //! a damaged record is no record.
+//!
+//! It also keeps, per session (`records/read-back/<session>`), the keys of the texts the last
+//! output was written with that read back as their messages ([`condense_formats::WriteMemo::verified`]):
+//! the next turn writes most of them again and need not read them back.
 
 use crate::cli::CompressArgs;
 use crate::input::{Input, Known};
 use crate::Failure;
+use condense_formats::WriteMemo;
 use condense_host::RunResult;
 use condense_store::{Store, DB_FILE};
 use std::path::Path;
@@ -76,4 +81,40 @@ pub(crate) fn remember(
     }
     condense_serve::compress::remember_list(&input.doc, store, &run.output_fingerprints)
         .map_err(Failure::run)
+}
+
+/// Store namespace of the texts known to read back as their messages, by session.
+const READ_BACK: &str = "read-back";
+
+/// The memo a run's write starts from: the texts `store` knows to read back as their messages
+/// for the document's one session (none for several). A damaged record is none.
+pub(crate) fn write_memo(store: &Store, runs: &[RunResult]) -> WriteMemo {
+    let mut memo = WriteMemo::off();
+    if let [run] = runs {
+        if let Ok(Some(bytes)) = store.record_get(READ_BACK, &run.session) {
+            let keys = bytes.chunks_exact(16).filter_map(|k| k.try_into().ok());
+            memo.trust(keys.map(u128::from_le_bytes));
+        }
+    }
+    memo
+}
+
+/// Keeps what the write's read back found (inside the run's transaction), when it changed.
+pub(crate) fn keep_read_back(
+    store: &Store,
+    runs: &[RunResult],
+    (before, memo): (&[u128], &WriteMemo),
+) -> Result<(), Failure> {
+    let [run] = runs else {
+        return Ok(());
+    };
+    let mut keys: Vec<u128> = memo.verified().collect();
+    keys.sort_unstable();
+    if keys == before {
+        return Ok(());
+    }
+    let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+    store
+        .record_put(READ_BACK, &run.session, &bytes)
+        .map_err(|e| Failure::run(e.to_string()))
 }

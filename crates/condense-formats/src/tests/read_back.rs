@@ -29,43 +29,47 @@ fn written(
 fn what_the_write_serialized_reads_back_as_the_whole_output_does() {
     let whole = session_body();
     let total = whole["messages"].as_array().unwrap().len();
-    let mut short = 0;
+    let (mut short, mut reused) = (0, 0);
     for layout in 0..4 {
-        // A memo kept from request to request (the proxy's) and one per write (the CLI's).
+        // A memo kept from request to request (the proxy's, or the keys `compress` stores) and
+        // one per write.
         let mut kept = WriteMemo::new();
         for n in (total - 60..=total).step_by(6).chain([3, 30]) {
             let (name, bytes) = layouts(&whole, n).swap_remove(layout);
             for memo in [&mut kept, &mut WriteMemo::off()] {
                 let (doc, out) = written(&bytes, memo, |d| compress(&mut d.conversations_mut()[0]));
                 let full = read(&out, "out.json", &anthropic()).unwrap();
+                if out != bytes {
+                    let echo = memo.echo().expect("a body written with its frame as read");
+                    // The short way, not a read of the whole output, gives it.
+                    let short_way = doc.read_serialized(&out, memo, &anthropic());
+                    let short_way = short_way.map(|(convs, _)| convs);
+                    assert_eq!(
+                        short_way.as_deref(),
+                        Some(full.conversations()),
+                        "{name} at {n}"
+                    );
+                    let known = echo.known();
+                    assert!(n < 40 || known > 10, "{name} at {n}: {known} known");
+                    reused += echo.reused();
+                    short += 1;
+                }
                 let back = doc
                     .read_back((&out, "out.json"), memo, &anthropic())
                     .unwrap();
                 assert_eq!(back, full.conversations(), "{name} at {n} messages");
-                if out == bytes {
-                    // Nothing changed: the output is the input (callers do not read it back).
-                    continue;
-                }
-                let echo = memo.echo().expect("a body written with its frame as read");
-                // The short way, not a read of the whole output, gave it.
-                let short_way = doc.read_serialized(&out, memo, &anthropic());
-                assert_eq!(
-                    short_way.as_deref(),
-                    Some(full.conversations()),
-                    "{name} at {n}"
-                );
-                let copied = echo.copied();
-                assert!(
-                    n < 40 || copied > 10,
-                    "{name} at {n}: {copied} copied as read"
-                );
-                short += 1;
             }
         }
     }
     assert!(
         short >= 4 * 2 * 11,
         "{short} outputs read back the short way"
+    );
+    // The cut results written again as the session grows (those among the last 20 messages of
+    // the request before) were read back once: without the memo's keys, none.
+    assert!(
+        reused >= 20,
+        "{reused} texts known from an earlier read back"
     );
 }
 
@@ -84,7 +88,7 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
     assert!(memo.echo().is_none());
     let full = read(&out, "out.json", &anthropic()).unwrap();
     assert_eq!(
-        doc.read_back((&out, "o"), &memo, &anthropic()).unwrap(),
+        doc.read_back((&out, "o"), &mut memo, &anthropic()).unwrap(),
         full.conversations()
     );
 
@@ -99,7 +103,8 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
     assert!(doc.read_serialized(&other, &memo, &anthropic()).is_none());
     let full = read(&other, "other.json", &anthropic()).unwrap();
     assert_eq!(
-        doc.read_back((&other, "o"), &memo, &anthropic()).unwrap(),
+        doc.read_back((&other, "o"), &mut memo, &anthropic())
+            .unwrap(),
         full.conversations()
     );
 
@@ -115,13 +120,13 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
     assert!(memo.echo().is_none());
     let full = read(&out, "chat.json", &opts).unwrap();
     assert_eq!(
-        doc.read_back((&out, "o"), &memo, &opts).unwrap(),
+        doc.read_back((&out, "o"), &mut memo, &opts).unwrap(),
         full.conversations()
     );
 
     // An output that does not read: the read of the whole output names the error.
     let err = doc
-        .read_back((b"{", "broken.json"), &memo, &opts)
+        .read_back((b"{", "broken.json"), &mut memo, &opts)
         .unwrap_err();
     assert!(err.to_string().contains("broken.json"), "{err}");
 }
