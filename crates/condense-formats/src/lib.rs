@@ -384,7 +384,7 @@ impl Document {
         }
         // Every input message the output holds as it was (a quick message's id is its
         // position, so no two have one fingerprint).
-        let in_output: std::collections::HashSet<&u128> = output.iter().collect();
+        let in_output: condense_model::prehashed::PrehashedSet<&u128> = output.iter().collect();
         let read = (0..prints.len())
             .filter(|&i| in_output.contains(&prints[i]))
             .collect();

@@ -34,8 +34,8 @@
 //! [`Document::write_remembering`]: crate::Document::write_remembering
 
 use crate::json::Style;
+use condense_model::prehashed::{PrehashedMap, PrehashedSet};
 use condense_model::Format;
-use std::collections::HashMap;
 
 /// See the [module docs](self).
 #[derive(Debug, Default)]
@@ -45,15 +45,15 @@ pub struct WriteMemo {
     /// The format and style the texts were written in; another one empties the memo.
     context: Option<(Format, Style)>,
     /// The texts the previous write used or made.
-    kept: HashMap<u128, Vec<String>>,
+    kept: PrehashedMap<u128, Vec<String>>,
     /// The texts this write used or made (the next write's `kept`).
-    made: HashMap<u128, Vec<String>>,
+    made: PrehashedMap<u128, Vec<String>>,
     /// What the last write copied as read, for [`crate::Document::read_back`].
     echo: Option<crate::read_back::Echo>,
     /// Texts that read back as the message they were written from (by
     /// [`crate::read_back::text_key`]): a later write leaves them out of what is read back.
     /// Only those the last read back used or checked are kept.
-    verified: std::collections::HashSet<u128>,
+    verified: PrehashedSet<u128>,
     /// How many messages' texts were taken from the memo (for tests).
     #[cfg(test)]
     pub(crate) hits: usize,
@@ -144,7 +144,7 @@ impl WriteMemo {
         self.verified.contains(&key)
     }
 
-    pub(crate) fn set_verified(&mut self, keys: std::collections::HashSet<u128>) {
+    pub(crate) fn set_verified(&mut self, keys: PrehashedSet<u128>) {
         self.verified = keys;
     }
 

@@ -25,8 +25,8 @@
 use crate::container::Layout;
 use crate::source::{Fp, Piece};
 use crate::{Document, Format, FormatError, ReadOptions, WriteMemo};
+use condense_model::prehashed::PrehashedSet;
 use condense_model::Conversation;
-use std::collections::HashSet;
 use std::ops::Range;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
 
@@ -137,7 +137,7 @@ impl Document {
             Some(read) => read,
             None => (
                 crate::read(out, source, opts)?.conversations,
-                HashSet::new(),
+                PrehashedSet::default(),
             ),
         };
         memo.set_verified(verified);
@@ -151,7 +151,7 @@ impl Document {
         out: &[u8],
         memo: &WriteMemo,
         opts: &ReadOptions,
-    ) -> Option<(Vec<Conversation>, HashSet<u128>)> {
+    ) -> Option<(Vec<Conversation>, PrehashedSet<u128>)> {
         let (Some(echo), None, [produced]) = (memo.echo(), &opts.select, &self.conversations[..])
         else {
             return None;
@@ -168,7 +168,7 @@ impl Document {
         if back.messages.len() != echo.pending.len() {
             return None;
         }
-        let mut verified: HashSet<u128> = echo.reused.iter().copied().collect();
+        let mut verified: PrehashedSet<u128> = echo.reused.iter().copied().collect();
         let mut read = std::mem::take(&mut back.messages)
             .into_iter()
             .zip(&echo.pending);

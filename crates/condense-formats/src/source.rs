@@ -12,6 +12,7 @@
 use crate::json::{Result, Style};
 use crate::memo::WriteMemo;
 use crate::parallel::Unread;
+use condense_model::prehashed::PrehashedMap;
 use condense_model::{Conversation, Message};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -86,7 +87,7 @@ impl std::fmt::Debug for Source {
 pub(crate) struct ConvSource {
     pub units: Vec<Unit>,
     /// Texts set by `set_original_text`, by message fingerprint, in the order given.
-    overrides: HashMap<Fp, Vec<String>>,
+    overrides: PrehashedMap<Fp, Vec<String>>,
 }
 
 /// The fingerprints of one conversation as read.
@@ -97,7 +98,7 @@ pub(crate) struct ConvPrints {
     /// The fingerprint of its system prompt, tools and other fields.
     frame: Fp,
     /// Unit indices by fingerprint, in file order.
-    by_fp: HashMap<Fp, Vec<usize>>,
+    by_fp: PrehashedMap<Fp, Vec<usize>>,
     /// Units of one message by the message's id (the first one read with that id).
     by_id: HashMap<String, usize>,
     /// Each message's fingerprint, in order.
@@ -211,7 +212,7 @@ impl Source {
             text: &self.text,
             src: self.convs.get(i),
             prints: self.prints(i),
-            used: HashMap::new(),
+            used: PrehashedMap::default(),
         }
     }
 }
@@ -225,7 +226,7 @@ impl ConvPrints {
         let mut prints = ConvPrints {
             whole: whole(frame, &fps),
             frame,
-            by_fp: HashMap::new(),
+            by_fp: PrehashedMap::default(),
             by_id: HashMap::new(),
             each: Vec::new(),
         };
@@ -255,7 +256,7 @@ pub(crate) struct Texts<'s> {
     src: Option<&'s ConvSource>,
     prints: Option<&'s ConvPrints>,
     /// By fingerprint: how many overrides and units were used.
-    used: HashMap<Fp, (usize, usize)>,
+    used: PrehashedMap<Fp, (usize, usize)>,
 }
 
 /// One piece of output: original text, or a value to serialize.

@@ -39,6 +39,7 @@ use crate::pipeline::Pipeline;
 use crate::run::{HostError, LoadedSpec, RunOptions, Unread};
 use crate::services::state_slot;
 use condense_model::fingerprint::{self, Fingerprinter};
+use condense_model::prehashed::PrehashedMap;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use condense_tokens::ConversationCount;
@@ -130,7 +131,7 @@ pub(crate) struct InputHash {
     pub(crate) message_tokens: Option<usize>,
     /// The record names of the messages the point the run resumed from stored, by their
     /// fingerprint: stored already, so not written again.
-    stored: HashMap<u128, String>,
+    stored: PrehashedMap<u128, String>,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -160,7 +161,7 @@ impl InputHash {
             messages: each.len(),
             each,
             message_tokens: None,
-            stored: HashMap::new(),
+            stored: PrehashedMap::default(),
         }
     }
 }
@@ -174,7 +175,8 @@ fn layout<'a>(
     output: &'a [Message],
     prints: &[u128],
 ) -> (Vec<(u128, &'a Message)>, Vec<i64>) {
-    let mut index: HashMap<u128, usize> = HashMap::with_capacity(each.len());
+    let mut index: PrehashedMap<u128, usize> =
+        PrehashedMap::with_capacity_and_hasher(each.len(), Default::default());
     for (i, own) in each.iter().enumerate() {
         index.entry(*own).or_insert(i);
     }

@@ -23,6 +23,7 @@
 mod block;
 pub mod fingerprint;
 mod format;
+pub mod prehashed;
 mod raw_json;
 pub mod read;
 pub mod render;

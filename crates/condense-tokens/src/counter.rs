@@ -4,11 +4,10 @@ use crate::pretokenize::line_parts;
 use crate::tokenizer::{tokenizer, Tokenizer, TokenizerKind};
 use condense_budget::image::image_tokens;
 use condense_budget::{Budget, BudgetConfig, MESSAGE_OVERHEAD_TOKENS};
+use condense_model::prehashed::PrehashedMap;
 use condense_model::{Block, Content, Conversation, CountTokens, Message, Role, ToolDef};
 use rayon::prelude::*;
 use serde::Serialize;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 use xxhash_rust::xxh3::xxh3_64;
@@ -39,7 +38,8 @@ const LINE_PART_MIN: usize = 64;
 const LINE_PART_MAX: usize = 4096;
 
 /// Block hash -> tokens. The keys are xxh3 hashes already: they are used as they are.
-type Cache = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
+/// The cache keys are xxh3 hashes already: used as they are.
+type Cache = PrehashedMap<u64, u32>;
 
 /// The cache and the counts this process computed since the last [`TokenCounter::take_fresh`].
 /// Both live under one lock: every fresh count is inserted into the map under the write lock
@@ -549,27 +549,6 @@ fn text_len(block: &Block) -> usize {
         Block::ToolResult(t) => t.content.blocks.iter().map(text_len).sum(),
         Block::Image(_) => 0,
         Block::Opaque(o) => o.json.as_str().len(),
-    }
-}
-
-/// The cache keys are already xxh3 hashes: use them as they are.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used for u64 keys; fold anything else in for completeness.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
     }
 }
 

@@ -18,6 +18,7 @@
 
 use super::{encode, message_hash, RUNS_PREFIX};
 use condense_model::fingerprint::Fingerprinter;
+use condense_model::prehashed::PrehashedMap;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
@@ -63,7 +64,7 @@ fn prefix_hashes(keys: &[String], at: &[usize]) -> Vec<(usize, String)> {
 /// after turn (`condense serve`): a turn's output is mostly the previous turn's, and a key costs
 /// a JSON serialization of its message where a fingerprint is one pass of xxh3 over it.
 #[derive(Debug, Default)]
-pub(crate) struct KeyMemo(Mutex<HashMap<u128, String>>);
+pub(crate) struct KeyMemo(Mutex<PrehashedMap<u128, String>>);
 
 /// Keys a [`KeyMemo`] holds before it starts over (about 5 MB).
 const KEY_MEMO_LIMIT: usize = 65_536;

@@ -18,10 +18,9 @@
 
 use super::{push_bullet, push_error_bullet, Parts, REQUEST_CHARS, REQUEST_LINE_CHARS};
 use crate::text::first_line_marked;
+use condense_model::prehashed::PrehashedMap;
 use condense_text::{cut_chars, prefix_chars};
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Pieces longer than this are counted by the caller's counter every time, not kept: they are
@@ -40,29 +39,7 @@ const MEMO_PIECES: usize = 1 << 16;
 #[derive(Clone, Default)]
 pub struct RenderMemo {
     /// Hash of the piece -> (its length, its tokens).
-    tokens: HashMap<u64, (usize, usize), BuildHasherDefault<Prehashed>>,
-}
-
-/// The map's hasher: its keys are hashes already (xxh3), used as they are rather than hashed
-/// again.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is called for a u64 key; anything else is folded in all the same.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
+    tokens: PrehashedMap<u64, (usize, usize)>,
 }
 
 impl std::fmt::Debug for RenderMemo {
