@@ -6,19 +6,18 @@ use crate::archive::{
 use crate::discover::{
     find_plugin, read_checked_layouts, save_checked_layouts, search_dirs, FindError,
 };
-use crate::guard;
 use crate::pipeline::{OnError, Pipeline, StageSpec};
 use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
 use crate::services::{record_replaced, record_rewrites, state_slot, Services, StateMode};
+use accept::Accepted;
 use condense_abi::{
-    check_replaced, Change, LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError,
-    StageReport,
+    LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
 };
 use condense_budget::Budget;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
-use condense_tokens::{ConversationCount, TokenCounter};
+use condense_tokens::TokenCounter;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -622,73 +621,6 @@ impl LoadedPipeline {
     }
 }
 
-/// A stage's output the host's guards let through (see [`LoadedPipeline::accept`]).
-enum Accepted {
-    Unchanged,
-    /// The new conversation, with its count and violations.
-    Whole(Conversation, (ConversationCount, Vec<guard::Violation>)),
-    /// Messages replaced in place, already made in the run's conversation: what they replaced
-    /// (by index), and the conversation's count and violations.
-    Replaced(
-        Vec<(usize, Message)>,
-        (ConversationCount, Vec<guard::Violation>),
-    ),
-}
-
-impl LoadedPipeline {
-    /// Checks a stage's change against the host's guards: the conversation still one the API
-    /// accepts (no invariant broken that was not broken before) and not bigger. Messages
-    /// replaced in place are made in `state.current` (nothing else is copied) and put back if
-    /// refused; the error is the refusal's reason.
-    fn accept(
-        &self,
-        change: Change,
-        state: &mut RunState,
-        current_tokens: usize,
-    ) -> Result<Accepted, String> {
-        let checked = |conversation: &Conversation, before: &[guard::Violation]| {
-            let violations = guard::violations(conversation);
-            let broken = guard::introduced(before, &violations);
-            if !broken.is_empty() {
-                return Err(guard::describe(&broken));
-            }
-            let count = self.counter.count_conversation(conversation);
-            let after = count.total;
-            if after > current_tokens {
-                return Err(format!(
-                    "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
-                ));
-            }
-            Ok((count, violations))
-        };
-        match change {
-            Change::Unchanged => Ok(Accepted::Unchanged),
-            Change::Whole(conversation) => {
-                let checked = checked(&conversation, &state.violations)?;
-                Ok(Accepted::Whole(conversation, checked))
-            }
-            Change::Replaced(messages) => {
-                check_replaced(&messages, &state.current.messages)
-                    .map_err(|e| format!("returned a malformed change: {e}"))?;
-                let current = &mut state.current.messages;
-                let olds: Vec<(usize, Message)> = messages
-                    .into_iter()
-                    .map(|(i, m)| (i, std::mem::replace(&mut current[i], m)))
-                    .collect();
-                match checked(&state.current, &state.violations) {
-                    Ok(checked) => Ok(Accepted::Replaced(olds, checked)),
-                    Err(refused) => {
-                        for (i, old) in olds {
-                            state.current.messages[i] = old;
-                        }
-                        Err(refused)
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// A stage as [`LoadedPipeline::build`]'s maker makes it: the library it came from (none for
 /// an in-process stage), and the stage or its refusal of the config (the plugin's own words).
 type MadeStage = (Option<PathBuf>, Result<LoadedStage, String>);
@@ -703,6 +635,7 @@ fn config_text(spec: &StageSpec) -> Result<String, HostError> {
     })
 }
 
+mod accept;
 mod fit;
 mod state;
 

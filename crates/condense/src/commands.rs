@@ -7,7 +7,6 @@ use crate::input::{is_folder, read_input, read_input_knowing, write_output, Inpu
 use crate::stats;
 use crate::Failure;
 use condense_budget::BudgetConfig;
-use condense_formats::{ReadOptions, WriteMemo};
 use condense_host::{
     session_key, LoadedPipeline, Pipeline, ReadFrom, RunOptions, RunResult, Unread,
 };
@@ -175,7 +174,7 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let path = (args.input.file.as_os_str() != "-").then_some(args.input.file.as_path());
     let store_dir = store_dir_for(&args, &pipeline, path);
     let run_store = crate::known::RunStore::at(&store_dir, &args);
-    let (input, loaded) = read_while_loading(pipeline, || {
+    let (input, loaded) = crate::input::read_while_loading(pipeline, || {
         run_store.read(|known| read_input_knowing(&args.input, known))
     });
     // A bad input is reported before a plugin that does not load, as when they were in turn.
@@ -217,33 +216,6 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
         ))),
         None => Ok(()),
     }
-}
-
-/// Loads `pipeline`'s plugins on a second thread while `read` (the input) runs on this one.
-/// Loading (finding, mapping and relocating each library, checking its layout, configuring its
-/// stage) and reading (the file's pages, parsing) are independent and each mostly one core's
-/// work: a turn at 1M tokens used 18.0 ms of CPU in 18.3 ms of wall time. A panic while
-/// loading carries on in this thread, where `main` reports it.
-fn read_while_loading<T>(
-    pipeline: Pipeline,
-    read: impl FnOnce() -> T,
-) -> (T, Result<LoadedPipeline, Failure>) {
-    std::thread::scope(|scope| {
-        let loading = std::thread::Builder::new()
-            .name("load plugins".into())
-            .spawn_scoped(scope, move || LoadedPipeline::load(pipeline));
-        let read = read();
-        let loaded = match loading {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                .map_err(Failure::from),
-            Err(e) => Err(Failure::run(format!(
-                "cannot start a thread to load the plugins: {e}"
-            ))),
-        };
-        (read, loaded)
-    })
 }
 
 /// The store an input (at `path`, `None` for stdin) is compressed with: `--store`, else the
@@ -367,7 +339,7 @@ pub(crate) fn compress_input(
     // Nothing changed (nothing to compress): the output is the input, byte for byte, and reads
     // back as the stages' output, which the run's record names already.
     if !(input.doc.is_input(&out) && input.doc.unchanged()) {
-        archive_as_written(input, (&out, &mut memo), &runs, store)?;
+        crate::known::archive_as_written(input, (&out, &mut memo), &runs, store)?;
         crate::known::keep_read_back(store, &runs, (&trusted, &memo))?;
     }
     batch.commit().map_err(|e| Failure::run(e.to_string()))?;
@@ -377,36 +349,6 @@ pub(crate) fn compress_input(
         unfit,
         fit_by,
     })
-}
-
-/// Reads the output back as `condense expand` will and archives any message that reads back
-/// differently from what the pipeline produced (a summary a stage created gets the id and
-/// wrapper line the format gives it), so expansion starts from the file itself.
-fn archive_as_written(
-    input: &Input,
-    (out, memo): (&[u8], &mut WriteMemo),
-    runs: &[RunResult],
-    store: &Store,
-) -> Result<(), Failure> {
-    let opts = ReadOptions {
-        format: Some(input.doc.format()),
-        select: input.select.clone(),
-    };
-    let reread = input
-        .doc
-        .read_back((out, "<output>"), memo, &opts)
-        .map_err(|e| Failure::run(format!("the output does not read back: {e}")))?;
-    for ((produced, back), run) in input.doc.conversations().iter().zip(&reread).zip(runs) {
-        condense_host::archive::archive_written(
-            store,
-            &run.session,
-            produced,
-            back,
-            Some(&run.archive_run),
-        )
-        .map_err(|e| Failure::run(e.to_string()))?;
-    }
-    Ok(())
 }
 
 pub(crate) fn build_report<'a>(

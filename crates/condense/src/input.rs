@@ -165,6 +165,33 @@ pub fn is_folder(args: &InputArgs) -> bool {
     args.file.as_os_str() != "-" && args.file.is_dir()
 }
 
+/// Loads `pipeline`'s plugins on a second thread while `read` (the input) runs on this one.
+/// Loading (finding, mapping and relocating each library, checking its layout, configuring its
+/// stage) and reading (the file's pages, parsing) are independent and each mostly one core's
+/// work: a turn at 1M tokens used 18.0 ms of CPU in 18.3 ms of wall time. A panic while
+/// loading carries on in this thread, where `main` reports it.
+pub(crate) fn read_while_loading<T>(
+    pipeline: condense_host::Pipeline,
+    read: impl FnOnce() -> T,
+) -> (T, Result<condense_host::LoadedPipeline, Failure>) {
+    std::thread::scope(|scope| {
+        let loading = std::thread::Builder::new()
+            .name("load plugins".into())
+            .spawn_scoped(scope, move || condense_host::LoadedPipeline::load(pipeline));
+        let read = read();
+        let loaded = match loading {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .map_err(Failure::from),
+            Err(e) => Err(Failure::run(format!(
+                "cannot start a thread to load the plugins: {e}"
+            ))),
+        };
+        (read, loaded)
+    })
+}
+
 /// Writes bytes to `out`, or to stdout when None or `-`. File writes are atomic (a temporary
 /// file beside it, renamed over it), so a failed run never leaves a half-written output; a new
 /// file gets the mode the umask gives any new file, a replaced one keeps its mode. A closed

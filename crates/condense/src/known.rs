@@ -21,7 +21,7 @@
 use crate::cli::CompressArgs;
 use crate::input::{Input, Known};
 use crate::Failure;
-use condense_formats::WriteMemo;
+use condense_formats::{ReadOptions, WriteMemo};
 use condense_host::RunResult;
 use condense_store::{Store, DB_FILE};
 use std::path::Path;
@@ -117,4 +117,34 @@ pub(crate) fn keep_read_back(
     store
         .record_put(READ_BACK, &run.session, &bytes)
         .map_err(|e| Failure::run(e.to_string()))
+}
+
+/// Reads the output back as `condense expand` will and archives any message that reads back
+/// differently from what the pipeline produced (a summary a stage created gets the id and
+/// wrapper line the format gives it), so expansion starts from the file itself.
+pub(crate) fn archive_as_written(
+    input: &Input,
+    (out, memo): (&[u8], &mut WriteMemo),
+    runs: &[RunResult],
+    store: &Store,
+) -> Result<(), Failure> {
+    let opts = ReadOptions {
+        format: Some(input.doc.format()),
+        select: input.select.clone(),
+    };
+    let reread = input
+        .doc
+        .read_back((out, "<output>"), memo, &opts)
+        .map_err(|e| Failure::run(format!("the output does not read back: {e}")))?;
+    for ((produced, back), run) in input.doc.conversations().iter().zip(&reread).zip(runs) {
+        condense_host::archive::archive_written(
+            store,
+            &run.session,
+            produced,
+            back,
+            Some(&run.archive_run),
+        )
+        .map_err(|e| Failure::run(e.to_string()))?;
+    }
+    Ok(())
 }

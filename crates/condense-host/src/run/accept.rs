@@ -1,0 +1,75 @@
+//! The host's guards on a stage's change, and messages replaced in place made in the run's
+//! conversation (undone when refused).
+
+use super::{LoadedPipeline, RunState};
+use crate::guard;
+use condense_abi::{check_replaced, Change};
+use condense_model::{Conversation, Message};
+use condense_tokens::ConversationCount;
+
+/// A stage's output the host's guards let through (see [`LoadedPipeline::accept`]).
+pub(super) enum Accepted {
+    Unchanged,
+    /// The new conversation, with its count and violations.
+    Whole(Conversation, (ConversationCount, Vec<guard::Violation>)),
+    /// Messages replaced in place, already made in the run's conversation: what they replaced
+    /// (by index), and the conversation's count and violations.
+    Replaced(
+        Vec<(usize, Message)>,
+        (ConversationCount, Vec<guard::Violation>),
+    ),
+}
+
+impl LoadedPipeline {
+    /// Checks a stage's change against the host's guards: the conversation still one the API
+    /// accepts (no invariant broken that was not broken before) and not bigger. Messages
+    /// replaced in place are made in `state.current` (nothing else is copied) and put back if
+    /// refused; the error is the refusal's reason.
+    pub(super) fn accept(
+        &self,
+        change: Change,
+        state: &mut RunState,
+        current_tokens: usize,
+    ) -> Result<Accepted, String> {
+        let checked = |conversation: &Conversation, before: &[guard::Violation]| {
+            let violations = guard::violations(conversation);
+            let broken = guard::introduced(before, &violations);
+            if !broken.is_empty() {
+                return Err(guard::describe(&broken));
+            }
+            let count = self.counter.count_conversation(conversation);
+            let after = count.total;
+            if after > current_tokens {
+                return Err(format!(
+                    "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
+                ));
+            }
+            Ok((count, violations))
+        };
+        match change {
+            Change::Unchanged => Ok(Accepted::Unchanged),
+            Change::Whole(conversation) => {
+                let checked = checked(&conversation, &state.violations)?;
+                Ok(Accepted::Whole(conversation, checked))
+            }
+            Change::Replaced(messages) => {
+                check_replaced(&messages, &state.current.messages)
+                    .map_err(|e| format!("returned a malformed change: {e}"))?;
+                let current = &mut state.current.messages;
+                let olds: Vec<(usize, Message)> = messages
+                    .into_iter()
+                    .map(|(i, m)| (i, std::mem::replace(&mut current[i], m)))
+                    .collect();
+                match checked(&state.current, &state.violations) {
+                    Ok(checked) => Ok(Accepted::Replaced(olds, checked)),
+                    Err(refused) => {
+                        for (i, old) in olds {
+                            state.current.messages[i] = old;
+                        }
+                        Err(refused)
+                    }
+                }
+            }
+        }
+    }
+}
