@@ -245,7 +245,7 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
     if !matches!(role, "user" | "assistant" | "system") && map.get("role").is_some() {
         let role = role.to_string();
         ctx.note_unknown(format!("role `{role}`"));
-        let id = format!("#{index}");
+        let id = condense_model::synthetic_id(index);
         return Ok(verbatim_message(
             Value::Object(map),
             id,
@@ -255,7 +255,7 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
     }
     let (role, content) = read_role_and_content(&mut map, ctx, ptr)?;
     Ok(Message {
-        id: format!("#{index}"),
+        id: condense_model::synthetic_id(index),
         role,
         timestamp: None,
         content,

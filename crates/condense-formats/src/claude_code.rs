@@ -124,7 +124,7 @@ fn read_line(value: Value, index: usize, in_context: bool, ctx: &Ctx<'_>) -> Res
     }
     let id = match line.get("uuid") {
         Some(Value::String(uuid)) => uuid.clone(),
-        _ => format!("#{index}"),
+        _ => condense_model::synthetic_id(index),
     };
     let timestamp = line
         .get("timestamp")

@@ -226,7 +226,7 @@ fn read_line(
         Some(other) => return Err(ctx.unexpected("/type", "a string line type", other)),
         None => return Err(ctx.missing("", "a Codex rollout line with a string `type`")),
     };
-    let id = format!("#{index}");
+    let id = condense_model::synthetic_id(index);
     let timestamp = line
         .get("timestamp")
         .and_then(Value::as_str)

@@ -45,7 +45,7 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
         "tool" => Role::Tool,
         _ => {
             ctx.note_unknown(format!("role `{role_name}`"));
-            let id = format!("#{index}");
+            let id = condense_model::synthetic_id(index);
             return Ok(verbatim_message(
                 Value::Object(map),
                 id,
@@ -93,7 +93,7 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
     );
     map.extend(hints);
     Ok(Message {
-        id: format!("#{index}"),
+        id: condense_model::synthetic_id(index),
         role,
         timestamp: None,
         content,

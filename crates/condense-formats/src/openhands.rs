@@ -119,7 +119,7 @@ fn read_event(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<Me
     }
     let id = match event.get("id") {
         Some(Value::Number(n)) => format!("oh-{n}"),
-        _ => format!("#{index}"),
+        _ => condense_model::synthetic_id(index),
     };
     let timestamp = event
         .get("timestamp")

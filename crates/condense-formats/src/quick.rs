@@ -41,7 +41,7 @@ pub(crate) fn message(text: &str, index: usize) -> serde_json::Result<Option<Mes
     let quick = QuickMessage::deserialize(&mut de)?;
     de.end()?;
     Ok(quick.0.map(|(role, content)| Message {
-        id: format!("#{index}"),
+        id: condense_model::synthetic_id(index),
         role,
         timestamp: None,
         content,

@@ -184,7 +184,7 @@ impl Document {
                 }
             };
             // Numbered by its place in the output, as a read of the output numbers it.
-            m.id = format!("#{i}");
+            m.id = condense_model::synthetic_id(i);
             back.messages.push(m);
         }
         Some((vec![back], verified))

@@ -157,7 +157,14 @@ fn read_items(items: Vec<Value>, ctx: &Ctx<'_>, ptr: &str) -> Result<Vec<condens
     items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| read_item(item, format!("#{i}"), ctx, &format!("{ptr}/{i}")))
+        .map(|(i, item)| {
+            read_item(
+                item,
+                condense_model::synthetic_id(i),
+                ctx,
+                &format!("{ptr}/{i}"),
+            )
+        })
         .collect()
 }
 

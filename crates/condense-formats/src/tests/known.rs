@@ -281,3 +281,13 @@ fn any_changed_byte_reads_as_a_full_read_does() {
     // Many changes there break the JSON or the quick shape (a full read, or the same error).
     assert!(left_unread > 10, "{left_unread}");
 }
+
+#[test]
+fn a_placeholder_names_its_index_in_its_id_and_its_hint() {
+    for i in [0, 9, 10, 1_770, 123_456] {
+        let p = crate::known::placeholder(i);
+        assert_eq!(p.id, format!("#{i}"));
+        assert_eq!(p.extra.as_str(), format!("{{\"condense:unread\":{i}}}"));
+        assert_eq!(crate::known::placeholder_index(&p), Some(i));
+    }
+}
