@@ -7,17 +7,18 @@ use condense_abi::{check_replaced, Change};
 use condense_model::{Conversation, Message};
 use condense_tokens::ConversationCount;
 
+/// What the guards found of a conversation they let through: its count and the invariants it
+/// breaks (those it was handed broken already).
+pub(super) type Checked = (ConversationCount, Vec<guard::Violation>);
+
 /// A stage's output the host's guards let through (see [`LoadedPipeline::accept`]).
 pub(super) enum Accepted {
     Unchanged,
-    /// The new conversation, with its count and violations.
-    Whole(Conversation, (ConversationCount, Vec<guard::Violation>)),
+    /// The new conversation.
+    Whole(Conversation, Checked),
     /// Messages replaced in place, already made in the run's conversation: what they replaced
-    /// (by index), and the conversation's count and violations.
-    Replaced(
-        Vec<(usize, Message)>,
-        (ConversationCount, Vec<guard::Violation>),
-    ),
+    /// (by index).
+    Replaced(Vec<(usize, Message)>, Checked),
 }
 
 impl LoadedPipeline {
