@@ -132,6 +132,7 @@ mod tests;
 pub use envelope::envelope_template;
 pub use error::FormatError;
 pub use memo::WriteMemo;
+pub use read_back::ReadBack;
 
 use condense_model::Conversation;
 

@@ -26,7 +26,7 @@ use crate::container::Layout;
 use crate::source::{Fp, Piece};
 use crate::{Document, Format, FormatError, ReadOptions, WriteMemo};
 use condense_model::prehashed::PrehashedSet;
-use condense_model::Conversation;
+use condense_model::{Conversation, Message};
 use std::ops::Range;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
 
@@ -121,27 +121,69 @@ impl Echo {
     }
 }
 
+/// A conversation as its output reads back ([`Document::read_back`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadBack {
+    /// What a read of the output gives, except the messages [`ReadBack::same`] marks, left
+    /// empty (no id, no content).
+    pub conversation: Conversation,
+    /// Per message: known to read back as the document's own message at that place (synthetic
+    /// `#n` ids aside), so left out: copying them only to compare them was most of what
+    /// remained of reading back. Empty after a read of the whole output.
+    pub same: Vec<bool>,
+}
+
+impl ReadBack {
+    /// A conversation read from the whole output: nothing left out.
+    fn whole(conversation: Conversation) -> ReadBack {
+        ReadBack {
+            conversation,
+            same: Vec::new(),
+        }
+    }
+
+    /// The conversation a read of the whole output gives: the messages left out copied from
+    /// `produced` (the document's conversation), numbered by their place.
+    pub fn into_conversation(mut self, produced: &Conversation) -> Conversation {
+        let left_out = self.same.iter().enumerate().filter(|(_, s)| **s);
+        for (i, _) in left_out {
+            if let (Some(m), Some(p)) = (
+                self.conversation.messages.get_mut(i),
+                produced.messages.get(i),
+            ) {
+                *m = p.clone();
+                m.id = condense_model::synthetic_id(i);
+            }
+        }
+        self.conversation
+    }
+}
+
 impl Document {
-    /// The conversations `out` reads back as (with `opts`, the options it was read with):
-    /// what [`crate::read`] of `out` gives them (`source` names `out` in an error). `memo`: the
-    /// memo of the write that gave `out` ([`Document::write_remembering`]), which says what
-    /// that write copied as read; without it, or for another output, `out` is read whole. The
-    /// texts found to read back as their messages are kept in `memo` for the next write.
+    /// How `out` reads back (with `opts`, the options it was read with): what [`crate::read`]
+    /// of `out` gives its conversations (`source` names `out` in an error), but for the messages
+    /// known to read back as this document's own ([`ReadBack`]). `memo`: the memo of the write
+    /// that gave `out` ([`Document::write_remembering`]), which says what that write copied as
+    /// read; without it, or for another output, `out` is read whole. The texts found to read
+    /// back as their messages are kept in `memo` for the next write.
     pub fn read_back(
         &self,
         (out, source): (&[u8], &str),
         memo: &mut WriteMemo,
         opts: &ReadOptions,
-    ) -> Result<Vec<Conversation>, FormatError> {
-        let (conversations, verified) = match self.read_serialized(out, memo, opts) {
-            Some(read) => read,
-            None => (
-                crate::read(out, source, opts)?.conversations,
-                PrehashedSet::default(),
-            ),
+    ) -> Result<Vec<ReadBack>, FormatError> {
+        let (read, verified) = match self.read_serialized(out, memo, opts) {
+            Some((read, verified)) => (vec![read], verified),
+            None => {
+                let whole = crate::read(out, source, opts)?.conversations;
+                (
+                    whole.into_iter().map(ReadBack::whole).collect(),
+                    PrehashedSet::default(),
+                )
+            }
         };
         memo.set_verified(verified);
-        Ok(conversations)
+        Ok(read)
     }
 
     /// [`read_back`](Self::read_back) from the echo of the write, when it has one for `out`;
@@ -151,7 +193,7 @@ impl Document {
         out: &[u8],
         memo: &WriteMemo,
         opts: &ReadOptions,
-    ) -> Option<(Vec<Conversation>, PrehashedSet<u128>)> {
+    ) -> Option<(ReadBack, PrehashedSet<u128>)> {
         let (Some(echo), None, [produced]) = (memo.echo(), &opts.select, &self.conversations[..])
         else {
             return None;
@@ -172,21 +214,36 @@ impl Document {
         let mut read = std::mem::take(&mut back.messages)
             .into_iter()
             .zip(&echo.pending);
+        let mut same = Vec::with_capacity(produced.messages.len());
         for (i, (message, &known)) in produced.messages.iter().zip(&echo.known).enumerate() {
-            let mut m = match known {
-                true => message.clone(),
-                false => {
-                    let (m, key) = read.next()?;
-                    if m.same_but_id(message) {
-                        verified.insert(*key);
-                    }
-                    m
+            // A message with a synthetic id reads back as itself but for the id; another one
+            // (a summary a stage made) reads back under `#i`, which the archive keeps.
+            let left_out = known && message.id.starts_with('#');
+            let m = if left_out {
+                // Empty: nothing allocated.
+                Message::new(String::new(), message.role, Vec::new())
+            } else if known {
+                let mut m = message.clone();
+                m.id = condense_model::synthetic_id(i);
+                m
+            } else {
+                let (mut m, key) = read.next()?;
+                if m.same_but_id(message) {
+                    verified.insert(*key);
                 }
+                // Numbered by its place in the output, as a read of the output numbers it.
+                m.id = condense_model::synthetic_id(i);
+                m
             };
-            // Numbered by its place in the output, as a read of the output numbers it.
-            m.id = condense_model::synthetic_id(i);
+            same.push(left_out);
             back.messages.push(m);
         }
-        Some((vec![back], verified))
+        Some((
+            ReadBack {
+                conversation: back,
+                same,
+            },
+            verified,
+        ))
     }
 }

@@ -403,19 +403,21 @@ pub(crate) fn archive_stage_named(
 /// such message expands to the one the pipeline produced, so `expand` works from the file.
 /// `run` is the run's record ([`crate::RunResult::archive_run`]): when something is archived,
 /// a record of this step goes on from it, with the re-read output (whose messages that read
-/// back unchanged take their keys from `run`, not hashed again).
+/// back unchanged take their keys from `run`, not hashed again). `same`: per message of
+/// `reread`, known to read back as `produced`'s message at that place (synthetic `#n` ids
+/// aside), so left out of it, not compared (`condense_formats::ReadBack`); empty when none is.
 pub fn archive_written(
     store: &Store,
     session: &str,
     produced: &Conversation,
-    reread: &Conversation,
+    (reread, same): (&Conversation, &[bool]),
     run: Option<&ArchivedRun>,
 ) -> Result<usize, StoreError> {
     let Reread {
         count,
         segments,
         keys,
-    } = archive_reread(store, session, produced, reread, run)?;
+    } = archive_reread(store, session, produced, (reread, same), run)?;
     if !segments.is_empty() {
         let parent = run.map(ArchivedRun::name);
         match keys {
@@ -439,7 +441,7 @@ fn archive_reread(
     store: &Store,
     session: &str,
     produced: &Conversation,
-    reread: &Conversation,
+    (reread, same): (&Conversation, &[bool]),
     run: Option<&ArchivedRun>,
 ) -> Result<Reread, StoreError> {
     // The format the run was read with (recorded by the run just before), for the index.
@@ -472,10 +474,10 @@ fn archive_reread(
         // Nearly every message reads back as produced: equal messages hash equal, and so do
         // messages that differ only in their synthetic ids (the hash leaves those out; a run
         // resumed from an earlier output keeps the ids its messages were first read with).
-        if p == r || same_but_synthetic_id(p, r) {
+        if same.get(i) == Some(&true) || p == r || same_but_synthetic_id(p, r) {
             match produced_keys {
                 Some(produced) => keys.push(produced[i].clone()),
-                None => keys.push(message_hash(r)?),
+                None => keys.push(message_hash(p)?),
             }
             continue;
         }

@@ -222,6 +222,7 @@ fn archive_as_written(
         .read_back((out, "<compressed body>"), memo, &opts)
         .map_err(|e| format!("the compressed body does not read back: {e}"))?;
     if let (Some(produced), Some(back)) = (doc.conversations().first(), reread.first()) {
+        let back = (&back.conversation, back.same.as_slice());
         condense_host::archive::archive_written(store, session, produced, back, Some(run))
             .map_err(|e| e.to_string())?;
     }

@@ -141,7 +141,7 @@ pub(crate) fn archive_as_written(
             store,
             &run.session,
             produced,
-            back,
+            (&back.conversation, &back.same),
             Some(&run.archive_run),
         )
         .map_err(|e| Failure::run(e.to_string()))?;
