@@ -28,22 +28,10 @@ pub(crate) fn child(ptr: &str, token: &str) -> String {
 
 /// `ptr/index`: [`child`] for an array element.
 pub(crate) fn child_at(ptr: &str, index: usize) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = index;
-    loop {
-        at -= 1;
-        // A digit: `n % 10` is below 10.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut out = String::with_capacity(ptr.len() + 1 + digits.len() - at);
+    let mut out = String::with_capacity(ptr.len() + 8);
     out.push_str(ptr);
     out.push('/');
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    condense_model::push_decimal(&mut out, index);
     out
 }
 

@@ -176,16 +176,13 @@ const PLACEHOLDER_HINT: &str = "{\"condense:unread\":";
 /// whole. The writer knows it by its hint, and its fingerprint is the known one, so a document
 /// written with it still in place writes the message's own text.
 pub(crate) fn placeholder(index: usize) -> Message {
-    // `{"condense:unread":N}`, its digits taken from the id (`#N`): a turn at 1M tokens makes
-    // 1,770 of them, and `format!` cost about 1,000 instructions each.
-    let id = condense_model::synthetic_id(index);
-    let digits = id.get(1..).unwrap_or_default();
-    let mut hint = String::with_capacity(PLACEHOLDER_HINT.len() + digits.len() + 1);
+    // `{"condense:unread":N}` without `format!`: a turn at 1M tokens makes 1,770 of them.
+    let mut hint = String::with_capacity(PLACEHOLDER_HINT.len() + 8);
     hint.push_str(PLACEHOLDER_HINT);
-    hint.push_str(digits);
+    condense_model::push_decimal(&mut hint, index);
     hint.push('}');
     Message {
-        id,
+        id: condense_model::synthetic_id(index),
         role: Role::User,
         timestamp: None,
         content: Content::default(),

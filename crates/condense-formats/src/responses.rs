@@ -162,7 +162,7 @@ fn read_items(items: Vec<Value>, ctx: &Ctx<'_>, ptr: &str) -> Result<Vec<condens
                 item,
                 condense_model::synthetic_id(i),
                 ctx,
-                &format!("{ptr}/{i}"),
+                &crate::json::child_at(ptr, i),
             )
         })
         .collect()
