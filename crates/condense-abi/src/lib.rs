@@ -54,7 +54,7 @@ pub use export::describe_panic;
 pub use loader::{in_host_service, LoadError, LoadedStage, Plugin, StageCallError};
 pub use replace::Replacements;
 pub use sdk::{
-    check_replaced, Change, Host, Input, Stage, StageError, StageEvent, StageOutput, StageReport,
+    replace_messages, Change, Host, Input, Stage, StageError, StageEvent, StageOutput, StageReport,
     SummaryRequest,
 };
 pub use state::{StageState, Versioned};

@@ -110,7 +110,7 @@ impl<'a, 'v> Replacements<'a, 'v> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::sdk::{check_replaced, Change, StageOutput, StageReport};
+    use crate::sdk::{check_replaced, replace_messages, Change, StageOutput, StageReport};
     use condense_model::{Block, Conversation, Message, Role};
 
     fn conversation() -> Conversation {
@@ -154,6 +154,14 @@ mod tests {
             "replaced message 3 of a conversation of 3 messages"
         );
         assert!(err(vec![(0, c)]).starts_with("replaced message 0 changed its id (a -> c)"));
-        assert!(check_replaced(&[(0, a)], msgs).is_ok());
+        assert!(check_replaced(&[(0, a.clone())], msgs).is_ok());
+
+        // Made in place, what was replaced comes back; a broken rule changes nothing.
+        let mut made = conv.clone();
+        let olds = replace_messages(&mut made, vec![(1, b.clone())]).unwrap();
+        assert_eq!(olds, vec![(1, conv.messages[1].clone())]);
+        assert_eq!(made.messages[1], b);
+        assert!(replace_messages(&mut made, vec![(0, b), (5, a)]).is_err());
+        assert_eq!(made.messages[0], conv.messages[0]);
     }
 }

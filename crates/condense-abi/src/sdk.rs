@@ -322,11 +322,8 @@ impl StageOutput {
             Change::Unchanged => conversation.clone(),
             Change::Whole(c) => c,
             Change::Replaced(messages) => {
-                check_replaced(&messages, &conversation.messages)?;
                 let mut out = conversation.clone();
-                for (i, m) in messages {
-                    out.messages[i] = m;
-                }
+                replace_messages(&mut out, messages)?;
                 out
             }
         };
@@ -334,10 +331,25 @@ impl StageOutput {
     }
 }
 
+/// Makes a [`Change::Replaced`] in `conversation`, each message put in its place, once its
+/// rules hold ([`check_replaced`]). Gives back what they replaced, by index: the host archives
+/// those, and puts them back when it refuses the change.
+pub fn replace_messages(
+    conversation: &mut Conversation,
+    replaced: Vec<(usize, Message)>,
+) -> Result<Vec<(usize, Message)>, String> {
+    check_replaced(&replaced, &conversation.messages)?;
+    let messages = &mut conversation.messages;
+    Ok(replaced
+        .into_iter()
+        .map(|(i, m)| (i, std::mem::replace(&mut messages[i], m)))
+        .collect())
+}
+
 /// Checks a [`Change::Replaced`] against the messages it replaces: indices ascending, in range,
 /// each at most once, and every replacement keeping its message's id.
-pub fn check_replaced<M: std::borrow::Borrow<Message>>(
-    replaced: &[(usize, M)],
+pub(crate) fn check_replaced(
+    replaced: &[(usize, Message)],
     messages: &[Message],
 ) -> Result<(), String> {
     let mut previous: Option<usize> = None;
@@ -354,11 +366,11 @@ pub fn check_replaced<M: std::borrow::Borrow<Message>>(
                 messages.len()
             ));
         };
-        if old.id != m.borrow().id {
+        if old.id != m.id {
             return Err(format!(
                 "replaced message {i} changed its id ({} -> {}): a replacement keeps its id (return the whole conversation to change ids)",
                 old.id,
-                m.borrow().id
+                m.id
             ));
         }
     }

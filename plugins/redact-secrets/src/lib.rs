@@ -84,7 +84,8 @@ pub mod json;
 pub mod patterns;
 
 use condense_abi::{
-    Context, Input, Stage, StageConfig, StageError, StageEvent, StageOutput, StageReport,
+    replace_messages, Context, Input, Stage, StageConfig, StageError, StageEvent, StageOutput,
+    StageReport,
 };
 use condense_model::{Block, Content, ImageSource, RawJson, ReadMessage};
 use condense_text::plural;
@@ -445,9 +446,7 @@ impl Stage for RedactSecrets {
         }
         let mut conversation = input.into_conversation()?;
         (conversation.extra, conversation.system) = (header.extra, header.system);
-        for (i, message) in replaced {
-            conversation.messages[i] = message;
-        }
+        replace_messages(&mut conversation, replaced)?;
         Ok(StageOutput::changed(conversation, report))
     }
 }

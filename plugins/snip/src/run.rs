@@ -5,7 +5,8 @@ use crate::markers::{duplicate_marker, is_snip_output, truncated_text};
 use crate::scan::{first_unanswered, payload_text, protected_ids, replace_payload};
 use crate::{Config, Keep};
 use condense_abi::{
-    BlockView, Context, Input, Replacements, StageError, StageEvent, StageOutput, StageReport, View,
+    replace_messages, BlockView, Context, Input, Replacements, StageError, StageEvent, StageOutput,
+    StageReport, View,
 };
 use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Block, Conversation, RawJson, Role, ToolResultAt};
@@ -195,9 +196,7 @@ pub fn apply(
     }
     let replaced = replacements.into_messages();
     let mut conv = input.into_conversation()?;
-    for (mi, message) in replaced {
-        conv.messages[mi] = message;
-    }
+    replace_messages(&mut conv, replaced)?;
     strip_images(
         config,
         &mut conv,

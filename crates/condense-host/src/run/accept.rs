@@ -3,7 +3,7 @@
 
 use super::{LoadedPipeline, RunState};
 use crate::guard;
-use condense_abi::{check_replaced, Change};
+use condense_abi::{replace_messages, Change};
 use condense_model::{Conversation, Message};
 use condense_tokens::ConversationCount;
 
@@ -54,13 +54,8 @@ impl LoadedPipeline {
                 Ok(Accepted::Whole(conversation, checked))
             }
             Change::Replaced(messages) => {
-                check_replaced(&messages, &state.current.messages)
+                let olds = replace_messages(&mut state.current, messages)
                     .map_err(|e| format!("returned a malformed change: {e}"))?;
-                let current = &mut state.current.messages;
-                let olds: Vec<(usize, Message)> = messages
-                    .into_iter()
-                    .map(|(i, m)| (i, std::mem::replace(&mut current[i], m)))
-                    .collect();
                 match checked(&state.current, &state.violations) {
                     Ok(checked) => Ok(Accepted::Replaced(olds, checked)),
                     Err(refused) => {
