@@ -43,21 +43,16 @@ impl Originals {
             after_of[b] = Some(a);
         }
         let changed = before.messages.into_iter().zip(after_of);
-        self.keep_first(
+        self.record_replaced(
             changed.filter_map(|(message, a)| Some((a?, message))),
             after,
         );
     }
 
-    /// [`record`](Self::record) for messages a stage replaced in place: `olds` are what they
-    /// replaced, by index in `after`.
-    pub(crate) fn record_replaced(&mut self, olds: Vec<(usize, Message)>, after: &Conversation) {
-        self.keep_first(olds, after);
-    }
-
-    /// Keeps each `(index in after, original)` under its message's id unless an earlier
-    /// stage's original is kept already.
-    fn keep_first(
+    /// [`record`](Self::record) for messages a stage replaced in place: each `(index in
+    /// after, what it replaced)` kept under its message's id, unless an earlier stage's
+    /// original is kept already.
+    pub(crate) fn record_replaced(
         &mut self,
         originals: impl IntoIterator<Item = (usize, Message)>,
         after: &Conversation,

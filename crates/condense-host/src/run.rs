@@ -1,20 +1,17 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
-use crate::archive::{
-    archive_replaced, archive_stage_named, ArchiveOptions, KeyMemo, OriginalTexts, Pairing,
-};
+use crate::archive::{ArchiveOptions, KeyMemo, OriginalTexts};
 use crate::discover::{
     find_plugin, read_checked_layouts, save_checked_layouts, search_dirs, FindError,
 };
 use crate::pipeline::{OnError, Pipeline, StageSpec};
 use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
-use crate::services::{record_replaced, record_rewrites, state_slot, Services, StateMode};
-use accept::Accepted;
+use crate::services::{state_slot, Services, StateMode};
 use condense_abi::{
     LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
 };
 use condense_budget::Budget;
-use condense_model::{Conversation, Message};
+use condense_model::Conversation;
 use condense_store::{Store, StoreError};
 use condense_summarize::Summarizer;
 use condense_tokens::TokenCounter;
@@ -544,53 +541,8 @@ impl LoadedPipeline {
                     format: Some(opts.format.as_str()),
                     texts: Some(texts),
                 };
-                let checked = match accepted {
-                    Accepted::Unchanged => None,
-                    Accepted::Whole(conversation, checked) => {
-                        let pairing = Pairing::of(&state.current, &conversation);
-                        if report.archive_removed {
-                            let (_, segment) = archive_stage_named(
-                                store,
-                                session,
-                                &state.current,
-                                &conversation,
-                                &pairing,
-                                archive,
-                            )?;
-                            state.segments.extend(segment);
-                        }
-                        let before = std::mem::replace(&mut state.current, conversation);
-                        record_rewrites(
-                            &mut state.services,
-                            before,
-                            &state.current,
-                            &pairing,
-                            report.archive_removed,
-                        );
-                        Some(checked)
-                    }
-                    Accepted::Replaced(olds, checked) => {
-                        // Already in `state.current`; what they replaced is archived as the
-                        // same entries the two whole conversations would give.
-                        let current = &state.current.messages;
-                        let olds: Vec<(usize, Message)> = olds
-                            .into_iter()
-                            .filter(|(i, old)| *old != current[*i])
-                            .collect();
-                        if report.archive_removed && !olds.is_empty() {
-                            let pairs = olds.iter().map(|(i, old)| (old, &current[*i]));
-                            let (_, segment) = archive_replaced(store, session, pairs, archive)?;
-                            state.segments.extend(segment);
-                        }
-                        record_replaced(
-                            &mut state.services,
-                            olds,
-                            &state.current,
-                            report.archive_removed,
-                        );
-                        Some(checked)
-                    }
-                };
+                let checked =
+                    accepted.commit(state, (store, session), archive, report.archive_removed)?;
                 if let Some((count, violations)) = checked {
                     after = count.total;
                     state.count = count;

@@ -1,10 +1,13 @@
 //! The host's guards on a stage's change, and messages replaced in place made in the run's
 //! conversation (undone when refused).
 
-use super::{LoadedPipeline, RunState};
+use super::{HostError, LoadedPipeline, RunState};
+use crate::archive::{archive_replaced, archive_stage_named, ArchiveOptions, Pairing};
 use crate::guard;
+use crate::services::{record_replaced, record_rewrites};
 use condense_abi::{replace_messages, Change};
 use condense_model::{Conversation, Message};
+use condense_store::Store;
 use condense_tokens::ConversationCount;
 
 /// What the guards found of a conversation they let through: its count and the invariants it
@@ -65,6 +68,62 @@ impl LoadedPipeline {
                         Err(refused)
                     }
                 }
+            }
+        }
+    }
+}
+
+impl Accepted {
+    /// Makes the change the run's: what it removed archived for `session` in `store` (unless
+    /// the stage keeps nothing: `archived` false, secret redaction) and kept for the
+    /// summarizer. The guards' findings, for a change; none when there was none.
+    pub(super) fn commit(
+        self,
+        state: &mut RunState,
+        (store, session): (&Store, &str),
+        archive: ArchiveOptions<'_>,
+        archived: bool,
+    ) -> Result<Option<Checked>, HostError> {
+        match self {
+            Accepted::Unchanged => Ok(None),
+            Accepted::Whole(conversation, checked) => {
+                let pairing = Pairing::of(&state.current, &conversation);
+                if archived {
+                    let (_, segment) = archive_stage_named(
+                        store,
+                        session,
+                        &state.current,
+                        &conversation,
+                        &pairing,
+                        archive,
+                    )?;
+                    state.segments.extend(segment);
+                }
+                let before = std::mem::replace(&mut state.current, conversation);
+                record_rewrites(
+                    &mut state.services,
+                    before,
+                    &state.current,
+                    &pairing,
+                    archived,
+                );
+                Ok(Some(checked))
+            }
+            Accepted::Replaced(olds, checked) => {
+                // Already in `state.current`; what they replaced is archived as the same
+                // entries the two whole conversations would give.
+                let current = &state.current.messages;
+                let olds: Vec<(usize, Message)> = olds
+                    .into_iter()
+                    .filter(|(i, old)| *old != current[*i])
+                    .collect();
+                if archived && !olds.is_empty() {
+                    let pairs = olds.iter().map(|(i, old)| (old, &current[*i]));
+                    let (_, segment) = archive_replaced(store, session, pairs, archive)?;
+                    state.segments.extend(segment);
+                }
+                record_replaced(&mut state.services, olds, &state.current, archived);
+                Ok(Some(checked))
             }
         }
     }
