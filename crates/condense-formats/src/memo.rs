@@ -137,15 +137,12 @@ impl WriteMemo {
     /// Takes `keys` (an earlier [`WriteMemo::verified`]) as texts that read back as their
     /// message: the next write leaves them out of what is read back.
     pub fn trust(&mut self, keys: impl IntoIterator<Item = u128>) {
-        self.verified = keys.into_iter().collect();
+        self.verified.clear();
+        self.verified.extend(keys);
     }
 
     pub(crate) fn is_verified(&self, key: u128) -> bool {
         self.verified.contains(&key)
-    }
-
-    pub(crate) fn set_verified(&mut self, keys: PrehashedSet<u128>) {
-        self.verified = keys;
     }
 
     /// What the last write copied as read (none until a write notes it).

@@ -97,7 +97,12 @@ impl Echo {
         echo.serialized = String::with_capacity(text.len() - array.len() + list);
         echo.serialized.push_str(text.get(..array.start)?);
         echo.serialized.push('[');
-        echo.serialized.push_str(&written.join(","));
+        for (k, element) in written.iter().enumerate() {
+            if k > 0 {
+                echo.serialized.push(',');
+            }
+            echo.serialized.push_str(element);
+        }
         echo.serialized.push(']');
         echo.serialized.push_str(text.get(array.end..)?);
         Some(echo)
@@ -182,7 +187,7 @@ impl Document {
                 )
             }
         };
-        memo.set_verified(verified);
+        memo.trust(verified);
         Ok(read)
     }
 

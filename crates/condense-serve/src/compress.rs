@@ -132,7 +132,8 @@ pub fn run(
     let body = if out == body {
         None
     } else {
-        archive_as_written(&doc, (&out, memo), store, session, &run)?;
+        let what = (out.as_slice(), &mut *memo, "compressed body");
+        archive_as_written(&doc, what, None, &[(session, &run)], store)?;
         Some(out)
     };
     Ok(Compressed {
@@ -205,23 +206,27 @@ pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(
     }
 }
 
-/// What `condense compress` does after writing: reads the output back as `expand` will and
-/// archives any message that reads back differently from what the stages produced.
-fn archive_as_written(
+/// Reads `out`, what `doc` was just written as (with `memo`), back as `condense expand` will,
+/// and archives every message that reads back differently from what the stages produced (a
+/// summary a stage made gets the id and wrapper line the format gives it), so expansion starts
+/// from the file itself. `runs`: each conversation's session and run record, in order; `select`:
+/// the pointer the input was read with; `what` names the output in an error (`output`,
+/// `compressed body`). `condense compress` and the proxy both archive this way.
+pub fn archive_as_written(
     doc: &Document,
-    (out, memo): (&[u8], &mut WriteMemo),
+    (out, memo, what): (&[u8], &mut WriteMemo, &str),
+    select: Option<String>,
+    runs: &[(&str, &condense_host::archive::ArchivedRun)],
     store: &Store,
-    session: &str,
-    run: &condense_host::archive::ArchivedRun,
 ) -> Result<(), String> {
     let opts = ReadOptions {
         format: Some(doc.format()),
-        select: None,
+        select,
     };
     let reread = doc
-        .read_back((out, "<compressed body>"), memo, &opts)
-        .map_err(|e| format!("the compressed body does not read back: {e}"))?;
-    if let (Some(produced), Some(back)) = (doc.conversations().first(), reread.first()) {
+        .read_back((out, &format!("<{what}>")), memo, &opts)
+        .map_err(|e| format!("the {what} does not read back: {e}"))?;
+    for ((produced, back), (session, run)) in doc.conversations().iter().zip(&reread).zip(runs) {
         let back = (&back.conversation, back.same.as_slice());
         condense_host::archive::archive_written(store, session, produced, back, Some(run))
             .map_err(|e| e.to_string())?;

@@ -329,9 +329,7 @@ pub(crate) fn compress_input(
         runs.push(result);
     }
     crate::known::remember(store, input, &runs, args)?;
-    let mut memo = crate::known::write_memo(store, &runs);
-    let mut trusted: Vec<u128> = memo.verified().collect();
-    trusted.sort_unstable();
+    let (mut memo, stored) = crate::known::write_memo(store, &runs);
     let out = input
         .doc
         .write_remembering(&mut memo)
@@ -339,8 +337,20 @@ pub(crate) fn compress_input(
     // Nothing changed (nothing to compress): the output is the input, byte for byte, and reads
     // back as the stages' output, which the run's record names already.
     if !(input.doc.is_input(&out) && input.doc.unchanged()) {
-        crate::known::archive_as_written(input, (&out, &mut memo), &runs, store)?;
-        crate::known::keep_read_back(store, &runs, (&trusted, &memo))?;
+        let sessions: Vec<_> = runs
+            .iter()
+            .map(|r| (r.session.as_str(), &r.archive_run))
+            .collect();
+        let what = (out.as_slice(), &mut memo, "output");
+        condense_serve::compress::archive_as_written(
+            &input.doc,
+            what,
+            input.select.clone(),
+            &sessions,
+            store,
+        )
+        .map_err(Failure::run)?;
+        crate::known::keep_read_back(store, &runs, (&stored, &memo))?;
     }
     batch.commit().map_err(|e| Failure::run(e.to_string()))?;
     Ok(Compressed {

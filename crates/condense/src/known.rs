@@ -21,7 +21,7 @@
 use crate::cli::CompressArgs;
 use crate::input::{Input, Known};
 use crate::Failure;
-use condense_formats::{ReadOptions, WriteMemo};
+use condense_formats::WriteMemo;
 use condense_host::RunResult;
 use condense_store::{Store, DB_FILE};
 use std::path::Path;
@@ -87,64 +87,40 @@ pub(crate) fn remember(
 const READ_BACK: &str = "read-back";
 
 /// The memo a run's write starts from: the texts `store` knows to read back as their messages
-/// for the document's one session (none for several). A damaged record is none.
-pub(crate) fn write_memo(store: &Store, runs: &[RunResult]) -> WriteMemo {
+/// for the document's one session (none for several), with the record as stored. A damaged
+/// record is none.
+pub(crate) fn write_memo(store: &Store, runs: &[RunResult]) -> (WriteMemo, Vec<u8>) {
     let mut memo = WriteMemo::off();
-    if let [run] = runs {
-        if let Ok(Some(bytes)) = store.record_get(READ_BACK, &run.session) {
-            let keys = bytes.chunks_exact(16).filter_map(|k| k.try_into().ok());
-            memo.trust(keys.map(u128::from_le_bytes));
-        }
-    }
-    memo
+    let stored = match runs {
+        [run] => store
+            .record_get(READ_BACK, &run.session)
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let keys = stored.chunks_exact(16).filter_map(|k| k.try_into().ok());
+    memo.trust(keys.map(u128::from_le_bytes));
+    (memo, stored)
 }
 
-/// Keeps what the write's read back found (inside the run's transaction), when it changed.
+/// Keeps what the write's read back found (inside the run's transaction) when it is not the
+/// record `stored` already ([`write_memo`]).
 pub(crate) fn keep_read_back(
     store: &Store,
     runs: &[RunResult],
-    (before, memo): (&[u128], &WriteMemo),
+    (stored, memo): (&[u8], &WriteMemo),
 ) -> Result<(), Failure> {
     let [run] = runs else {
         return Ok(());
     };
     let mut keys: Vec<u128> = memo.verified().collect();
     keys.sort_unstable();
-    if keys == before {
+    let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+    if bytes == stored {
         return Ok(());
     }
-    let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
     store
         .record_put(READ_BACK, &run.session, &bytes)
         .map_err(|e| Failure::run(e.to_string()))
-}
-
-/// Reads the output back as `condense expand` will and archives any message that reads back
-/// differently from what the pipeline produced (a summary a stage created gets the id and
-/// wrapper line the format gives it), so expansion starts from the file itself.
-pub(crate) fn archive_as_written(
-    input: &Input,
-    (out, memo): (&[u8], &mut WriteMemo),
-    runs: &[RunResult],
-    store: &Store,
-) -> Result<(), Failure> {
-    let opts = ReadOptions {
-        format: Some(input.doc.format()),
-        select: input.select.clone(),
-    };
-    let reread = input
-        .doc
-        .read_back((out, "<output>"), memo, &opts)
-        .map_err(|e| Failure::run(format!("the output does not read back: {e}")))?;
-    for ((produced, back), run) in input.doc.conversations().iter().zip(&reread).zip(runs) {
-        condense_host::archive::archive_written(
-            store,
-            &run.session,
-            produced,
-            (&back.conversation, &back.same),
-            Some(&run.archive_run),
-        )
-        .map_err(|e| Failure::run(e.to_string()))?;
-    }
-    Ok(())
 }
