@@ -27,7 +27,8 @@
 //!   stages (counted with the session's stored counts, so only the new blocks are tokenized).
 //!
 //! **What a save costs.** The output messages that are not input messages (those the stages
-//! changed or made) are stored one record each, named by the hash of their JSON, beside the
+//! changed or made) are stored one record each, packed ([`condense_model::packed`]: a turn
+//! reads them all back) and named by the hash of their bytes, beside the
 //! point, which names them. A turn's output is mostly the previous turn's: a run that resumed
 //! names again the records of the messages it starts from unchanged, and writes only the
 //! messages new to its output. Keeping them all in the point re-serialized and re-compressed
@@ -50,7 +51,9 @@ use std::hash::{Hash, Hasher};
 use xxhash_rust::xxh3::xxh3_128;
 
 mod memory;
+mod output;
 pub(crate) use memory::PointMemory;
+use output::{output_of, put_back};
 
 /// Store namespace of the resume points, one record per session.
 const NAMESPACE: &str = "resume";
@@ -65,8 +68,9 @@ fn messages_namespace(session: &str) -> String {
 
 /// Bumped when the record's meaning changes: an older point is then not used. 2: the input's
 /// hash is taken over each message's own hash, and the output refers to input messages. 3: the
-/// output's other messages are records of their own, which the point names.
-const VERSION: u32 = 3;
+/// output's other messages are records of their own, which the point names. 4: those records
+/// are packed ([`condense_model::packed`]), not JSON.
+const VERSION: u32 = 4;
 
 /// What a resumed run started from (reported with the run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -196,29 +200,6 @@ fn layout<'a>(
     (stored, layout)
 }
 
-/// The output messages a point keeps as `output` and `layout`, its references taken from
-/// `covered` (the input messages the point covers, unchanged since: same hash). `None` when
-/// they do not add up (not written by this code): then no resuming.
-fn output_of(
-    output: Vec<Message>,
-    layout: &[i64],
-    covered: &[Message],
-    mut kept: InputsKept,
-) -> Option<Vec<Message>> {
-    let mut stored = output.into_iter();
-    let messages = layout
-        .iter()
-        .map(|&at| match at {
-            -1 => stored.next(),
-            i => {
-                let i = usize::try_from(i).ok()?;
-                kept.remove(&i).or_else(|| covered.get(i).cloned())
-            }
-        })
-        .collect::<Option<Vec<Message>>>()?;
-    stored.next().is_none().then_some(messages)
-}
-
 /// The input messages a point's output kept as they were, by index, when a long-lived pipeline
 /// remembered them with the point ([`PointMemory`]): a run takes them from there, so its
 /// reader may leave them unread too.
@@ -249,7 +230,7 @@ fn read_stored(
     records
         .into_iter()
         .map(|bytes| {
-            let message: Message = serde_json::from_slice(&bytes?).ok()?;
+            let message = condense_model::packed::unpack_message(&bytes?)?;
             Some((fingerprint::fingerprint(&message), message))
         })
         .collect()
@@ -414,7 +395,7 @@ pub(crate) fn start(
     let tokens_before = covered + counted.total;
     hash.message_tokens = Some(covered + counted.in_messages());
     let mut new = std::mem::replace(&mut input.messages, covering);
-    let Some(output) = output_of(output, &layout, &input.messages, kept) else {
+    let Some((output, moved)) = output_of(output, &layout, &mut input.messages, kept) else {
         input.messages.append(&mut new);
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
@@ -446,7 +427,8 @@ pub(crate) fn start(
         // Not expected (a stored output was never bigger than its input), but a run must never
         // start bigger than its input: put the input back and run over it whole.
         let new = input.messages.split_off(output_messages);
-        input.messages = prefix;
+        let output = std::mem::replace(&mut input.messages, prefix);
+        put_back(&mut input.messages, output, &moved);
         input.messages.extend(new);
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     }
@@ -537,16 +519,17 @@ pub(crate) fn save(
     };
     let (stored, layout) = layout(&hash.each, &output.messages, prints);
     // Each stored message's record: the one the run started from when it is unchanged, else
-    // written now (named by its JSON's hash: the same message is one record, written once).
+    // written now, packed (named by its bytes' hash: the same message is one record, written
+    // once).
     let namespace = messages_namespace(session);
     let mut names = Vec::with_capacity(stored.len());
     for (fp, m) in &stored {
         let name = match hash.stored.get(fp) {
             Some(name) => name.clone(),
             None => {
-                let json = crate::archive::encode("a resume point's message", m)?;
-                let name = format!("{:032x}", xxh3_128(&json));
-                store.record_put(&namespace, &name, &json)?;
+                let packed = condense_model::packed::pack_message(m);
+                let name = format!("{:032x}", xxh3_128(&packed));
+                store.record_put(&namespace, &name, &packed)?;
                 name
             }
         };

@@ -23,6 +23,7 @@
 mod block;
 pub mod fingerprint;
 mod format;
+pub mod packed;
 pub mod prehashed;
 mod raw_json;
 pub mod read;

@@ -284,3 +284,35 @@ fn mapping_snapshots() {
     let openai = doc(bytes, "o.json");
     insta::assert_json_snapshot!("openai_tool_call", openai.conversations());
 }
+
+/// Every message of every shipped session packs for the store and unpacks to itself
+/// (`condense_model::packed`), and a packed message cut short unpacks to nothing.
+#[test]
+fn every_message_of_every_fixture_packs_and_unpacks_to_itself() {
+    use condense_model::packed::{pack_message, unpack_message};
+    let (mut messages, mut kinds) = (0, std::collections::BTreeSet::new());
+    for path in super::support::fixture_files() {
+        let name = path.display().to_string();
+        let Ok(doc) = crate::read(
+            &std::fs::read(&path).unwrap(),
+            &name,
+            &ReadOptions::default(),
+        ) else {
+            continue; // the edge fixtures that are errors by design
+        };
+        for m in doc.conversations().iter().flat_map(|c| &c.messages) {
+            let bytes = pack_message(m);
+            assert_eq!(unpack_message(&bytes).as_ref(), Some(m), "{name}: {}", m.id);
+            assert_eq!(
+                unpack_message(&bytes[..bytes.len() - 1]),
+                None,
+                "{name}: {}",
+                m.id
+            );
+            kinds.extend(m.content.blocks.iter().map(Block::kind));
+            messages += 1;
+        }
+    }
+    assert!(messages > 5_000, "{messages} messages");
+    assert_eq!(kinds.len(), 6, "block kinds seen: {kinds:?}");
+}

@@ -271,24 +271,7 @@ fn real_sessions_with_one_line_changed() {
 /// trailing spaces; and mixed line ends), reads and writes back byte for byte.
 #[test]
 fn every_fixture_in_every_spelling_comes_back_byte_for_byte() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-    let mut files = Vec::new();
-    let mut dirs = vec![root.join("edge"), root.join("transcripts")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if ["json", "jsonl", "traj"]
-                .iter()
-                .any(|e| path.extension().is_some_and(|x| x == *e))
-            {
-                files.push(path);
-            }
-        }
-    }
-    assert!(files.len() >= 15, "{files:?}");
-    for path in files {
+    for path in super::support::fixture_files() {
         let name = path.to_string_lossy().to_string();
         let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
         let mut spellings = vec![text.clone(), text.replace('\n', "\r\n")];

@@ -17,6 +17,29 @@ macro_rules! fixture {
 }
 pub(crate) use fixture;
 
+/// Every session file under `tests/fixtures/edge` and `tests/fixtures/transcripts`.
+pub fn fixture_files() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("edge"), root.join("transcripts")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if ["json", "jsonl", "traj"]
+                .iter()
+                .any(|e| path.extension().is_some_and(|x| x == *e))
+            {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 15, "{files:?}");
+    files.sort();
+    files
+}
+
 /// The JSON values of a file: one for JSON, one per non-empty line for JSONL.
 pub fn values(bytes: &[u8], jsonl: bool) -> Vec<Value> {
     let text = std::str::from_utf8(bytes).unwrap();

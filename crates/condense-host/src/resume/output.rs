@@ -1,0 +1,140 @@
+//! The messages a resume point's output holds, put together from the stored ones, the input
+//! messages it kept (moved out of the input, not copied) and those a long-lived pipeline
+//! remembered.
+
+use super::InputsKept;
+use condense_model::Message;
+use std::collections::HashMap;
+
+/// Where [`output_of`] moved input messages: (index in the input, place in the output).
+pub(super) type Moved = Vec<(usize, usize)>;
+
+/// The output messages a point keeps as `output` and `layout`, its references taken from
+/// `kept` or `covered` (the input messages the point covers, unchanged since: same hash), and
+/// which of `covered` went where ([`put_back`]). The messages taken from `covered` are moved
+/// out of it, not copied (a message the output holds twice is moved once, then copied).
+/// `None`, `covered` untouched, when they do not add up (not written by this code): then no
+/// resuming.
+pub(super) fn output_of(
+    output: Vec<Message>,
+    layout: &[i64],
+    covered: &mut [Message],
+    mut kept: InputsKept,
+) -> Option<(Vec<Message>, Moved)> {
+    enum From {
+        Stored,
+        Kept(usize),
+        Covered(usize),
+        /// The same input message as the output message at this place.
+        Again(usize),
+    }
+    // Every place checked before anything is moved.
+    let mut placed: HashMap<usize, usize> = HashMap::new();
+    let mut plan = Vec::with_capacity(layout.len());
+    for (pos, &at) in layout.iter().enumerate() {
+        plan.push(match at {
+            -1 => From::Stored,
+            i => {
+                let i = usize::try_from(i).ok()?;
+                match placed.get(&i) {
+                    Some(&first) => From::Again(first),
+                    None if kept.contains_key(&i) => From::Kept(i),
+                    None if i < covered.len() => From::Covered(i),
+                    None => return None,
+                }
+            }
+        });
+        if let Some(i) = usize::try_from(at).ok().filter(|i| !placed.contains_key(i)) {
+            placed.insert(i, pos);
+        }
+    }
+    if plan.iter().filter(|f| matches!(f, From::Stored)).count() != output.len() {
+        return None;
+    }
+    let mut stored = output.into_iter();
+    let mut messages: Vec<Message> = Vec::with_capacity(plan.len());
+    let mut moved = Vec::new();
+    for from in plan {
+        let message = match from {
+            From::Stored => stored.next(),
+            From::Kept(i) => kept.remove(&i),
+            From::Covered(i) => {
+                moved.push((i, messages.len()));
+                covered.get_mut(i).map(|m| std::mem::replace(m, hole()))
+            }
+            From::Again(first) => messages.get(first).cloned(),
+        };
+        // Every place was checked above: each `From` names a message that is there.
+        messages.push(message.unwrap_or_else(hole));
+    }
+    Some((messages, moved))
+}
+
+/// What a message moved out of a list leaves behind: an empty event, made without allocating.
+fn hole() -> Message {
+    Message {
+        id: String::new(),
+        role: condense_model::Role::Event,
+        timestamp: None,
+        content: condense_model::Content::default(),
+        extra: condense_model::RawJson::default(),
+        envelope: condense_model::RawJson::default(),
+    }
+}
+
+/// Puts the messages [`output_of`] moved out of `covered` back from `output`.
+pub(super) fn put_back(
+    covered: &mut [Message],
+    mut output: Vec<Message>,
+    moved: &[(usize, usize)],
+) {
+    for &(i, pos) in moved {
+        if let (Some(slot), Some(m)) = (covered.get_mut(i), output.get_mut(pos)) {
+            *slot = std::mem::replace(m, hole());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_model::{Block, Role};
+
+    fn message(id: &str, text: &str) -> Message {
+        Message::new(id, Role::User, vec![Block::text(text)])
+    }
+
+    #[test]
+    fn a_points_output_moves_what_it_keeps_and_puts_it_back_whole() {
+        let input: Vec<Message> = (0..5).map(|i| message(&format!("#{i}"), "same")).collect();
+        let stored = vec![message("collapse-0", "summary")];
+        let kept = InputsKept::from([(4, message("#4", "remembered"))]);
+        // A summary, input 1, input 1 again (two equal messages), input 3, the remembered 4.
+        let layout = [-1, 1, 1, 3, 4];
+        let mut covered = input.clone();
+        let (output, moved) = output_of(stored.clone(), &layout, &mut covered, kept).unwrap();
+        let expected = [
+            stored[0].clone(),
+            input[1].clone(),
+            input[1].clone(),
+            input[3].clone(),
+            message("#4", "remembered"),
+        ];
+        assert_eq!(output, expected);
+        assert_eq!(moved, [(1, 1), (3, 3)]);
+        assert!(covered[1].id.is_empty() && covered[3].id.is_empty());
+        put_back(&mut covered, output, &moved);
+        assert_eq!(covered, input);
+        // What does not add up takes nothing: a missing index, too few or too many stored.
+        for (layout, stored) in [
+            (&[1, 9][..], vec![]),
+            (&[-1, 1][..], vec![]),
+            (&[1][..], stored.clone()),
+            (&[-2][..], vec![]),
+        ] {
+            let mut covered = input.clone();
+            assert!(output_of(stored, layout, &mut covered, InputsKept::new()).is_none());
+            assert_eq!(covered, input);
+        }
+    }
+}
