@@ -278,7 +278,7 @@ pub(crate) fn write_content(
 }
 
 /// How the input was laid out, so output looks the same.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Style {
     /// Indent of pretty-printed input; `None` for compact (and for JSONL).
     pub indent: Option<String>,

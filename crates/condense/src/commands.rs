@@ -3,7 +3,8 @@
 use crate::cli::{
     Cli, Command, CompressArgs, PipelineCommand, PluginsArgs, ReportFormat, StatsArgs,
 };
-use crate::input::{is_folder, read_input, read_input_knowing, write_output, Input};
+use crate::input::{is_folder, read_input, read_input_knowing, Input};
+use crate::output::{stage_output, write_output, Staged};
 use crate::stats;
 use crate::Failure;
 use condense_budget::BudgetConfig;
@@ -181,11 +182,12 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let mut input = input?;
     let loaded = loaded?;
     let store = run_store.open()?;
-    let mut done = compress_input(&mut input, &loaded, &store, now_ms, &args)?;
+    let out = args.out.as_deref();
+    let mut done = compress_input(&mut input, &loaded, (&store, out), now_ms, &args)?;
     for by in &done.fit_by {
         eprintln!("condense: fits after forcing `{by}`");
     }
-    write_output(args.out.as_deref(), &done.out)?;
+    done.write_out(out)?;
 
     let mut report = build_report(
         &input.source(),
@@ -235,6 +237,9 @@ pub(crate) fn store_dir_for(
 pub(crate) struct Compressed {
     /// The output, in the input's format.
     pub out: Vec<u8>,
+    /// The output file, written beside its path while the store committed, when it was
+    /// ([`stage_output`]).
+    staged: Option<Staged>,
     /// One run per conversation.
     pub runs: Vec<RunResult>,
     /// With `--fit`: one line per conversation that still does not fit after forcing every level.
@@ -243,12 +248,24 @@ pub(crate) struct Compressed {
     pub fit_by: Vec<String>,
 }
 
+impl Compressed {
+    /// Puts the output at `out` ([`write_output`]'s places): the file staged while the store
+    /// committed is renamed into place, anything else is written now.
+    pub(crate) fn write_out(&mut self, out: Option<&Path>) -> Result<(), Failure> {
+        match self.staged.take() {
+            Some(staged) => staged.publish(),
+            None => write_output(out, &self.out),
+        }
+    }
+}
+
 /// Runs the pipeline on every conversation of `input` (in place) with the store at
-/// `store_dir`, and gives the output bytes, archived as they will be read back.
+/// `store_dir`, and gives the output bytes, archived as they will be read back, to be put at
+/// `out_path` with [`Compressed::write_out`].
 pub(crate) fn compress_input(
     input: &mut Input,
     loaded: &LoadedPipeline,
-    store: &Store,
+    (store, out_path): (&Store, Option<&Path>),
     now_ms: Option<i64>,
     args: &CompressArgs,
 ) -> Result<Compressed, Failure> {
@@ -334,32 +351,53 @@ pub(crate) fn compress_input(
         .doc
         .write_remembering(&mut memo)
         .map_err(|e| Failure::run(e.to_string()))?;
-    // Nothing changed (nothing to compress): the output is the input, byte for byte, and reads
-    // back as the stages' output, which the run's record names already.
-    if !(input.doc.is_input(&out) && input.doc.unchanged()) {
-        let sessions: Vec<_> = runs
-            .iter()
-            .map(|r| (r.session.as_str(), &r.archive_run))
-            .collect();
-        let what = (out.as_slice(), &mut memo, "output");
-        condense_serve::compress::archive_as_written(
-            &input.doc,
-            what,
-            input.select.clone(),
-            &sessions,
-            store,
+    let archive_and_commit = || {
+        // Nothing changed (nothing to compress): the output is the input, byte for byte, and
+        // reads back as the stages' output, which the run's record names already.
+        if !(input.doc.is_input(&out) && input.doc.unchanged()) {
+            let sessions: Vec<_> = runs
+                .iter()
+                .map(|r| (r.session.as_str(), &r.archive_run))
+                .collect();
+            let what = (out.as_slice(), &mut memo, "output");
+            condense_serve::compress::archive_as_written(
+                &input.doc,
+                what,
+                input.select.clone(),
+                &sessions,
+                store,
+            )
+            .map_err(Failure::run)?;
+            crate::known::keep_memo(store, &runs, (&stored, &memo))?;
+        }
+        batch.commit().map_err(|e| Failure::run(e.to_string()))
+    };
+    // A large output file is written and synced while the store commits (a turn at 1M tokens:
+    // 560 KB, about a millisecond each); it is renamed into place once the commit is done
+    // ([`Compressed::write_out`]), so an output is never seen without what expands it.
+    let (staged, committed) = if out.len() >= STAGE_BESIDE_FROM {
+        crate::concurrent::beside(
+            "write output",
+            || stage_output(out_path, &out),
+            archive_and_commit,
         )
-        .map_err(Failure::run)?;
-        crate::known::keep_read_back(store, &runs, (&stored, &memo))?;
-    }
-    batch.commit().map_err(|e| Failure::run(e.to_string()))?;
+    } else {
+        let committed = archive_and_commit();
+        (Ok(None), committed)
+    };
+    committed?;
     Ok(Compressed {
+        staged: staged?,
         out,
         runs,
         unfit,
         fit_by,
     })
 }
+
+/// From this size on, `compress` writes its output file on a second thread while it commits
+/// the store: below it, the thread costs more than the write.
+const STAGE_BESIDE_FROM: usize = 256 * 1024;
 
 pub(crate) fn build_report<'a>(
     source: &str,

@@ -14,7 +14,7 @@
 //!    was restored and still warns.
 
 use crate::cli::ExpandArgs;
-use crate::input::write_output;
+use crate::output::write_output;
 use crate::Failure;
 use condense_formats::{Document, Format, ReadOptions};
 use condense_host::archive::{Expander, Unresolved, UnresolvedKind};

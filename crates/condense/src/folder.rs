@@ -16,9 +16,7 @@
 
 use crate::cli::{CompressArgs, ReportFormat, StatsArgs};
 use crate::commands::{build_report, compress_input, stats_of, store_dir_for};
-use crate::input::{
-    collect_inputs, condensed_name, files, read_at, read_at_knowing, write_output, Skipped,
-};
+use crate::input::{collect_inputs, condensed_name, files, read_at, read_at_knowing, Skipped};
 use crate::stats::{self, Stats};
 use crate::Failure;
 use condense_budget::BudgetConfig;
@@ -295,9 +293,9 @@ fn compress_file(
     let run_store = crate::known::RunStore::at(&store_dir, args);
     let mut input = run_store.read(|known| read_at_knowing(path, &args.input, known))?;
     let store = run_store.open()?;
-    let done = compress_input(&mut input, loaded, &store, now_ms, args)?;
     let output = output_path(path, dir, out_dir);
-    write_output(Some(&output), &done.out)?;
+    let mut done = compress_input(&mut input, loaded, (&store, Some(&output)), now_ms, args)?;
+    done.write_out(Some(&output))?;
     let format = input.doc.format().as_str();
     let report = build_report(&input.source(), format, &store_dir, &done.runs);
     let status = match (done.unfit.is_empty(), done.fit_by.first()) {

@@ -1,5 +1,4 @@
-//! Reading conversations (a file, standard input, or every session in a folder) and writing
-//! results.
+//! Reading conversations (a file, standard input, or every session in a folder).
 //!
 //! Commands that take folders (`stats`, `compress`, `diff`, `snapshot`, `compare`, `eval`)
 //! share one walker, [`collect_inputs`], and one way of going on past a bad file, [`Skipped`]:
@@ -20,7 +19,7 @@ use crate::Failure;
 use condense_formats::files::{COMPANION_FILES, SESSION_EXTENSIONS};
 use condense_formats::{Document, ReadOptions};
 use serde::Serialize;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A parsed input and where it came from.
@@ -174,107 +173,12 @@ pub(crate) fn read_while_loading<T>(
     pipeline: condense_host::Pipeline,
     read: impl FnOnce() -> T,
 ) -> (T, Result<condense_host::LoadedPipeline, Failure>) {
-    std::thread::scope(|scope| {
-        let loading = std::thread::Builder::new()
-            .name("load plugins".into())
-            .spawn_scoped(scope, move || condense_host::LoadedPipeline::load(pipeline));
-        let read = read();
-        let loaded = match loading {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                .map_err(Failure::from),
-            Err(e) => Err(Failure::run(format!(
-                "cannot start a thread to load the plugins: {e}"
-            ))),
-        };
-        (read, loaded)
-    })
-}
-
-/// Writes bytes to `out`, or to stdout when None or `-`. File writes are atomic (a temporary
-/// file beside it, renamed over it), so a failed run never leaves a half-written output; a new
-/// file gets the mode the umask gives any new file, a replaced one keeps its mode. A closed
-/// stdout (`| head`) ends the run quietly (exit 0).
-pub fn write_output(out: Option<&Path>, bytes: &[u8]) -> Result<(), Failure> {
-    match out.filter(|p| p.as_os_str() != "-") {
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-                Ok(()) => Ok(()),
-                Err(e) if crate::term::is_broken_pipe(&e) => Err(Failure::closed_stdout()),
-                Err(e) => Err(Failure::run(format!("<stdout>: cannot write: {e}"))),
-            }
-        }
-        Some(path) => write_file(path, bytes),
-    }
-}
-
-/// The atomic file write of [`write_output`].
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(Failure::usage(format!(
-            "--out {shown}: is a folder; give a file name (a folder is for a folder input)"
-        )));
-    }
-    let named_as_folder = path.as_os_str().to_string_lossy().ends_with('/');
-    let name = path.file_name().filter(|_| !named_as_folder);
-    let Some(name) = name else {
-        return Err(Failure::usage(format!(
-            "--out {shown}: names a folder that does not exist; give a file name"
-        )));
-    };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let fail = |e: std::io::Error| Failure::run(format!("{shown}: cannot write: {e}"));
-    let existing = std::fs::metadata(path).ok();
-    if existing.as_ref().is_some_and(|m| !m.is_file()) {
-        // A device or a pipe (`--out /dev/stdout`, a FIFO): write into it; renaming a file
-        // over it would replace the device itself.
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(bytes))
-            .map_err(fail);
-    }
-    std::fs::create_dir_all(&dir).map_err(fail)?;
-    let kept_mode = existing.map(|m| m.permissions());
-    // A hidden name beside the output, unique to this process: the rename is atomic only
-    // within one file system.
-    let mut n = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(
-            ".{}.condense-{}-{n}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        // OpenOptions creates with 0o666 less the umask: the mode any new file gets.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-            Err(e) => return Err(fail(e)),
-        }
-    };
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| match &kept_mode {
-            Some(mode) => std::fs::set_permissions(&tmp, mode.clone()),
-            None => Ok(()),
-        })
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
-    }
-    Ok(())
+    let (loaded, read) = crate::concurrent::beside(
+        "load plugins",
+        move || condense_host::LoadedPipeline::load(pipeline),
+        read,
+    );
+    (read, loaded.map_err(Failure::from))
 }
 
 /// What `condense compress DIR` inserts before the extension of each output it writes beside

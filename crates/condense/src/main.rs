@@ -9,6 +9,7 @@ mod bundle;
 mod cli;
 mod commands;
 mod compare;
+mod concurrent;
 mod docs;
 mod eval;
 mod expand;

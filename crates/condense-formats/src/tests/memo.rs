@@ -244,3 +244,75 @@ fn a_memo_keeps_only_what_the_last_write_used_and_forgets_another_style() {
     assert_eq!(out, plain);
     assert_eq!(memo.hits, hits);
 }
+
+#[test]
+fn a_memo_kept_as_bytes_serves_the_next_process_as_it_served_this_one() {
+    let whole = session_body();
+    let total = whole["messages"].as_array().unwrap().len();
+    for layout in [0, 3] {
+        // Each write starts from the bytes the previous one left, as `compress` does turn
+        // after turn; the texts are served as from a memo kept in memory.
+        let (mut kept, mut in_memory) = (Vec::new(), WriteMemo::new());
+        let mut served = 0;
+        for n in (total - 120..=total).step_by(8) {
+            let (name, bytes) = layouts(&whole, n).swap_remove(layout);
+            let (_, plain) = written(&bytes, None);
+            let mut restored = WriteMemo::from_bytes(&kept);
+            assert_eq!(
+                restored.to_bytes(),
+                kept,
+                "{name} at {n}: not the bytes it was read from"
+            );
+            let (_, from_bytes) = written(&bytes, Some(&mut restored));
+            let hits = in_memory.hits;
+            let (_, remembered) = written(&bytes, Some(&mut in_memory));
+            assert!(
+                from_bytes == plain,
+                "{name} at {n}: not the plain write's bytes"
+            );
+            assert!(remembered == plain);
+            assert_eq!(restored.hits, in_memory.hits - hits, "{name} at {n}");
+            served += restored.hits;
+            kept = restored.to_bytes();
+            assert_eq!(kept, in_memory.to_bytes(), "{name} at {n}");
+        }
+        assert!(served > 10, "{served} messages served from kept bytes");
+    }
+}
+
+#[test]
+fn kept_bytes_that_do_not_read_whole_or_were_written_in_another_style_serve_nothing() {
+    let whole = session_body();
+    let (_, compact) = layouts(&whole, 120).swap_remove(0);
+    let mut memo = WriteMemo::new();
+    written(&compact, Some(&mut memo));
+    let kept = memo.to_bytes();
+    assert!(!memo.is_empty() && kept.len() > 500, "{} bytes", kept.len());
+    assert!(WriteMemo::off().to_bytes().is_empty());
+    // Cut short, a byte more, another version's or no bytes: an empty memo, whose write is
+    // the plain one.
+    let mut longer = kept.clone();
+    longer.push(0);
+    let mut other_version = kept.clone();
+    other_version[20] ^= 1;
+    for damaged in [
+        &kept[..kept.len() - 1],
+        &longer,
+        &other_version,
+        &kept[..10],
+        &[][..],
+    ] {
+        let mut memo = WriteMemo::from_bytes(damaged);
+        assert!(memo.is_empty());
+        let (_, out) = written(&compact, Some(&mut memo));
+        assert_eq!(out, written(&compact, None).1);
+        assert_eq!(memo.hits, 0);
+    }
+    // The same body pretty-printed: what was written compact is not used.
+    let (_, pretty) = layouts(&whole, 120).swap_remove(2);
+    let mut memo = WriteMemo::from_bytes(&kept);
+    assert!(!memo.is_empty());
+    let (_, out) = written(&pretty, Some(&mut memo));
+    assert_eq!(out, written(&pretty, None).1);
+    assert_eq!(memo.hits, 0);
+}
