@@ -383,6 +383,7 @@ fn json_document(
     if let Some((stubs, unread)) = quick {
         source.unread = unread;
         doc.quick_stubs = Some(stubs);
+        doc.known_hashed = finder.take_known_hashed();
     }
     doc.source = source;
     Ok(Some(doc.with_single_label()))
@@ -558,6 +559,7 @@ impl Document {
             warnings: Vec::new(),
             source: Source::default(),
             quick_stubs: None,
+            known_hashed: None,
         }
     }
 

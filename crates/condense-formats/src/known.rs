@@ -27,7 +27,7 @@
 use condense_model::{Content, Message, RawJson, Role};
 use serde_json::Value;
 use std::ops::Range;
-use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
+use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
 /// The first messages of a list are always read: a session's id comes from them, and they cost
 /// little.
@@ -95,19 +95,48 @@ pub fn first_key(first: &str) -> u64 {
     xxh3_64(first.as_bytes())
 }
 
+/// The hash of the text a read matched a known list on ([`match_prefix`]), from the list's
+/// first byte to `end`, kept going: the list the read's input has (that text and the new
+/// turn's messages) is hashed on from there ([`prefix_of`]), not from its first byte again
+/// (3.2 MB at a million tokens).
+#[derive(Clone)]
+pub(crate) struct Hashed {
+    start: usize,
+    end: usize,
+    state: Xxh3,
+}
+
+impl std::fmt::Debug for Hashed {
+    /// The range only: the state is the hash's internals.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hashed({}..{})", self.start, self.end)
+    }
+}
+
 /// The spans of the elements `spans` relative to the first one's start, and the hash of their
-/// text (from the first one's start to the last one's end); `None` for no elements.
-pub(crate) fn prefix_of(text: &str, spans: &[Range<usize>]) -> Option<(Vec<(u32, u32)>, u128)> {
+/// text (from the first one's start to the last one's end), going on from `hashed` when it
+/// hashed the start of that text; `None` for no elements.
+pub(crate) fn prefix_of(
+    text: &str,
+    spans: &[Range<usize>],
+    hashed: Option<&Hashed>,
+) -> Option<(Vec<(u32, u32)>, u128)> {
     let (first, last) = (spans.first()?, spans.last()?);
     let rel = |at: usize| u32::try_from(at - first.start).ok();
     let relative = spans
         .iter()
         .map(|s| Some((rel(s.start)?, rel(s.end)?)))
         .collect::<Option<Vec<_>>>()?;
-    Some((
-        relative,
-        xxh3_128(text.as_bytes().get(first.start..last.end)?),
-    ))
+    let bytes = text.as_bytes();
+    let hash = match hashed.filter(|h| h.start == first.start && h.end <= last.end) {
+        Some(h) => {
+            let mut state = h.state.clone();
+            state.update(bytes.get(h.end..last.end)?);
+            state.digest128()
+        }
+        None => xxh3_128(bytes.get(first.start..last.end)?),
+    };
+    Some((relative, hash))
 }
 
 /// The longest of `known` whose text the array whose first element is at `first` starts with
@@ -117,7 +146,7 @@ pub(crate) fn match_prefix(
     text: &[u8],
     first: &Range<usize>,
     mut known: Vec<KnownList>,
-) -> Option<(KnownList, Vec<Range<usize>>)> {
+) -> Option<(KnownList, Vec<Range<usize>>, Hashed)> {
     known.sort_by_key(|k| std::cmp::Reverse(k.messages));
     known.into_iter().find_map(|list| {
         let whole = ALWAYS_READ < list.messages
@@ -129,12 +158,19 @@ pub(crate) fn match_prefix(
         }
         let (_, end) = *list.spans.last()?;
         let end = first.start.checked_add(usize::try_from(end).ok()?)?;
-        if xxh3_128(text.get(first.start..end)?) != list.bytes {
+        let mut state = Xxh3::new();
+        state.update(text.get(first.start..end)?);
+        if state.digest128() != list.bytes {
             return None;
         }
         let at = |rel: u32| first.start + rel as usize;
         let spans: Vec<Range<usize>> = list.spans.iter().map(|&(s, e)| at(s)..at(e)).collect();
-        separated(text, &spans).then_some((list, spans))
+        let hashed = Hashed {
+            start: first.start,
+            end,
+            state,
+        };
+        separated(text, &spans).then_some((list, spans, hashed))
     })
 }
 

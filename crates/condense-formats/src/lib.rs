@@ -174,6 +174,9 @@ pub struct Document {
     /// When the only conversation's messages were read quick ([`quick`]): the stubs the
     /// format detection read of them, for [`Document::known_list`].
     quick_stubs: Option<Vec<serde_json::Value>>,
+    /// The hash of the message list's text a known list matched on ([`known`]): the list's
+    /// hash for the next read goes on from it.
+    known_hashed: Option<known::Hashed>,
 }
 
 /// The usage a session reported for a model call: what the model really received, to compare
@@ -391,7 +394,8 @@ impl Document {
             .collect();
         let spans: Vec<_> = units.iter().map(|u| u.span.clone()).collect();
         let first = self.source.text.get(spans.first()?.clone())?;
-        let (relative, bytes) = known::prefix_of(&self.source.text, &spans)?;
+        let (relative, bytes) =
+            known::prefix_of(&self.source.text, &spans, self.known_hashed.as_ref())?;
         let list = known::KnownList {
             messages: spans.len(),
             bytes,

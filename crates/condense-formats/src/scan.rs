@@ -263,8 +263,8 @@ pub(crate) struct Finder {
     /// What [`Finder::scan`] found: the value's span and how deep it nests.
     scanned: Option<(Range<usize>, usize)>,
     /// The message list a scan found known from an earlier read ([`crate::known`]), by the
-    /// array's start.
-    known: Option<(usize, KnownList)>,
+    /// array's start, with the hash of the text it matched on.
+    known: Option<(usize, KnownList, crate::known::Hashed)>,
 }
 
 impl Finder {
@@ -309,13 +309,13 @@ impl Finder {
     /// `messages`, or the root array) when `lookup` knows its text ([`crate::known`]).
     pub fn scan_knowing(&mut self, text: &str, span: Range<usize>, lookup: Option<Lookup<'_>>) {
         let bytes = text.as_bytes();
-        let mut found: Option<(usize, KnownList)> = None;
+        let mut found: Option<(usize, KnownList, crate::known::Hashed)> = None;
         let mut step = |first: &Range<usize>| {
             let lookup = lookup?;
             let key = crate::known::first_key(text.get(first.clone())?);
-            let (list, spans) = crate::known::match_prefix(bytes, first, lookup(key))?;
+            let (list, spans, hashed) = crate::known::match_prefix(bytes, first, lookup(key))?;
             // Known by its first element's start, which `known_list` is asked with.
-            found = Some((first.start, list));
+            found = Some((first.start, list, hashed));
             Some(spans)
         };
         let known: Option<KnownElements<'_, '_>> = lookup.is_some().then_some(&mut step);
@@ -340,8 +340,14 @@ impl Finder {
         let first = elements.first()?.start;
         self.known
             .as_ref()
-            .filter(|(at, _)| *at == first)
-            .map(|(_, list)| list)
+            .filter(|(at, ..)| *at == first)
+            .map(|(_, list, _)| list)
+    }
+
+    /// The hash of the text the known list matched on ([`crate::known::prefix_of`] goes on
+    /// from it), taken out.
+    pub fn take_known_hashed(&mut self) -> Option<crate::known::Hashed> {
+        self.known.take().map(|(.., hashed)| hashed)
     }
 
     /// The value [`Finder::scan`] found (its span, how deep it nests), with its members (an

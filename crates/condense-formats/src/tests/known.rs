@@ -95,6 +95,17 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
         full.conversations()[0].system
     );
     assert_eq!(doc.conversations()[0].extra, full.conversations()[0].extra);
+    // The list this turn keeps for the next is the full read's: its hash goes on from the
+    // text the known list matched on, over the new messages only.
+    assert!(doc.known_hashed.is_some() && full.known_hashed.is_none());
+    let out = kept(&full, &[401]);
+    let ((key, next), (full_key, full_next)) = (
+        doc.known_list(&out).unwrap(),
+        full.known_list(&out).unwrap(),
+    );
+    assert_eq!(key, full_key);
+    assert_eq!(next.bytes, full_next.bytes);
+    assert!(next.spans == full_next.spans && next.prints == full_next.prints);
     // Reading the rest gives the full read's conversation.
     assert_eq!(doc.read_unread(0).unwrap(), full.conversations()[0]);
 }
