@@ -29,7 +29,8 @@ struct Entry<'a> {
     protected: bool,
     /// Already a marker or a truncated text from an earlier run.
     snipped: bool,
-    /// For an oversized error result: its first meaningful line (kept when truncated).
+    /// For an oversized error result that is neither protected nor snipped already (one
+    /// [`truncate`] may cut): its first meaningful line (kept when truncated).
     error: Option<String>,
 }
 
@@ -89,7 +90,11 @@ pub fn apply(
         .filter(|r| r.role != Role::Event)
         .map(|r| {
             let text = payload_text(r.result.content());
-            let error = if text.len() > config.max_tool_result_bytes {
+            let snipped = is_snip_output(&text);
+            let protected = protected.contains(r.result.tool_use_id());
+            // Only a result `truncate` may cut keeps its error line: the recent turns' large
+            // results are not scanned again at every turn.
+            let error = if text.len() > config.max_tool_result_bytes && !snipped && !protected {
                 let envelope = view.message(r.message).map(|m| m.envelope());
                 let envelope = RawJson::from_string_unchecked(envelope.unwrap_or("").to_string());
                 error_line(&r.result.to_tool_result(), &envelope)
@@ -99,8 +104,8 @@ pub fn apply(
             Entry {
                 at: r.at(),
                 id: r.result.tool_use_id().to_string(),
-                snipped: is_snip_output(&text),
-                protected: protected.contains(r.result.tool_use_id()),
+                snipped,
+                protected,
                 text,
                 error,
             }

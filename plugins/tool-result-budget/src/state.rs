@@ -23,7 +23,7 @@
 
 use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Every decision, by tool_use id (the JSON's `version` is written by the SDK's state handle).
@@ -33,7 +33,44 @@ pub struct State {
     #[serde(default)]
     pub replaced: BTreeMap<String, Replaced>,
     #[serde(default)]
-    pub kept: BTreeSet<String>,
+    pub kept: Ids,
+}
+
+/// A sorted set of ids, kept as a sorted list: the same JSON as a `BTreeSet` (a sorted array),
+/// read at every run without a tree insertion per id (a session at a million tokens keeps
+/// about 800).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Ids(Vec<String>);
+
+impl Ids {
+    pub fn contains(&self, id: &str) -> bool {
+        self.0.binary_search_by(|k| k.as_str().cmp(id)).is_ok()
+    }
+
+    /// Adds `id`; `false` when it was there.
+    pub fn insert(&mut self, id: String) -> bool {
+        match self.0.binary_search(&id) {
+            Ok(_) => false,
+            Err(at) => {
+                self.0.insert(at, id);
+                true
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Ids {
+    /// Any list of ids: sorted and without repeats once read, as a set's would be.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut ids = Vec::<String>::deserialize(d)?;
+        // A list this stage wrote is sorted already: the check is one pass.
+        if !ids.is_sorted_by(|a, b| a < b) {
+            ids.sort_unstable();
+            ids.dedup();
+        }
+        Ok(Ids(ids))
+    }
 }
 
 /// One persisted result.
@@ -65,6 +102,19 @@ mod tests {
     use super::*;
     use condense_abi::testing::MemoryHost;
     use condense_abi::{Context, RunContext};
+
+    #[test]
+    fn kept_ids_read_as_a_set_and_write_sorted() {
+        let ids: Ids = serde_json::from_str(r#"["c", "a", "b", "a"]"#).unwrap();
+        assert_eq!(serde_json::to_string(&ids).unwrap(), r#"["a","b","c"]"#);
+        let mut ids = ids;
+        assert!(ids.contains("b") && !ids.contains("bb"));
+        assert!(ids.insert("bb".into()) && !ids.insert("a".into()));
+        assert_eq!(
+            serde_json::to_string(&ids).unwrap(),
+            r#"["a","b","bb","c"]"#
+        );
+    }
 
     #[test]
     fn roundtrip_and_empty() {
