@@ -99,11 +99,21 @@ pub(crate) struct ConvPrints {
     frame: Fp,
     /// Unit indices by fingerprint, in file order.
     by_fp: PrehashedMap<Fp, Vec<usize>>,
-    /// Units of one message by the message's id (the first one read with that id).
+    /// Units of one message by the message's id (the first one read with that id), for ids
+    /// that are not their message's place (`#12` for the message at index 12): those are found
+    /// by `positional`. A list without ids of its own (every request body) keeps none here.
     by_id: HashMap<String, usize>,
+    /// By message index: the unit of the message whose id is its [`synthetic_id`] (the first
+    /// read with that id), else [`NO_UNIT`].
+    ///
+    /// [`synthetic_id`]: condense_model::synthetic_id
+    positional: Vec<usize>,
     /// Each message's fingerprint, in order.
     each: Vec<Fp>,
 }
+
+/// No unit, in [`ConvPrints::positional`].
+const NO_UNIT: usize = usize::MAX;
 
 /// The text of one message (or of a few written together) as read.
 #[derive(Debug, Clone)]
@@ -229,7 +239,8 @@ impl ConvPrints {
             // Sized once: growing rehashes every key so far at each doubling (a read of 2,400
             // messages spent a quarter of its fingerprinting there).
             by_fp: PrehashedMap::with_capacity_and_hasher(units.len(), Default::default()),
-            by_id: HashMap::with_capacity(units.len()),
+            by_id: HashMap::new(),
+            positional: vec![NO_UNIT; conv.messages.len()],
             each: Vec::new(),
         };
         for (i, unit) in units.iter().enumerate() {
@@ -244,11 +255,39 @@ impl ConvPrints {
             };
             prints.by_fp.entry(fp).or_default().push(i);
             if let [one] = messages {
-                prints.by_id.entry(one.id.clone()).or_insert(i);
+                prints.add_id(&one.id, unit.first, i);
             }
         }
         prints.each = fps;
         prints
+    }
+
+    /// Notes that the message at `index`, read alone as unit `unit`, has the id `id`.
+    fn add_id(&mut self, id: &str, index: usize, unit: usize) {
+        let named = condense_model::synthetic_index(id);
+        if named == Some(index) {
+            if let Some(slot) = self.positional.get_mut(index) {
+                *slot = unit;
+                return;
+            }
+        }
+        // Units come in file order: an earlier message with this id as its place is the first.
+        let earlier = named.is_some_and(|m| m < index && self.positional.get(m) != Some(&NO_UNIT));
+        if !earlier {
+            self.by_id.entry(id.to_string()).or_insert(unit);
+        }
+    }
+
+    /// The unit of the first message read alone with the id `id`.
+    fn unit_of_id(&self, id: &str) -> Option<usize> {
+        if let Some(&unit) = self.by_id.get(id) {
+            return Some(unit);
+        }
+        let index = condense_model::synthetic_index(id)?;
+        self.positional
+            .get(index)
+            .copied()
+            .filter(|&u| u != NO_UNIT)
     }
 }
 
@@ -305,7 +344,7 @@ impl<'s> Texts<'s> {
 
     /// The text the message with this id was read from (to spell its numbers alike).
     fn read_as(&self, id: &str) -> Option<&'s str> {
-        let unit = self.src?.units.get(*self.prints?.by_id.get(id)?)?;
+        let unit = self.src?.units.get(self.prints?.unit_of_id(id)?)?;
         self.text.get(unit.span.clone())
     }
 
@@ -583,5 +622,40 @@ fn default_comma(style: &Style) -> &'static str {
         ", "
     } else {
         ","
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_model::{Block, Role};
+
+    #[test]
+    fn a_message_is_found_by_its_id_first_read_first_whether_or_not_it_is_its_place() {
+        let ids = ["#0", "x", "#1", "#3", "#3", "#0"];
+        let conv = Conversation {
+            messages: ids
+                .iter()
+                .map(|id| Message::new(*id, Role::User, vec![Block::text(*id)]))
+                .collect(),
+            ..Conversation::default()
+        };
+        let units: Vec<Unit> = (0..ids.len())
+            .map(|i| Unit {
+                first: i,
+                count: 1,
+                span: i..i + 1,
+            })
+            .collect();
+        let prints = ConvPrints::of(&conv, &units, None);
+        let found = |id: &str| prints.unit_of_id(id);
+        // "#0" and "#3" are their places (the later ones are not first); "#1" is not message
+        // 1's id but message 2's; no message has "#2".
+        assert_eq!(
+            ["#0", "x", "#1", "#2", "#3", "#4"].map(found),
+            [Some(0), Some(1), Some(2), None, Some(3), None]
+        );
+        // Only the ids that are not their place are kept by name.
+        assert_eq!(prints.by_id.len(), 2);
     }
 }

@@ -176,6 +176,21 @@ pub fn synthetic_id(index: usize) -> String {
     id
 }
 
+/// The index a [`synthetic_id`] was made of: `None` for any other id (`#01`, `#`, `#7a`, a
+/// uuid).
+///
+/// ```
+/// assert_eq!(condense_model::synthetic_index("#1234"), Some(1234));
+/// assert_eq!(condense_model::synthetic_index("#01"), None);
+/// ```
+pub fn synthetic_index(id: &str) -> Option<usize> {
+    let digits = id.strip_prefix('#')?;
+    let canonical = digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.is_empty()
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
 /// Appends `n` in decimal to `out`, digit by digit: the formatting machinery costs about 900
 /// instructions a number, and readers number thousands of messages and JSON pointers a read.
 ///
@@ -366,6 +381,21 @@ mod tests {
     fn synthetic_ids_are_the_index_after_a_hash() {
         for i in [0, 7, 9, 10, 99, 100, 12_345, usize::MAX / 3, usize::MAX] {
             assert_eq!(synthetic_id(i), format!("#{i}"));
+            assert_eq!(synthetic_index(&synthetic_id(i)), Some(i));
+        }
+        for other in [
+            "#",
+            "#01",
+            "#00",
+            "# 1",
+            "#+1",
+            "#-1",
+            "#1a",
+            "1",
+            "",
+            "#184467440737095516150",
+        ] {
+            assert_eq!(synthetic_index(other), None, "{other:?}");
         }
     }
 

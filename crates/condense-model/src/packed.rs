@@ -19,7 +19,8 @@
 //! 1 then the value): [`VERSION`], then the message's id, role, timestamp, content, `extra`
 //! and `envelope`; a content its shape and blocks; a block a tag byte then its fields in
 //! declaration order. Every struct is taken apart whole (`let Message { id, .. } = m` without
-//! `..`), so a field added to the model fails to compile here until it is packed.
+//! `..`), so a field added to the model fails to compile here until it is packed. A length
+//! spelled in more bytes than it needs (`0x85 0x00` for 5) reads as the same length.
 
 use crate::{
     Block, Content, ContentShape, Image, ImageSource, Message, Opaque, RawJson, Role, TextBlock,
