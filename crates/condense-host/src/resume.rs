@@ -403,22 +403,29 @@ pub(crate) fn start(
     // The output messages that are input messages kept as they were have the reader's
     // fingerprints: only those the stages changed or made are fingerprinted here.
     let read_prints = fingerprints.filter(|p| p.len() == hash.messages);
+    let mut stored_prints = stored_prints.iter();
+    let mut prints: Vec<Option<u128>> = layout
+        .iter()
+        .map(|&at| match usize::try_from(at) {
+            Ok(i) => read_prints.and_then(|p| p.get(i).copied()),
+            Err(_) => stored_prints.next().copied(),
+        })
+        .collect();
     let keys = (keys.len() == output_messages).then(|| {
-        let mut stored_prints = stored_prints.iter();
         let prints = output
             .iter()
-            .zip(&layout)
-            .map(|(m, &at)| match usize::try_from(at) {
-                Ok(i) => read_prints
-                    .and_then(|p| p.get(i).copied())
-                    .unwrap_or_else(|| fingerprint::fingerprint(m)),
-                Err(_) => stored_prints
-                    .next()
-                    .copied()
-                    .unwrap_or_else(|| fingerprint::fingerprint(m)),
-            });
+            .zip(&prints)
+            .map(|(m, p)| p.unwrap_or_else(|| fingerprint::fingerprint(m)));
         KeyMemo::seeded(prints.zip(keys.into_iter().map(Cow::into_owned)))
     });
+    // The new messages' are the input's.
+    prints.extend(
+        hash.each
+            .get(inputs..)
+            .unwrap_or_default()
+            .iter()
+            .map(|&p| Some(p)),
+    );
     let prefix = std::mem::replace(&mut input.messages, output);
     input.messages.extend(new);
     let started = count(&input);
@@ -446,6 +453,7 @@ pub(crate) fn start(
         hash: Some(hash),
         parent_run: run.map(Cow::into_owned),
         keys,
+        prints,
     })
 }
 
@@ -463,11 +471,20 @@ pub(crate) struct Start {
     pub(crate) parent_run: Option<String>,
     /// The archive keys of that output's messages, by fingerprint, when its point kept them.
     pub(crate) keys: Option<KeyMemo>,
+    /// Each message's [`fingerprint`](fingerprint::fingerprint) where it is known already (the
+    /// reader's, the stored messages'), in order; empty when none is.
+    pub(crate) prints: Vec<Option<u128>>,
 }
 
 impl Start {
     /// A run over the whole input (`hash`: `None` when no point is kept).
     pub(crate) fn whole(conversation: Conversation, hash: Option<InputHash>) -> Start {
+        let prints = match &hash {
+            Some(h) if h.each.len() == conversation.messages.len() => {
+                h.each.iter().map(|&p| Some(p)).collect()
+            }
+            _ => Vec::new(),
+        };
         Start {
             conversation,
             hash,
@@ -476,6 +493,7 @@ impl Start {
             count: None,
             parent_run: None,
             keys: None,
+            prints,
         }
     }
 }

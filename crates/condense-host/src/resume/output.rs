@@ -4,7 +4,6 @@
 
 use super::InputsKept;
 use condense_model::Message;
-use std::collections::HashMap;
 
 /// Where [`output_of`] moved input messages: (index in the input, place in the output).
 pub(super) type Moved = Vec<(usize, usize)>;
@@ -28,24 +27,26 @@ pub(super) fn output_of(
         /// The same input message as the output message at this place.
         Again(usize),
     }
-    // Every place checked before anything is moved.
-    let mut placed: HashMap<usize, usize> = HashMap::new();
+    // Every place checked before anything is moved. `placed`: where each input message went
+    // first, by its index (kept ones may lie past the covered messages).
+    let size = kept.keys().map(|&i| i + 1).fold(covered.len(), usize::max);
+    let mut placed: Vec<Option<usize>> = vec![None; size];
     let mut plan = Vec::with_capacity(layout.len());
     for (pos, &at) in layout.iter().enumerate() {
         plan.push(match at {
             -1 => From::Stored,
             i => {
-                let i = usize::try_from(i).ok()?;
-                match placed.get(&i) {
-                    Some(&first) => From::Again(first),
+                let i = usize::try_from(i).ok().filter(|&i| i < size)?;
+                match placed[i] {
+                    Some(first) => From::Again(first),
                     None if kept.contains_key(&i) => From::Kept(i),
                     None if i < covered.len() => From::Covered(i),
                     None => return None,
                 }
             }
         });
-        if let Some(i) = usize::try_from(at).ok().filter(|i| !placed.contains_key(i)) {
-            placed.insert(i, pos);
+        if let Some(slot) = usize::try_from(at).ok().and_then(|i| placed.get_mut(i)) {
+            slot.get_or_insert(pos);
         }
     }
     if plan.iter().filter(|f| matches!(f, From::Stored)).count() != output.len() {

@@ -100,6 +100,7 @@ impl Accepted {
                     state.segments.extend(segment);
                 }
                 let before = std::mem::replace(&mut state.current, conversation);
+                state.forget_prints(None);
                 record_rewrites(
                     &mut state.services,
                     before,
@@ -122,6 +123,8 @@ impl Accepted {
                     let (_, segment) = archive_replaced(store, session, pairs, archive)?;
                     state.segments.extend(segment);
                 }
+                let changed: Vec<usize> = olds.iter().map(|(i, _)| *i).collect();
+                state.forget_prints(Some(&changed));
                 record_replaced(&mut state.services, olds, &state.current, archived);
                 Ok(Some(checked))
             }

@@ -42,6 +42,9 @@ pub(super) struct RunState {
     pub(super) services: RunServices,
     /// The archive keys of the output the run resumed from, when its point kept them.
     point_keys: Option<KeyMemo>,
+    /// Each message of `current`'s fingerprint while it is known (from the start, and not
+    /// changed by a stage since): the output's are made of them ([`RunState::finish`]).
+    pub(super) prints: Vec<Option<u128>>,
 }
 
 impl RunState {
@@ -54,7 +57,11 @@ impl RunState {
             count,
             parent_run,
             keys,
+            mut prints,
         } = start;
+        if prints.len() != conversation.messages.len() {
+            prints = vec![None; conversation.messages.len()];
+        }
         let count = count.unwrap_or_else(|| counter.count_conversation(&conversation));
         if let Some(hash) = hash.as_mut().filter(|h| h.message_tokens.is_none()) {
             // A run over the whole input: `count` is the input's.
@@ -78,6 +85,22 @@ impl RunState {
             runs: Vec::new(),
             services: RunServices::default(),
             point_keys: keys,
+            prints,
+        }
+    }
+
+    /// Forgets the fingerprints of the messages a stage changed (`changed`: their indices;
+    /// `None`: the whole conversation was replaced).
+    pub(super) fn forget_prints(&mut self, changed: Option<&[usize]>) {
+        match changed {
+            Some(changed) => {
+                for &i in changed {
+                    if let Some(p) = self.prints.get_mut(i) {
+                        *p = None;
+                    }
+                }
+            }
+            None => self.prints = vec![None; self.current.messages.len()],
         }
     }
 
@@ -98,9 +121,23 @@ impl RunState {
         record_format(store, session, &opts.format)?;
         // Made once for what looks the output's messages up by them: the keys a long-lived
         // pipeline remembers, the resume point, the proxy's prefix hashes.
+        // Those of the messages no stage changed are known from the start.
         let output_fingerprints: Vec<u128> = if keys.is_some() || self.input_hash.is_some() {
             let messages = &self.current.messages;
-            messages.iter().map(fingerprint).collect()
+            let known = self.prints.iter().copied().chain(std::iter::repeat(None));
+            let prints: Vec<u128> = messages
+                .iter()
+                .zip(known)
+                .map(|(m, p)| p.unwrap_or_else(|| fingerprint(m)))
+                .collect();
+            debug_assert!(
+                messages
+                    .iter()
+                    .zip(&prints)
+                    .all(|(m, &p)| p == fingerprint(m)),
+                "a fingerprint carried from the start is not its message's"
+            );
+            prints
         } else {
             Vec::new()
         };
