@@ -278,7 +278,7 @@ pub(crate) fn write_content(
 }
 
 /// How the input was laid out, so output looks the same.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Style {
     /// Indent of pretty-printed input; `None` for compact (and for JSONL).
     pub indent: Option<String>,

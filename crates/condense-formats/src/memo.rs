@@ -31,14 +31,9 @@
 //! spliced, so one text serves any place in the array. A memo keeps only what the last write
 //! used or made: its size is that of one output's changed messages.
 //!
-//! A process that writes once per turn (`condense compress`) keeps its memo between processes
-//! with [`WriteMemo::to_bytes`] and [`WriteMemo::from_bytes`]: the texts, the keys known to
-//! read back and the context they were written in, in one record.
-//!
 //! [`Document::write_remembering`]: crate::Document::write_remembering
 
 use crate::json::Style;
-use condense_model::packed::{put_len, put_str, Reader};
 use condense_model::prehashed::{PrehashedMap, PrehashedSet};
 use condense_model::Format;
 
@@ -47,9 +42,8 @@ use condense_model::Format;
 pub struct WriteMemo {
     /// Off: nothing is looked up or kept (a plain [`crate::Document::write`]).
     off: bool,
-    /// The format and style the texts were written in ([`context_key`]); another one empties
-    /// the memo.
-    context: Option<u128>,
+    /// The format and style the texts were written in; another one empties the memo.
+    context: Option<(Format, Style)>,
     /// The texts the previous write used or made.
     kept: PrehashedMap<u128, Vec<String>>,
     /// The texts this write used or made (the next write's `kept`).
@@ -98,11 +92,14 @@ impl WriteMemo {
         if self.off {
             return;
         }
-        let context = context_key(format, style);
-        if self.context != Some(context) {
+        if self
+            .context
+            .as_ref()
+            .is_none_or(|(f, s)| *f != format || s != style)
+        {
             self.kept.clear();
             self.made.clear();
-            self.context = Some(context);
+            self.context = Some((format, style.clone()));
         }
     }
 
@@ -156,90 +153,6 @@ impl WriteMemo {
     pub(crate) fn echo_mut(&mut self) -> &mut Option<crate::read_back::Echo> {
         &mut self.echo
     }
-}
-
-/// The bytes a memo is kept as between processes: [`MAGIC`], then the context, the verified
-/// keys and the texts by key (each key's texts counted); keys as 16 bytes little-endian,
-/// counts and strings as [`condense_model::packed`] writes them. Keys in ascending order, so
-/// the same memo is the same bytes (a caller stores them only when they change).
-impl WriteMemo {
-    /// What the next write of the same session needs of this memo (after a write: the texts
-    /// it used or made and the keys its read back verified), as bytes for
-    /// [`WriteMemo::from_bytes`]. Empty for a memo that is off or has never begun a write.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let Some(context) = self.context.filter(|_| !self.off) else {
-            return Vec::new();
-        };
-        let mut verified: Vec<u128> = self.verified.iter().copied().collect();
-        verified.sort_unstable();
-        let mut keys: Vec<u128> = self.kept.keys().chain(self.made.keys()).copied().collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let texts = |k: &u128| self.made.get(k).or_else(|| self.kept.get(k));
-        let size: usize = keys
-            .iter()
-            .filter_map(texts)
-            .flatten()
-            .map(|t| t.len() + 4)
-            .sum();
-        let mut out =
-            Vec::with_capacity(MAGIC.len() + 32 + 16 * (verified.len() + keys.len()) + size);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&context.to_le_bytes());
-        put_len(&mut out, verified.len());
-        for k in &verified {
-            out.extend_from_slice(&k.to_le_bytes());
-        }
-        put_len(&mut out, keys.len());
-        for k in &keys {
-            let texts = texts(k).map_or(&[][..], Vec::as_slice);
-            out.extend_from_slice(&k.to_le_bytes());
-            put_len(&mut out, texts.len());
-            for t in texts {
-                put_str(&mut out, t);
-            }
-        }
-        out
-    }
-
-    /// A memo from [`WriteMemo::to_bytes`]: its texts serve the next write when it is in the
-    /// same format and style (else they are dropped, as in one process). Bytes that do not
-    /// read whole (damaged, or written by another version) give an empty memo.
-    pub fn from_bytes(bytes: &[u8]) -> WriteMemo {
-        read_memo(bytes).unwrap_or_default()
-    }
-}
-
-/// The first bytes of a kept memo; another version's do not read.
-const MAGIC: &[u8] = b"condense-write-memo-1\n";
-
-fn read_memo(bytes: &[u8]) -> Option<WriteMemo> {
-    let mut r = Reader::new(bytes.strip_prefix(MAGIC)?);
-    let context = r.u128()?;
-    let verified = (0..r.length()?).map(|_| r.u128()).collect::<Option<_>>()?;
-    let entries = r.length()?;
-    // At least 17 bytes an entry: a damaged count cannot reserve more than the record holds.
-    let mut kept =
-        PrehashedMap::with_capacity_and_hasher(entries.min(bytes.len() / 17), Default::default());
-    for _ in 0..entries {
-        let key = r.u128()?;
-        let texts = (0..r.length()?)
-            .map(|_| r.string())
-            .collect::<Option<Vec<String>>>()?;
-        kept.insert(key, texts);
-    }
-    r.is_done().then_some(WriteMemo {
-        context: Some(context),
-        kept,
-        verified,
-        ..WriteMemo::default()
-    })
-}
-
-/// What a memo's texts depend on besides their keys: the format, the style and the writer's
-/// version (a kept memo may be read by a later condense).
-fn context_key(format: Format, style: &Style) -> u128 {
-    condense_model::fingerprint::fingerprint(&(format, style, env!("CARGO_PKG_VERSION")))
 }
 
 /// The key of a message's texts: its fingerprint and a hash of the text it was read from.

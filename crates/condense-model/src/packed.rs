@@ -83,7 +83,7 @@ pub fn unpack_message(bytes: &[u8]) -> Option<Message> {
 }
 
 /// Appends `n` as LEB128 (7 bits a byte, low first).
-pub fn put_len(out: &mut Vec<u8>, mut n: usize) {
+fn put_len(out: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         // The low 7 bits, and the flag saying more follow.
         out.push((n & 0x7f) as u8 | 0x80);
@@ -93,44 +93,40 @@ pub fn put_len(out: &mut Vec<u8>, mut n: usize) {
 }
 
 /// Appends `s` as its length ([`put_len`]) then its bytes.
-pub fn put_str(out: &mut Vec<u8>, s: &str) {
+fn put_str(out: &mut Vec<u8>, s: &str) {
     put_len(out, s.len());
     out.extend_from_slice(s.as_bytes());
 }
 
-/// Reads what [`put_len`], [`put_str`] and fixed-size integers wrote; every method gives
-/// `None` past the end or on bytes that are not what it reads.
-pub struct Reader<'b> {
+/// Reads what [`put_len`] and [`put_str`] wrote; every method gives `None` past the end or on
+/// bytes that are not what it reads.
+struct Reader<'b> {
     rest: &'b [u8],
 }
 
 impl<'b> Reader<'b> {
-    pub fn new(bytes: &'b [u8]) -> Reader<'b> {
+    fn new(bytes: &'b [u8]) -> Reader<'b> {
         Reader { rest: bytes }
     }
 
     /// Whether every byte was read.
-    pub fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.rest.is_empty()
     }
 
     /// The next `n` bytes.
-    pub fn take(&mut self, n: usize) -> Option<&'b [u8]> {
+    fn take(&mut self, n: usize) -> Option<&'b [u8]> {
         let (head, rest) = self.rest.split_at_checked(n)?;
         self.rest = rest;
         Some(head)
     }
 
-    pub fn byte(&mut self) -> Option<u8> {
+    fn byte(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
 
-    pub fn u128(&mut self) -> Option<u128> {
-        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
-    }
-
     /// A length written by [`put_len`].
-    pub fn length(&mut self) -> Option<usize> {
+    fn length(&mut self) -> Option<usize> {
         let mut n: usize = 0;
         for shift in (0..usize::BITS).step_by(7) {
             let b = self.byte()?;
@@ -143,12 +139,12 @@ impl<'b> Reader<'b> {
     }
 
     /// A string written by [`put_str`].
-    pub fn str(&mut self) -> Option<&'b str> {
+    fn str(&mut self) -> Option<&'b str> {
         let n = self.length()?;
         std::str::from_utf8(self.take(n)?).ok()
     }
 
-    pub fn string(&mut self) -> Option<String> {
+    fn string(&mut self) -> Option<String> {
         self.str().map(str::to_string)
     }
 

@@ -368,7 +368,7 @@ pub(crate) fn compress_input(
                 store,
             )
             .map_err(Failure::run)?;
-            crate::known::keep_memo(store, &runs, (&stored, &memo))?;
+            crate::known::keep_read_back(store, &runs, (&stored, &memo))?;
         }
         batch.commit().map_err(|e| Failure::run(e.to_string()))
     };

@@ -14,10 +14,9 @@
 //! (another pipeline, a point that does not match) reads them first (`ReadFrom::unread`), and
 //! a damaged record is no record.
 //!
-//! It also keeps, per session (`records/write-memo/<session>`), the writer's memo of the last
-//! output ([`condense_formats::WriteMemo`]): the serialized texts of the messages the stages
-//! changed, and the keys of those that read back as their messages. The next turn writes most
-//! of them again: it neither serializes them nor reads them back.
+//! It also keeps, per session (`records/read-back/<session>`), the keys of the texts the last
+//! output was written with that read back as their messages ([`condense_formats::WriteMemo::verified`]):
+//! the next turn writes most of them again and need not read them back.
 
 use crate::cli::CompressArgs;
 use crate::input::{Input, Known};
@@ -84,28 +83,30 @@ pub(crate) fn remember(
         .map_err(Failure::run)
 }
 
-/// Store namespace of the writer's memo of a session's last output ([`WriteMemo::to_bytes`]).
-const WRITE_MEMO: &str = "write-memo";
+/// Store namespace of the texts known to read back as their messages, by session.
+const READ_BACK: &str = "read-back";
 
-/// The memo a run's write starts from: the one the session's last output was written with
-/// (its changed messages' texts and the keys of those known to read back as their messages),
-/// for the document's one session, with the record as stored. A document of several
-/// conversations writes without one; a damaged record is an empty memo.
+/// The memo a run's write starts from: the texts `store` knows to read back as their messages
+/// for the document's one session (none for several), with the record as stored. A damaged
+/// record is none.
 pub(crate) fn write_memo(store: &Store, runs: &[RunResult]) -> (WriteMemo, Vec<u8>) {
-    let [run] = runs else {
-        return (WriteMemo::off(), Vec::new());
+    let mut memo = WriteMemo::off();
+    let stored = match runs {
+        [run] => store
+            .record_get(READ_BACK, &run.session)
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+        _ => Vec::new(),
     };
-    let stored = store
-        .record_get(WRITE_MEMO, &run.session)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    (WriteMemo::from_bytes(&stored), stored)
+    let keys = stored.chunks_exact(16).filter_map(|k| k.try_into().ok());
+    memo.trust(keys.map(u128::from_le_bytes));
+    (memo, stored)
 }
 
-/// Keeps the memo the write and its read back left (inside the run's transaction) when it is
-/// not the record `stored` already ([`write_memo`]).
-pub(crate) fn keep_memo(
+/// Keeps what the write's read back found (inside the run's transaction) when it is not the
+/// record `stored` already ([`write_memo`]).
+pub(crate) fn keep_read_back(
     store: &Store,
     runs: &[RunResult],
     (stored, memo): (&[u8], &WriteMemo),
@@ -113,11 +114,13 @@ pub(crate) fn keep_memo(
     let [run] = runs else {
         return Ok(());
     };
-    let bytes = memo.to_bytes();
+    let mut keys: Vec<u128> = memo.verified().collect();
+    keys.sort_unstable();
+    let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
     if bytes == stored {
         return Ok(());
     }
     store
-        .record_put(WRITE_MEMO, &run.session, &bytes)
+        .record_put(READ_BACK, &run.session, &bytes)
         .map_err(|e| Failure::run(e.to_string()))
 }

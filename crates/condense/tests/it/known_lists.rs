@@ -121,56 +121,6 @@ fn each_turn_parses_only_what_it_needs_and_writes_what_a_full_parse_does() {
     }
 }
 
-/// The writer's memo `compress` keeps per session (`records/write-memo/<session>`).
-fn memo_records(store: &Path) -> Vec<(String, Vec<u8>)> {
-    let store = condense_store::Store::open(store).unwrap();
-    store.records("write-memo").unwrap()
-}
-
-#[test]
-fn the_writers_memo_kept_with_the_session_writes_what_a_writer_without_it_writes() {
-    let messages = messages();
-    let dir = tempfile::tempdir().unwrap();
-    let path = |name: &str| -> PathBuf { dir.path().join(name) };
-    let (kept, damaged) = (path("kept.store"), path("damaged.store"));
-    let input = path("request.json");
-    let n = messages.len();
-    for (turn, count) in [n * 3 / 5, n * 4 / 5, n].into_iter().enumerate() {
-        let text = body(&messages, count);
-        std::fs::write(&input, &text).unwrap();
-        let (out, _) = compress(&input, &kept, &path("k.json"), &[]);
-        // The other store's memo damaged before each turn: its writer starts from nothing.
-        {
-            let store = condense_store::Store::open(&damaged).unwrap();
-            for (session, bytes) in memo_records(&damaged) {
-                store
-                    .record_put("write-memo", &session, &bytes[..bytes.len() / 2])
-                    .unwrap();
-            }
-        }
-        let (reference, _) = compress(&input, &damaged, &path("d.json"), &[]);
-        assert!(
-            out == reference,
-            "turn {turn}: not what a writer without a memo writes"
-        );
-        // One record, for the one session, holding the texts of the changed messages.
-        let records = memo_records(&kept);
-        assert_eq!(records.len(), 1, "turn {turn}");
-        assert!(records[0].1.starts_with(b"condense-write-memo-1\n"));
-        assert!(
-            records[0].1.len() > 1000,
-            "turn {turn}: {} bytes",
-            records[0].1.len()
-        );
-        assert_expands_to(
-            path("k.json").to_str().unwrap(),
-            kept.to_str().unwrap(),
-            path("back.json").to_str().unwrap(),
-            &text,
-        );
-    }
-}
-
 #[test]
 fn a_turn_under_other_settings_reads_the_history_after_all() {
     let messages = messages();
