@@ -213,14 +213,15 @@ impl Proxy {
         );
         let mut ever_compressed = done.body.is_some();
         loop {
-            // A body condense changed goes as plain JSON; the client's goes as it came.
-            let up = match &done.body {
+            // A body condense changed goes as plain JSON (moved into the request, not copied:
+            // a retry sends the body it compresses next); the client's goes as it came.
+            let up = match done.body.take() {
                 Some(b) => {
                     let mut plain_headers = headers.clone();
                     if plain.decoded {
                         plain_headers.remove(header::CONTENT_ENCODING);
                     }
-                    build(&method, &uri, &plain_headers, Bytes::from(b.clone()))?
+                    build(&method, &uri, &plain_headers, Bytes::from(b))?
                 }
                 None => build(&method, &uri, &headers, bytes.clone())?,
             };
