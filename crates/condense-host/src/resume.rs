@@ -136,6 +136,9 @@ pub(crate) struct InputHash {
     /// The record names of the messages the point the run resumed from stored, by their
     /// fingerprint: stored already, so not written again.
     stored: PrehashedMap<u128, String>,
+    /// The run's output's token counts, once it has them: a long-lived pipeline keeps them
+    /// with the point, and the next run's start counts only its new messages.
+    pub(crate) output_count: Option<ConversationCount>,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -166,6 +169,7 @@ impl InputHash {
             each,
             message_tokens: None,
             stored: PrehashedMap::default(),
+            output_count: None,
         }
     }
 }
@@ -217,6 +221,8 @@ pub(crate) struct Loaded {
     stored: Option<Vec<(u128, Message)>>,
     /// The input messages its output kept as they were (memory only).
     kept: InputsKept,
+    /// Its output's token counts (memory only).
+    count: Option<ConversationCount>,
 }
 
 /// The messages a point names (`names`, in the session's [`MESSAGES_PREFIX`] namespace), with
@@ -343,20 +349,21 @@ pub(crate) fn start(
         Some(settings) => load(store, session, memory)?.map(|l| (settings, l)),
         None => None,
     };
-    let (point, remembered, kept) = match loaded {
+    let (point, remembered, kept, output_count) = match loaded {
         Some((
             settings,
             Loaded {
                 point: p,
                 stored,
                 kept,
+                count,
             },
         )) => {
             let usable =
                 p.version == VERSION && p.settings == settings && p.inputs <= input.messages.len();
-            (usable.then_some(p), stored, kept)
+            (usable.then_some(p), stored, kept, count)
         }
-        None => (None, None, InputsKept::new()),
+        None => (None, None, InputsKept::new(), None),
     };
     let mut hash = InputHash::of(&input, fingerprints, point.as_ref().map(|p| p.inputs));
     let point = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix));
@@ -431,7 +438,19 @@ pub(crate) fn start(
     );
     let prefix = std::mem::replace(&mut input.messages, output);
     input.messages.extend(new);
-    let started = count(&input);
+    // The remembered output's counts are the prefix's (the same messages): only the frame and
+    // the new messages were counted.
+    let started = match output_count.filter(|c| c.messages.len() == output_messages) {
+        Some(prefix_count) => {
+            let started = counted.after(&prefix_count);
+            debug_assert!(
+                started == count(&input),
+                "a remembered output's counts are not its messages'"
+            );
+            started
+        }
+        None => count(&input),
+    };
     let tokens_started = started.total;
     if tokens_started > tokens_before {
         // Not expected (a stored output was never bigger than its input), but a run must never
@@ -519,6 +538,7 @@ fn load(
         point,
         stored: None,
         kept: InputsKept::new(),
+        count: None,
     }))
 }
 
@@ -600,6 +620,7 @@ pub(crate) fn save(
             point: owned,
             stored: Some(stored),
             kept,
+            count: hash.output_count.clone(),
         };
         memory.keep(store, session, xxh3_128(&bytes), loaded);
     }

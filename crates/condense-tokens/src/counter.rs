@@ -93,6 +93,40 @@ impl ConversationCount {
     pub fn budget(&self, config: &BudgetConfig) -> Budget {
         Budget::compute(config, self.fixed(), self.conversation())
     }
+
+    /// The counts of a conversation whose messages are `prefix`'s followed by these, under
+    /// this frame (system prompt and tools): what counting it whole gives, without hashing the
+    /// prefix's blocks again.
+    ///
+    /// ```
+    /// use condense_model::{Block, Conversation, Message, Role};
+    /// use condense_tokens::{TokenCounter, TokenizerKind};
+    /// let counter = TokenCounter::new(TokenizerKind::Estimate);
+    /// let m = |t: &str| Message::new("#0", Role::User, vec![Block::text(t)]);
+    /// let whole = Conversation { messages: vec![m("one two"), m("three")], ..Default::default() };
+    /// let (mut head, mut tail) = (whole.clone(), whole.clone());
+    /// head.messages.truncate(1);
+    /// tail.messages.remove(0);
+    /// let joined = counter.count_conversation(&tail).after(&counter.count_conversation(&head));
+    /// assert_eq!(joined, counter.count_conversation(&whole));
+    /// ```
+    pub fn after(self, prefix: &ConversationCount) -> ConversationCount {
+        let mut messages = Vec::with_capacity(prefix.messages.len() + self.messages.len());
+        messages.extend_from_slice(&prefix.messages);
+        messages.extend_from_slice(&self.messages);
+        let mut blocks = Vec::with_capacity(prefix.blocks.len() + self.blocks.len());
+        blocks.extend_from_slice(&prefix.blocks);
+        blocks.extend_from_slice(&self.blocks);
+        let in_messages = prefix.in_messages() + self.in_messages();
+        ConversationCount {
+            system: self.system,
+            tools: self.tools,
+            messages,
+            system_messages: prefix.system_messages + self.system_messages,
+            total: self.system + self.tools + in_messages,
+            blocks,
+        }
+    }
 }
 
 /// Cache statistics since the counter was made (or since [`TokenCounter::reset_stats`]).

@@ -160,7 +160,11 @@ impl RunState {
             resumed: self.resumed,
             stages: self.runs,
         };
-        Ok((result, self.input_hash))
+        let hash = self.input_hash.map(|mut h| {
+            h.output_count = Some(self.count);
+            h
+        });
+        Ok((result, hash))
     }
 }
 
