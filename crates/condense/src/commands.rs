@@ -16,7 +16,7 @@ use condense_text::thousands;
 use condense_tokens::{TokenCounter, TokenizerKind};
 use serde::Serialize;
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
@@ -182,12 +182,12 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let mut input = input?;
     let loaded = loaded?;
     let store = run_store.open()?;
-    let out = args.out.as_deref();
-    let mut done = compress_input(&mut input, &loaded, (&store, out), now_ms, &args)?;
+    let out = (&store, args.out.as_deref());
+    let mut done = compress_input(&mut input, &loaded, out, now_ms, &args)?;
     for by in &done.fit_by {
         eprintln!("condense: fits after forcing `{by}`");
     }
-    done.write_out(out)?;
+    done.write_out()?;
 
     let mut report = build_report(
         &input.source(),
@@ -237,8 +237,9 @@ pub(crate) fn store_dir_for(
 pub(crate) struct Compressed {
     /// The output, in the input's format.
     pub out: Vec<u8>,
-    /// The output file, written beside its path while the store committed, when it was
-    /// ([`stage_output`]).
+    /// Where the output goes ([`write_output`]'s places), and the file written beside it
+    /// while the store committed, when it was ([`stage_output`]).
+    out_path: Option<PathBuf>,
     staged: Option<Staged>,
     /// One run per conversation.
     pub runs: Vec<RunResult>,
@@ -249,12 +250,12 @@ pub(crate) struct Compressed {
 }
 
 impl Compressed {
-    /// Puts the output at `out` ([`write_output`]'s places): the file staged while the store
+    /// Puts the output where [`compress_input`] was told: the file staged while the store
     /// committed is renamed into place, anything else is written now.
-    pub(crate) fn write_out(&mut self, out: Option<&Path>) -> Result<(), Failure> {
+    pub(crate) fn write_out(&mut self) -> Result<(), Failure> {
         match self.staged.take() {
             Some(staged) => staged.publish(),
-            None => write_output(out, &self.out),
+            None => write_output(self.out_path.as_deref(), &self.out),
         }
     }
 }
@@ -387,6 +388,7 @@ pub(crate) fn compress_input(
     };
     committed?;
     Ok(Compressed {
+        out_path: out_path.map(Path::to_path_buf),
         staged: staged?,
         out,
         runs,

@@ -295,7 +295,7 @@ fn compress_file(
     let store = run_store.open()?;
     let output = output_path(path, dir, out_dir);
     let mut done = compress_input(&mut input, loaded, (&store, Some(&output)), now_ms, args)?;
-    done.write_out(Some(&output))?;
+    done.write_out()?;
     let format = input.doc.format().as_str();
     let report = build_report(&input.source(), format, &store_dir, &done.runs);
     let status = match (done.unfit.is_empty(), done.fit_by.first()) {

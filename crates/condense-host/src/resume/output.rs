@@ -73,14 +73,7 @@ pub(super) fn output_of(
 
 /// What a message moved out of a list leaves behind: an empty event, made without allocating.
 fn hole() -> Message {
-    Message {
-        id: String::new(),
-        role: condense_model::Role::Event,
-        timestamp: None,
-        content: condense_model::Content::default(),
-        extra: condense_model::RawJson::default(),
-        envelope: condense_model::RawJson::default(),
-    }
+    Message::new(String::new(), condense_model::Role::Event, Vec::new())
 }
 
 /// Puts the messages [`output_of`] moved out of `covered` back from `output`.

@@ -100,7 +100,7 @@ impl Accepted {
                     state.segments.extend(segment);
                 }
                 let before = std::mem::replace(&mut state.current, conversation);
-                state.forget_prints(None);
+                state.prints = vec![None; state.current.messages.len()];
                 record_rewrites(
                     &mut state.services,
                     before,
@@ -123,8 +123,7 @@ impl Accepted {
                     let (_, segment) = archive_replaced(store, session, pairs, archive)?;
                     state.segments.extend(segment);
                 }
-                let changed: Vec<usize> = olds.iter().map(|(i, _)| *i).collect();
-                state.forget_prints(Some(&changed));
+                state.forget_prints(olds.iter().map(|(i, _)| *i));
                 record_replaced(&mut state.services, olds, &state.current, archived);
                 Ok(Some(checked))
             }

@@ -89,18 +89,12 @@ impl RunState {
         }
     }
 
-    /// Forgets the fingerprints of the messages a stage changed (`changed`: their indices;
-    /// `None`: the whole conversation was replaced).
-    pub(super) fn forget_prints(&mut self, changed: Option<&[usize]>) {
-        match changed {
-            Some(changed) => {
-                for &i in changed {
-                    if let Some(p) = self.prints.get_mut(i) {
-                        *p = None;
-                    }
-                }
+    /// Forgets the fingerprints of the messages a stage changed, by index.
+    pub(super) fn forget_prints(&mut self, changed: impl IntoIterator<Item = usize>) {
+        for i in changed {
+            if let Some(p) = self.prints.get_mut(i) {
+                *p = None;
             }
-            None => self.prints = vec![None; self.current.messages.len()],
         }
     }
 
