@@ -7,6 +7,8 @@ use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 use serde_json::Value;
 use std::io;
 
+mod value_writer;
+
 pub(crate) type Map = serde_json::Map<String, Value>;
 pub(crate) type Result<T> = std::result::Result<T, FormatError>;
 
@@ -372,9 +374,9 @@ impl Style {
     }
 }
 
-fn serialize<F: Formatter>(value: &Value, out: &mut Vec<u8>, fmt: F) -> serde_json::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(out, fmt);
-    serde::Serialize::serialize(value, &mut ser)
+fn serialize<F: Formatter>(value: &Value, out: &mut Vec<u8>, mut fmt: Ascii<F>) -> io::Result<()> {
+    let ascii = fmt.ascii;
+    value_writer::write_value(value, out, &mut fmt, ascii)
 }
 
 /// A formatter that, when `ascii` is set, escapes every non-ASCII character as `\uXXXX` (UTF-16,
@@ -385,6 +387,27 @@ struct Ascii<F> {
     ascii: bool,
     colon: bool,
     comma: bool,
+}
+
+/// `fragment` with every non-ASCII character escaped as `\\uXXXX` (UTF-16, lowercase hex, as
+/// Python writes it).
+fn write_ascii_escaped<W: ?Sized + io::Write>(w: &mut W, fragment: &str) -> io::Result<()> {
+    if fragment.is_ascii() {
+        return w.write_all(fragment.as_bytes());
+    }
+    let mut start = 0;
+    for (i, c) in fragment.char_indices() {
+        if c.is_ascii() {
+            continue;
+        }
+        w.write_all(&fragment.as_bytes()[start..i])?;
+        let mut units = [0u16; 2];
+        for unit in c.encode_utf16(&mut units) {
+            write!(w, "\\u{unit:04x}")?;
+        }
+        start = i + c.len_utf8();
+    }
+    w.write_all(&fragment.as_bytes()[start..])
 }
 
 macro_rules! forward {
@@ -403,22 +426,10 @@ impl<F: Formatter> Formatter for Ascii<F> {
         w: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
-        if !self.ascii || fragment.is_ascii() {
+        if !self.ascii {
             return w.write_all(fragment.as_bytes());
         }
-        let mut start = 0;
-        for (i, c) in fragment.char_indices() {
-            if c.is_ascii() {
-                continue;
-            }
-            w.write_all(&fragment.as_bytes()[start..i])?;
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                write!(w, "\\u{unit:04x}")?;
-            }
-            start = i + c.len_utf8();
-        }
-        w.write_all(&fragment.as_bytes()[start..])
+        write_ascii_escaped(w, fragment)
     }
 
     fn begin_array_value<W: ?Sized + io::Write>(

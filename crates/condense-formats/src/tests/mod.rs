@@ -17,4 +17,4 @@ mod read_back;
 mod responses;
 mod robust;
 mod roundtrip;
-mod support;
+pub(crate) mod support;

@@ -1,0 +1,284 @@
+//! A [`Value`] written through a serde_json [`Formatter`], as serde_json's own serializer
+//! writes it, with strings scanned for what needs escaping eight bytes at a time.
+//!
+//! The writer serializes every message a stage changed (at 1M tokens, 183 of them a turn).
+//! serde_json looks up every byte of every string in its escape table, one byte per step, and
+//! hands every run between two escapes to the formatter.
+//!
+//! The output is serde_json's, byte for byte: the formatter is called in the order serde_json's
+//! `Serializer` calls it (an empty array or object is `begin` then `end`; every element and
+//! entry is wrapped in its `begin_*`/`end_*` pair), and a string is cut into the same fragments
+//! at the same escapes. The tests hold the two to each other on every shipped session and on
+//! strings of every escape.
+
+use serde_json::ser::Formatter;
+use serde_json::Value;
+use std::io;
+
+/// Writes `value` onto `out` through `fmt`: the bytes `serde_json::Serializer::with_formatter`
+/// writes for it, `fmt` being [`super::Ascii`] (whose own `ascii` is `ascii`) around serde_json's
+/// compact or pretty formatter.
+pub(crate) fn write_value<F: Formatter>(
+    value: &Value,
+    out: &mut Vec<u8>,
+    fmt: &mut F,
+    ascii: bool,
+) -> io::Result<()> {
+    match value {
+        Value::Null => fmt.write_null(out),
+        Value::Bool(b) => fmt.write_bool(out, *b),
+        Value::Number(n) => write_number(n, out, fmt),
+        Value::String(s) => write_str(s, out, ascii),
+        Value::Array(items) => {
+            fmt.begin_array(out)?;
+            for (i, item) in items.iter().enumerate() {
+                fmt.begin_array_value(out, i == 0)?;
+                write_value(item, out, fmt, ascii)?;
+                fmt.end_array_value(out)?;
+            }
+            fmt.end_array(out)
+        }
+        Value::Object(map) => {
+            fmt.begin_object(out)?;
+            for (i, (key, item)) in map.iter().enumerate() {
+                fmt.begin_object_key(out, i == 0)?;
+                write_str(key, out, ascii)?;
+                fmt.end_object_key(out)?;
+                fmt.begin_object_value(out)?;
+                write_value(item, out, fmt, ascii)?;
+                fmt.end_object_value(out)?;
+            }
+            fmt.end_object(out)
+        }
+    }
+}
+
+/// A number as serde_json's `Number` serializes itself: an unsigned or a negative integer as
+/// such, a float as `write_f64` (a `Value` holds finite floats only; anything else is `null`,
+/// as serde_json writes it).
+fn write_number<F: Formatter>(
+    n: &serde_json::Number,
+    out: &mut Vec<u8>,
+    fmt: &mut F,
+) -> io::Result<()> {
+    if let Some(u) = n.as_u64() {
+        fmt.write_u64(out, u)
+    } else if let Some(i) = n.as_i64() {
+        fmt.write_i64(out, i)
+    } else {
+        match n.as_f64() {
+            Some(f) if f.is_finite() => fmt.write_f64(out, f),
+            _ => fmt.write_null(out),
+        }
+    }
+}
+
+/// A quoted, escaped string, as serde_json's serializer writes it through [`super::Ascii`] (the
+/// only formatter that writes strings its own way): the runs between escapes as they are, or
+/// with every non-ASCII character as `\uXXXX` when `ascii`. Written here rather than through
+/// the formatter, whose calls cost more than the bytes of a run between two line ends.
+fn write_str(s: &str, out: &mut Vec<u8>, ascii: bool) -> io::Result<()> {
+    out.push(b'"');
+    write_escaped(
+        s,
+        out,
+        |out, run| match ascii {
+            true => super::write_ascii_escaped(out, run),
+            false => {
+                out.extend_from_slice(run.as_bytes());
+                Ok(())
+            }
+        },
+        |out, escape| {
+            out.extend_from_slice(escape);
+            Ok(())
+        },
+    )?;
+    out.push(b'"');
+    Ok(())
+}
+
+/// Writes the inside of the JSON string for `s` (without its quotes): each run between two
+/// escapes through `run`, each escape as serde_json spells it (the quote, the backslash and the
+/// bytes below 0x20; short escapes where JSON has them, else `\u00XX` in lowercase hex). The
+/// runs are those serde_json hands its formatter's `write_string_fragment`.
+fn write_escaped<W: ?Sized>(
+    s: &str,
+    w: &mut W,
+    mut run: impl FnMut(&mut W, &str) -> io::Result<()>,
+    mut escape: impl FnMut(&mut W, &'static [u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        i = skip_plain_words(bytes, i);
+        let Some(&byte) = bytes.get(i) else {
+            break;
+        };
+        let Some(spelled) = escape_of(byte) else {
+            i += 1;
+            continue;
+        };
+        if start < i {
+            // Cut before and after an ASCII byte: both ends are character boundaries.
+            run(w, &s[start..i])?;
+        }
+        escape(w, spelled)?;
+        i += 1;
+        start = i;
+    }
+    if start < bytes.len() {
+        run(w, &s[start..])?;
+    }
+    Ok(())
+}
+
+/// How JSON escapes `byte` inside a string, if it must (serde_json's table and spellings).
+fn escape_of(byte: u8) -> Option<&'static [u8]> {
+    const CONTROL: [&[u8]; 32] = [
+        b"\\u0000", b"\\u0001", b"\\u0002", b"\\u0003", b"\\u0004", b"\\u0005", b"\\u0006",
+        b"\\u0007", b"\\b", b"\\t", b"\\n", b"\\u000b", b"\\f", b"\\r", b"\\u000e", b"\\u000f",
+        b"\\u0010", b"\\u0011", b"\\u0012", b"\\u0013", b"\\u0014", b"\\u0015", b"\\u0016",
+        b"\\u0017", b"\\u0018", b"\\u0019", b"\\u001a", b"\\u001b", b"\\u001c", b"\\u001d",
+        b"\\u001e", b"\\u001f",
+    ];
+    match byte {
+        b'"' => Some(b"\\\""),
+        b'\\' => Some(b"\\\\"),
+        0x00..=0x1f => Some(CONTROL[usize::from(byte)]),
+        _ => None,
+    }
+}
+
+/// A word whose bytes are all `byte`.
+const fn splat(byte: u8) -> u64 {
+    u64::from_ne_bytes([byte; 8])
+}
+
+/// Nonzero when some byte of `word` is below `limit` (at most 0x80). Exact for the word as a
+/// whole (a borrow can mark a byte above a matching one, never a word without one), which is
+/// all [`skip_plain_words`] asks.
+#[inline]
+fn has_byte_below(word: u64, limit: u8) -> u64 {
+    word.wrapping_sub(splat(limit)) & !word & splat(0x80)
+}
+
+/// Nonzero when some byte of `word` needs escaping: a quote, a backslash, or below 0x20.
+#[inline]
+fn needs_escape(word: u64) -> u64 {
+    has_byte_below(word, 0x20)
+        | has_byte_below(word ^ splat(b'"'), 1)
+        | has_byte_below(word ^ splat(b'\\'), 1)
+}
+
+/// The index of the first word from `i` on that holds a byte to escape (or of the tail shorter
+/// than a word): every byte before it is written as it is.
+#[inline]
+fn skip_plain_words(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if needs_escape(u64::from_ne_bytes(word)) != 0 {
+            break;
+        }
+        i += 8;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::ser::{CompactFormatter, PrettyFormatter};
+
+    fn serde_json_bytes<F: Formatter>(value: &Value, fmt: F) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+        serde::Serialize::serialize(value, &mut ser).unwrap();
+        out
+    }
+
+    fn ours<F: Formatter>(value: &Value, mut fmt: F, ascii: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_value(value, &mut out, &mut fmt, ascii).unwrap();
+        out
+    }
+
+    fn assert_same(value: &Value) {
+        assert_eq!(
+            String::from_utf8(ours(value, CompactFormatter, false)).unwrap(),
+            String::from_utf8(serde_json_bytes(value, CompactFormatter)).unwrap()
+        );
+        assert_eq!(
+            ours(value, PrettyFormatter::with_indent(b"\t"), false),
+            serde_json_bytes(value, PrettyFormatter::with_indent(b"\t"))
+        );
+        // The style's own formatter: non-ASCII escaped, Python's spaced separators.
+        let ascii = || super::super::Ascii {
+            inner: CompactFormatter,
+            ascii: true,
+            colon: true,
+            comma: true,
+        };
+        assert_eq!(ours(value, ascii(), true), serde_json_bytes(value, ascii()));
+    }
+
+    #[test]
+    fn every_byte_that_needs_escaping_is_escaped_as_serde_json_does_at_every_offset() {
+        // Each escapable byte (and some that are not: DEL, '/', non-ASCII) at every offset
+        // within and across words, so the word scan meets it in every lane.
+        let specials: Vec<char> = (0u8..0x20)
+            .map(char::from)
+            .chain(['"', '\\', '/', '\x7f', 'é', '€', '😀'])
+            .collect();
+        for special in specials {
+            for at in 0..20 {
+                let mut s = "a".repeat(at);
+                s.push(special);
+                s.push_str(&"b".repeat(19 - at));
+                assert_same(&Value::String(s.clone()));
+                // Two in a row, and one as an object key.
+                s.push(special);
+                assert_same(&serde_json::json!({ s.clone(): [s] }));
+            }
+        }
+    }
+
+    #[test]
+    fn structures_and_numbers_are_written_as_serde_json_writes_them() {
+        let value = serde_json::json!({
+            "empty_array": [],
+            "empty_object": {},
+            "nested": [[], {}, [1, [2, {"a": null}]], {"b": {"c": []}}],
+            "numbers": [0, 1, -1, u64::MAX, i64::MIN, 1.5, -0.0, 1e300, 2.5e-8, 100000.0],
+            "bools": [true, false],
+            "text": "line one\nline \"two\"\ttabbed\\",
+        });
+        assert_same(&value);
+        assert_same(&Value::Array(Vec::new()));
+        assert_same(&Value::Null);
+    }
+
+    #[test]
+    fn every_value_of_every_shipped_session_is_written_as_serde_json_writes_it() {
+        let mut count = 0;
+        for file in crate::tests::support::fixture_files() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            // The whole file as JSON, else each line (JSONL); what does not parse (the edge
+            // fixtures that are not JSON by design) is left out.
+            let docs: Vec<Value> = match serde_json::from_str(&text) {
+                Ok(doc) => vec![doc],
+                Err(_) => text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect(),
+            };
+            for doc in docs {
+                assert_same(&doc);
+                count += 1;
+            }
+        }
+        assert!(count > 1_000, "only {count} values");
+    }
+}
