@@ -13,7 +13,8 @@
 //! - `remove`: `m` is new and stands for nothing (expand drops it).
 //!
 //! One stage run writes a segment record (entries plus the original messages inline, and the
-//! original bytes of those the caller could give, see [`ArchiveOptions::texts`]), named by its
+//! original bytes of those the caller could give, see [`ArchiveOptions::texts`], embedded as the
+//! JSON they are where they read back the same, [`OriginalText`]), named by its
 //! content hash, so an identical rerun writes nothing new; a large one is written as several
 //! segments of about 64 KiB, each output key whole in one of them ([`chunks`]), so a later run
 //! that needs a few originals reads a few small segments. The run's writes are one transaction
@@ -125,7 +126,53 @@ struct Segment {
     header: Option<Header>,
     /// (index in `messages`, the original bytes of that message), when the caller had them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    texts: Vec<(usize, String)>,
+    texts: Vec<(usize, OriginalText)>,
+}
+
+/// An original's bytes as a segment holds them: the JSON object or array they are, embedded as
+/// it is, or any other text as a JSON string (every text, in segments condense wrote before).
+///
+/// Embedding an original as itself is what makes a first run's archive cheaper: as a string,
+/// every quote of the JSON it is would be escaped (half of what writing the segments cost).
+/// A text is embedded only when it is exactly one valid JSON object or array, with nothing
+/// around it (a raw value would not keep surrounding whitespace); it then reads back as the
+/// same bytes. A string is never embedded, so the two forms cannot be confused.
+#[derive(Debug, Clone, PartialEq)]
+struct OriginalText(String);
+
+impl OriginalText {
+    /// `text` as it is, when it can be embedded (see the type's docs).
+    fn embeddable(text: &str) -> Option<&serde_json::value::RawValue> {
+        let bracketed = matches!(
+            (text.as_bytes().first(), text.as_bytes().last()),
+            (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
+        );
+        if !bracketed {
+            return None;
+        }
+        let raw: &serde_json::value::RawValue = serde_json::from_str(text).ok()?;
+        (raw.get().len() == text.len()).then_some(raw)
+    }
+}
+
+impl Serialize for OriginalText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match OriginalText::embeddable(&self.0) {
+            Some(raw) => raw.serialize(serializer),
+            None => serializer.serialize_str(&self.0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for OriginalText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        if raw.get().starts_with('"') {
+            let text: String = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
+            return Ok(OriginalText(text));
+        }
+        Ok(OriginalText(String::from(Box::<str>::from(raw))))
+    }
 }
 
 /// The index record of one segment: how the conversation was read, and the output hashes the
@@ -277,10 +324,10 @@ struct DraftTexts<'d, 'm, 't>(&'d Draft<'m, 't>);
 impl Serialize for DraftTexts<'_, '_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let Some(texts) = self.0.texts else {
-            return serializer.collect_seq(std::iter::empty::<(usize, String)>());
+            return serializer.collect_seq(std::iter::empty::<(usize, OriginalText)>());
         };
         let pairs = self.0.messages.iter().enumerate();
-        serializer.collect_seq(pairs.filter_map(|(i, m)| texts(m).map(|t| (i, t))))
+        serializer.collect_seq(pairs.filter_map(|(i, m)| texts(m).map(|t| (i, OriginalText(t)))))
     }
 }
 

@@ -302,7 +302,7 @@ fn expand_with(segments: &[&Segment], conv: &mut Conversation) -> Result<Expansi
             .filter_map(|&i| {
                 let m = l.segment.messages.get(i)?;
                 if let Some((_, text)) = l.segment.texts.iter().find(|(at, _)| *at == i) {
-                    texts.push((m.clone(), text.clone()));
+                    texts.push((m.clone(), text.0.clone()));
                 }
                 Some(m.clone())
             })

@@ -358,7 +358,8 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
         assert!(json.starts_with("{\"entries\":{"), "{}", &json[..40]);
         let tail = &json[json.len() - 60..];
         assert_eq!(
-            json.contains("\"texts\":[[0,\"{\\\"raw\\\":\\\"#1\\\"}\"]]"),
+            // The original is a JSON object: embedded as itself, not as an escaped string.
+            json.contains("\"texts\":[[0,{\"raw\":\"#1\"}]]"),
             with_texts,
             "{tail}"
         );
@@ -489,4 +490,49 @@ fn a_reread_record_shares_the_keys_of_what_reads_back_unchanged() {
     assert_eq!(shared, records(false, (&reread, &[])));
     assert_eq!(shared, records(true, (&left_out, &same)));
     assert_eq!(shared, records(false, (&left_out, &same)));
+}
+
+/// An original's bytes are embedded as themselves only when they are exactly one JSON object or
+/// array; every other text is a JSON string. Either reads back as the same bytes, and a segment
+/// written before embedding (every text a string) still reads.
+#[test]
+fn an_original_is_embedded_as_itself_only_when_it_reads_back_the_same() {
+    let embedded = [
+        r#"{"role":"user","content":"say \"hi\"\n"}"#,
+        "{\n  \"a\": [1, 2.50, 1e5],\r\n  \"b\": {}\n}",
+        r#"[{"type":"text","text":"é \u00e9"}]"#,
+        "{}",
+    ];
+    let as_strings = [
+        "",
+        "plain text",
+        r#""a JSON string""#,
+        " {\"a\":1}",
+        "{\"a\":1}\n",
+        "{\"a\":1}\r",
+        "{\"a\":1} {\"b\":2}",
+        "{\"a\":}",
+        "{\"a\":1",
+        "42",
+        "null",
+    ];
+    for (texts, as_itself) in [(&embedded[..], true), (&as_strings[..], false)] {
+        for text in texts {
+            let json = serde_json::to_string(&(0, OriginalText(text.to_string()))).unwrap();
+            let expected = if as_itself {
+                format!("[0,{text}]")
+            } else {
+                format!("[0,{}]", serde_json::to_string(text).unwrap())
+            };
+            assert_eq!(json, expected, "{text:?}");
+            let (_, back): (usize, OriginalText) = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.0, *text);
+        }
+    }
+    let old = r##"{"entries":{},"messages":[],"header":null,"texts":[[0,"{\"raw\":\"#1\"}"]]}"##;
+    let segment: Segment = serde_json::from_str(old).unwrap();
+    assert_eq!(
+        segment.texts,
+        [(0, OriginalText(r##"{"raw":"#1"}"##.to_string()))]
+    );
 }
