@@ -54,6 +54,12 @@ pub struct WriteMemo {
     /// [`crate::read_back::text_key`]): a later write leaves them out of what is read back.
     /// Only those the last read back used or checked are kept.
     verified: PrehashedSet<u128>,
+    /// The keys of the texts this write serialized (not taken from the memo): what a process
+    /// that keeps the memo in a store writes there ([`WriteMemo::serialized`]).
+    fresh: Vec<u128>,
+    /// Set by [`WriteMemo::with_texts`]: the [`WriteMemo::context`] its texts were written in,
+    /// adopted by the first write in that context (any other empties the memo).
+    stored_context: Option<u128>,
     /// How many messages' texts were taken from the memo (for tests).
     #[cfg(test)]
     pub(crate) hits: usize,
@@ -74,6 +80,35 @@ impl WriteMemo {
         }
     }
 
+    /// A memo of `texts` (by key) an earlier write in `context` left ([`WriteMemo::texts`],
+    /// [`WriteMemo::context`]): for a process that writes once per turn (`condense compress`)
+    /// and keeps the memo in its store between turns. A write in another context (format or
+    /// style) drops them.
+    pub fn with_texts(context: u128, texts: impl IntoIterator<Item = (u128, Vec<String>)>) -> Self {
+        WriteMemo {
+            kept: texts.into_iter().collect(),
+            stored_context: Some(context),
+            ..WriteMemo::default()
+        }
+    }
+
+    /// A hash of the format and style of the last write's texts (none before a write): what
+    /// [`WriteMemo::with_texts`] is handed back with them.
+    pub fn context(&self) -> Option<u128> {
+        self.context.as_ref().map(context_hash)
+    }
+
+    /// The texts the last write used or made, by key (after [`crate::Document::write_remembering`]).
+    pub fn texts(&self) -> impl Iterator<Item = (u128, &[String])> + '_ {
+        self.kept.iter().map(|(k, t)| (*k, t.as_slice()))
+    }
+
+    /// The keys of the texts the last write serialized itself (the others it took from the
+    /// memo), in the order it wrote them.
+    pub fn serialized(&self) -> &[u128] {
+        &self.fresh
+    }
+
     /// How many messages' texts it keeps.
     pub fn len(&self) -> usize {
         self.kept.len() + self.made.len()
@@ -91,6 +126,13 @@ impl WriteMemo {
     pub(crate) fn begin(&mut self, format: Format, style: &Style) {
         if self.off {
             return;
+        }
+        if let Some(stored) = self.stored_context.take() {
+            let context = (format, style.clone());
+            if context_hash(&context) != stored {
+                self.kept.clear();
+            }
+            self.context = Some(context);
         }
         if self
             .context
@@ -118,7 +160,13 @@ impl WriteMemo {
 
     /// Keeps `texts` under `key` (never called on a memo that is off: see `Texts::piece_memo`).
     pub(crate) fn put(&mut self, key: u128, texts: Vec<String>) {
+        self.fresh.push(key);
         self.made.insert(key, texts);
+    }
+
+    /// Starts a write: nothing serialized by it yet.
+    pub(crate) fn start(&mut self) {
+        self.fresh.clear();
     }
 
     /// Ends a write: what it did not use is dropped.
@@ -153,6 +201,15 @@ impl WriteMemo {
     pub(crate) fn echo_mut(&mut self) -> &mut Option<crate::read_back::Echo> {
         &mut self.echo
     }
+}
+
+/// The hash of a memo's context (format and style), as [`WriteMemo::context`] gives it.
+fn context_hash(context: &(Format, Style)) -> u128 {
+    // Every field of the style, as its derived `Debug` spells them: a field added to the style
+    // is part of the hash without a change here.
+    let (format, style) = context;
+    let spelled = format!("{} {style:?}", format.as_str());
+    xxhash_rust::xxh3::xxh3_128(spelled.as_bytes())
 }
 
 /// The key of a message's texts: its fingerprint and a hash of the text it was read from.

@@ -33,6 +33,7 @@ impl Document {
     pub(crate) fn write_bytes(&self, memo: &mut WriteMemo) -> Result<Vec<u8>> {
         self.source.finish(&self.conversations);
         *memo.echo_mut() = None;
+        memo.start();
         let mut out = self.write_layout(memo)?;
         out.extend_from_slice(&self.tail);
         if self.bom {

@@ -347,7 +347,9 @@ pub(crate) fn compress_input(
         runs.push(result);
     }
     crate::known::remember(store, input, &runs, args)?;
-    let (mut memo, stored) = crate::known::write_memo(store, &runs);
+    let session = crate::write_texts::session_of(&runs);
+    let (mut memo, kept_texts) = crate::write_texts::load(store, session);
+    let stored = crate::known::trust_read_back(store, &runs, &mut memo);
     let out = input
         .doc
         .write_remembering(&mut memo)
@@ -370,6 +372,7 @@ pub(crate) fn compress_input(
             )
             .map_err(Failure::run)?;
             crate::known::keep_read_back(store, &runs, (&stored, &memo))?;
+            crate::write_texts::save(store, session, &memo, &kept_texts)?;
         }
         batch.commit().map_err(|e| Failure::run(e.to_string()))
     };

@@ -86,11 +86,10 @@ pub(crate) fn remember(
 /// Store namespace of the texts known to read back as their messages, by session.
 const READ_BACK: &str = "read-back";
 
-/// The memo a run's write starts from: the texts `store` knows to read back as their messages
-/// for the document's one session (none for several), with the record as stored. A damaged
+/// Hands `memo` the keys of the texts `store` knows to read back as their messages for the
+/// document's one session (none for several), and gives the record as stored. A damaged
 /// record is none.
-pub(crate) fn write_memo(store: &Store, runs: &[RunResult]) -> (WriteMemo, Vec<u8>) {
-    let mut memo = WriteMemo::off();
+pub(crate) fn trust_read_back(store: &Store, runs: &[RunResult], memo: &mut WriteMemo) -> Vec<u8> {
     let stored = match runs {
         [run] => store
             .record_get(READ_BACK, &run.session)
@@ -101,11 +100,11 @@ pub(crate) fn write_memo(store: &Store, runs: &[RunResult]) -> (WriteMemo, Vec<u
     };
     let keys = stored.chunks_exact(16).filter_map(|k| k.try_into().ok());
     memo.trust(keys.map(u128::from_le_bytes));
-    (memo, stored)
+    stored
 }
 
 /// Keeps what the write's read back found (inside the run's transaction) when it is not the
-/// record `stored` already ([`write_memo`]).
+/// record `stored` already ([`trust_read_back`]).
 pub(crate) fn keep_read_back(
     store: &Store,
     runs: &[RunResult],

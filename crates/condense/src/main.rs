@@ -23,6 +23,7 @@ mod scaffold;
 mod serve;
 mod stats;
 mod term;
+mod write_texts;
 
 use clap::Parser;
 use std::process::ExitCode;
