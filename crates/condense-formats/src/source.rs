@@ -98,7 +98,7 @@ pub(crate) struct ConvPrints {
     /// The fingerprint of its system prompt, tools and other fields.
     frame: Fp,
     /// Unit indices by fingerprint, in file order.
-    by_fp: PrehashedMap<Fp, Vec<usize>>,
+    by_fp: PrehashedMap<Fp, Units>,
     /// Units of one message by the message's id (the first one read with that id), for ids
     /// that are not their message's place (`#12` for the message at index 12): those are found
     /// by `positional`. A list without ids of its own (every request body) keeps none here.
@@ -114,6 +114,45 @@ pub(crate) struct ConvPrints {
 
 /// No unit, in [`ConvPrints::positional`].
 const NO_UNIT: usize = usize::MAX;
+
+/// The units of one fingerprint, in file order: nearly always one, held without an allocation
+/// (a `Vec` each was 2,400 allocations a read at 1M tokens).
+#[derive(Debug, Clone)]
+struct Units {
+    first: usize,
+    rest: Vec<usize>,
+}
+
+impl Default for Units {
+    fn default() -> Self {
+        Units {
+            first: NO_UNIT,
+            rest: Vec::new(),
+        }
+    }
+}
+
+impl Units {
+    fn push(&mut self, unit: usize) {
+        if self.first == NO_UNIT {
+            self.first = unit;
+        } else {
+            self.rest.push(unit);
+        }
+    }
+
+    /// The `n`th unit.
+    fn get(&self, n: usize) -> Option<usize> {
+        match n {
+            0 => Some(self.first).filter(|&u| u != NO_UNIT),
+            _ => self.rest.get(n - 1).copied(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..).map_while(|n| self.get(n))
+    }
+}
 
 /// The text of one message (or of a few written together) as read.
 #[derive(Debug, Clone)]
@@ -203,7 +242,7 @@ impl Source {
             .by_fp
             .get(&fp)?
             .iter()
-            .map(|&u| &src.units[u])
+            .map(|u| &src.units[u])
             .find(|u| u.count == 1)?;
         self.text.get(unit.span.clone())
     }
@@ -339,7 +378,7 @@ impl<'s> Texts<'s> {
         }
         let unit = self.prints?.by_fp.get(&fp)?.get(used.1)?;
         used.1 += 1;
-        self.text.get(src.units[*unit].span.clone())
+        self.text.get(src.units[unit].span.clone())
     }
 
     /// The text the message with this id was read from (to spell its numbers alike).
@@ -629,6 +668,18 @@ fn default_comma(style: &Style) -> &'static str {
 mod tests {
     use super::*;
     use condense_model::{Block, Role};
+
+    #[test]
+    fn the_units_of_a_fingerprint_come_in_the_order_pushed() {
+        let mut units = Units::default();
+        assert_eq!(units.get(0), None);
+        assert_eq!(units.iter().count(), 0);
+        for u in [4, 0, 9] {
+            units.push(u);
+        }
+        assert_eq!(units.iter().collect::<Vec<_>>(), [4, 0, 9]);
+        assert_eq!((units.get(2), units.get(3)), (Some(9), None));
+    }
 
     #[test]
     fn a_message_is_found_by_its_id_first_read_first_whether_or_not_it_is_its_place() {
