@@ -37,7 +37,8 @@ struct Applied {
     found: Found,
     /// Whether it was committed or merged in this run.
     fresh: bool,
-    /// For a collapse of an earlier run: itself and its input tokens before any merge in this run.
+    /// For a collapse of an earlier run: itself (without its ids, which its report does not
+    /// name) and its input tokens before any merge in this run.
     prior: Option<(Collapse, usize)>,
     /// Its summary message's tokens, when this run committed it: the next commit merging into
     /// it needs them, and counting the running summary again at every commit cost as much as

@@ -61,4 +61,22 @@ pub struct Collapse {
     pub replaced_tokens: usize,
 }
 
+impl Collapse {
+    /// This collapse without the ids of the messages it stands for: what its summary message
+    /// and its report are made of, copied without a string per message.
+    pub fn without_ids(&self) -> Collapse {
+        Collapse {
+            first: self.first.clone(),
+            last: self.last.clone(),
+            count: self.count,
+            turns: self.turns,
+            ids: Vec::new(),
+            summary: self.summary.clone(),
+            merges: self.merges,
+            committed_ms: self.committed_ms,
+            replaced_tokens: self.replaced_tokens,
+        }
+    }
+}
+
 impl StageState for State {}

@@ -163,12 +163,16 @@ impl<M: ReadMessage> Run<'_, M> {
             "events add up to tokens_freed"
         );
         self.summary_notes(reapplied, committed, self.before_commits);
-        let state = State {
-            collapses: self.collapses.iter().map(|c| c.collapse.clone()).collect(),
-        };
         if !self.collapses.is_empty() {
             self.report.raise(Signal::CollapseActive);
         }
+        // Moved, not cloned: a collapse holds the id of every message it stands for.
+        let state = State {
+            collapses: std::mem::take(&mut self.collapses)
+                .into_iter()
+                .map(|c| c.collapse)
+                .collect(),
+        };
         self.report.blocks_changed = blocks_changed;
         self.report.tokens_freed = (freed > 0).then_some(freed);
         Ok(Finished {

@@ -133,7 +133,7 @@ impl<M: ReadMessage> Run<'_, M> {
         let input_tokens = self.tokens_of_range(range.clone());
         self.units.push(Unit::Collapsed(self.collapses.len()));
         self.collapses.push(Applied {
-            prior: Some((collapse.clone(), input_tokens)),
+            prior: Some((collapse.without_ids(), input_tokens)),
             collapse,
             range,
             input_tokens,
