@@ -62,24 +62,19 @@ pub fn encode_block(piece: &[u8], out: &mut Vec<u8>) {
     let len = piece.len() as u32;
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
-    let body = out.len();
-    out.resize(
-        body + lz4_flex::block::get_maximum_output_size(piece.len()),
-        0,
-    );
-    let stored = match lz4_flex::block::compress_into(piece, &mut out[body..]) {
-        Ok(n) if n < piece.len() => {
-            out.truncate(body + n);
-            n as u32
-        }
-        // Not smaller (or, never expected, a buffer too small): the piece as it is.
-        _ => {
-            out.truncate(body);
-            out.extend_from_slice(piece);
-            len | STORED_RAW
-        }
+    // Compressed into a buffer of its own, which lz4_flex leaves unfilled until it writes:
+    // compressing into `out` meant zeroing the largest size a block can take first (a tenth
+    // of a first run's compression).
+    let compressed = lz4_flex::block::compress(piece);
+    let stored = if compressed.len() < piece.len() {
+        out.extend_from_slice(&compressed);
+        compressed.len() as u32
+    } else {
+        // Not smaller: the piece as it is.
+        out.extend_from_slice(piece);
+        len | STORED_RAW
     };
-    out[start + 4..body].copy_from_slice(&stored.to_le_bytes());
+    out[start + 4..start + HEADER].copy_from_slice(&stored.to_le_bytes());
 }
 
 /// The value `stored` holds, stored with `codec`.
@@ -115,6 +110,13 @@ fn decode_blocks(mut stored: &[u8]) -> io::Result<Vec<u8>> {
                 return Err(corrupt("a stored block's length is wrong"));
             }
             out.extend_from_slice(body);
+        } else if out.is_empty() && stored.len() == HEADER + n {
+            // The only block (most values): decompressed into a buffer lz4_flex leaves
+            // unfilled until it writes, which is the value.
+            out = lz4_flex::block::decompress(body, len).map_err(|e| corrupt(&e.to_string()))?;
+            if out.len() != len {
+                return Err(corrupt("a block decompressed to the wrong length"));
+            }
         } else {
             let at = out.len();
             out.resize(at + len, 0);

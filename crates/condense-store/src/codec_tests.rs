@@ -167,3 +167,36 @@ fn a_store_of_the_previous_schema_is_read_and_upgraded() {
     );
     assert!(!e.contains('\n'), "{e}");
 }
+
+/// Values of one block and of several round-trip; damaged or cut blocks are errors, never a
+/// panic or a wrong value of the right length read as right.
+#[test]
+fn encoded_values_decode_exactly_and_damaged_ones_are_errors() {
+    let one = segment(crate::spill::CHUNK / 2);
+    let several = segment(2 * crate::spill::CHUNK + 77);
+    for value in [one, several] {
+        let encoded = codec::encode(&value);
+        assert!(encoded.len() < value.len());
+        assert_eq!(
+            codec::decode(encoded.clone(), codec::LZ4_BLOCKS).unwrap(),
+            value
+        );
+        for cut in [1, 7, encoded.len() / 2, encoded.len() - 1] {
+            assert!(codec::decode(encoded[..cut].to_vec(), codec::LZ4_BLOCKS).is_err());
+        }
+        // A block's stored length one longer than it is: the next header is misread or
+        // missing. Its length one shorter than it decompresses to: an error too.
+        let mut longer = encoded.clone();
+        longer[4] = longer[4].wrapping_add(1);
+        assert!(codec::decode(longer, codec::LZ4_BLOCKS).is_err());
+        let mut shorter_output = encoded.clone();
+        shorter_output[0] = shorter_output[0].wrapping_sub(1);
+        assert!(codec::decode(shorter_output, codec::LZ4_BLOCKS).is_err());
+        // Any flipped byte of a block's body: an error or some bytes, never a panic.
+        for at in (8..encoded.len()).step_by(97) {
+            let mut flipped = encoded.clone();
+            flipped[at] ^= 0x5a;
+            let _ = codec::decode(flipped, codec::LZ4_BLOCKS);
+        }
+    }
+}
