@@ -528,7 +528,10 @@ impl TokenCounter {
     fn block_cost(&self, block: &Block) -> usize {
         let tok = self.tokenizer;
         match block {
-            Block::Text(t) => tok.count(&t.text),
+            // In line parts, each cached: a stage that cuts a long text (snip keeps a result's
+            // first lines) counts the cut as the parts it shares with the whole plus its new
+            // end, where it counted all of it cold (a tenth of a first run at 1M tokens).
+            Block::Text(t) => self.count_in_line_parts(&t.text),
             Block::Thinking(t) => tok.count(&t.thinking),
             Block::ToolUse(t) => tok.count(&t.name) + tok.count(t.input.as_str()),
             Block::ToolResult(t) => self.count_content(&t.content),
