@@ -1,3 +1,7 @@
+//! The writer's texts kept between turns: what a turn writes (only what it serialized,
+//! compacted when chunks hold mostly dead texts), records read back whole or not at all, and a
+//! real write through a store taking its texts from there.
+
 use super::*;
 
 fn text(s: &str) -> Vec<String> {
