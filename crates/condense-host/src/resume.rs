@@ -223,6 +223,34 @@ pub(crate) struct Loaded {
     kept: InputsKept,
     /// Its output's token counts (memory only).
     count: Option<ConversationCount>,
+    /// The fingerprints of the messages its output stored, while memory waits for the output
+    /// itself ([`PointMemory::fill`]): kept by moving it in once the caller is done with it,
+    /// where copying the messages at the save cost a request a copy of the whole output.
+    awaiting: Option<Vec<u128>>,
+}
+
+/// `output` as `layout` says a point keeps it: the input messages it kept, by index, and the
+/// messages it stored with their fingerprints (`prints`, in order). `None` when they do not
+/// add up.
+fn split_output(
+    layout: &[i64],
+    prints: Vec<u128>,
+    output: Conversation,
+) -> Option<(InputsKept, Vec<(u128, Message)>)> {
+    if layout.len() != output.messages.len() {
+        return None;
+    }
+    let mut prints = prints.into_iter();
+    let (mut kept, mut stored) = (InputsKept::new(), Vec::new());
+    for (&at, message) in layout.iter().zip(output.messages) {
+        match usize::try_from(at) {
+            Ok(index) => {
+                kept.insert(index, message);
+            }
+            Err(_) => stored.push((prints.next()?, message)),
+        }
+    }
+    prints.next().is_none().then_some((kept, stored))
 }
 
 /// The messages a point names (`names`, in the session's [`MESSAGES_PREFIX`] namespace), with
@@ -357,6 +385,7 @@ pub(crate) fn start(
                 stored,
                 kept,
                 count,
+                awaiting: _,
             },
         )) => {
             let usable =
@@ -539,6 +568,7 @@ fn load(
         stored: None,
         kept: InputsKept::new(),
         count: None,
+        awaiting: None,
     }))
 }
 
@@ -608,19 +638,15 @@ pub(crate) fn save(
             // `KeyMemo`): not copied, nor fingerprinted again at the next start.
             keys: Vec::new(),
         };
-        // The input messages the output kept, so the next request need not parse them.
-        let kept = owned
-            .layout
-            .iter()
-            .zip(&output.messages)
-            .filter_map(|(&at, m)| Some((usize::try_from(at).ok()?, m.clone())))
-            .collect();
-        let stored = stored.into_iter().map(|(fp, m)| (fp, m.clone())).collect();
+        // The messages come once the caller is done with the output (`PointMemory::fill`):
+        // the input messages it kept, so the next request need not parse them, and those it
+        // stored, so it need not read them back.
         let loaded = Loaded {
             point: owned,
-            stored: Some(stored),
-            kept,
+            stored: None,
+            kept: InputsKept::new(),
             count: hash.output_count.clone(),
+            awaiting: Some(stored.iter().map(|(fp, _)| *fp).collect()),
         };
         memory.keep(store, session, xxh3_128(&bytes), loaded);
     }

@@ -136,6 +136,12 @@ pub fn run(
         archive_as_written(&doc, what, None, &[(session, &run)], store)?;
         Some(out)
     };
+    // Written and archived: the output goes to the session's point in memory, not copied.
+    pipeline.keep_output(
+        store,
+        session,
+        std::mem::take(&mut doc.conversations_mut()[0]),
+    );
     Ok(Compressed {
         body,
         tokens_before,

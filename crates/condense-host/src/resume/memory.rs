@@ -1,7 +1,8 @@
 //! The resume points a long-lived pipeline (`condense serve`) keeps in memory between runs.
 
-use super::Loaded;
+use super::{split_output, Loaded};
 use crate::recent::Recent;
+use condense_model::Conversation;
 use condense_store::Store;
 use std::path::PathBuf;
 
@@ -52,6 +53,24 @@ impl PointMemory {
 
     pub(super) fn keep(&self, store: &Store, session: &str, bytes: u128, point: Loaded) {
         let key = (store.root().to_path_buf(), session.to_string());
+        self.points.keep(key, (bytes, point));
+    }
+
+    /// Moves the output of the run that saved `session`'s point into it (the input messages
+    /// it kept, the messages it stored), when the point waits for it. Without it (the caller
+    /// did not hand it over, or it is not that run's output), the next run reads those from
+    /// the store and the input, as without memory.
+    pub(crate) fn fill(&self, store: &Store, session: &str, output: Conversation) {
+        let key = (store.root().to_path_buf(), session.to_string());
+        let Some((bytes, mut point)) = self.points.take(&key) else {
+            return;
+        };
+        if let Some(prints) = point.awaiting.take() {
+            if let Some((kept, stored)) = split_output(&point.point.layout, prints, output) {
+                point.kept = kept;
+                point.stored = Some(stored);
+            }
+        }
         self.points.keep(key, (bytes, point));
     }
 }

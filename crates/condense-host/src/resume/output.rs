@@ -131,4 +131,24 @@ mod tests {
             assert_eq!(covered, input);
         }
     }
+
+    /// An output handed back to a point in memory splits as its layout says: input messages
+    /// kept by index, stored ones with their fingerprints in order; what does not add up (another
+    /// length, too few or too many fingerprints) gives nothing.
+    #[test]
+    fn an_output_handed_back_splits_into_kept_and_stored_as_its_layout_says() {
+        use crate::resume::split_output;
+        let output = |n: usize| condense_model::Conversation {
+            messages: (0..n).map(|i| message(&format!("m{i}"), "x")).collect(),
+            ..Default::default()
+        };
+        let (kept, stored) = split_output(&[-1, 4, -1, 7], vec![10, 20], output(4)).unwrap();
+        assert_eq!(kept.keys().copied().collect::<Vec<_>>(), [4, 7]);
+        assert_eq!(kept[&4].id, "m1");
+        let stored: Vec<(u128, &str)> = stored.iter().map(|(fp, m)| (*fp, m.id.as_str())).collect();
+        assert_eq!(stored, [(10, "m0"), (20, "m2")]);
+        assert!(split_output(&[-1, 4], vec![10], output(3)).is_none());
+        assert!(split_output(&[-1, -1], vec![10], output(2)).is_none());
+        assert!(split_output(&[-1, 4], vec![10, 20], output(2)).is_none());
+    }
 }

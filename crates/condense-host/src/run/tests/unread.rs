@@ -132,13 +132,28 @@ fn a_long_lived_pipeline_takes_the_messages_its_last_output_kept_from_memory() {
     let unread = [true, true, true, false, false, false];
     let partial = with_placeholders(&input, &unread);
     let ((_dir, st), (_other_dir, other)) = (store(), store());
-    kept.run(conversation(), &st, "s", &resuming()).unwrap();
+    let first = kept.run(conversation(), &st, "s", &resuming()).unwrap();
     plain.run(conversation(), &other, "s", &resuming()).unwrap();
+    let reference = plain.run(input.clone(), &other, "s", &resuming()).unwrap();
+
+    // Until the caller hands the first output back, the point in memory has no messages:
+    // the kept ones are read, the stored ones read back from the store.
+    let (_waiting_dir, waiting) = store();
+    let before = kept
+        .run(conversation(), &waiting, "s", &resuming())
+        .unwrap();
+    let (not_handed, reads) = reading(&input, &unread, false, |read| {
+        kept.run_with_texts(partial.clone(), &waiting, "s", &resuming(), read)
+    });
+    assert_eq!(reads, 1, "nothing handed back: the kept messages are read");
+    assert_eq!(not_handed.unwrap().conversation, reference.conversation);
+    drop(before);
+
+    kept.keep_output(&st, "s", first.conversation);
     let (from_memory, reads) = reading(&input, &unread, false, |read| {
         kept.run_with_texts(partial.clone(), &st, "s", &resuming(), read)
     });
     let from_memory = from_memory.unwrap();
-    let reference = plain.run(input.clone(), &other, "s", &resuming()).unwrap();
     assert_eq!(reads, 0, "the kept messages came from memory");
     assert_eq!(from_memory.conversation, reference.conversation);
     assert_eq!(from_memory.resumed.map(|r| r.unread_messages), Some(3));
