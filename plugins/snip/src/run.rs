@@ -300,8 +300,14 @@ fn describe(
 
 /// For each entry, the index of the entry whose copy is kept when this one is a duplicate.
 fn duplicate_targets(config: &Config, entries: &[Entry<'_>]) -> Vec<Option<usize>> {
-    let eligible =
-        |e: &Entry<'_>| !e.snipped && e.text.chars().count() >= config.min_duplicate_chars;
+    // At least `min_duplicate_chars` chars: a text of fewer bytes has fewer chars, one of four
+    // times as many bytes at least as many (a char is one to four bytes); only the texts in
+    // between are counted.
+    let min = config.min_duplicate_chars;
+    let eligible = |e: &Entry<'_>| {
+        let len = e.text.len();
+        !e.snipped && len >= min && (len / 4 >= min || e.text.chars().count() >= min)
+    };
     // Keyed by whole tool results: xxh3 hashes them several times faster than the default
     // SipHash (equal texts are still compared in full).
     let mut kept: HashMap<&str, usize, BuildHasherDefault<Fingerprinter>> = HashMap::default();

@@ -164,9 +164,12 @@ impl ToolResultBudget {
         if is_reference(text) {
             return Ok(Outcome::AlreadyReference);
         }
-        let chars = text.chars().count();
+        // Whether the result is over its limit in chars: a text of no more bytes than the limit
+        // is not (a char is at least a byte), so most results are never counted char by char.
+        let over = |limit: usize| text.len() > limit && text.chars().count() > limit;
 
         if let Some(done) = state.replaced.get(id) {
+            let chars = text.chars().count();
             if done.original_chars != chars || done.original_xxh3 != fingerprint(text) {
                 return Ok(Outcome::Mismatch);
             }
@@ -186,7 +189,7 @@ impl ToolResultBudget {
             });
         }
         if state.kept.contains(id) {
-            return Ok(if chars > self.limit_for(tool) {
+            return Ok(if over(self.limit_for(tool)) {
                 Outcome::KeptByEarlierDecision
             } else {
                 Outcome::Kept
@@ -194,10 +197,11 @@ impl ToolResultBudget {
         }
 
         // A result not seen before: judge it against the current config.
-        if chars <= self.limit_for(tool) {
+        if !over(self.limit_for(tool)) {
             state.kept.insert(id.to_string());
             return Ok(Outcome::Kept);
         }
+        let chars = text.chars().count();
         // The reference with an empty key is a lower bound: when even that is not shorter,
         // skip the store write.
         if reference_text(text, chars, "", self.config.preview_bytes).len() >= text.len() {
