@@ -127,7 +127,9 @@ impl<'v> View<'v> {
     /// Tool name by tool_use id, over the whole conversation (as
     /// [`Conversation::tool_names_by_id`](condense_model::Conversation::tool_names_by_id)).
     pub fn tool_names_by_id(&self) -> HashMap<&'v str, &'v str> {
-        let mut names = HashMap::new();
+        // Sized for a tool use every other message, so that a long conversation's map is not
+        // rehashed doubling after doubling (every stage that walks tool results builds it).
+        let mut names = HashMap::with_capacity(self.len() / 2);
         for message in self.messages() {
             for block in message.blocks() {
                 if let BlockView::ToolUse { id, name, .. } = block {

@@ -96,7 +96,8 @@ impl Conversation {
 /// that restructure messages check with it: a stage must not orphan a result the input did not
 /// already orphan.
 pub fn orphaned_tool_results<M: ReadMessage>(messages: &[M]) -> Vec<(usize, &str)> {
-    let mut seen: HashSet<&str> = HashSet::new();
+    // Sized for a tool call every other message: growing rehashes the ids seen so far.
+    let mut seen: HashSet<&str> = HashSet::with_capacity(messages.len() / 2);
     let mut orphans = Vec::new();
     for (i, m) in messages.iter().enumerate().filter(|(_, m)| m.is_chat()) {
         for id in m.tool_result_ids() {

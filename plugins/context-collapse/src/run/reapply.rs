@@ -72,7 +72,8 @@ impl<M: ReadMessage> Run<'_, M> {
     /// Re-applies the stored collapses, adopts summary messages without a record, and lays out
     /// the units.
     pub(crate) fn plan(&mut self) {
-        let mut index: HashMap<&str, usize> = HashMap::new();
+        // Sized once: growing rehashes every id so far at each doubling.
+        let mut index: HashMap<&str, usize> = HashMap::with_capacity(self.messages.len());
         for (i, m) in self.messages.iter().enumerate() {
             index.entry(m.id()).or_insert(i);
         }
