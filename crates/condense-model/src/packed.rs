@@ -82,8 +82,10 @@ pub fn unpack_message(bytes: &[u8]) -> Option<Message> {
     r.is_done().then_some(message)
 }
 
-/// Appends `n` as LEB128 (7 bits a byte, low first).
-fn put_len(out: &mut Vec<u8>, mut n: usize) {
+/// Appends `n` as LEB128 (7 bits a byte, low first). The primitives of this layout
+/// ([`put_len`], [`put_str`], [`put_u128`], [`Reader`]) serve the store's other packed records
+/// too (`condense`'s writer texts).
+pub fn put_len(out: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         // The low 7 bits, and the flag saying more follow.
         out.push((n & 0x7f) as u8 | 0x80);
@@ -93,40 +95,45 @@ fn put_len(out: &mut Vec<u8>, mut n: usize) {
 }
 
 /// Appends `s` as its length ([`put_len`]) then its bytes.
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub fn put_str(out: &mut Vec<u8>, s: &str) {
     put_len(out, s.len());
     out.extend_from_slice(s.as_bytes());
 }
 
-/// Reads what [`put_len`] and [`put_str`] wrote; every method gives `None` past the end or on
-/// bytes that are not what it reads.
-struct Reader<'b> {
+/// Appends `n` as its 16 bytes, little-endian (a hash or a key).
+pub fn put_u128(out: &mut Vec<u8>, n: u128) {
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+/// Reads what [`put_len`], [`put_str`] and [`put_u128`] wrote; every method gives `None` past
+/// the end or on bytes that are not what it reads.
+pub struct Reader<'b> {
     rest: &'b [u8],
 }
 
 impl<'b> Reader<'b> {
-    fn new(bytes: &'b [u8]) -> Reader<'b> {
+    pub fn new(bytes: &'b [u8]) -> Reader<'b> {
         Reader { rest: bytes }
     }
 
     /// Whether every byte was read.
-    fn is_done(&self) -> bool {
+    pub fn is_done(&self) -> bool {
         self.rest.is_empty()
     }
 
     /// The next `n` bytes.
-    fn take(&mut self, n: usize) -> Option<&'b [u8]> {
+    pub fn take(&mut self, n: usize) -> Option<&'b [u8]> {
         let (head, rest) = self.rest.split_at_checked(n)?;
         self.rest = rest;
         Some(head)
     }
 
-    fn byte(&mut self) -> Option<u8> {
+    pub fn byte(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
 
     /// A length written by [`put_len`].
-    fn length(&mut self) -> Option<usize> {
+    pub fn length(&mut self) -> Option<usize> {
         let mut n: usize = 0;
         for shift in (0..usize::BITS).step_by(7) {
             let b = self.byte()?;
@@ -139,13 +146,18 @@ impl<'b> Reader<'b> {
     }
 
     /// A string written by [`put_str`].
-    fn str(&mut self) -> Option<&'b str> {
+    pub fn str(&mut self) -> Option<&'b str> {
         let n = self.length()?;
         std::str::from_utf8(self.take(n)?).ok()
     }
 
-    fn string(&mut self) -> Option<String> {
+    pub fn string(&mut self) -> Option<String> {
         self.str().map(str::to_string)
+    }
+
+    /// A number written by [`put_u128`].
+    pub fn u128(&mut self) -> Option<u128> {
+        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
     }
 
     fn raw_json(&mut self) -> Option<RawJson> {

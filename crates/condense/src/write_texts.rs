@@ -25,6 +25,7 @@
 use crate::Failure;
 use condense_formats::WriteMemo;
 use condense_host::RunResult;
+use condense_model::packed::{put_len, put_str, put_u128, Reader};
 use condense_store::Store;
 use std::collections::{HashMap, HashSet};
 use xxhash_rust::xxh3::xxh3_128;
@@ -37,8 +38,9 @@ fn chunks_namespace(session: &str) -> String {
     format!("{INDEX}-{session}")
 }
 
-/// Bumped when the records' layout changes: an index of another version is no index.
-const VERSION: u8 = 1;
+/// Bumped when the records' layout changes: an index of another version is no index. 2: the
+/// fields in `condense_model::packed`'s layout (lengths LEB128), not fixed-width.
+const VERSION: u8 = 2;
 
 /// More chunks than this are written again as one.
 const MAX_CHUNKS: usize = 8;
@@ -49,9 +51,9 @@ pub(crate) struct Index {
     /// The memo's context ([`WriteMemo::context`]) the texts were written in.
     context: u128,
     /// Each chunk's name (the hash of its bytes) and size.
-    chunks: Vec<(u128, u64)>,
+    chunks: Vec<(u128, usize)>,
     /// Each text's key and the index of its chunk in `chunks`.
-    keys: Vec<(u128, u32)>,
+    keys: Vec<(u128, usize)>,
 }
 
 /// What [`load`] found, for [`save`].
@@ -88,14 +90,13 @@ pub(crate) fn load(store: &Store, session: Option<&str>) -> (WriteMemo, Loaded) 
     let chunks = store
         .records_get(&chunks_namespace(session), &names)
         .unwrap_or_default();
-    let wanted: HashMap<u128, u32> = index.keys.iter().copied().collect();
+    let wanted: HashMap<u128, usize> = index.keys.iter().copied().collect();
     let mut texts = Vec::with_capacity(index.keys.len());
     for (at, (bytes, (name, _))) in chunks.iter().zip(&index.chunks).enumerate() {
         // A chunk that is missing, or is not the bytes it is named by, is not used.
         let Some(bytes) = bytes.as_deref().filter(|b| xxh3_128(b) == *name) else {
             continue;
         };
-        let at = u32::try_from(at).unwrap_or(u32::MAX);
         let entries = decode_chunk(bytes).unwrap_or_default();
         texts.extend(
             entries
@@ -163,7 +164,7 @@ fn plan(
     context: u128,
     old: Option<&Index>,
 ) -> Option<Plan> {
-    let old_at: HashMap<u128, u32> = old
+    let old_at: HashMap<u128, usize> = old
         .filter(|o| o.context == context)
         .map(|o| o.keys.iter().copied().collect())
         .unwrap_or_default();
@@ -177,8 +178,8 @@ fn plan(
     if unchanged {
         return None;
     }
-    let old_chunks: &[(u128, u64)] = old.map_or(&[], |o| o.chunks.as_slice());
-    let mut kept_chunks: Vec<u32> = live
+    let old_chunks: &[(u128, usize)] = old.map_or(&[], |o| o.chunks.as_slice());
+    let mut kept_chunks: Vec<usize> = live
         .iter()
         .filter(|(key, _)| in_old(key))
         .filter_map(|(key, _)| old_at.get(key).copied())
@@ -186,15 +187,15 @@ fn plan(
     kept_chunks.sort_unstable();
     kept_chunks.dedup();
     let new_texts: Vec<&(u128, &[String])> = live.iter().filter(|(key, _)| !in_old(key)).collect();
-    let live_bytes: u64 = live.iter().map(|(_, t)| texts_len(t)).sum();
-    let new_bytes: u64 = new_texts.iter().map(|(_, t)| texts_len(t)).sum();
-    let kept_bytes: u64 = kept_chunks
+    let live_bytes: usize = live.iter().map(|(_, t)| texts_len(t)).sum();
+    let new_bytes: usize = new_texts.iter().map(|(_, t)| texts_len(t)).sum();
+    let kept_bytes: usize = kept_chunks
         .iter()
-        .filter_map(|&c| old_chunks.get(c as usize).map(|(_, len)| *len))
+        .filter_map(|&c| old_chunks.get(c).map(|(_, len)| *len))
         .sum();
     let compact = kept_chunks.len() + usize::from(!new_texts.is_empty()) > MAX_CHUNKS
         || kept_bytes + new_bytes > 2 * live_bytes + 64 * 1024;
-    let (kept_chunks, written): (Vec<u32>, Vec<&(u128, &[String])>) = if compact {
+    let (kept_chunks, written): (Vec<usize>, Vec<&(u128, &[String])>) = if compact {
         (Vec::new(), live.iter().collect())
     } else {
         (kept_chunks, new_texts)
@@ -204,17 +205,17 @@ fn plan(
         (xxh3_128(&bytes), bytes)
     });
     // The new index: the kept chunks renumbered in order, then the new chunk.
-    let mut chunks: Vec<(u128, u64)> = Vec::new();
-    let mut renumbered: HashMap<u32, u32> = HashMap::new();
+    let mut chunks: Vec<(u128, usize)> = Vec::new();
+    let mut renumbered: HashMap<usize, usize> = HashMap::new();
     for &c in &kept_chunks {
-        if let Some(&entry) = old_chunks.get(c as usize) {
-            renumbered.insert(c, u32::try_from(chunks.len()).ok()?);
+        if let Some(&entry) = old_chunks.get(c) {
+            renumbered.insert(c, chunks.len());
             chunks.push(entry);
         }
     }
-    let new_at = u32::try_from(chunks.len()).ok()?;
+    let new_at = chunks.len();
     if let Some((name, bytes)) = &chunk {
-        chunks.push((*name, bytes.len() as u64));
+        chunks.push((*name, bytes.len()));
     }
     let keys = live
         .iter()
@@ -243,8 +244,9 @@ fn plan(
     })
 }
 
-fn texts_len(texts: &[String]) -> u64 {
-    texts.iter().map(|t| t.len() as u64 + 4).sum::<u64>() + 20
+/// About the bytes `texts` take in a chunk (their key, count and lengths included).
+fn texts_len(texts: &[String]) -> usize {
+    texts.iter().map(|t| t.len() + 2).sum::<usize>() + 18
 }
 
 fn hex(name: u128) -> String {
@@ -255,34 +257,31 @@ impl Index {
     fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(32 + 24 * self.chunks.len() + 20 * self.keys.len());
         out.push(VERSION);
-        out.extend_from_slice(&self.context.to_le_bytes());
-        out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
+        put_u128(&mut out, self.context);
+        put_len(&mut out, self.chunks.len());
         for (name, len) in &self.chunks {
-            out.extend_from_slice(&name.to_le_bytes());
-            out.extend_from_slice(&len.to_le_bytes());
+            put_u128(&mut out, *name);
+            put_len(&mut out, *len);
         }
-        out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
+        put_len(&mut out, self.keys.len());
         for (key, at) in &self.keys {
-            out.extend_from_slice(&key.to_le_bytes());
-            out.extend_from_slice(&at.to_le_bytes());
+            put_u128(&mut out, *key);
+            put_len(&mut out, *at);
         }
         out
     }
 
     /// `None` for bytes that are not an index of this version, whole.
     fn decode(bytes: &[u8]) -> Option<Index> {
-        let mut r = Reader(bytes);
-        if r.u8()? != VERSION {
-            return None;
-        }
+        let mut r = Reader::new(bytes.strip_prefix(&[VERSION])?);
         let context = r.u128()?;
-        let chunks = (0..r.u32()?)
-            .map(|_| Some((r.u128()?, r.u64()?)))
+        let chunks = (0..r.length()?)
+            .map(|_| Some((r.u128()?, r.length()?)))
             .collect::<Option<Vec<_>>>()?;
-        let keys = (0..r.u32()?)
-            .map(|_| Some((r.u128()?, r.u32()?)))
+        let keys = (0..r.length()?)
+            .map(|_| Some((r.u128()?, r.length()?)))
             .collect::<Option<Vec<_>>>()?;
-        r.0.is_empty().then_some(Index {
+        r.is_done().then_some(Index {
             context,
             chunks,
             keys,
@@ -290,15 +289,14 @@ impl Index {
     }
 }
 
-/// A chunk: each text's key, how many strings it is, and each string's length and bytes.
+/// A chunk: each text's key, how many strings it is, then the strings.
 fn encode_chunk(texts: &[&(u128, &[String])]) -> Vec<u8> {
     let mut out = Vec::new();
     for (key, strings) in texts {
-        out.extend_from_slice(&key.to_le_bytes());
-        out.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+        put_u128(&mut out, *key);
+        put_len(&mut out, strings.len());
         for s in strings.iter() {
-            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            out.extend_from_slice(s.as_bytes());
+            put_str(&mut out, s);
         }
     }
     out
@@ -306,46 +304,16 @@ fn encode_chunk(texts: &[&(u128, &[String])]) -> Vec<u8> {
 
 /// `None` for bytes that are not a chunk, whole.
 fn decode_chunk(bytes: &[u8]) -> Option<Vec<(u128, Vec<String>)>> {
-    let mut r = Reader(bytes);
+    let mut r = Reader::new(bytes);
     let mut entries = Vec::new();
-    while !r.0.is_empty() {
+    while !r.is_done() {
         let key = r.u128()?;
-        let strings = (0..r.u32()?)
-            .map(|_| {
-                let len = usize::try_from(r.u32()?).ok()?;
-                String::from_utf8(r.take(len)?.to_vec()).ok()
-            })
+        let strings = (0..r.length()?)
+            .map(|_| r.string())
             .collect::<Option<Vec<_>>>()?;
         entries.push((key, strings));
     }
     Some(entries)
-}
-
-/// Little-endian fields read off the front of a record.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn u128(&mut self) -> Option<u128> {
-        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
-    }
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ fn text(s: &str) -> Vec<String> {
 fn named_texts(index: &Index, written: &HashMap<u128, Vec<u8>>) -> Vec<(u128, Vec<String>)> {
     let mut out = Vec::new();
     for (key, at) in &index.keys {
-        let (name, len) = index.chunks[*at as usize];
+        let (name, len) = index.chunks[*at];
         let bytes = &written[&name];
-        assert_eq!(bytes.len() as u64, len);
+        assert_eq!(bytes.len(), len);
         let entries = decode_chunk(bytes).unwrap();
         let (_, strings) = entries.into_iter().find(|(k, _)| k == key).unwrap();
         out.push((*key, strings));
@@ -69,7 +69,8 @@ fn a_turn_writes_only_the_texts_it_serialized_and_nothing_when_it_serialized_non
     second.push((6, text("new")));
     let index = turn(&second, &[6], 7, Some(&index), &mut written).unwrap();
     assert_eq!(index.chunks.len(), 2);
-    assert_eq!(index.chunks[1].1, 16 + 4 + 4 + 3);
+    // Its key, one string, that string's length and its 3 bytes.
+    assert_eq!(index.chunks[1].1, 16 + 1 + 1 + 3);
     // A text no longer used leaves the index; its chunk stays while it holds live texts.
     let third: Vec<_> = second.iter().filter(|(k, _)| *k != 6).cloned().collect();
     let index = turn(&third, &[], 7, Some(&index), &mut written).unwrap();
