@@ -53,7 +53,7 @@ use xxhash_rust::xxh3::xxh3_128;
 mod memory;
 mod output;
 pub(crate) use memory::PointMemory;
-use output::{output_of, put_back};
+use output::{output_of, put_back, split_output};
 
 /// Store namespace of the resume points, one record per session.
 const NAMESPACE: &str = "resume";
@@ -227,30 +227,6 @@ pub(crate) struct Loaded {
     /// itself ([`PointMemory::fill`]): kept by moving it in once the caller is done with it,
     /// where copying the messages at the save cost a request a copy of the whole output.
     awaiting: Option<Vec<u128>>,
-}
-
-/// `output` as `layout` says a point keeps it: the input messages it kept, by index, and the
-/// messages it stored with their fingerprints (`prints`, in order). `None` when they do not
-/// add up.
-fn split_output(
-    layout: &[i64],
-    prints: Vec<u128>,
-    output: Conversation,
-) -> Option<(InputsKept, Vec<(u128, Message)>)> {
-    if layout.len() != output.messages.len() {
-        return None;
-    }
-    let mut prints = prints.into_iter();
-    let (mut kept, mut stored) = (InputsKept::new(), Vec::new());
-    for (&at, message) in layout.iter().zip(output.messages) {
-        match usize::try_from(at) {
-            Ok(index) => {
-                kept.insert(index, message);
-            }
-            Err(_) => stored.push((prints.next()?, message)),
-        }
-    }
-    prints.next().is_none().then_some((kept, stored))
 }
 
 /// The messages a point names (`names`, in the session's [`MESSAGES_PREFIX`] namespace), with

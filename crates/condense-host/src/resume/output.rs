@@ -1,6 +1,6 @@
 //! The messages a resume point's output holds, put together from the stored ones, the input
 //! messages it kept (moved out of the input, not copied) and those a long-lived pipeline
-//! remembered.
+//! remembered; and an output taken apart again into those, for a point kept in memory.
 
 use super::InputsKept;
 use condense_model::Message;
@@ -89,6 +89,30 @@ pub(super) fn put_back(
     }
 }
 
+/// The inverse of [`output_of`], for a point kept in memory: `output` taken apart as `layout`
+/// says, into the input messages it kept (by index) and the messages it stored with their
+/// fingerprints (`prints`, in order). `None` when they do not add up.
+pub(super) fn split_output(
+    layout: &[i64],
+    prints: Vec<u128>,
+    output: condense_model::Conversation,
+) -> Option<(InputsKept, Vec<(u128, Message)>)> {
+    if layout.len() != output.messages.len() {
+        return None;
+    }
+    let mut prints = prints.into_iter();
+    let (mut kept, mut stored) = (InputsKept::new(), Vec::new());
+    for (&at, message) in layout.iter().zip(output.messages) {
+        match usize::try_from(at) {
+            Ok(index) => {
+                kept.insert(index, message);
+            }
+            Err(_) => stored.push((prints.next()?, message)),
+        }
+    }
+    prints.next().is_none().then_some((kept, stored))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +161,6 @@ mod tests {
     /// length, too few or too many fingerprints) gives nothing.
     #[test]
     fn an_output_handed_back_splits_into_kept_and_stored_as_its_layout_says() {
-        use crate::resume::split_output;
         let output = |n: usize| condense_model::Conversation {
             messages: (0..n).map(|i| message(&format!("m{i}"), "x")).collect(),
             ..Default::default()
