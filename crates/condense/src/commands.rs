@@ -347,9 +347,9 @@ pub(crate) fn compress_input(
         runs.push(result);
     }
     crate::known::remember(store, input, &runs, args)?;
-    let session = crate::write_texts::session_of(&runs);
+    let session = crate::known::session_of(&runs);
     let (mut memo, kept_texts) = crate::write_texts::load(store, session);
-    let stored = crate::known::trust_read_back(store, &runs, &mut memo);
+    let stored = crate::known::trust_read_back(store, session, &mut memo);
     let out = input
         .doc
         .write_remembering(&mut memo)
@@ -371,7 +371,7 @@ pub(crate) fn compress_input(
                 store,
             )
             .map_err(Failure::run)?;
-            crate::known::keep_read_back(store, &runs, (&stored, &memo))?;
+            crate::known::keep_read_back(store, session, (&stored, &memo))?;
             crate::write_texts::save(store, session, &memo, &kept_texts)?;
         }
         batch.commit().map_err(|e| Failure::run(e.to_string()))

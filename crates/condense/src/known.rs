@@ -86,18 +86,26 @@ pub(crate) fn remember(
 /// Store namespace of the texts known to read back as their messages, by session.
 const READ_BACK: &str = "read-back";
 
-/// Hands `memo` the keys of the texts `store` knows to read back as their messages for the
-/// document's one session (none for several), and gives the record as stored. A damaged
-/// record is none.
-pub(crate) fn trust_read_back(store: &Store, runs: &[RunResult], memo: &mut WriteMemo) -> Vec<u8> {
-    let stored = match runs {
-        [run] => store
-            .record_get(READ_BACK, &run.session)
-            .ok()
-            .flatten()
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
+/// The session whose records a write of the output of `runs` keeps (the texts known to read
+/// back, the writer's texts: [`crate::write_texts`]): the one run's, when the document holds
+/// one conversation, the only case kept.
+pub(crate) fn session_of(runs: &[RunResult]) -> Option<&str> {
+    match runs {
+        [run] => Some(&run.session),
+        _ => None,
+    }
+}
+
+/// Hands `memo` the keys of the texts `store` knows to read back as their messages for
+/// `session` ([`session_of`]), and gives the record as stored. A damaged record is none.
+pub(crate) fn trust_read_back(
+    store: &Store,
+    session: Option<&str>,
+    memo: &mut WriteMemo,
+) -> Vec<u8> {
+    let stored = session
+        .and_then(|s| store.record_get(READ_BACK, s).ok().flatten())
+        .unwrap_or_default();
     let keys = stored.chunks_exact(16).filter_map(|k| k.try_into().ok());
     memo.trust(keys.map(u128::from_le_bytes));
     stored
@@ -107,10 +115,10 @@ pub(crate) fn trust_read_back(store: &Store, runs: &[RunResult], memo: &mut Writ
 /// record `stored` already ([`trust_read_back`]).
 pub(crate) fn keep_read_back(
     store: &Store,
-    runs: &[RunResult],
+    session: Option<&str>,
     (stored, memo): (&[u8], &WriteMemo),
 ) -> Result<(), Failure> {
-    let [run] = runs else {
+    let Some(session) = session else {
         return Ok(());
     };
     let mut keys: Vec<u128> = memo.verified().collect();
@@ -120,6 +128,6 @@ pub(crate) fn keep_read_back(
         return Ok(());
     }
     store
-        .record_put(READ_BACK, &run.session, &bytes)
+        .record_put(READ_BACK, session, &bytes)
         .map_err(|e| Failure::run(e.to_string()))
 }

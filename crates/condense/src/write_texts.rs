@@ -24,7 +24,6 @@
 
 use crate::Failure;
 use condense_formats::WriteMemo;
-use condense_host::RunResult;
 use condense_model::packed::{put_len, put_str, put_u128, Reader};
 use condense_store::Store;
 use std::collections::{HashMap, HashSet};
@@ -62,17 +61,9 @@ pub(crate) struct Loaded {
     index: Option<Index>,
 }
 
-/// The session whose texts a write of the output of `runs` keeps: the one run's, when the
-/// document holds one conversation (the only case kept).
-pub(crate) fn session_of(runs: &[RunResult]) -> Option<&str> {
-    match runs {
-        [run] => Some(&run.session),
-        _ => None,
-    }
-}
-
-/// The memo a write starts from: the texts `store` kept for `session`. Without a session
-/// (several conversations), a memo that keeps nothing, as before.
+/// The memo a write starts from: the texts `store` kept for `session`
+/// ([`crate::known::session_of`]). Without one (several conversations), a memo that keeps
+/// nothing, as before.
 pub(crate) fn load(store: &Store, session: Option<&str>) -> (WriteMemo, Loaded) {
     let Some(session) = session else {
         return (WriteMemo::off(), Loaded::default());
