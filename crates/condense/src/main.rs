@@ -81,7 +81,7 @@ impl From<condense_host::HostError> for Failure {
 }
 
 fn main() -> ExitCode {
-    memory::limit_malloc_arenas();
+    memory::tune_malloc();
     // Whatever happens, the user sees one line, never a panic trace.
     std::panic::set_hook(Box::new(|info| {
         if condense_abi::in_host_service() {
