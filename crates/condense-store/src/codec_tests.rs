@@ -98,6 +98,29 @@ fn streamed_then_put_whole(value: &[u8]) {
     assert_eq!(wal_len(dir.path()), before);
 }
 
+/// The page size of the store's database.
+fn page_size(root: &Path) -> i64 {
+    Connection::open(root.join(DB_FILE))
+        .unwrap()
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn a_new_store_has_large_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let big = segment(100_000);
+    store.record_put("ns", "big", &big).unwrap();
+    drop(store);
+    assert_eq!(page_size(dir.path()), db::PAGE_SIZE);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        store.record_get("ns", "big").unwrap().as_deref(),
+        Some(&big[..])
+    );
+}
+
 #[test]
 fn a_store_of_the_previous_schema_is_read_and_upgraded() {
     let dir = tempfile::tempdir().unwrap();
@@ -134,6 +157,11 @@ fn a_store_of_the_previous_schema_is_read_and_upgraded() {
         .unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
+    assert_eq!(
+        page_size(dir.path()),
+        4096,
+        "an existing database keeps its pages"
+    );
     // Token counts, one row per block before version 3, read back packed.
     let mut counts = store.token_counts("s", "o200k_base").unwrap();
     counts.sort();
