@@ -65,8 +65,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
     // A size the machine cannot hold fails here, in one line, as `std::fs::read` fails.
     let mut bytes = Vec::new();
     let want = usize::try_from(size).map_or(usize::MAX, |n| n.saturating_add(1));
-    bytes
-        .try_reserve_exact(want)
+    crate::memory::with_huge_pages(|| bytes.try_reserve_exact(want))
         .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
     crate::memory::populate(&mut bytes);
     file.read_to_end(&mut bytes).map_err(fail)?;

@@ -80,6 +80,11 @@ impl From<condense_host::HostError> for Failure {
     }
 }
 
+/// glibc's malloc, with huge pages for the input buffer ([`memory::Allocator`]).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOCATOR: memory::Allocator = memory::Allocator;
+
 fn main() -> ExitCode {
     memory::tune_malloc();
     // Whatever happens, the user sees one line, never a panic trace.

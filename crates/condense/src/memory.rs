@@ -1,5 +1,6 @@
-//! How the process asks the operating system for memory: the allocator's arenas, and the
-//! pages of a large buffer mapped in one call rather than one fault at a time.
+//! How the process asks the operating system for memory: glibc malloc's tunables
+//! ([`tune_malloc`]), the input buffer's pages mapped in one call rather than one fault at a
+//! time ([`populate`]), and backed by huge pages ([`Allocator`], [`with_huge_pages`]).
 
 /// Sets glibc malloc's tunables for a process that allocates a few large buffers and many
 /// small values, then exits.
@@ -86,3 +87,121 @@ pub(crate) fn populate(buf: &mut Vec<u8>) {
 
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn populate(_buf: &mut Vec<u8>) {}
+
+/// The process's allocator: the system's (glibc's malloc, tuned by [`tune_malloc`]), except
+/// that a large block asked for inside [`with_huge_pages`] starts on a 2 MiB boundary and is
+/// backed by transparent huge pages where the kernel has them (`madvise` mode, the default of
+/// most distributions).
+///
+/// Why: a page first touched costs about a microsecond on a 2-core VM (the kernel's fault and
+/// zeroing), and a 3.2 MB input is 782 of them; a 2 MiB page is one fault and zeroes in about a
+/// fifth of the time. Only the input buffer asks: it is written whole at once, so its huge
+/// pages hold nothing unused, where a vector grown by doubling would keep whole 2 MiB pages
+/// resident for its unused tail (with every block of 2 MiB or more aligned, peak RSS at 1M
+/// tokens was 1.3 MB higher). A CLI turn at 1M tokens 0.958x the time (30 alternating pairs),
+/// a first run 0.973x (16).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[derive(Debug)]
+pub(crate) struct Allocator;
+
+/// A transparent huge page on x86-64 and most 64-bit Linux targets; where pages differ,
+/// `madvise` refuses and the block keeps ordinary pages.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const HUGE_PAGE: usize = 2 << 20;
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+thread_local! {
+    /// Set on this thread inside [`with_huge_pages`].
+    static HUGE_PAGES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, in which a block of 2 MiB or more that this thread allocates is aligned to and
+/// backed by huge pages ([`Allocator`]). For a buffer that is filled whole right away.
+pub(crate) fn with_huge_pages<T>(f: impl FnOnce() -> T) -> T {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        /// Clears the flag however `f` ends.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                HUGE_PAGES.with(|h| h.set(false));
+            }
+        }
+        HUGE_PAGES.with(|h| h.set(true));
+        let _reset = Reset;
+        f()
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    f()
+}
+
+// SAFETY: every block comes from glibc's malloc family (`memalign` or `System`, which calls
+// `malloc`/`posix_memalign`), so `free` and `realloc`, which `System` calls for the alignments
+// a layout of at most 2 MiB has, take any of them back. An aligned block is at least the
+// layout's size and aligned to more than its alignment. `madvise` only changes how the
+// block's own pages are backed, never their contents (they are not touched yet).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+unsafe impl std::alloc::GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let size = layout.size();
+        if size >= HUGE_PAGE && layout.align() <= HUGE_PAGE && HUGE_PAGES.with(|h| h.get()) {
+            // SAFETY: a power-of-two alignment and a non-zero size, as memalign asks.
+            let block = unsafe { libc::memalign(HUGE_PAGE, size) }.cast::<u8>();
+            if !block.is_null() {
+                // SAFETY: the whole 2 MiB pages from the block's start lie inside the block.
+                // A refusal (no huge pages here) leaves ordinary pages; it is ignored.
+                unsafe {
+                    libc::madvise(
+                        block.cast(),
+                        size / HUGE_PAGE * HUGE_PAGE,
+                        libc::MADV_HUGEPAGE,
+                    )
+                };
+            }
+            return block;
+        }
+        // SAFETY: the caller's layout, as given.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` is a block of this allocator with this layout (see above).
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's layout, as given.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as `dealloc`; glibc's realloc moves or grows any block of its own.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    use super::{with_huge_pages, HUGE_PAGE, HUGE_PAGES};
+
+    #[test]
+    fn a_large_block_asked_for_with_huge_pages_starts_on_one() {
+        let mut big: Vec<u8> = with_huge_pages(|| Vec::with_capacity(5 << 20));
+        assert_eq!(big.as_ptr() as usize % HUGE_PAGE, 0);
+        big.extend(std::iter::repeat_n(7u8, 5 << 20));
+        // Grown past its block (glibc's realloc of an aligned block), then freed.
+        big.extend(std::iter::repeat_n(9u8, 6 << 20));
+        assert!(big[..5 << 20].iter().all(|&b| b == 7));
+        assert!(big[5 << 20..].iter().all(|&b| b == 9));
+        drop(big);
+        // Only inside: the flag is cleared after, also when the closure panics.
+        assert!(!HUGE_PAGES.with(|h| h.get()));
+        let panicked = std::panic::catch_unwind(|| with_huge_pages(|| panic!("inside")));
+        assert!(panicked.is_err());
+        assert!(!HUGE_PAGES.with(|h| h.get()));
+        // Small blocks inside are the system's as ever.
+        let small: Vec<u64> = with_huge_pages(|| vec![1; 100]);
+        assert_eq!(small.iter().sum::<u64>(), 100);
+    }
+}
