@@ -76,10 +76,10 @@ pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Doc
     let mut doc = read_text(bytes, source, opts)?;
     let start = if doc.bom { BOM.len() } else { 0 };
     let body = &bytes[start..start + doc.source.body_len];
-    doc.source.text = match std::str::from_utf8(body) {
-        Ok(text) => text.to_owned(),
+    doc.source.text = match crate::utf8::str_of(body) {
+        Some(text) => text.to_owned(),
         // Unreachable: `read_text` checked these bytes, and the span ends before the tail.
-        Err(_) => String::from_utf8_lossy(body).into_owned(),
+        None => String::from_utf8_lossy(body).into_owned(),
     };
     Ok(doc)
 }
@@ -93,7 +93,7 @@ pub(crate) fn read_owned(
     known: Option<Lookup<'_>>,
 ) -> Result<Document> {
     // Checked as UTF-8 once: all of it is, as a whole file mostly is.
-    let mut bytes = match String::from_utf8(bytes) {
+    let mut bytes = match crate::utf8::string(bytes) {
         Ok(text) => {
             let mut doc = read_valid(&text, &[], source, opts, known)?;
             let start = if doc.bom { BOM.len() } else { 0 };
@@ -103,15 +103,15 @@ pub(crate) fn read_owned(
             doc.source.text = text;
             return Ok(doc);
         }
-        Err(e) => e.into_bytes(),
+        Err(bytes) => bytes,
     };
     let mut doc = read_text(&bytes, source, opts)?;
     let start = if doc.bom { BOM.len() } else { 0 };
     bytes.truncate(start + doc.source.body_len);
     bytes.drain(..start);
-    doc.source.text = String::from_utf8(bytes)
+    doc.source.text = crate::utf8::string(bytes)
         // Unreachable: `read_text` checked these bytes, and the span ends before the tail.
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        .unwrap_or_else(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     Ok(doc)
 }
 
@@ -281,6 +281,9 @@ fn read_auto(
 /// The text, and the bytes of a UTF-8 character cut short at the very end (a file still being
 /// written), which are not part of it.
 fn utf8<'b>(bytes: &'b [u8], source: &str) -> Result<(&'b str, &'b [u8])> {
+    if let Some(text) = crate::utf8::str_of(bytes) {
+        return Ok((text, &[]));
+    }
     match std::str::from_utf8(bytes) {
         Ok(text) => Ok((text, &[])),
         Err(e) if e.error_len().is_none() => {

@@ -124,6 +124,7 @@ mod responses;
 mod scan;
 mod select;
 mod source;
+mod utf8;
 mod writer;
 
 #[cfg(test)]
