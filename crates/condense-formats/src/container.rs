@@ -563,6 +563,7 @@ impl Document {
             source: Source::default(),
             quick_stubs: None,
             known_hashed: None,
+            vouched: Vec::new(),
         }
     }
 

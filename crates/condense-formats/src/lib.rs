@@ -178,6 +178,9 @@ pub struct Document {
     /// The hash of the message list's text a known list matched on ([`known`]): the list's
     /// hash for the next read goes on from it.
     known_hashed: Option<known::Hashed>,
+    /// By conversation index: the fingerprint of each of its messages as they are now, when the
+    /// caller handed them over ([`Document::vouch_fingerprints`]); forgotten at any change.
+    vouched: Vec<Option<Vec<u128>>>,
 }
 
 /// The usage a session reported for a model call: what the model really received, to compare
@@ -218,7 +221,31 @@ impl Document {
         // The texts are matched to the conversations as read: fingerprint those before any
         // change.
         self.source.finish(&self.conversations);
+        self.vouched.clear();
         &mut self.conversations
+    }
+
+    /// Hands the writer the [`fingerprint`](condense_model::fingerprint::fingerprint) of each
+    /// message of conversation `conv` as it is now, which the caller made already (a run's
+    /// `output_fingerprints`), so that the writer does not hash the messages again (at 1M
+    /// tokens 0.6 M instructions a write). They must be the messages' own: the writer takes
+    /// each message's text by them. When their number is not the conversation's none are
+    /// kept; any later [`Document::conversations_mut`] forgets them.
+    pub fn vouch_fingerprints(&mut self, conv: usize, prints: Vec<u128>) {
+        let fits = self.conversations.get(conv).map(|c| c.messages.len()) == Some(prints.len());
+        if self.vouched.len() <= conv {
+            self.vouched.resize(conv + 1, None);
+        }
+        self.vouched[conv] = fits.then_some(prints);
+    }
+
+    /// The fingerprint of each message of conversation `i` as it is now: the vouched ones, or
+    /// made ([`source::Source::prints_now`]).
+    fn prints_now(&self, i: usize, conv: &Conversation) -> Vec<u128> {
+        match self.vouched.get(i) {
+            Some(Some(prints)) if prints.len() == conv.messages.len() => prints.clone(),
+            _ => self.source.prints_now(i, conv),
+        }
     }
 
     /// The usage conversation `i` reported for its last model call, when its format records
@@ -314,10 +341,10 @@ impl Document {
     /// [`Document::write`] then gives is the input, and reading it back gives what was read.
     pub fn unchanged(&self) -> bool {
         self.source.finish(&self.conversations);
-        self.conversations.iter().enumerate().all(|(i, conv)| {
-            self.source
-                .unchanged(i, conv, &self.source.prints_now(i, conv))
-        })
+        self.conversations
+            .iter()
+            .enumerate()
+            .all(|(i, conv)| self.source.unchanged(i, conv, &self.prints_now(i, conv)))
     }
 
     /// Whether `bytes` are exactly the input this document was read from (what [`Document::write`]

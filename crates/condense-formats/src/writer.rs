@@ -164,7 +164,7 @@ impl Document {
         let fps: Vec<Vec<Fp>> = convs
             .iter()
             .enumerate()
-            .map(|(k, conv)| self.source.prints_now(first + k, conv))
+            .map(|(k, conv)| self.prints_now(first + k, conv))
             .collect();
         let unchanged: Vec<bool> = convs
             .iter()

@@ -128,6 +128,7 @@ pub fn run(
     let (tokens_before, tokens_after) = (result.tokens_before, result.tokens_after);
     let run = result.archive_run;
     doc.conversations_mut()[0] = result.conversation;
+    doc.vouch_fingerprints(0, result.output_fingerprints);
     let out = doc.write_remembering(memo).map_err(|e| e.to_string())?;
     let body = if out == body {
         None

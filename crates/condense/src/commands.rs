@@ -342,9 +342,15 @@ pub(crate) fn compress_input(
             condense_host::archive::record_read_as(store, &session, &read_as)
                 .map_err(|e| Failure::run(e.to_string()))?;
         }
-        // The report does not serialize the conversation: move it back into the document.
+        // The report does not serialize the conversation: move it back into the document,
+        // with the fingerprints the run made of it (the writer looks texts up by them).
         input.doc.conversations_mut()[i] = std::mem::take(&mut result.conversation);
         runs.push(result);
+    }
+    for (i, run) in runs.iter().enumerate() {
+        input
+            .doc
+            .vouch_fingerprints(i, run.output_fingerprints.clone());
     }
     crate::known::remember(store, input, &runs, args)?;
     let session = crate::known::session_of(&runs);

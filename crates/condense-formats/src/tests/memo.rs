@@ -244,3 +244,34 @@ fn a_memo_keeps_only_what_the_last_write_used_and_forgets_another_style() {
     assert_eq!(out, plain);
     assert_eq!(memo.hits, hits);
 }
+
+/// A caller's fingerprints of the messages as they are now ([`Document::vouch_fingerprints`]):
+/// the writer takes texts by them, so the right ones write what it would have made itself; a
+/// count that is not the conversation's, or any later change, leaves them unused.
+#[test]
+fn vouched_fingerprints_are_what_the_writer_looks_texts_up_by() {
+    let body = serde_json::to_vec(&session_body()).unwrap();
+    let read_it = || read(&body, "in.json", &ReadOptions::default()).unwrap();
+    let mut doc = read_it();
+    // A change, so that the writer matches each message to its text.
+    doc.conversations_mut()[0].messages.truncate(40);
+    let own = doc.write().unwrap();
+    let prints: Vec<u128> = doc.conversations()[0]
+        .messages
+        .iter()
+        .map(condense_model::fingerprint::fingerprint)
+        .collect();
+    doc.vouch_fingerprints(0, prints.clone());
+    assert!(doc.write().unwrap() == own, "the right ones write the same");
+    // Swapped: the writer takes the texts they name, so they must be the messages' own.
+    let mut swapped = prints.clone();
+    swapped.swap(0, 2);
+    doc.vouch_fingerprints(0, swapped.clone());
+    assert!(doc.write().unwrap() != own, "they are used");
+    // One too few, or vouched before a change: not used.
+    doc.vouch_fingerprints(0, swapped[1..].to_vec());
+    assert!(doc.write().unwrap() == own, "one too few");
+    doc.vouch_fingerprints(0, swapped);
+    doc.conversations_mut()[0].messages.truncate(40);
+    assert!(doc.write().unwrap() == own, "changed after");
+}
