@@ -98,8 +98,11 @@ pub(crate) fn populate(_buf: &mut Vec<u8>) {}
 /// fifth of the time. Only the input buffer asks: it is written whole at once, so its huge
 /// pages hold nothing unused, where a vector grown by doubling would keep whole 2 MiB pages
 /// resident for its unused tail (with every block of 2 MiB or more aligned, peak RSS at 1M
-/// tokens was 1.3 MB higher). A CLI turn at 1M tokens 0.958x the time (30 alternating pairs),
-/// a first run 0.973x (16).
+/// tokens was 1.3 MB higher). A CLI turn at 1M tokens 0.952x the time (30 alternating pairs),
+/// a first run 0.997x (16), peak RSS unchanged. The cost to watch: where the kernel compacts memory for advised
+/// regions (`defrag` set to `madvise`, the usual default), a machine whose memory is
+/// fragmented may stall that first touch while it finds a huge page; `with_huge_pages` is the
+/// one place that asks.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[derive(Debug)]
 pub(crate) struct Allocator;
