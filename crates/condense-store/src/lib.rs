@@ -198,9 +198,21 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// The key of `bytes` in any store: 32 lowercase hex digits of their xxh3-128.
+/// The key of `bytes` in any store: 32 lowercase hex digits of their xxh3-128
+/// ([`content_hash`], [`hash_key`]).
 pub fn blob_key(bytes: &[u8]) -> String {
-    format!("{:032x}", xxh3_128(bytes))
+    hash_key(content_hash(bytes))
+}
+
+/// The hash a store names content by: xxh3-128. A caller that keeps hashes as numbers (a
+/// record naming other records) names them with [`hash_key`].
+pub fn content_hash(bytes: &[u8]) -> u128 {
+    xxh3_128(bytes)
+}
+
+/// A [`content_hash`] spelled as a key: 32 lowercase hex digits.
+pub fn hash_key(hash: u128) -> String {
+    format!("{hash:032x}")
 }
 
 fn check_key(key: &str) -> Result<String, StoreError> {

@@ -59,7 +59,7 @@ impl RecordWriter<'_> {
     /// The key of the bytes written so far, as [`crate::blob_key`] gives it for the same bytes.
     pub fn key(&mut self) -> String {
         self.hash_buf();
-        format!("{:032x}", self.hasher.digest128())
+        crate::hash_key(self.hasher.digest128())
     }
 
     /// How many bytes have been written.

@@ -25,9 +25,8 @@
 use crate::Failure;
 use condense_formats::WriteMemo;
 use condense_model::packed::{put_len, put_str, put_u128, Reader};
-use condense_store::Store;
+use condense_store::{content_hash, hash_key, Store};
 use std::collections::{HashMap, HashSet};
-use xxhash_rust::xxh3::xxh3_128;
 
 /// Store namespace of the indexes, one record per session.
 const INDEX: &str = "write-texts";
@@ -76,7 +75,11 @@ pub(crate) fn load(store: &Store, session: Option<&str>) -> (WriteMemo, Loaded) 
     else {
         return (WriteMemo::new(), Loaded::default());
     };
-    let names: Vec<String> = index.chunks.iter().map(|(name, _)| hex(*name)).collect();
+    let names: Vec<String> = index
+        .chunks
+        .iter()
+        .map(|(name, _)| hash_key(*name))
+        .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let chunks = store
         .records_get(&chunks_namespace(session), &names)
@@ -85,7 +88,7 @@ pub(crate) fn load(store: &Store, session: Option<&str>) -> (WriteMemo, Loaded) 
     let mut texts = Vec::with_capacity(index.keys.len());
     for (at, (bytes, (name, _))) in chunks.iter().zip(&index.chunks).enumerate() {
         // A chunk that is missing, or is not the bytes it is named by, is not used.
-        let Some(bytes) = bytes.as_deref().filter(|b| xxh3_128(b) == *name) else {
+        let Some(bytes) = bytes.as_deref().filter(|b| content_hash(b) == *name) else {
             continue;
         };
         let entries = decode_chunk(bytes).unwrap_or_default();
@@ -126,11 +129,11 @@ pub(crate) fn save(
     };
     let namespace = chunks_namespace(session);
     if let Some((name, chunk)) = &plan.chunk {
-        put(&namespace, &hex(*name), chunk)?;
+        put(&namespace, &hash_key(*name), chunk)?;
     }
     for name in &plan.removed {
         store
-            .record_remove(&namespace, &hex(*name))
+            .record_remove(&namespace, &hash_key(*name))
             .map_err(|e| Failure::run(e.to_string()))?;
     }
     put(INDEX, session, &plan.index.encode())
@@ -193,7 +196,7 @@ fn plan(
     };
     let chunk = (!written.is_empty()).then(|| {
         let bytes = encode_chunk(&written);
-        (xxh3_128(&bytes), bytes)
+        (content_hash(&bytes), bytes)
     });
     // The new index: the kept chunks renumbered in order, then the new chunk.
     let mut chunks: Vec<(u128, usize)> = Vec::new();
@@ -238,10 +241,6 @@ fn plan(
 /// About the bytes `texts` take in a chunk (their key, count and lengths included).
 fn texts_len(texts: &[String]) -> usize {
     texts.iter().map(|t| t.len() + 2).sum::<usize>() + 18
-}
-
-fn hex(name: u128) -> String {
-    format!("{name:032x}")
 }
 
 impl Index {

@@ -36,7 +36,7 @@ fn turn(
     let fresh: HashSet<u128> = fresh.iter().copied().collect();
     let plan = plan(live_refs, &fresh, context, old)?;
     if let Some((name, bytes)) = plan.chunk {
-        assert_eq!(name, xxh3_128(&bytes));
+        assert_eq!(name, content_hash(&bytes));
         written.insert(name, bytes);
     }
     for name in &plan.removed {
