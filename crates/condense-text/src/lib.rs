@@ -71,6 +71,15 @@ pub fn utf8_suffix(text: &str, max_bytes: usize) -> &str {
     &text[start..]
 }
 
+/// Whether `text` has at least `n` characters, counted only when its bytes leave it open: a
+/// character is one to four bytes, so fewer than `n` bytes are fewer than `n` characters and
+/// `4 * n` bytes or more are at least `n` (stages judge every tool result against a limit in
+/// characters at every run; most are far from it either way).
+pub fn has_chars(text: &str, n: usize) -> bool {
+    let bytes = text.len();
+    bytes >= n && (bytes / 4 >= n || text.chars().count() >= n)
+}
+
 /// The first `max` characters of `text` (a count of characters, not bytes), nothing appended.
 pub fn prefix_chars(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
@@ -113,6 +122,21 @@ pub fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn has_chars_is_a_count_of_chars_against_n() {
+        // One-, two-, three- and four-byte characters, alone and mixed, around every `n` at
+        // which the byte shortcuts and the count meet.
+        for unit in ["a", "é", "€", "😀", "a😀é"] {
+            for repeat in 0..12 {
+                let text = unit.repeat(repeat);
+                let chars = text.chars().count();
+                for n in 0..=text.len() + 2 {
+                    assert_eq!(has_chars(&text, n), chars >= n, "{text:?} against {n}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn separators_fall_every_three_digits() {

@@ -11,7 +11,7 @@ use condense_abi::{
 use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Block, Conversation, RawJson, Role, ToolResultAt};
 use condense_retain::error_line;
-use condense_text::{plural, thousands, utf8_prefix, utf8_suffix};
+use condense_text::{has_chars, plural, thousands, utf8_prefix, utf8_suffix};
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::BuildHasherDefault;
@@ -300,14 +300,7 @@ fn describe(
 
 /// For each entry, the index of the entry whose copy is kept when this one is a duplicate.
 fn duplicate_targets(config: &Config, entries: &[Entry<'_>]) -> Vec<Option<usize>> {
-    // At least `min_duplicate_chars` chars: a text of fewer bytes has fewer chars, one of four
-    // times as many bytes at least as many (a char is one to four bytes); only the texts in
-    // between are counted.
-    let min = config.min_duplicate_chars;
-    let eligible = |e: &Entry<'_>| {
-        let len = e.text.len();
-        !e.snipped && len >= min && (len / 4 >= min || e.text.chars().count() >= min)
-    };
+    let eligible = |e: &Entry<'_>| !e.snipped && has_chars(&e.text, config.min_duplicate_chars);
     // Keyed by whole tool results: xxh3 hashes them several times faster than the default
     // SipHash (equal texts are still compared in full).
     let mut kept: HashMap<&str, usize, BuildHasherDefault<Fingerprinter>> = HashMap::default();

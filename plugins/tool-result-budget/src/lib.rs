@@ -57,7 +57,7 @@ use condense_abi::{
     Context, Input, Replacements, Stage, StageError, StageEvent, StageOutput, StageReport,
 };
 use condense_model::{Content, Role, ToolResultAt};
-use condense_text::plural;
+use condense_text::{has_chars, plural};
 use reference::{is_reference, reference_text, thousands};
 use serde::{Deserialize, Serialize};
 use state::{fingerprint, Replaced, State};
@@ -164,9 +164,8 @@ impl ToolResultBudget {
         if is_reference(text) {
             return Ok(Outcome::AlreadyReference);
         }
-        // Whether the result is over its limit in chars: a text of no more bytes than the limit
-        // is not (a char is at least a byte), so most results are never counted char by char.
-        let over = |limit: usize| text.len() > limit && text.chars().count() > limit;
+        // Over its limit in chars, counted only when the bytes leave it open.
+        let over = |limit: usize| has_chars(text, limit.saturating_add(1));
 
         if let Some(done) = state.replaced.get(id) {
             let chars = text.chars().count();
