@@ -74,40 +74,20 @@ fn write_number<F: Formatter>(
 }
 
 /// A quoted, escaped string, as serde_json's serializer writes it through [`super::Ascii`] (the
-/// only formatter that writes strings its own way): the runs between escapes as they are, or
-/// with every non-ASCII character as `\uXXXX` when `ascii`. Written here rather than through
-/// the formatter, whose calls cost more than the bytes of a run between two line ends.
+/// only formatter that writes strings its own way): each run between two escapes as it is, or
+/// with every non-ASCII character as `\uXXXX` when `ascii` (the runs are those serde_json hands
+/// its formatter's `write_string_fragment`); each escape as serde_json spells it (the quote,
+/// the backslash and the bytes below 0x20). Written here rather than through the formatter,
+/// whose calls cost more than the bytes of a run between two line ends.
 fn write_str(s: &str, out: &mut Vec<u8>, ascii: bool) -> io::Result<()> {
-    out.push(b'"');
-    write_escaped(
-        s,
-        out,
-        |out, run| match ascii {
-            true => super::write_ascii_escaped(out, run),
-            false => {
-                out.extend_from_slice(run.as_bytes());
-                Ok(())
-            }
-        },
-        |out, escape| {
-            out.extend_from_slice(escape);
+    let run = |out: &mut Vec<u8>, run: &str| match ascii {
+        true => super::write_ascii_escaped(out, run),
+        false => {
+            out.extend_from_slice(run.as_bytes());
             Ok(())
-        },
-    )?;
+        }
+    };
     out.push(b'"');
-    Ok(())
-}
-
-/// Writes the inside of the JSON string for `s` (without its quotes): each run between two
-/// escapes through `run`, each escape as serde_json spells it (the quote, the backslash and the
-/// bytes below 0x20; short escapes where JSON has them, else `\u00XX` in lowercase hex). The
-/// runs are those serde_json hands its formatter's `write_string_fragment`.
-fn write_escaped<W: ?Sized>(
-    s: &str,
-    w: &mut W,
-    mut run: impl FnMut(&mut W, &str) -> io::Result<()>,
-    mut escape: impl FnMut(&mut W, &'static [u8]) -> io::Result<()>,
-) -> io::Result<()> {
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
@@ -122,15 +102,16 @@ fn write_escaped<W: ?Sized>(
         };
         if start < i {
             // Cut before and after an ASCII byte: both ends are character boundaries.
-            run(w, &s[start..i])?;
+            run(out, &s[start..i])?;
         }
-        escape(w, spelled)?;
+        out.extend_from_slice(spelled);
         i += 1;
         start = i;
     }
     if start < bytes.len() {
-        run(w, &s[start..])?;
+        run(out, &s[start..])?;
     }
+    out.push(b'"');
     Ok(())
 }
 
