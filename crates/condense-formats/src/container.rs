@@ -73,13 +73,16 @@ pub(crate) struct Placed {
 }
 
 pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
-    let mut doc = read_text(bytes, source, opts)?;
+    let (text, cut_char) = utf8(bytes, display_name(source))?;
+    let mut doc = read_valid(text, cut_char, source, opts, None)?;
     let start = if doc.bom { BOM.len() } else { 0 };
-    let body = &bytes[start..start + doc.source.body_len];
-    doc.source.text = match crate::utf8::str_of(body) {
-        Some(text) => text.to_owned(),
-        // Unreachable: `read_text` checked these bytes, and the span ends before the tail.
-        None => String::from_utf8_lossy(body).into_owned(),
+    let body = start..start + doc.source.body_len;
+    // The text checked once: the body is a slice of it.
+    doc.source.text = match text.get(body.clone()) {
+        Some(body) => body.to_owned(),
+        // Unreachable: the mark and the incomplete last line end and start on character
+        // boundaries.
+        None => String::from_utf8_lossy(&bytes[body]).into_owned(),
     };
     Ok(doc)
 }
@@ -93,35 +96,22 @@ pub(crate) fn read_owned(
     known: Option<Lookup<'_>>,
 ) -> Result<Document> {
     // Checked as UTF-8 once: all of it is, as a whole file mostly is.
-    let mut bytes = match crate::utf8::string(bytes) {
-        Ok(text) => {
+    match crate::utf8::string(bytes) {
+        Ok(mut text) => {
             let mut doc = read_valid(&text, &[], source, opts, known)?;
             let start = if doc.bom { BOM.len() } else { 0 };
-            let mut text = text;
             text.truncate(start + doc.source.body_len);
             text.drain(..start);
             doc.source.text = text;
-            return Ok(doc);
+            Ok(doc)
         }
-        Err(bytes) => bytes,
-    };
-    let mut doc = read_text(&bytes, source, opts)?;
-    let start = if doc.bom { BOM.len() } else { 0 };
-    bytes.truncate(start + doc.source.body_len);
-    bytes.drain(..start);
-    doc.source.text = crate::utf8::string(bytes)
-        // Unreachable: `read_text` checked these bytes, and the span ends before the tail.
-        .unwrap_or_else(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-    Ok(doc)
+        // Not UTF-8 (a character cut short at the very end of a file still being written,
+        // or an error to name): read as borrowed bytes, which copies the body once.
+        Err(bytes) => read(&bytes, source, opts),
+    }
 }
 
 const BOM: &str = "\u{feff}";
-
-/// Reads a document whose source text is still to be filled in (its length is known).
-fn read_text(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
-    let (text, cut_char) = utf8(bytes, display_name(source))?;
-    read_valid(text, cut_char, source, opts, None)
-}
 
 /// How errors name the input `source` (`-`: standard input).
 fn display_name(source: &str) -> &str {
@@ -132,7 +122,7 @@ fn display_name(source: &str) -> &str {
     }
 }
 
-/// [`read_text`] of bytes already checked: `text`, then `cut_char`, the bytes of a UTF-8
+/// A read of bytes already checked as UTF-8: `text`, then `cut_char`, the bytes of a UTF-8
 /// character cut short at the very end (see [`utf8`]).
 fn read_valid(
     text: &str,
