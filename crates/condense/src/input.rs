@@ -56,18 +56,16 @@ impl Input {
 }
 
 /// The bytes of `path`, or one line naming it. As `std::fs::read`, into a buffer of the
-/// file's size whose pages are mapped first ([`crate::memory::populate`]).
+/// file's size made for it ([`crate::memory::input_buffer`]).
 fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
     let fail = |e: std::io::Error| Failure::run(format!("{}: cannot read: {e}", path.display()));
     let mut file = std::fs::File::open(path).map_err(fail)?;
     let size = file.metadata().map_or(0, |m| m.len());
     // One byte more than the file: `read_to_end` finds the end without growing the buffer.
     // A size the machine cannot hold fails here, in one line, as `std::fs::read` fails.
-    let mut bytes = Vec::new();
     let want = usize::try_from(size).map_or(usize::MAX, |n| n.saturating_add(1));
-    crate::memory::with_huge_pages(|| bytes.try_reserve_exact(want))
+    let mut bytes = crate::memory::input_buffer(want)
         .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
-    crate::memory::populate(&mut bytes);
     file.read_to_end(&mut bytes).map_err(fail)?;
     Ok(bytes)
 }

@@ -1,6 +1,7 @@
 //! How the process asks the operating system for memory: glibc malloc's tunables
-//! ([`tune_malloc`]), the input buffer's pages mapped in one call rather than one fault at a
-//! time ([`populate`]), and backed by huge pages ([`Allocator`], [`with_huge_pages`]).
+//! ([`tune_malloc`]), and the buffer an input file is read into ([`input_buffer`]): its pages
+//! mapped in one call rather than one fault at a time ([`populate`]), and huge ones
+//! ([`Allocator`], [`with_huge_pages`]).
 
 /// Sets glibc malloc's tunables for a process that allocates a few large buffers and many
 /// small values, then exits.
@@ -48,6 +49,15 @@ const MMAP_THRESHOLD: libc::c_int = 32 << 20;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const TRIM_THRESHOLD: libc::c_int = 64 << 20;
 
+/// An empty buffer of `capacity` bytes for a file to be read into whole: from 2 MiB on on huge
+/// pages ([`with_huge_pages`]), its pages mapped in one call ([`populate`]).
+pub(crate) fn input_buffer(capacity: usize) -> Result<Vec<u8>, std::collections::TryReserveError> {
+    let mut buf = Vec::new();
+    with_huge_pages(|| buf.try_reserve_exact(capacity))?;
+    populate(&mut buf);
+    Ok(buf)
+}
+
 /// Below this, a buffer's pages are few (and mostly mapped in the heap already).
 const POPULATE_FROM: usize = 256 * 1024;
 
@@ -57,7 +67,7 @@ const POPULATE_FROM: usize = 256 * 1024;
 /// the 800 pages of a 3.2 MB request body were a tenth of a `compress` turn. Nothing is
 /// written; an older kernel (or another system) leaves the pages to fault in as before.
 #[cfg(target_os = "linux")]
-pub(crate) fn populate(buf: &mut Vec<u8>) {
+fn populate(buf: &mut Vec<u8>) {
     let spare = buf.spare_capacity_mut();
     if spare.len() < POPULATE_FROM {
         return;
@@ -86,7 +96,7 @@ pub(crate) fn populate(buf: &mut Vec<u8>) {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn populate(_buf: &mut Vec<u8>) {}
+fn populate(_buf: &mut Vec<u8>) {}
 
 /// The process's allocator: the system's (glibc's malloc, tuned by [`tune_malloc`]), except
 /// that a large block asked for inside [`with_huge_pages`] starts on a 2 MiB boundary and is
@@ -99,10 +109,10 @@ pub(crate) fn populate(_buf: &mut Vec<u8>) {}
 /// pages hold nothing unused, where a vector grown by doubling would keep whole 2 MiB pages
 /// resident for its unused tail (with every block of 2 MiB or more aligned, peak RSS at 1M
 /// tokens was 1.3 MB higher). A CLI turn at 1M tokens 0.952x the time (30 alternating pairs),
-/// a first run 0.997x (16), peak RSS unchanged. The cost to watch: where the kernel compacts memory for advised
-/// regions (`defrag` set to `madvise`, the usual default), a machine whose memory is
-/// fragmented may stall that first touch while it finds a huge page; `with_huge_pages` is the
-/// one place that asks.
+/// a first run 0.997x (16), peak RSS unchanged. The cost to watch: where the kernel compacts
+/// memory for advised regions (`defrag` set to `madvise`, the usual default), a machine whose
+/// memory is fragmented may stall that first touch while it finds a huge page;
+/// [`input_buffer`] is the one place that asks.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[derive(Debug)]
 pub(crate) struct Allocator;
@@ -120,7 +130,7 @@ thread_local! {
 
 /// Runs `f`, in which a block of 2 MiB or more that this thread allocates is aligned to and
 /// backed by huge pages ([`Allocator`]). For a buffer that is filled whole right away.
-pub(crate) fn with_huge_pages<T>(f: impl FnOnce() -> T) -> T {
+fn with_huge_pages<T>(f: impl FnOnce() -> T) -> T {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         /// Clears the flag however `f` ends.
@@ -186,11 +196,12 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
-    use super::{with_huge_pages, HUGE_PAGE, HUGE_PAGES};
+    use super::{input_buffer, with_huge_pages, HUGE_PAGE, HUGE_PAGES};
 
     #[test]
-    fn a_large_block_asked_for_with_huge_pages_starts_on_one() {
-        let mut big: Vec<u8> = with_huge_pages(|| Vec::with_capacity(5 << 20));
+    fn a_large_input_buffer_starts_on_a_huge_page() {
+        let mut big = input_buffer(5 << 20).unwrap();
+        assert!(big.is_empty() && big.capacity() >= 5 << 20);
         assert_eq!(big.as_ptr() as usize % HUGE_PAGE, 0);
         big.extend(std::iter::repeat_n(7u8, 5 << 20));
         // Grown past its block (glibc's realloc of an aligned block), then freed.
