@@ -239,11 +239,12 @@ impl Document {
         self.vouched[conv] = fits.then_some(prints);
     }
 
-    /// The fingerprint of each message of conversation `i` as it is now: the vouched ones, or
-    /// made ([`source::Source::prints_now`]).
+    /// The fingerprint of each message of conversation `i` as it is now: the vouched ones (of
+    /// its messages as they are, since any change forgets them), or made
+    /// ([`source::Source::prints_now`]).
     fn prints_now(&self, i: usize, conv: &Conversation) -> Vec<u128> {
         match self.vouched.get(i) {
-            Some(Some(prints)) if prints.len() == conv.messages.len() => prints.clone(),
+            Some(Some(prints)) => prints.clone(),
             _ => self.source.prints_now(i, conv),
         }
     }

@@ -314,8 +314,10 @@ impl LoadedPipeline {
     /// Hands a pipeline that keeps points in memory ([`Self::keeping_points`]) the output of
     /// its last run on `session` once the caller is done with it (written, sent): the session's
     /// point takes its messages from it, so the next run neither parses the input messages it
-    /// kept nor reads back those it stored. Moved in, not copied; any other conversation, or
-    /// none, leaves the next run to read them as a pipeline without memory does.
+    /// kept nor reads back those it stored. Moved in, not copied. It must be that output as
+    /// written: only its length and its number of stored messages are checked (one that does
+    /// not add up is dropped); without it, the next run reads them as a pipeline without
+    /// memory does.
     pub fn keep_output(&self, store: &Store, session: &str, output: Conversation) {
         if let Some(points) = &self.points {
             points.fill(store, session, output);

@@ -342,11 +342,12 @@ pub(crate) fn compress_input(
             condense_host::archive::record_read_as(store, &session, &read_as)
                 .map_err(|e| Failure::run(e.to_string()))?;
         }
-        // The report does not serialize the conversation: move it back into the document,
-        // with the fingerprints the run made of it (the writer looks texts up by them).
+        // The report does not serialize the conversation: move it back into the document.
         input.doc.conversations_mut()[i] = std::mem::take(&mut result.conversation);
         runs.push(result);
     }
+    // With the fingerprints each run made of its output (the writer looks texts up by them),
+    // once every conversation is back: any change forgets them.
     for (i, run) in runs.iter().enumerate() {
         input
             .doc

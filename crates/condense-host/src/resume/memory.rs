@@ -58,8 +58,8 @@ impl PointMemory {
 
     /// Moves the output of the run that saved `session`'s point into it (the input messages
     /// it kept, the messages it stored), when the point waits for it. Without it (the caller
-    /// did not hand it over, or it is not that run's output), the next run reads those from
-    /// the store and the input, as without memory.
+    /// did not hand it over, or what it handed does not add up to the point's layout), the
+    /// next run reads those from the store and the input, as without memory.
     pub(crate) fn fill(&self, store: &Store, session: &str, output: Conversation) {
         let key = (store.root().to_path_buf(), session.to_string());
         let Some((bytes, mut point)) = self.points.take(&key) else {

@@ -139,15 +139,13 @@ fn a_long_lived_pipeline_takes_the_messages_its_last_output_kept_from_memory() {
     // Until the caller hands the first output back, the point in memory has no messages:
     // the kept ones are read, the stored ones read back from the store.
     let (_waiting_dir, waiting) = store();
-    let before = kept
-        .run(conversation(), &waiting, "s", &resuming())
+    kept.run(conversation(), &waiting, "s", &resuming())
         .unwrap();
     let (not_handed, reads) = reading(&input, &unread, false, |read| {
         kept.run_with_texts(partial.clone(), &waiting, "s", &resuming(), read)
     });
     assert_eq!(reads, 1, "nothing handed back: the kept messages are read");
     assert_eq!(not_handed.unwrap().conversation, reference.conversation);
-    drop(before);
 
     kept.keep_output(&st, "s", first.conversation);
     let (from_memory, reads) = reading(&input, &unread, false, |read| {
