@@ -38,6 +38,7 @@ use condense_model::{
     Piece, RawJson, ReadMessage, Role, TextBlock, TextPiece, ThinkingBlock, ToolDef, ToolResult,
     ToolResultRef, ToolUse,
 };
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 type FfiBlockRef<'v> = FfiBlockOf<RStr<'v>>;
@@ -404,6 +405,15 @@ impl<'v> ContentView<'v> {
         Content {
             shape: self.shape(),
             blocks: self.blocks().map(|b| b.to_block()).collect(),
+        }
+    }
+
+    /// [`text`](Self::text), borrowed when the content is one text block (most tool results):
+    /// a stage that only measures or compares every result need not copy them all.
+    pub fn text_cow(&self) -> Cow<'v, str> {
+        match self.blocks {
+            [one] if one.kind == KIND_TEXT => Cow::Borrowed(one.a.as_str()),
+            _ => Cow::Owned(self.text()),
         }
     }
 

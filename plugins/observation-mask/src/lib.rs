@@ -209,7 +209,7 @@ impl Stage for ObservationMask {
             if !older.contains(&at) {
                 continue;
             }
-            let text = slot.result.content().text();
+            let text = slot.result.content().text_cow();
             if is_placeholder(&text) {
                 tally.already += 1;
                 continue;

@@ -282,7 +282,7 @@ impl Stage for ToolResultBudget {
         for slot in view.tool_results().filter(|slot| slot.role != Role::Event) {
             tally.checked += 1;
             let result = slot.result;
-            let text = result.content().text();
+            let text = result.content().text_cow();
             match self.judge(&text, result.tool_use_id(), slot.tool, &mut state, cx)? {
                 Outcome::Replaced {
                     reference,

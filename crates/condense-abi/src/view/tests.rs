@@ -7,11 +7,15 @@ use crate::{Input, StageError};
 use condense_model::{
     Block, Content, Conversation, ImageSource, Message, RawJson, ReadMessage, ToolResult,
 };
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::path::Path;
 
 fn same_message(m: &Message, v: MessageView<'_>) -> bool {
-    v.is(m) && m.is_chat() == v.is_chat() && m.content.text() == v.content().text()
+    v.is(m)
+        && m.is_chat() == v.is_chat()
+        && m.content.text() == v.content().text()
+        && v.content().text_cow() == v.content().text()
 }
 
 /// Asserts that `conv` read through a view is `conv`, field by field, with the same tool
@@ -57,6 +61,15 @@ fn assert_view_reads(conv: &Conversation, name: &str) -> usize {
         .tool_results()
         .map(|r| (r.at(), r.message_id, r.role, r.result.content().text()))
         .collect();
+    for r in view.tool_results() {
+        let content = r.result.content();
+        assert_eq!(
+            content.text_cow(),
+            content.text(),
+            "{name}: {}",
+            r.message_id
+        );
+    }
     assert_eq!(viewed, model, "{name}: tool results");
     for (slot, r) in view.tool_results().zip(conv.tool_results()) {
         assert_eq!(&slot.result.to_tool_result(), r.result, "{name}");
@@ -193,6 +206,12 @@ fn every_block_kind_reads_the_same_through_a_view() {
     assert_eq!(slots[0].tool, Some("Bash"));
     assert_eq!(slots[1].tool, None);
     assert_eq!(slots[0].result.content().text(), "a\ndeep\nb");
+    // Nested blocks are joined; one text block is lent, not copied.
+    assert!(matches!(slots[0].result.content().text_cow(), Cow::Owned(t) if t == "a\ndeep\nb"));
+    assert!(matches!(
+        slots[1].result.content().text_cow(),
+        Cow::Borrowed("lost")
+    ));
     assert!(!view.message(2).unwrap().is_chat());
     assert!(view.message(3).is_none());
 }
