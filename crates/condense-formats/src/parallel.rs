@@ -12,7 +12,7 @@
 //!   element is a message it reads, the list comes back as messages ([`QuickList`]) and the
 //!   value holds stubs for the format detection; otherwise as the elements' values;
 //! - [`read_all`]: a long list is cut into one run of consecutive messages per core, each run
-//!   read on its own thread with its own [`Notes`], and the results and notes put back together
+//!   read on rayon's pool with its own [`Notes`], and the results and notes put back together
 //!   in list order. The outcome is the sequential one: the same messages, the first error in
 //!   list order, the same warnings.
 
@@ -176,19 +176,9 @@ fn parse_messages(
         Some(out)
     };
     let runs = split(spans.to_vec(), cores());
-    let parsed: Vec<Option<Vec<Element>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = runs
-            .into_iter()
-            .map(|run| scope.spawn(move || read_run(run)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().ok().flatten())
-            .collect()
-    });
     let mut elements = Vec::with_capacity(spans.len());
-    for run in parsed {
-        elements.extend(run?);
+    for run in on_pool(runs, read_run) {
+        elements.extend(run.ok().flatten()?);
     }
     let keep = elements.iter().all(|e| match e {
         Element::Quick(message) => !quick::may_be_cline(message),
@@ -315,20 +305,10 @@ fn parse_elements(text: &str, spans: &[Range<usize>]) -> Option<Vec<Value>> {
         // The scan and the parse agree on where the elements are, or the scan is not trusted.
         (values.len() == run.len()).then_some(values)
     };
-    let parsed: Vec<Option<Vec<Value>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = runs
-            .into_iter()
-            .map(|(_, run)| scope.spawn(move || parse_run(run)))
-            .collect();
-        // A panic in serde_json (a bug) gives up on the parallel parse: the caller parses again.
-        handles
-            .into_iter()
-            .map(|h| h.join().ok().flatten())
-            .collect()
-    });
     let mut out = Vec::with_capacity(spans.len());
-    for run in parsed {
-        out.extend(run?);
+    // A panic in serde_json (a bug) gives up on the parallel parse: the caller parses again.
+    for run in on_pool(runs, |(_, run)| parse_run(run)) {
+        out.extend(run.ok().flatten()?);
     }
     Some(out)
 }
@@ -338,6 +318,21 @@ fn parse_elements(text: &str, spans: &[Range<usize>]) -> Option<Vec<Value>> {
 fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// `work` of every run, in order, on rayon's pool; a run that panicked is `Err` (its panic).
+///
+/// The pool's threads live as long as the process: `condense serve` reads a body at every
+/// request and starts no thread for it (a new thread per run cost a spawn, its stack's first
+/// pages and its exit, each time). A process's first parallel read starts the pool instead.
+fn on_pool<T: Send, R: Send>(
+    runs: Vec<T>,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<std::thread::Result<R>> {
+    use rayon::prelude::*;
+    runs.into_par_iter()
+        .map(|run| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(run))))
+        .collect()
 }
 
 /// Lists shorter than this are read on the calling thread: starting a thread costs about what
@@ -358,31 +353,20 @@ pub(crate) fn read_all<T: Send, R: Send>(
             .map(|(i, item)| read(item, i, ctx))
             .collect();
     }
-    let mut runs = split(items, cores());
-    let first = runs.remove(0);
     let read = &read;
     let place = ctx.place();
-    let (head, rest) = std::thread::scope(|scope| {
-        let handles: Vec<_> = runs
-            .into_iter()
-            .map(|(offset, run)| {
-                scope.spawn(move || {
-                    let notes = Notes::default();
-                    let out = read_run(run, offset, &place.noting_into(&notes), read);
-                    (out, notes)
-                })
-            })
-            .collect();
-        let head = read_run(first.1, first.0, ctx, read);
-        let rest: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (head, rest)
+    let runs = on_pool(split(items, cores()), |(offset, run)| {
+        let notes = Notes::default();
+        let out = read_run(run, offset, &place.noting_into(&notes), read);
+        (out, notes)
     });
-    let mut out = head?;
-    for joined in rest {
+    let mut out = Vec::new();
+    for joined in runs {
         // A panic in a reader is a bug: carried on to the caller as if it happened here.
         let (run, notes) = joined.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        out.extend(run?);
+        // Up to the first error, as a sequential read stops there with the notes it made.
         ctx.absorb(notes);
+        out.extend(run?);
     }
     Ok(out)
 }
