@@ -31,7 +31,9 @@ mod summaries;
 pub use archive::{expand, ExpandError, Expansion, ReadAs, ReadIndex};
 pub use pipeline::{OnError, Pipeline, PipelineError, StageSpec};
 pub use resume::Resumed;
-pub use run::{HostError, LoadedPipeline, ReadFrom, RunOptions, RunResult, StageRun, Unread};
+pub use run::{
+    HostError, LoadedPipeline, PendingPoint, ReadFrom, RunOptions, RunResult, StageRun, Unread,
+};
 pub use services::StateMode;
 
 use condense_model::Conversation;

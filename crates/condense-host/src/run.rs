@@ -364,6 +364,51 @@ impl LoadedPipeline {
         )
     }
 
+    /// [`run_with_texts`](Self::run_with_texts) for a caller with somewhere to be before the
+    /// session's next resume point is kept: `condense serve` sends the body upstream first,
+    /// and keeps the point ([`Self::keep_point`]) while the upstream reads it. The run's own
+    /// writes (what its stages stored, their states, the archive of what they removed, the
+    /// token counts) are committed before this returns; the point goes in a second
+    /// transaction. A process killed between the two leaves the session's previous point,
+    /// which its next run starts from, as after a run killed before its commit.
+    pub fn run_with_texts_deferring(
+        &self,
+        conversation: Conversation,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        read: &ReadFrom<'_>,
+    ) -> Result<(RunResult, PendingPoint), HostError> {
+        let input = resume::Input {
+            conversation,
+            fingerprints: read.fingerprints,
+            unread: read.unread,
+        };
+        self.in_one_transaction(store, session, || {
+            let (start, settings) = self.start(store, session, opts, input)?;
+            let state = self.run_all(start, store, session, opts, read.texts)?;
+            let (result, hash) =
+                state.finish(&self.pipeline, store, session, opts, self.keys.as_ref())?;
+            Ok((result, PendingPoint { settings, hash }))
+        })
+    }
+
+    /// Keeps the resume point a deferred run left ([`Self::run_with_texts_deferring`]):
+    /// `result` is that run's, its conversation as the run gave it.
+    pub fn keep_point(
+        &self,
+        store: &Store,
+        session: &str,
+        point: PendingPoint,
+        result: &RunResult,
+    ) -> Result<(), HostError> {
+        let batch = store.batch();
+        let memory = self.points.as_ref();
+        save_point(store, session, point.settings, point.hash, result, memory)?;
+        batch.commit()?;
+        Ok(())
+    }
+
     /// `run` from the conversation the run starts from ([`Self::start`]), in one transaction
     /// ([`Self::in_one_transaction`]), then the session's next resume point kept from its
     /// result (`result_of`: the [`RunResult`] in what `run` gives).
@@ -584,6 +629,15 @@ impl LoadedPipeline {
             },
         }
     }
+}
+
+/// The resume point a deferred run leaves to keep ([`LoadedPipeline::keep_point`]). Dropped,
+/// the session's next run starts from the point before, or from its whole input.
+#[must_use = "without keep_point, the session's next run does not start from this run's output"]
+pub struct PendingPoint {
+    /// The settings hash the point is kept under (`None`: keep none).
+    settings: Option<String>,
+    hash: Option<InputHash>,
 }
 
 /// A stage as [`LoadedPipeline::build`]'s maker makes it: the library it came from (none for

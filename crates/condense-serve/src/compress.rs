@@ -71,8 +71,15 @@ pub fn levels(pipeline: &LoadedPipeline) -> Vec<String> {
         .collect()
 }
 
-/// Runs the pipeline over the document read from `body`, forcing the first `level` levels.
-/// `memo`: the session's texts from its previous request's write ([`WriteMemos`]).
+/// Runs the pipeline over the document read from `body`, forcing the first `level` levels,
+/// and hands what it made to `send` as soon as it is written and archived: what only the
+/// session's next request needs (its resume point, the message list to leave unread, the
+/// output in memory) is kept after, while the body is on its way upstream. `memo`: the
+/// session's texts from its previous request's write ([`WriteMemos`]).
+///
+/// `Err` before `send` is called: nothing to send (the caller forwards the client's body or
+/// answers 502). `Err` after: the body was sent, and the session's next request starts from
+/// this one's predecessor (its store holds everything this one removed either way).
 pub fn run(
     mut doc: Document,
     body: &[u8],
@@ -80,7 +87,8 @@ pub fn run(
     (store, session): (&Store, &str),
     level: usize,
     memo: &mut WriteMemo,
-) -> Result<Compressed, String> {
+    send: impl FnOnce(Compressed),
+) -> Result<(), String> {
     let format = doc.format();
     let opts = RunOptions {
         now_ms: None,
@@ -93,7 +101,7 @@ pub fn run(
         resume: true,
     };
     let conv = std::mem::take(&mut doc.conversations_mut()[0]);
-    let result = {
+    let (mut result, point) = {
         let doc = &doc;
         let texts = |m: &condense_model::Message| doc.original_text(0, m).map(str::to_string);
         let read_all = || doc.read_unread(0).map_err(|e| e.to_string());
@@ -106,10 +114,9 @@ pub fn run(
             }),
         };
         pipeline
-            .run_with_texts(conv, store, session, &opts, &read)
+            .run_with_texts_deferring(conv, store, session, &opts, &read)
             .map_err(|e| e.to_string())?
     };
-    remember_list(&doc, store, &result.output_fingerprints)?;
     // A request that started from the session's previous output says so first: the tokens it
     // saves include what earlier requests' stages cut.
     let acted = result
@@ -126,30 +133,32 @@ pub fn run(
         .collect();
     let prefix = prefix_hashes(&result.conversation, &result.output_fingerprints);
     let (tokens_before, tokens_after) = (result.tokens_before, result.tokens_after);
-    let run = result.archive_run;
-    doc.conversations_mut()[0] = result.conversation;
-    doc.vouch_fingerprints(0, result.output_fingerprints);
+    doc.conversations_mut()[0] = std::mem::take(&mut result.conversation);
+    doc.vouch_fingerprints(0, result.output_fingerprints.clone());
     let out = doc.write_remembering(memo).map_err(|e| e.to_string())?;
     let body = if out == body {
         None
     } else {
         let what = (out.as_slice(), &mut *memo, "compressed body");
-        archive_as_written(&doc, what, None, &[(session, &run)], store)?;
+        archive_as_written(&doc, what, None, &[(session, &result.archive_run)], store)?;
         Some(out)
     };
-    // Written and archived: the output goes to the session's point in memory, not copied.
-    pipeline.keep_output(
-        store,
-        session,
-        std::mem::take(&mut doc.conversations_mut()[0]),
-    );
-    Ok(Compressed {
+    send(Compressed {
         body,
         tokens_before,
         tokens_after,
         acted,
         prefix,
-    })
+    });
+    // What the session's next request starts from.
+    result.conversation = std::mem::take(&mut doc.conversations_mut()[0]);
+    pipeline
+        .keep_point(store, session, point, &result)
+        .map_err(|e| e.to_string())?;
+    remember_list(&doc, store, &result.output_fingerprints)?;
+    // Written, archived and sent: the output goes to the session's point in memory, not copied.
+    pipeline.keep_output(store, session, result.conversation);
+    Ok(())
 }
 
 /// How many sessions' write memos a proxy keeps, as many as the host keeps resume points: the

@@ -34,15 +34,36 @@ use tokio::sync::OwnedMutexGuard;
 /// The most of an upstream error body read to look for prompt-too-long (errors are small).
 const ERROR_BODY_LIMIT: usize = 1 << 20;
 
-/// A body through the pipeline: its session, model, result and pipeline, and the session's
-/// lock, held until the body is sent.
+/// A body through the pipeline: its session, model, result and pipeline, the session's turn
+/// (held until the body is sent, and until what the next request starts from is kept), and
+/// that keeping, under way ([`compress::run`]).
 type Done = (
     String,
     Option<String>,
     Compressed,
     Arc<LoadedPipeline>,
-    OwnedMutexGuard<()>,
+    SessionTurn,
+    Keeping,
 );
+
+/// The session's lock, shared by what must end before its next request starts: sending this
+/// one's body, and keeping what the next one starts from.
+pub(crate) type SessionTurn = Arc<OwnedMutexGuard<()>>;
+
+/// What a request keeps for its session's next one after handing over its body, running on the
+/// blocking pool while the body goes upstream. Waited for before the answer goes back to the
+/// client, so an answered request is a kept one (its resume point, its archive).
+struct Keeping(tokio::task::JoinHandle<Result<(), String>>);
+
+impl Keeping {
+    async fn wait(self, proxy: &Proxy, session: &str) {
+        if let Err(e) = self.0.await {
+            proxy.log(format_args!(
+                "session={session}: keeping what its next request starts from panicked: {e}"
+            ));
+        }
+    }
+}
 /// Why a body was not compressed: its session when known, and a one-line reason.
 type NotDone = (Option<String>, String);
 
@@ -163,7 +184,7 @@ impl Proxy {
                 .map(|done| (done, p)),
         };
         condense_ms += ms(t);
-        let ((session, model, mut done, pipeline, guard), plain) = match first {
+        let ((session, model, mut done, pipeline, guard, keeping), plain) = match first {
             Ok(x) => x,
             Err((session, reason)) => {
                 let session = session.unwrap_or_else(|| "?".into());
@@ -198,6 +219,7 @@ impl Proxy {
         let mut level = 0;
         let mut retries = 0;
         let mut guard = Some(guard);
+        let mut keeping = Some(keeping);
         // Recorded before it is sent, under the session's lock: the session's turns are
         // recorded in the order they went upstream.
         let kept = self.backend.record(
@@ -227,6 +249,9 @@ impl Proxy {
             };
             let up = crate::wire::release_at_end(up, guard.take());
             let resp = self.send(up, &method, &path, started).await?;
+            if let Some(k) = keeping.take() {
+                k.wait(&self, &session).await;
+            }
             let saved = done.tokens_before.saturating_sub(done.tokens_after);
             let line = |status: u16, note: &str, condense_ms: f64, retries: usize| {
                 format!(
@@ -289,11 +314,11 @@ impl Proxy {
                     .await;
                 condense_ms += ms(t);
                 match again {
-                    Ok((_, _, c, _, g)) if c.tokens_after < sent => {
-                        next = Some((c, g));
+                    Ok((_, _, c, _, g, k)) if c.tokens_after < sent => {
+                        next = Some((c, g, k));
                         break;
                     }
-                    Ok(_) => {}
+                    Ok((.., k)) => k.wait(&self, &session).await,
                     Err((_, reason)) => {
                         self.log(format_args!(
                             "session={session}: forcing level {level} failed: {reason}"
@@ -302,7 +327,7 @@ impl Proxy {
                 }
             }
             match next {
-                Some((mut c, g)) => {
+                Some((mut c, g, k)) => {
                     retries += 1;
                     self.backend.record(
                         &session,
@@ -318,6 +343,7 @@ impl Proxy {
                     ever_compressed |= c.body.is_some();
                     done = c;
                     guard = Some(g);
+                    keeping = Some(k);
                 }
                 None => {
                     self.log(format_args!(
@@ -386,17 +412,54 @@ impl Proxy {
         };
         let this = Arc::clone(&self);
         let (s, p) = (session.clone(), Arc::clone(&pipeline));
-        let done = tokio::task::spawn_blocking(move || {
+        let turn: SessionTurn = Arc::new(guard);
+        let held = Arc::clone(&turn);
+        let (tx, body) = tokio::sync::oneshot::channel();
+        let keeping = tokio::task::spawn_blocking(move || {
             let mut memo = this.writes.take(&s);
             let store = this.backend.store();
-            let done = compress::run(doc, &bytes, &p, (store, &s), level.unwrap_or(0), &mut memo);
+            let mut sent = false;
+            let send = |c| {
+                sent = true;
+                // A receiver gone (the client left) leaves nothing to send to.
+                let _ = tx.send(c);
+            };
+            let done = compress::run(
+                doc,
+                &bytes,
+                &p,
+                (store, &s),
+                level.unwrap_or(0),
+                &mut memo,
+                send,
+            );
             this.writes.keep(&s, memo);
-            done
-        })
-        .await
-        .map_err(|e| (Some(session.clone()), format!("the pipeline panicked: {e}")))?
-        .map_err(|e| (Some(session.clone()), e))?;
-        Ok((session, model, done, pipeline, guard))
+            // The session's next request may start once this one's body is sent (see
+            // `release_at_end`) and what it starts from is kept.
+            drop(held);
+            match done {
+                Err(e) if sent => {
+                    this.log(format_args!(
+                        "session={s}: sent; keeping what its next request starts from failed ({e}): it starts from the one before"
+                    ));
+                    Ok(())
+                }
+                other => other,
+            }
+        });
+        let done = match body.await {
+            Ok(done) => done,
+            // Nothing handed over: the run failed (or panicked) before its body was ready.
+            Err(_) => {
+                let reason = match keeping.await {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(())) => "the pipeline handed over no body".to_string(),
+                    Err(e) => format!("the pipeline panicked: {e}"),
+                };
+                return Err((Some(session), reason));
+            }
+        };
+        Ok((session, model, done, pipeline, turn, Keeping(keeping)))
     }
 }
 

@@ -10,7 +10,6 @@ use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use std::time::Instant;
-use tokio::sync::OwnedMutexGuard;
 
 pub(crate) fn build(
     method: &Method,
@@ -88,19 +87,19 @@ impl hyper::body::Body for FlushBeforeError {
     }
 }
 
-/// `req` with `guard` held until its body has been handed to the upstream connection (its
-/// last frame taken, or the body dropped): the session's next request waits for that, not for
-/// the model's answer.
+/// `req` with `guard` (a share of its session's turn) held until its body has been handed to
+/// the upstream connection (its last frame taken, or the body dropped): the session's next
+/// request waits for that (and for what this one keeps for it), not for the model's answer.
 pub(crate) fn release_at_end(
     req: Request<ProxyBody>,
-    guard: Option<OwnedMutexGuard<()>>,
+    guard: Option<crate::route::SessionTurn>,
 ) -> Request<ProxyBody> {
     req.map(|inner| ReleaseAtEnd { inner, guard }.boxed())
 }
 
 struct ReleaseAtEnd {
     inner: ProxyBody,
-    guard: Option<OwnedMutexGuard<()>>,
+    guard: Option<crate::route::SessionTurn>,
 }
 
 impl hyper::body::Body for ReleaseAtEnd {

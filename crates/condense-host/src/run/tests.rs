@@ -12,6 +12,7 @@ use condense_abi::{
 use condense_model::{Block, Content, Conversation, Format, Message, Role};
 use serde::{Deserialize, Serialize};
 
+mod deferred;
 mod unread;
 
 /// The test stages' config: one behaviour per stage.
