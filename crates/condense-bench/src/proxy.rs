@@ -5,8 +5,9 @@
 //! - added latency p50 / p99 on a turn that needs no compression: each request timed through
 //!   the proxy and straight to the upstream, alternately; the figures are the differences;
 //! - cost per turn of one session growing turn by turn to 200k tokens (the generated agent
-//!   session; its tool results over 4 KiB make snip act on most turns), against one cold count
-//!   of the request (a fresh counter);
+//!   session; its tool results over 4 KiB make snip act on most turns): each turn's request
+//!   timed through the proxy, then the same body straight to the upstream; the difference,
+//!   against one cold count of the request (a fresh counter);
 //! - requests per second with 32 concurrent sessions;
 //! - the proxy's peak memory (`VmHWM` of the child);
 //! - the cache-stability share of the growing session (`GET /condense/status`).
@@ -80,12 +81,16 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         ..Conversation::default()
     };
     let mut i = 0;
-    let mut samples: Vec<(usize, f64, f64, usize)> = Vec::new(); // tokens, added ms, cold count ms, saved
+    // tokens, added ms, added ms less the small body's direct time, cold count ms, saved
+    let mut samples: Vec<(usize, f64, f64, f64, usize)> = Vec::new();
     let mut total_tokens = 0;
-    let direct_ms = dp50;
     // Each turn's own request: with the session's resume point, a turn's cost is that of
     // the turn, so a turn is measured once, when it is new (a repeat would resume from itself).
+    // What the proxy adds is the time through it less the time of the same body sent straight
+    // (a 200k-token body takes the upstream longer to read than the small one above).
     let mut firsts: Vec<f64> = Vec::new();
+    // The same, less the small body's direct time (how this row was measured before).
+    let mut smalls: Vec<f64> = Vec::new();
     while total_tokens < 200_000 {
         for m in turn(i) {
             total_tokens += counter.count_message(&m);
@@ -95,11 +100,16 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         let body = anthropic_file(&conv)?;
         let t = Instant::now();
         let saved = post(&proxy.url, &body, "growing")?;
-        firsts.push(ms(t) - direct_ms);
+        let via = ms(t);
+        let t = Instant::now();
+        post(upstream, &body, "growing")?;
+        firsts.push(via - ms(t));
+        smalls.push(via - dp50);
         if i % 25 == 0 || total_tokens >= 200_000 {
             // The median of this turn and the four before it, and of as many cold counts of
             // this turn's request.
             let mut added = firsts[firsts.len().saturating_sub(5)..].to_vec();
+            let mut small = smalls[smalls.len().saturating_sub(5)..].to_vec();
             let mut cold: Vec<f64> = (0..runs.max(5))
                 .map(|_| {
                     let counter = TokenCounter::new(TokenizerKind::O200k);
@@ -108,17 +118,23 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
                     ms(t)
                 })
                 .collect();
-            samples.push((total_tokens, pct(&mut added, 50), pct(&mut cold, 50), saved));
+            samples.push((
+                total_tokens,
+                pct(&mut added, 50),
+                pct(&mut small, 50),
+                pct(&mut cold, 50),
+                saved,
+            ));
         }
     }
-    for (tokens, added, cold, saved) in &samples {
+    for (tokens, added, small, cold, saved) in &samples {
         out.push((
             format!(
                 "turn at {} tokens (session growing turn by turn; median of 5 turns)",
                 thousands(*tokens)
             ),
             format!(
-                "{added:.1} ms added, {saved} tokens saved; one cold count {cold:.1} ms ({:.2}x)",
+                "{added:.1} ms added ({small:.1} ms less the small body's direct time), {saved} tokens saved; one cold count {cold:.1} ms ({:.2}x)",
                 added / cold
             ),
         ));
