@@ -29,45 +29,32 @@ use serde_json::Value;
 use std::ops::Range;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
+mod record;
+
+pub(crate) use record::updated;
+pub use record::{decode_all, encode_all, KnownWrite, BLOCKS};
+
 /// The first messages of a list are always read: a session's id comes from them, and they cost
 /// little.
 pub const ALWAYS_READ: usize = 8;
 
-/// Bumped when the encoding changes: an older record is then ignored.
-const VERSION: u8 = 1;
-
 /// Where a caller keeps the records (a store namespace), each under [`record_name`].
 pub const RECORDS: &str = "known-lists";
-
-/// Lists kept per record: two sessions that start alike (the same first prompt) do not push
-/// each other out at every turn.
-const KEPT: usize = 2;
 
 /// The name of the record of the lists known under `key` ([`first_key`]).
 pub fn record_name(key: u64) -> String {
     format!("{key:016x}")
 }
 
-/// The lists known under a key, read with `get` (a record's bytes by [`record_name`], `None`
-/// when there is none): what [`crate::read_owned_knowing`] asks.
-pub fn lookup(get: impl Fn(&str) -> Option<Vec<u8>>) -> impl Fn(u64) -> Vec<KnownList> {
-    move |key| get(&record_name(key)).map_or_else(Vec::new, |b| KnownList::decode_all(&b))
-}
-
-/// The record to keep once `list` is known, given the record kept so far (`kept`): `list`
-/// first, then the others but an earlier list of the same conversation (its messages start
-/// `list`'s), [`KEPT`] at most.
-pub(crate) fn updated_record(list: KnownList, kept: Option<&[u8]>) -> Vec<u8> {
-    let others: Vec<KnownList> = kept
-        .map(KnownList::decode_all)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|k| !(k.messages <= list.messages && list.prints.starts_with(&k.prints)))
-        .collect();
-    let mut lists = vec![list];
-    lists.extend(others);
-    lists.truncate(KEPT);
-    KnownList::encode_all(&lists)
+/// The lists known under a key, read with `get` (a record's bytes by namespace, [`RECORDS`]
+/// or [`BLOCKS`], and name; `None` when there is none): what [`crate::read_owned_knowing`]
+/// asks.
+pub fn lookup(get: impl Fn(&str, &str) -> Option<Vec<u8>>) -> impl Fn(u64) -> Vec<KnownList> {
+    move |key| {
+        get(RECORDS, &record_name(key)).map_or_else(Vec::new, |b| {
+            record::decode_all(key, &b, |name| get(BLOCKS, name))
+        })
+    }
 }
 
 /// What an earlier read of a message list knew of it.
@@ -231,110 +218,4 @@ pub(crate) fn placeholder(index: usize) -> Message {
 pub(crate) fn placeholder_index(m: &Message) -> Option<usize> {
     let rest = m.extra.as_str().strip_prefix(PLACEHOLDER_HINT)?;
     rest.strip_suffix('}')?.parse().ok()
-}
-
-impl KnownList {
-    /// Encodes `lists` as one record (little-endian, counts as u32).
-    pub fn encode_all(lists: &[KnownList]) -> Vec<u8> {
-        let mut out = vec![VERSION];
-        put_len(&mut out, lists.len());
-        for list in lists {
-            put_len(&mut out, list.messages);
-            out.extend_from_slice(&list.bytes.to_le_bytes());
-            for &(start, end) in &list.spans {
-                out.extend_from_slice(&start.to_le_bytes());
-                out.extend_from_slice(&end.to_le_bytes());
-            }
-            put_len(&mut out, list.read.len());
-            for &i in &list.read {
-                put_len(&mut out, i);
-            }
-            for print in &list.prints {
-                out.extend_from_slice(&print.to_le_bytes());
-            }
-            let stubs = serde_json::to_vec(&list.stubs).unwrap_or_default(); // tidy: a `Value` always serializes
-            put_len(&mut out, stubs.len());
-            out.extend_from_slice(&stubs);
-        }
-        out
-    }
-
-    /// The lists of a record [`KnownList::encode_all`] wrote; none for anything else (a
-    /// damaged or older record is no knowledge: the list is read whole).
-    pub fn decode_all(bytes: &[u8]) -> Vec<KnownList> {
-        decode(bytes).unwrap_or_default()
-    }
-}
-
-fn put_len(out: &mut Vec<u8>, n: usize) {
-    out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
-}
-
-/// A cursor over a record's bytes.
-struct Reader<'b>(&'b [u8]);
-
-impl<'b> Reader<'b> {
-    fn take(&mut self, n: usize) -> Option<&'b [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn len(&mut self) -> Option<usize> {
-        usize::try_from(self.u32()?).ok()
-    }
-
-    fn u128(&mut self) -> Option<u128> {
-        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
-    }
-}
-
-fn decode(bytes: &[u8]) -> Option<Vec<KnownList>> {
-    let (&version, rest) = bytes.split_first()?;
-    if version != VERSION {
-        return None;
-    }
-    let mut r = Reader(rest);
-    let count = r.len()?;
-    let mut lists = Vec::new();
-    for _ in 0..count {
-        let messages = r.len()?;
-        let hash = r.u128()?;
-        // Sizes are checked against what is left before anything is allocated for them.
-        if r.0.len() < messages.checked_mul(8)? {
-            return None;
-        }
-        let spans = (0..messages)
-            .map(|_| Some((r.u32()?, r.u32()?)))
-            .collect::<Option<Vec<_>>>()?;
-        let reads = r.len()?;
-        if r.0.len() < reads.checked_mul(4)? {
-            return None;
-        }
-        let read = (0..reads).map(|_| r.len()).collect::<Option<Vec<_>>>()?;
-        if r.0.len() < messages.checked_mul(16)? {
-            return None;
-        }
-        let prints = (0..messages)
-            .map(|_| r.u128())
-            .collect::<Option<Vec<_>>>()?;
-        let stubs_len = r.len()?;
-        let stubs = serde_json::from_slice(r.take(stubs_len)?).ok()?;
-        lists.push(KnownList {
-            messages,
-            bytes: hash,
-            spans,
-            prints,
-            read,
-            stubs,
-        });
-    }
-    r.0.is_empty().then_some(lists)
 }

@@ -384,20 +384,19 @@ impl Document {
         }
     }
 
-    /// The record ([`known::RECORDS`]) to keep so that a later read of this input's message
-    /// list may leave it unread, as (name, bytes): when the document's one conversation was
-    /// read quick. `output`: the fingerprint of each message of the run's output (a later run
-    /// starting from it reads the input messages it kept as they were); `kept`: the record
-    /// kept under a name so far, if any.
+    /// What to keep ([`known::KnownWrite`]: a record of [`known::RECORDS`], blocks of
+    /// [`known::BLOCKS`]) so that a later read of this input's message list may leave it
+    /// unread: when the document's one conversation was read quick. `output`: the fingerprint
+    /// of each message of the run's output (a later run starting from it reads the input
+    /// messages it kept as they were); `get`: what is kept so far (a record's bytes by
+    /// namespace and name).
     pub fn known_record(
         &self,
         output: &[u128],
-        kept: impl FnOnce(&str) -> Option<Vec<u8>>,
-    ) -> Option<(String, Vec<u8>)> {
+        get: impl Fn(&str, &str) -> Option<Vec<u8>>,
+    ) -> Option<known::KnownWrite> {
         let (key, list) = self.known_list(output)?;
-        let name = known::record_name(key);
-        let bytes = known::updated_record(list, kept(&name).as_deref());
-        Some((name, bytes))
+        Some(known::updated(key, list, get))
     }
 
     /// What a later read of this input's message list may leave unread ([`known`]), with the

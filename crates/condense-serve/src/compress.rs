@@ -202,9 +202,10 @@ pub fn known_lists(store: &Store) -> impl Fn(u64) -> Vec<known::KnownList> + '_ 
     known::lookup(known_record(store))
 }
 
-/// The known-list record named `name` in `store`; an unreadable one is none.
-fn known_record(store: &Store) -> impl Fn(&str) -> Option<Vec<u8>> + '_ {
-    |name| store.record_get(known::RECORDS, name).ok().flatten()
+/// The record named `name` in `store`'s namespace `namespace` (known lists and their
+/// blocks); an unreadable one is none.
+fn known_record(store: &Store) -> impl Fn(&str, &str) -> Option<Vec<u8>> + '_ {
+    |namespace, name| store.record_get(namespace, name).ok().flatten()
 }
 
 /// Keeps in `store` what the next read of `doc`'s message list may leave unread, after a run
@@ -214,12 +215,22 @@ pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(
     if output.is_empty() {
         return Ok(());
     }
-    match doc.known_record(output, known_record(store)) {
-        Some((name, bytes)) => store
-            .record_put(known::RECORDS, &name, &bytes)
-            .map_err(|e| e.to_string()),
-        None => Ok(()),
-    }
+    let Some(write) = doc.known_record(output, known_record(store)) else {
+        return Ok(());
+    };
+    let batch = store.batch();
+    let put = || -> Result<(), condense_store::StoreError> {
+        for (name, bytes) in &write.blocks {
+            store.record_put(known::BLOCKS, name, bytes)?;
+        }
+        store.record_put(known::RECORDS, &write.name, &write.record)?;
+        for name in &write.stale {
+            store.record_remove(known::BLOCKS, name)?;
+        }
+        Ok(())
+    };
+    put().map_err(|e| e.to_string())?;
+    batch.commit().map_err(|e| e.to_string())
 }
 
 /// Reads `out`, what `doc` was just written as (with `memo`), back as `condense expand` will,

@@ -7,7 +7,9 @@
 //! at a million tokens it was the largest part of a turn. After each run the store keeps, under
 //! the hash of the list's first message (`records/known-lists/<key>`), the list's length, a
 //! hash of its exact text, where each message is, each one's fingerprint and which messages
-//! the output kept. The next read of a list that starts with exactly that text steps over it
+//! the output kept (the entries of every 512 messages in a block of their own,
+//! `records/known-blocks/<key>-<hash>`: a turn rewrites the last few hundred, not the whole
+//! list). The next read of a list that starts with exactly that text steps over it
 //! without scanning and reads only those, the first few, and the new ones.
 //!
 //! Nothing depends on this record being right: a run that cannot drop the unread messages

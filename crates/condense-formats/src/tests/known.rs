@@ -3,7 +3,9 @@
 //! gives writes, fingerprints and reads back as the document of a full read.
 
 use crate::known::{KnownList, ALWAYS_READ};
-use crate::{read, read_owned, read_owned_knowing, Document, FormatError, ReadOptions};
+
+mod record;
+use crate::{read, read_owned_knowing, Document, FormatError, ReadOptions};
 
 /// Message `i` of a long Anthropic session (every one read quick).
 fn message(i: usize) -> String {
@@ -198,37 +200,6 @@ fn a_record_whose_spans_do_not_fit_its_text_is_no_match() {
     assert_eq!(doc.unread(0), None);
     assert_eq!(doc.conversations(), read_plain(&text).conversations());
     assert!(unread_count(&read_knowing(&text, &[(key, list)])) > 0);
-}
-
-#[test]
-fn known_lists_round_trip_and_a_damaged_record_is_no_knowledge() {
-    let earlier = read_owned(
-        body(500, "").into_bytes(),
-        "a.json",
-        &ReadOptions::default(),
-    )
-    .unwrap();
-    let (_, a) = earlier.known_list(&kept(&earlier, &[9, 200])).unwrap();
-    let mut b = a.clone();
-    b.messages = 0;
-    b.spans.clear();
-    b.prints.clear();
-    let record = KnownList::encode_all(&[a.clone(), b.clone()]);
-    assert_eq!(KnownList::decode_all(&record), vec![a, b]);
-    for cut in 0..record.len() {
-        assert!(
-            KnownList::decode_all(&record[..cut]).is_empty(),
-            "cut at {cut}"
-        );
-    }
-    let mut longer = record.clone();
-    longer.push(0);
-    assert!(KnownList::decode_all(&longer).is_empty());
-    let mut other_version = record;
-    other_version[0] ^= 0xff;
-    assert!(KnownList::decode_all(&other_version).is_empty());
-    // A count far past the bytes allocates nothing.
-    assert!(KnownList::decode_all(&[1, 1, 0, 0, 0, 255, 255, 255, 255]).is_empty());
 }
 
 #[test]
