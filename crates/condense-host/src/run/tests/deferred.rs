@@ -42,7 +42,9 @@ fn a_deferred_run_gives_the_same_output_and_resumes_the_next_once_its_point_is_k
     // Never kept: the next turn runs over its whole input, to the same output.
     let (_d, dropped) = store();
     deferred_first(&loaded, &dropped, false);
-    let after_dropped = loaded.run(next.clone(), &dropped, "s", &resuming()).unwrap();
+    let after_dropped = loaded
+        .run(next.clone(), &dropped, "s", &resuming())
+        .unwrap();
     assert_eq!(after_dropped.resumed, None);
     assert_eq!(after_dropped.conversation, second.conversation);
     let mut restored = after_dropped.conversation.clone();
