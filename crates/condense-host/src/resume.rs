@@ -46,10 +46,11 @@ use condense_store::{Store, StoreError};
 use condense_tokens::ConversationCount;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
 use xxhash_rust::xxh3::xxh3_128;
 
+mod blocks;
 mod memory;
 mod output;
 pub(crate) use memory::PointMemory;
@@ -118,6 +119,20 @@ struct Point<'a> {
     /// (17% of an appended turn of a Claude Code session).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     keys: Vec<Cow<'a, str>>,
+    /// The blocks holding the first names of `output`, and of `keys`, [`blocks`]' way: as
+    /// stored, the lists hold the names past them; once read ([`load`]), the whole lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    output_blocks: Vec<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    key_blocks: Vec<Cow<'a, str>>,
+}
+
+impl Point<'_> {
+    /// The names of the blocks it names.
+    fn block_names(&self) -> HashSet<String> {
+        let all = self.output_blocks.iter().chain(&self.key_blocks);
+        all.map(|b| b.to_string()).collect()
+    }
 }
 
 /// The hash of an input's frame and messages, taken as it is read (one pass over the input).
@@ -139,6 +154,8 @@ pub(crate) struct InputHash {
     /// The run's output's token counts, once it has them: a long-lived pipeline keeps them
     /// with the point, and the next run's start counts only its new messages.
     pub(crate) output_count: Option<ConversationCount>,
+    /// The blocks the point the run resumed from names ([`blocks`]): stored already.
+    point_blocks: Option<HashSet<String>>,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -170,6 +187,7 @@ impl InputHash {
             message_tokens: None,
             stored: PrehashedMap::default(),
             output_count: None,
+            point_blocks: None,
         }
     }
 }
@@ -386,6 +404,7 @@ pub(crate) fn start(
     let Some(stored) = remembered.or_else(|| read_stored(store, session, &point.output)) else {
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
+    hash.point_blocks = Some(point.block_names());
     let Point {
         inputs,
         run,
@@ -539,13 +558,42 @@ fn load(
         return Ok(Some(remembered));
     }
     // A point that does not read (written by another version) is no point: run whole.
-    Ok(serde_json::from_slice(&bytes).ok().map(|point| Loaded {
+    let Ok(mut point) = serde_json::from_slice::<Point<'static>>(&bytes) else {
+        return Ok(None);
+    };
+    // Its lists whole again; without their stored names it is no point either, and the keys
+    // are only a help (a point without them hashes the output again).
+    let tail = std::mem::take(&mut point.output);
+    let Some(output) = blocks::join(store, session, &point.output_blocks, tail) else {
+        return Ok(None);
+    };
+    point.output = output;
+    let tail = std::mem::take(&mut point.keys);
+    point.keys = blocks::join(store, session, &point.key_blocks, tail).unwrap_or_default();
+    Ok(Some(Loaded {
         point,
         stored: None,
         kept: InputsKept::new(),
         count: None,
         awaiting: None,
     }))
+}
+
+/// The names of the blocks `session`'s stored point names (none when it has no point, or one
+/// that does not read).
+fn stored_blocks(store: &Store, session: &str) -> HashSet<String> {
+    let bytes = store.record_get(NAMESPACE, session).ok().flatten();
+    bytes
+        .and_then(|b| {
+            serde_json::from_slice::<Point<'_>>(&b)
+                .ok()
+                .map(|p| p.block_names())
+        })
+        .unwrap_or_default()
+}
+
+fn owned(names: &[Cow<'_, str>]) -> Vec<Cow<'static, str>> {
+    names.iter().map(|n| Cow::Owned(n.to_string())).collect()
 }
 
 /// Stores `output` as the session's resume point for the input `hash` was taken of.
@@ -582,21 +630,42 @@ pub(crate) fn save(
         };
         names.push(name);
     }
+    let names: Vec<Cow<'_, str>> = names.iter().map(|n| Cow::Borrowed(n.as_str())).collect();
+    // One per output message, or none (a point without them is read as before).
+    let keys: Vec<Cow<'_, str>> = if keys.len() == output.messages.len() {
+        keys.iter().map(|k| Cow::Borrowed(k.as_str())).collect()
+    } else {
+        Vec::new()
+    };
+    let (output_blocks, output_tail) = blocks::split(&names);
+    let (key_blocks, key_tail) = blocks::split(&keys);
+    let known_blocks = match &hash.point_blocks {
+        Some(kept) => (kept.clone(), kept.clone()),
+        // Not resumed: whatever blocks the stored point names may be missing or damaged.
+        None => (HashSet::new(), stored_blocks(store, session)),
+    };
+    let all: Vec<(String, Vec<u8>)> = output_blocks.into_iter().chain(key_blocks).collect();
+    blocks::keep(store, session, &all, (&known_blocks.0, &known_blocks.1))?;
+    let block_names = |n: usize, skip: usize| -> Vec<Cow<'_, str>> {
+        all.iter()
+            .skip(skip)
+            .take(n)
+            .map(|(name, _)| Cow::Borrowed(name.as_str()))
+            .collect()
+    };
+    let (n_output, n_keys) = (names.len() - output_tail.len(), keys.len() - key_tail.len());
     let point = Point {
         version: VERSION,
         settings: Cow::Borrowed(settings),
         inputs: hash.messages,
         prefix: Cow::Borrowed(&hash.whole),
         run: Some(Cow::Borrowed(run)),
-        output: names.iter().map(|n| Cow::Borrowed(n.as_str())).collect(),
+        output: output_tail.to_vec(),
         layout,
         input_tokens,
-        // One per output message, or none (a point without them is read as before).
-        keys: if keys.len() == output.messages.len() {
-            keys.iter().map(|k| Cow::Borrowed(k.as_str())).collect()
-        } else {
-            Vec::new()
-        },
+        keys: key_tail.to_vec(),
+        output_blocks: block_names(n_output / blocks::BLOCK, 0),
+        key_blocks: block_names(n_keys / blocks::BLOCK, n_output / blocks::BLOCK),
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -607,12 +676,14 @@ pub(crate) fn save(
             inputs: hash.messages,
             prefix: Cow::Owned(hash.whole.clone()),
             run: Some(Cow::Owned(run.to_string())),
-            output: names.iter().map(|n| Cow::Owned(n.clone())).collect(),
+            output: names.iter().map(|n| Cow::Owned(n.to_string())).collect(),
             layout: point.layout,
             input_tokens,
             // A pipeline that keeps points in memory keeps the archive keys there too (its
             // `KeyMemo`): not copied, nor fingerprinted again at the next start.
             keys: Vec::new(),
+            output_blocks: owned(&point.output_blocks),
+            key_blocks: owned(&point.key_blocks),
         };
         // The messages come once the caller is done with the output (`PointMemory::fill`):
         // the input messages it kept, so the next request need not parse them, and those it

@@ -1,0 +1,166 @@
+//! The long lists of a resume point (the names of its output's stored messages, its output's
+//! archive keys: 32 hex digits each) kept in blocks of [`BLOCK`], each a record of the
+//! session's `resume-blocks-` namespace named by the hash of its bytes (16 a name); the point
+//! holds the blocks' names and the names past the last full block. A turn adds a few messages
+//! to an output of hundreds: it writes the point and, every [`BLOCK`] names, one block, where
+//! the whole list was written again (at a million tokens 27 KB of the point's 35, a turn,
+//! growing with the session). A block the new point no longer names is removed with it.
+
+use condense_store::{Store, StoreError};
+use std::borrow::Cow;
+use std::collections::HashSet;
+use xxhash_rust::xxh3::xxh3_128;
+
+/// Names in a full block (4 KB).
+pub(super) const BLOCK: usize = 256;
+
+/// A block: its name and bytes.
+pub(super) type Block = (String, Vec<u8>);
+
+/// The store namespace of `session`'s blocks.
+fn namespace(session: &str) -> String {
+    format!("resume-blocks-{session}")
+}
+
+fn hex(h: u128) -> String {
+    format!("{h:032x}")
+}
+
+/// A name as 16 bytes, when it is 32 hex digits.
+fn parse(name: &str) -> Option<u128> {
+    (name.len() == 32)
+        .then(|| u128::from_str_radix(name, 16).ok())
+        .flatten()
+}
+
+/// `names` as full blocks (name, bytes) and the names past them; every name kept in the
+/// point when one is not 32 hex digits.
+pub(super) fn split<'s, 'c>(names: &'s [Cow<'c, str>]) -> (Vec<Block>, &'s [Cow<'c, str>]) {
+    let full = names.len() / BLOCK * BLOCK;
+    let mut blocks = Vec::with_capacity(full / BLOCK);
+    for chunk in names[..full].chunks(BLOCK) {
+        let mut bytes = Vec::with_capacity(BLOCK * 16);
+        for name in chunk {
+            let Some(n) = parse(name) else {
+                return (Vec::new(), names);
+            };
+            bytes.extend_from_slice(&n.to_le_bytes());
+        }
+        blocks.push((hex(xxh3_128(&bytes)), bytes));
+    }
+    (blocks, &names[full..])
+}
+
+/// The names of `blocks` (read from `session`'s namespace) followed by `tail`. `None` when a
+/// block is missing or is not what its name says: the point is then no point.
+pub(super) fn join(
+    store: &Store,
+    session: &str,
+    blocks: &[Cow<'_, str>],
+    tail: Vec<Cow<'static, str>>,
+) -> Option<Vec<Cow<'static, str>>> {
+    if blocks.is_empty() {
+        return Some(tail);
+    }
+    let names: Vec<&str> = blocks.iter().map(|b| b.as_ref()).collect();
+    let read = store.records_get(&namespace(session), &names).ok()?;
+    let mut out = Vec::with_capacity(blocks.len() * BLOCK + tail.len());
+    for (name, bytes) in names.iter().zip(read) {
+        let bytes = bytes?;
+        if bytes.len() != BLOCK * 16 || parse(name) != Some(xxh3_128(&bytes)) {
+            return None;
+        }
+        for n in bytes.chunks_exact(16) {
+            out.push(Cow::Owned(hex(u128::from_le_bytes(n.try_into().ok()?))));
+        }
+    }
+    out.extend(tail);
+    Some(out)
+}
+
+/// Writes the blocks of `new` but those in `kept` (named by the point the run started from,
+/// read back whole, so stored already), and removes those of `old` (the names the session's
+/// stored point gave) no longer in `new`.
+pub(super) fn keep(
+    store: &Store,
+    session: &str,
+    new: &[Block],
+    (kept, old): (&HashSet<String>, &HashSet<String>),
+) -> Result<(), StoreError> {
+    let namespace = namespace(session);
+    let named: HashSet<&str> = new.iter().map(|(n, _)| n.as_str()).collect();
+    for (name, bytes) in new {
+        if !kept.contains(name) {
+            store.record_put(&namespace, name, bytes)?;
+        }
+    }
+    for name in old {
+        if !named.contains(name.as_str()) {
+            store.record_remove(&namespace, name)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize, salt: u128) -> Vec<Cow<'static, str>> {
+        (0..n as u128)
+            .map(|i| Cow::Owned(hex(xxh3_128(&(i ^ salt).to_le_bytes()))))
+            .collect()
+    }
+
+    #[test]
+    fn names_come_back_from_their_blocks_and_a_damaged_block_is_no_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let list = names(BLOCK * 2 + 7, 0);
+        let (blocks, tail) = split(&list);
+        assert_eq!((blocks.len(), tail.len()), (2, 7));
+        keep(&store, "s", &blocks, (&HashSet::new(), &HashSet::new())).unwrap();
+        let block_names: Vec<Cow<'_, str>> = blocks
+            .iter()
+            .map(|(n, _)| Cow::Borrowed(n.as_str()))
+            .collect();
+        let back = join(&store, "s", &block_names, tail.to_vec()).unwrap();
+        assert_eq!(back, list);
+        // Not hex, or not 32 digits: the whole list stays in the point.
+        let mut odd = list.clone();
+        odd[3] = Cow::Borrowed("not-a-hash");
+        assert_eq!(split(&odd).1.len(), odd.len());
+        // A block gone or changed: no list.
+        store
+            .record_put(&namespace("s"), &blocks[1].0, &[0; BLOCK * 16])
+            .unwrap();
+        assert!(join(&store, "s", &block_names, tail.to_vec()).is_none());
+        store.record_remove(&namespace("s"), &blocks[1].0).unwrap();
+        assert!(join(&store, "s", &block_names, tail.to_vec()).is_none());
+    }
+
+    #[test]
+    fn a_grown_list_writes_only_its_new_block_and_drops_the_ones_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let count = || store.records(&namespace("s")).unwrap().len();
+        let first = names(BLOCK + 3, 0);
+        let (a, _) = split(&first);
+        keep(&store, "s", &a, (&HashSet::new(), &HashSet::new())).unwrap();
+        let stored: HashSet<String> = a.iter().map(|(n, _)| n.clone()).collect();
+        let grown = names(BLOCK * 2 + 1, 0);
+        let (b, _) = split(&grown);
+        assert_eq!(b[0], a[0], "the full block is the same");
+        keep(&store, "s", &b, (&stored, &stored)).unwrap();
+        assert_eq!(count(), 2);
+        // Another list altogether: the old blocks go.
+        let other = names(BLOCK, 99);
+        let (c, _) = split(&other);
+        let stored: HashSet<String> = b.iter().map(|(n, _)| n.clone()).collect();
+        keep(&store, "s", &c, (&stored, &stored)).unwrap();
+        assert_eq!(count(), 1);
+        let names: Vec<Cow<'_, str>> = vec![Cow::Borrowed(c[0].0.as_str())];
+        assert_eq!(join(&store, "s", &names, Vec::new()).unwrap(), other);
+    }
+}
