@@ -199,13 +199,22 @@ pub struct Unread<'a> {
     pub read_all: &'a (dyn Fn() -> Result<Conversation, String> + 'a),
 }
 
-impl ReadFrom<'_> {
+impl<'a> ReadFrom<'a> {
     /// Nothing known: no texts, every message hashed by the run.
     pub fn nothing() -> ReadFrom<'static> {
         ReadFrom {
             texts: &|_| None,
             fingerprints: None,
             unread: None,
+        }
+    }
+
+    /// `conversation` as a run that resumes takes it, with what the reader knew of it.
+    pub(crate) fn input(&self, conversation: Conversation) -> resume::Input<'a> {
+        resume::Input {
+            conversation,
+            fingerprints: self.fingerprints,
+            unread: self.unread,
         }
     }
 }
@@ -348,11 +357,7 @@ impl LoadedPipeline {
     ) -> Result<RunResult, HostError> {
         let texts = read.texts;
         self.resuming(
-            resume::Input {
-                conversation,
-                fingerprints: read.fingerprints,
-                unread: read.unread,
-            },
+            read.input(conversation),
             store,
             session,
             opts,
@@ -379,11 +384,7 @@ impl LoadedPipeline {
         opts: &RunOptions,
         read: &ReadFrom<'_>,
     ) -> Result<(RunResult, PendingPoint), HostError> {
-        let input = resume::Input {
-            conversation,
-            fingerprints: read.fingerprints,
-            unread: read.unread,
-        };
+        let input = read.input(conversation);
         self.in_one_transaction(store, session, || {
             let (start, settings) = self.start(store, session, opts, input)?;
             let state = self.run_all(start, store, session, opts, read.texts)?;

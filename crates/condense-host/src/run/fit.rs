@@ -39,11 +39,7 @@ impl LoadedPipeline {
     ) -> Result<FitResult, HostError> {
         let texts = read.texts;
         self.resuming(
-            crate::resume::Input {
-                conversation,
-                fingerprints: read.fingerprints,
-                unread: read.unread,
-            },
+            read.input(conversation),
             store,
             session,
             opts,
