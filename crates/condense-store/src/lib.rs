@@ -63,6 +63,7 @@
 //! batch.commit().unwrap();
 //! ```
 
+pub mod checkpoint;
 mod codec;
 #[cfg(test)]
 mod codec_tests;
@@ -298,6 +299,14 @@ impl Store {
                 }),
             }),
         })
+    }
+
+    /// Takes this store's checkpoints off the threads that commit, for a process that commits
+    /// turn after turn (`condense serve`; see [`checkpoint`]): past [`checkpoint::DUE_PAGES`]
+    /// of log, a thread of its own copies the log into the database while requests go on.
+    pub fn checkpoint_in_background(&self) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        checkpoint::in_background(&mut conn.db, &self.inner.db_path).map_err(|e| self.db_err(e))
     }
 
     /// The store's directory.

@@ -76,6 +76,10 @@ pub fn serve(args: ServeArgs) -> Result<(), Failure> {
         .unwrap_or_else(|| PathBuf::from(".condense"));
     let store = condense_store::Store::open(&store_dir)
         .map_err(|e| Failure::run(format!("{}: {e}", store_dir.display())))?;
+    // A request's commit never copies the log into the database: a thread of the store's does.
+    store
+        .checkpoint_in_background()
+        .map_err(|e| Failure::run(format!("{}: {e}", store_dir.display())))?;
     let pipelines = Pipelines::new(pipeline).map_err(|e| Failure::usage(e.to_string()))?;
     let mut proxy = Proxy::new(s, pipelines, Arc::new(LocalBackend::new(store)))
         .map_err(|e| Failure::run(e.to_string()))?;

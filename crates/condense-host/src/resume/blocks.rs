@@ -22,8 +22,15 @@ fn namespace(session: &str) -> String {
     format!("resume-blocks-{session}")
 }
 
+/// `h` as 32 lowercase hex digits, as `format!("{h:032x}")` writes it: a turn at 1M tokens
+/// turns about 800 names back from their blocks, where the formatter cost 0.8 M instructions.
 fn hex(h: u128) -> String {
-    format!("{h:032x}")
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for i in (0..32).rev() {
+        out.push(char::from(DIGITS[((h >> (i * 4)) & 0xf) as usize]));
+    }
+    out
 }
 
 /// A name as 16 bytes, when it is 32 hex digits.
@@ -111,6 +118,13 @@ mod tests {
         (0..n as u128)
             .map(|i| Cow::Owned(hex(xxh3_128(&(i ^ salt).to_le_bytes()))))
             .collect()
+    }
+
+    #[test]
+    fn hex_is_the_formatters() {
+        for h in [0, 1, 0xabc, u128::MAX, xxh3_128(b"x"), 1 << 127] {
+            assert_eq!(hex(h), format!("{h:032x}"));
+        }
     }
 
     #[test]
