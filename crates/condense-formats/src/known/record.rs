@@ -32,7 +32,7 @@ const ENTRY: usize = 24;
 /// each other out at every turn.
 const KEPT: usize = 2;
 
-/// What to write once a list is known ([`updated`]).
+/// What to write once a list is known ([`crate::Document::known_record`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownWrite {
     /// The record's name in [`super::RECORDS`].
