@@ -7,7 +7,7 @@ use crate::spill::{Held, Spill, CHUNK, MEMORY_HELD_MAX, SPILL_FROM, SPILL_SMALL_
 use crate::token_chunks;
 use rusqlite::blob::ZeroBlob;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::Path;
 use std::time::Duration;
@@ -170,6 +170,8 @@ pub struct Pending {
     pub state: BTreeMap<(String, String), Vec<u8>>,
     /// (sanitized namespace, sanitized name) -> bytes.
     pub records: BTreeMap<(String, String), Held>,
+    /// Records removed, deleted at the commit (a later put of one puts it back).
+    pub removed: BTreeSet<(String, String)>,
     /// (sanitized session, tokenizer) -> (block hash, tokens).
     pub tokens: BTreeMap<(String, String), Vec<(u64, u32)>>,
     /// Where the large values of a batch are (created with the first one).
@@ -183,6 +185,7 @@ impl Pending {
         self.blobs.is_empty()
             && self.state.is_empty()
             && self.records.is_empty()
+            && self.removed.is_empty()
             && self.tokens.is_empty()
     }
 
@@ -310,6 +313,9 @@ pub fn commit(conn: &mut Connection, pending: &Pending) -> Result<(), CommitErro
                 }
                 Held::Spilled { .. } => put_spilled_record(&tx, namespace, name, pending, held)?,
             }
+        }
+        for (namespace, name) in &pending.removed {
+            remove_record(&tx, namespace, name)?;
         }
         for ((session, tokenizer), entries) in &pending.tokens {
             token_chunks::append(&tx, session, tokenizer, entries)?;

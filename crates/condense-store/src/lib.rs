@@ -69,6 +69,8 @@ mod codec;
 mod codec_tests;
 mod db;
 mod legacy;
+#[cfg(test)]
+mod remove_tests;
 mod sanitize;
 mod spill;
 #[cfg(test)]
@@ -458,22 +460,24 @@ impl Store {
         let id = (sanitize_component(namespace), sanitize_component(name));
         self.write(|p, dir| {
             let held = p.hold(dir, bytes, true)?;
+            p.removed.remove(&id);
             p.records.insert(id, held);
             Ok(())
         })
     }
 
-    /// Removes a named record (nothing when there is none). Not held back by a batch: it is
-    /// for repairs and tests, not runs.
+    /// Removes a named record (nothing when there is none): with this thread's open batch, at
+    /// its commit (a run that drops the blocks its new record no longer names removes them in
+    /// the transaction that writes the record), else at once.
     pub fn record_remove(&self, namespace: &str, name: &str) -> Result<(), StoreError> {
-        let (namespace, name) = (sanitize_component(namespace), sanitize_component(name));
+        let id = (sanitize_component(namespace), sanitize_component(name));
         let mut conn = self.lock();
         if let Some(open) = conn.open.get_mut(&thread::current().id()) {
-            open.pending
-                .records
-                .remove(&(namespace.clone(), name.clone()));
+            open.pending.records.remove(&id);
+            open.pending.removed.insert(id);
+            return Ok(());
         }
-        db::remove_record(&conn.db, &namespace, &name).map_err(|e| self.db_err(e))
+        db::remove_record(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))
     }
 
     /// One named record, if it exists.
@@ -485,8 +489,13 @@ impl Store {
     /// The record `id` (sanitized namespace and name): what this thread's open batch holds
     /// back, else what the database has.
     fn record_in(&self, conn: &Conn, id: &(String, String)) -> Result<Option<Vec<u8>>, StoreError> {
-        if let Some((p, held)) = conn.held().and_then(|p| Some((p, p.records.get(id)?))) {
-            return p.read(held).map(Some).map_err(|e| self.spill_err(e));
+        if let Some(p) = conn.held() {
+            if let Some(held) = p.records.get(id) {
+                return p.read(held).map(Some).map_err(|e| self.spill_err(e));
+            }
+            if p.removed.contains(id) {
+                return Ok(None);
+            }
         }
         db::get_record(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))
     }
@@ -571,6 +580,12 @@ impl Store {
             grouped.entry(namespace).or_default().insert(name, bytes);
         }
         if let Some(p) = conn.held() {
+            for (namespace, name) in &p.removed {
+                if let Some(names) = grouped.get_mut(namespace) {
+                    names.remove(name);
+                }
+            }
+            grouped.retain(|_, names| !names.is_empty());
             let held = p.records.iter().filter(|((namespace, _), _)| {
                 if exact {
                     namespace == prefix
