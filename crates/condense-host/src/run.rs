@@ -355,18 +355,8 @@ impl LoadedPipeline {
         opts: &RunOptions,
         read: &ReadFrom<'_>,
     ) -> Result<RunResult, HostError> {
-        let texts = read.texts;
-        self.resuming(
-            read.input(conversation),
-            store,
-            session,
-            opts,
-            |start| {
-                let state = self.run_all(start, store, session, opts, texts)?;
-                state.finish(&self.pipeline, store, session, opts, self.keys.as_ref())
-            },
-            |result| result,
-        )
+        let run = |start| self.run_to_end(start, store, session, opts, read.texts);
+        self.resuming(read.input(conversation), store, session, opts, run, |r| r)
     }
 
     /// [`run_with_texts`](Self::run_with_texts) for a caller with somewhere to be before the
@@ -384,14 +374,21 @@ impl LoadedPipeline {
         opts: &RunOptions,
         read: &ReadFrom<'_>,
     ) -> Result<(RunResult, PendingPoint), HostError> {
-        let input = read.input(conversation);
-        self.in_one_transaction(store, session, || {
-            let (start, settings) = self.start(store, session, opts, input)?;
-            let state = self.run_all(start, store, session, opts, read.texts)?;
-            let (result, hash) =
-                state.finish(&self.pipeline, store, session, opts, self.keys.as_ref())?;
-            Ok((result, PendingPoint { settings, hash }))
-        })
+        let run = |start| self.run_to_end(start, store, session, opts, read.texts);
+        self.deferring(read.input(conversation), store, session, opts, run)
+    }
+
+    /// Every stage from `start`, and the run's result with the input's hash.
+    fn run_to_end(
+        &self,
+        start: Start,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        texts: &OriginalTexts<'_>,
+    ) -> Result<(RunResult, Option<InputHash>), HostError> {
+        let state = self.run_all(start, store, session, opts, texts)?;
+        state.finish(&self.pipeline, store, session, opts, self.keys.as_ref())
     }
 
     /// Keeps the resume point a deferred run left ([`Self::run_with_texts_deferring`]):
@@ -410,9 +407,9 @@ impl LoadedPipeline {
         Ok(())
     }
 
-    /// `run` from the conversation the run starts from ([`Self::start`]), in one transaction
-    /// ([`Self::in_one_transaction`]), then the session's next resume point kept from its
-    /// result (`result_of`: the [`RunResult`] in what `run` gives).
+    /// `run` from the conversation the run starts from ([`Self::start`]) and the session's next
+    /// resume point kept from its result (`result_of`: the [`RunResult`] in what `run` gives),
+    /// in one transaction: a deferred run ([`Self::deferring`]) and its point, in one batch.
     fn resuming<T>(
         &self,
         input: resume::Input<'_>,
@@ -422,12 +419,27 @@ impl LoadedPipeline {
         run: impl FnOnce(Start) -> Result<(T, Option<InputHash>), HostError>,
         result_of: impl Fn(&T) -> &RunResult,
     ) -> Result<T, HostError> {
+        let batch = store.batch();
+        let (out, point) = self.deferring(input, store, session, opts, run)?;
+        self.keep_point(store, session, point, result_of(&out))?;
+        batch.commit()?;
+        Ok(out)
+    }
+
+    /// `run` from the conversation the run starts from ([`Self::start`]), in one transaction
+    /// ([`Self::in_one_transaction`]), and the resume point to keep from it.
+    fn deferring<T>(
+        &self,
+        input: resume::Input<'_>,
+        store: &Store,
+        session: &str,
+        opts: &RunOptions,
+        run: impl FnOnce(Start) -> Result<(T, Option<InputHash>), HostError>,
+    ) -> Result<(T, PendingPoint), HostError> {
         self.in_one_transaction(store, session, || {
             let (start, settings) = self.start(store, session, opts, input)?;
             let (out, hash) = run(start)?;
-            let memory = self.points.as_ref();
-            save_point(store, session, settings, hash, result_of(&out), memory)?;
-            Ok(out)
+            Ok((out, PendingPoint { settings, hash }))
         })
     }
 
