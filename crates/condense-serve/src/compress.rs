@@ -150,12 +150,14 @@ pub fn run(
         acted,
         prefix,
     });
-    // What the session's next request starts from.
+    // What the session's next request starts from, in one transaction.
     result.conversation = std::mem::take(&mut doc.conversations_mut()[0]);
+    let batch = store.batch();
     pipeline
         .keep_point(store, session, point, &result)
         .map_err(|e| e.to_string())?;
     remember_list(&doc, store, &result.output_fingerprints)?;
+    batch.commit().map_err(|e| e.to_string())?;
     // Written, archived and sent: the output goes to the session's point in memory, not copied.
     pipeline.keep_output(store, session, result.conversation);
     Ok(())

@@ -52,7 +52,7 @@ pub(crate) type SessionTurn = Arc<OwnedMutexGuard<()>>;
 
 /// What a request keeps for its session's next one after handing over its body, running on the
 /// blocking pool while the body goes upstream. Waited for before the answer goes back to the
-/// client, so an answered request is a kept one (its resume point, its archive).
+/// client, so an answered request is a kept one (its resume point, its known list).
 struct Keeping(tokio::task::JoinHandle<Result<(), String>>);
 
 impl Keeping {
