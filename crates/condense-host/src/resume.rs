@@ -639,21 +639,17 @@ pub(crate) fn save(
     };
     let (output_blocks, output_tail) = blocks::split(&names);
     let (key_blocks, key_tail) = blocks::split(&keys);
-    let known_blocks = match &hash.point_blocks {
-        Some(kept) => (kept.clone(), kept.clone()),
-        // Not resumed: whatever blocks the stored point names may be missing or damaged.
-        None => (HashSet::new(), stored_blocks(store, session)),
+    // Stored already: the blocks of the point the run resumed from (read back whole). Not
+    // resumed, those of the stored point may be missing or damaged: none is taken as stored,
+    // and the ones no longer named are removed.
+    let none = HashSet::new();
+    let kept = hash.point_blocks.as_ref().unwrap_or(&none);
+    let old = match &hash.point_blocks {
+        Some(kept) => Cow::Borrowed(kept),
+        None => Cow::Owned(stored_blocks(store, session)),
     };
-    let all: Vec<(String, Vec<u8>)> = output_blocks.into_iter().chain(key_blocks).collect();
-    blocks::keep(store, session, &all, (&known_blocks.0, &known_blocks.1))?;
-    let block_names = |n: usize, skip: usize| -> Vec<Cow<'_, str>> {
-        all.iter()
-            .skip(skip)
-            .take(n)
-            .map(|(name, _)| Cow::Borrowed(name.as_str()))
-            .collect()
-    };
-    let (n_output, n_keys) = (names.len() - output_tail.len(), keys.len() - key_tail.len());
+    let all: Vec<&blocks::Block> = output_blocks.iter().chain(&key_blocks).collect();
+    blocks::keep(store, session, &all, (kept, &old))?;
     let point = Point {
         version: VERSION,
         settings: Cow::Borrowed(settings),
@@ -664,8 +660,8 @@ pub(crate) fn save(
         layout,
         input_tokens,
         keys: key_tail.to_vec(),
-        output_blocks: block_names(n_output / blocks::BLOCK, 0),
-        key_blocks: block_names(n_keys / blocks::BLOCK, n_output / blocks::BLOCK),
+        output_blocks: blocks::names(&output_blocks),
+        key_blocks: blocks::names(&key_blocks),
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -676,7 +672,7 @@ pub(crate) fn save(
             inputs: hash.messages,
             prefix: Cow::Owned(hash.whole.clone()),
             run: Some(Cow::Owned(run.to_string())),
-            output: names.iter().map(|n| Cow::Owned(n.to_string())).collect(),
+            output: owned(&names),
             layout: point.layout,
             input_tokens,
             // A pipeline that keeps points in memory keeps the archive keys there too (its

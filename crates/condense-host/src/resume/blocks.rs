@@ -7,12 +7,12 @@
 //! growing with the session). A block the new point no longer names is removed with it.
 
 use condense_store::{Store, StoreError};
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::collections::HashSet;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// Names in a full block (4 KB).
-pub(super) const BLOCK: usize = 256;
+const BLOCK: usize = 256;
 
 /// A block: its name and bytes.
 pub(super) type Block = (String, Vec<u8>);
@@ -58,6 +58,14 @@ pub(super) fn split<'s, 'c>(names: &'s [Cow<'c, str>]) -> (Vec<Block>, &'s [Cow<
     (blocks, &names[full..])
 }
 
+/// The names of `blocks`, as a point names them.
+pub(super) fn names(blocks: &[Block]) -> Vec<Cow<'_, str>> {
+    blocks
+        .iter()
+        .map(|(name, _)| Cow::Borrowed(name.as_str()))
+        .collect()
+}
+
 /// The names of `blocks` (read from `session`'s namespace) followed by `tail`. `None` when a
 /// block is missing or is not what its name says: the point is then no point.
 pub(super) fn join(
@@ -91,11 +99,12 @@ pub(super) fn join(
 pub(super) fn keep(
     store: &Store,
     session: &str,
-    new: &[Block],
+    new: &[impl Borrow<Block>],
     (kept, old): (&HashSet<String>, &HashSet<String>),
 ) -> Result<(), StoreError> {
     let namespace = namespace(session);
-    let named: HashSet<&str> = new.iter().map(|(n, _)| n.as_str()).collect();
+    let new = new.iter().map(Borrow::borrow);
+    let named: HashSet<&str> = new.clone().map(|(n, _): &Block| n.as_str()).collect();
     for (name, bytes) in new {
         if !kept.contains(name) {
             store.record_put(&namespace, name, bytes)?;
