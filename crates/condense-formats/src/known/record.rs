@@ -56,14 +56,18 @@ pub(crate) fn updated(
 ) -> KnownWrite {
     let name = record_name(key);
     let kept = get(super::RECORDS, &name).unwrap_or_default();
+    let parsed = parse(&kept).unwrap_or_default();
+    let old_blocks: HashSet<String> = parsed
+        .iter()
+        .flat_map(|p| p.blocks.iter().map(|h| block_name(key, *h)))
+        .collect();
     // Stored already: the blocks read back whole. Named but missing or damaged ones are
     // written again when still named, and removed otherwise.
     let mut stored = HashSet::new();
-    let others = decode(key, &kept, |n| get(BLOCKS, n), &mut stored)
+    let others = lists_of(key, parsed, |n| get(BLOCKS, n), &mut stored)
         .into_iter()
         .filter(|k| !(k.messages <= list.messages && list.prints.starts_with(&k.prints)))
         .collect::<Vec<_>>();
-    let old_blocks: HashSet<String> = block_names(key, &kept).into_iter().collect();
     let mut lists = vec![list];
     lists.extend(others);
     lists.truncate(KEPT);
@@ -146,19 +150,18 @@ pub fn decode_all(
     bytes: &[u8],
     block: impl Fn(&str) -> Option<Vec<u8>>,
 ) -> Vec<KnownList> {
-    decode(key, bytes, block, &mut HashSet::new())
+    let parsed = parse(bytes).unwrap_or_default();
+    lists_of(key, parsed, block, &mut HashSet::new())
 }
 
-/// [`decode_all`], noting in `whole` the name of every block read back whole.
-fn decode(
+/// The lists of a record as [`parse`] read it, their blocks read with `block`, noting in
+/// `whole` the name of every block read back whole.
+fn lists_of(
     key: u64,
-    bytes: &[u8],
+    parsed: Vec<Parsed<'_>>,
     block: impl Fn(&str) -> Option<Vec<u8>>,
     whole: &mut HashSet<String>,
 ) -> Vec<KnownList> {
-    let Some(parsed) = parse(bytes) else {
-        return Vec::new();
-    };
     parsed
         .into_iter()
         .filter_map(|p| {
@@ -183,16 +186,6 @@ fn decode(
                 stubs: p.stubs,
             })
         })
-        .collect()
-}
-
-/// The names of the blocks a record [`encode_all`] wrote under `key` names (none for a damaged
-/// one).
-fn block_names(key: u64, bytes: &[u8]) -> Vec<String> {
-    parse(bytes)
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|p| p.blocks.iter().map(|h| block_name(key, *h)))
         .collect()
 }
 
