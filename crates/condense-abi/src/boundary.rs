@@ -111,12 +111,14 @@ pub trait FfiHost {
 }
 
 /// The conversation a stage is handed, held by the host. The plugin asks for it only if the
-/// stage reads it, so a stage that decides from host services alone costs nothing here; what it
-/// gets borrows the host's strings, which the plugin copies once into its own conversation.
+/// stage reads it, so a stage that decides from host services alone costs nothing here. What it
+/// gets is lent: the host's mirror of its conversation (every string the host's), made once
+/// and lent to every stage after it until one changes the conversation
+/// ([`StageInput`](crate::StageInput)), so no stage pays for making or dropping it.
 #[sabi_trait]
 pub trait FfiInput {
     #[sabi(last_prefix_field)]
-    fn materialize(&self) -> RResult<FfiConversationRef<'_>, RString>;
+    fn lend(&self) -> RResult<&FfiConversationRef<'_>, RString>;
 }
 
 /// A configured stage living in a plugin.

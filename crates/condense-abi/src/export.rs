@@ -241,16 +241,16 @@ impl<S: Stage> FfiStage for Adapter<S> {
         host: FfiHost_TO<'_, RRef<'_, ()>>,
     ) -> RResult<FfiStageOutput, RString> {
         guarded(|| {
-            let materialize = || {
+            let lend = || {
                 input
-                    .materialize()
+                    .lend()
                     .into_result()
                     .map_err(|e| StageError::new(e.into_string()))
             };
             let run = run_from_ffi(run);
             let host = PluginHost(&host);
             let cx = Context::plugin(&run, &host);
-            let out = self.0.apply(Input::lazy(&materialize, None), &cx)?;
+            let out = self.0.apply(Input::lent(&lend, None), &cx)?;
             let (conversation, replaced) = match out.change {
                 Change::Unchanged => (ROption::RNone, RVec::new()),
                 Change::Whole(c) => (ROption::RSome(FfiConversation::from(c)), RVec::new()),
@@ -332,15 +332,15 @@ mod tests {
     use condense_model::{Block, Conversation, Message, Role};
     use std::cell::Cell;
 
-    struct CountingInput {
-        conversation: Conversation,
-        materialized: Cell<usize>,
+    struct CountingInput<'c> {
+        mirror: FfiConversationRef<'c>,
+        lent: Cell<usize>,
     }
 
-    impl FfiInput for CountingInput {
-        fn materialize(&self) -> RResult<FfiConversationRef<'_>, RString> {
-            self.materialized.set(self.materialized.get() + 1);
-            RResult::ROk((&self.conversation).into())
+    impl FfiInput for CountingInput<'_> {
+        fn lend(&self) -> RResult<&FfiConversationRef<'_>, RString> {
+            self.lent.set(self.lent.get() + 1);
+            RResult::ROk(&self.mirror)
         }
     }
 
@@ -391,9 +391,10 @@ mod tests {
     }
 
     fn run(read: bool, change: bool) -> (usize, Option<Conversation>) {
+        let conversation = conversation();
         let input = CountingInput {
-            conversation: conversation(),
-            materialized: Cell::new(0),
+            mirror: (&conversation).into(),
+            lent: Cell::new(0),
         };
         let memory = MemoryHost::default();
         let host = crate::loader::HostAdapter::new(&memory);
@@ -411,7 +412,7 @@ mod tests {
             .conversation
             .into_option()
             .map(|c| Conversation::try_from(c).unwrap());
-        (input.materialized.get(), conversation)
+        (input.lent.get(), conversation)
     }
 
     #[test]
@@ -439,10 +440,11 @@ mod tests {
             change: false,
             count: true,
         });
+        let conversation = conversation();
         let err = crate::loader::call_stage(
             &|run, input, host| stage.apply(run, input, host),
             &RunContext::default(),
-            &conversation(),
+            &crate::StageInput::new(&conversation),
             &memory,
         )
         .unwrap_err();
@@ -466,8 +468,8 @@ mod tests {
 
     #[test]
     fn a_changed_conversation_comes_back_whole() {
-        let (materialized, out) = run(true, true);
-        assert_eq!(materialized, 1);
+        let (lent, out) = run(true, true);
+        assert_eq!(lent, 1);
         let ids: Vec<String> = out.unwrap().messages.into_iter().map(|m| m.id).collect();
         assert_eq!(ids, ["m1", "m2"]);
     }

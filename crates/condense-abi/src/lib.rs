@@ -11,7 +11,8 @@
 //!
 //! The host loads plugins with [`Plugin::load`] (or [`Plugin::load_with`], which skips the
 //! layout check of a library this host has passed before: [`CheckedLayouts`]), builds configured stages with
-//! [`Plugin::instantiate`] and runs them with [`LoadedStage::apply`], giving each a [`Host`].
+//! [`Plugin::instantiate`] and runs them with [`LoadedStage::apply`], giving each a [`Host`] and
+//! a [`StageInput`] (one for every stage in a row that leaves the conversation as it was).
 //!
 //! The conversation stays with the host while a stage runs: the stage gets an [`Input`], reads
 //! it in place through a [`View`] (FFI-safe `RVec`s of `#[repr(C)]` structs borrowing the
@@ -51,7 +52,7 @@ pub use condense_sdk_derive::StageConfig;
 pub use config::{build_stage, metadata_of, parse_config, ConfigKey, StageConfig, StageMetadata};
 pub use context::{Context, RunContext, RunFlags, Signal};
 pub use export::describe_panic;
-pub use loader::{in_host_service, LoadError, LoadedStage, Plugin, StageCallError};
+pub use loader::{in_host_service, LoadError, LoadedStage, Plugin, StageCallError, StageInput};
 pub use replace::Replacements;
 pub use sdk::{
     replace_messages, Change, Host, Input, Stage, StageError, StageEvent, StageOutput, StageReport,

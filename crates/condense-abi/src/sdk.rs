@@ -10,7 +10,7 @@ use crate::context::{Context, Signal};
 use crate::ffi::FfiConversationRef;
 use crate::view::View;
 use crate::StageConfig;
-use condense_model::{Block, Conversation, Message};
+use condense_model::{Block, Conversation, Message, ReadMessage};
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, OnceCell};
 use std::fmt;
@@ -168,20 +168,26 @@ pub struct StageEvent {
 /// ```
 pub struct Input<'a> {
     source: InputSource<'a>,
-    /// The host's conversation as the view reads it, once asked for (a copy reuses it).
-    mirror: OnceCell<FfiConversationRef<'a>>,
+    /// The conversation as the view reads it, once asked for: lent by the host, or made here
+    /// over a conversation in this process.
+    mirror: OnceCell<Mirror<'a>>,
     /// Counts copies, for [`crate::testing::apply`].
     copies: Option<&'a Cell<usize>>,
 }
 
-/// Where the borrowed mirror of the conversation comes from.
-type Materialize<'a> = dyn Fn() -> Result<FfiConversationRef<'a>, StageError> + 'a;
+/// Where the mirror of the conversation comes from: the host lends it.
+type Lend<'a> = dyn Fn() -> Result<&'a FfiConversationRef<'a>, StageError> + 'a;
 
 enum InputSource<'a> {
-    /// The host across the boundary (or a test host) hands out a mirror on request.
-    Mirror(&'a Materialize<'a>),
+    /// The host across the boundary (or a test host) lends its mirror on request.
+    Lent(&'a Lend<'a>),
     /// A conversation in this process.
     Local(&'a Conversation),
+}
+
+enum Mirror<'a> {
+    Lent(&'a FfiConversationRef<'a>),
+    Made(FfiConversationRef<'a>),
 }
 
 impl<'a> Input<'a> {
@@ -195,25 +201,32 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// An input whose mirror `materialize` makes only if the stage reads it (what the plugin
-    /// adapter and the test host use); `copies` counts [`Input::into_conversation`] calls.
-    pub(crate) fn lazy(materialize: &'a Materialize<'a>, copies: Option<&'a Cell<usize>>) -> Self {
+    /// An input whose mirror `lend` lends only if the stage reads it (what the plugin adapter
+    /// and the test host use); `copies` counts [`Input::into_conversation`] calls.
+    pub(crate) fn lent(lend: &'a Lend<'a>, copies: Option<&'a Cell<usize>>) -> Self {
         Input {
-            source: InputSource::Mirror(materialize),
+            source: InputSource::Lent(lend),
             mirror: OnceCell::new(),
             copies,
         }
     }
 
     fn mirror(&self) -> Result<&FfiConversationRef<'a>, StageError> {
-        if let Some(mirror) = self.mirror.get() {
-            return Ok(mirror);
+        if self.mirror.get().is_none() {
+            let mirror = match self.source {
+                InputSource::Lent(lend) => Mirror::Lent(lend()?),
+                InputSource::Local(conversation) => {
+                    Mirror::Made(FfiConversationRef::from(conversation))
+                }
+            };
+            let _ = self.mirror.set(mirror);
         }
-        let made = match self.source {
-            InputSource::Mirror(materialize) => materialize()?,
-            InputSource::Local(conversation) => FfiConversationRef::from(conversation),
-        };
-        Ok(self.mirror.get_or_init(|| made))
+        Ok(match self.mirror.get() {
+            Some(Mirror::Lent(lent)) => lent,
+            Some(Mirror::Made(made)) => made,
+            // Set just above when it was not.
+            None => return Err(StageError::new("the conversation was not handed over")),
+        })
     }
 
     /// The conversation, read in place: nothing is copied (see [`View`]). The error names a
@@ -231,19 +244,17 @@ impl<'a> Input<'a> {
         if let (InputSource::Local(conversation), None) = (&self.source, self.mirror.get()) {
             return Ok((*conversation).clone());
         }
-        self.mirror()?;
-        let mirror = self
-            .mirror
-            .into_inner()
-            .ok_or_else(|| StageError::new("the conversation was not handed over"))?;
-        Ok(Conversation::try_from(mirror)?)
+        let view = self.view()?;
+        let mut conversation = view.header();
+        conversation.messages = view.messages().map(|m| m.to_message()).collect();
+        Ok(conversation)
     }
 }
 
 impl std::fmt::Debug for Input<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.source {
-            InputSource::Mirror(_) => "Input(lazy)",
+            InputSource::Lent(_) => "Input(lent)",
             InputSource::Local(_) => "Input(local)",
         })
     }

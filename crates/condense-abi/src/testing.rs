@@ -44,8 +44,8 @@ pub struct Applied {
     pub copied: bool,
 }
 
-/// Runs `stage` over `conversation` as the host would: the stage reads a borrowed mirror of
-/// the conversation, the one a plugin gets, and copies it in only if it asks.
+/// Runs `stage` over `conversation` as the host would: the stage reads a mirror of the
+/// conversation lent to it, the one a plugin gets, and copies it in only if it asks.
 /// The call's facts are `host.run`.
 pub fn apply<S: Stage>(
     stage: &S,
@@ -53,12 +53,13 @@ pub fn apply<S: Stage>(
     host: &MemoryHost,
 ) -> Result<Applied, StageError> {
     let (read, copies) = (Cell::new(false), Cell::new(0));
-    let materialize = || {
+    let mirror = FfiConversationRef::from(conversation);
+    let lend = || {
         read.set(true);
-        Ok(FfiConversationRef::from(conversation))
+        Ok(&mirror)
     };
     let cx = Context::local(&host.run, host);
-    let out = stage.apply(Input::lazy(&materialize, Some(&copies)), &cx)?;
+    let out = stage.apply(Input::lent(&lend, Some(&copies)), &cx)?;
     let changed = out.change != Change::Unchanged;
     let replaced = match &out.change {
         Change::Replaced(messages) => messages.iter().map(|(i, _)| *i).collect(),
@@ -74,6 +75,13 @@ pub fn apply<S: Stage>(
         read: read.get(),
         copied: copies.get() > 0,
     })
+}
+
+/// How many mirrors of a conversation [`StageInput`](crate::StageInput)s made on this thread so
+/// far: a host's test reads it before and after a run to see how often its stages' input was
+/// made across the boundary (once per conversation its stages read, not once per stage).
+pub fn mirrors_made() -> usize {
+    crate::loader::mirrors_made()
 }
 
 /// The indices of the messages that differ between two conversations of the same length: what

@@ -209,7 +209,7 @@ fn figures(runs: usize) -> Result<()> {
         // What is timed must be what is claimed: a successful run, handing back a conversation
         // exactly when the mode says so.
         let out = stage
-            .apply(&big, &host.run, &host)
+            .apply(&condense_abi::StageInput::new(&big), &host.run, &host)
             .map_err(|e| anyhow::anyhow!("{mode}: {e}"))?;
         anyhow::ensure!(
             matches!(out.change, condense_abi::Change::Whole(_)) == (mode == "echo"),
@@ -218,7 +218,7 @@ fn figures(runs: usize) -> Result<()> {
         // The no-op is microseconds: more runs keep its median stable.
         let n = if mode == "noop" { runs * 100 } else { runs };
         let t = median_ms(n, || {
-            let _ = stage.apply(&big, &host.run, &host);
+            let _ = stage.apply(&condense_abi::StageInput::new(&big), &host.run, &host);
         });
         let (shown, target) = if mode == "noop" {
             (format!("{:.1} µs", t * 1000.0), " (target < 1%)")

@@ -110,7 +110,7 @@ fn boundary(mode: &str) -> Result<()> {
         .map_err(|e| anyhow::anyhow!(e))?;
     let host = crate::bench_host(TokenizerKind::O200k);
     let t = median_ms(300, || {
-        let _ = stage.apply(&big, &host.run, &host);
+        let _ = stage.apply(&condense_abi::StageInput::new(&big), &host.run, &host);
     });
     println!("{mode} stage: {t:.3} ms");
     Ok(())

@@ -1,15 +1,13 @@
 //! Loading a pipeline's plugins and running its stages over a conversation.
 
-use crate::archive::{ArchiveOptions, KeyMemo, OriginalTexts};
+use crate::archive::{KeyMemo, OriginalTexts};
 use crate::discover::{
     find_plugin, read_checked_layouts, save_checked_layouts, search_dirs, FindError,
 };
-use crate::pipeline::{OnError, Pipeline, StageSpec};
+use crate::pipeline::{Pipeline, StageSpec};
 use crate::resume::{self, InputHash, PointMemory, Resumed, Start};
-use crate::services::{state_slot, Services, StateMode};
-use condense_abi::{
-    LoadError, LoadedStage, Plugin, RunContext, RunFlags, StageCallError, StageReport,
-};
+use crate::services::StateMode;
+use condense_abi::{LoadError, LoadedStage, Plugin, StageReport};
 use condense_budget::Budget;
 use condense_model::Conversation;
 use condense_store::{Store, StoreError};
@@ -20,7 +18,6 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// A host failure, displayed as one line naming the stage (or plugin) and what went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -504,143 +501,8 @@ impl LoadedPipeline {
         texts: &OriginalTexts<'_>,
     ) -> Result<RunState, HostError> {
         let mut state = RunState::new(&self.counter, start, opts);
-        for loaded in &self.stages {
-            let run = self.run_stage(loaded, &mut state, store, session, opts, false, texts)?;
-            state.runs.push(run);
-        }
+        self.run_stages(&self.stages, &mut state, store, session, opts, false, texts)?;
         Ok(state)
-    }
-
-    /// Runs one stage over the run's current conversation, applying the host's guards and
-    /// archiving what it changed. `recovery` forces it for this call (the recovery chain).
-    #[allow(clippy::too_many_arguments)]
-    fn run_stage(
-        &self,
-        loaded: &LoadedSpec,
-        state: &mut RunState,
-        store: &Store,
-        session: &str,
-        opts: &RunOptions,
-        recovery: bool,
-        texts: &OriginalTexts<'_>,
-    ) -> Result<StageRun, HostError> {
-        let spec = &loaded.spec;
-        let (current_tokens, record) = (state.count.total, opts.record_outputs);
-        let base = |status: &'static str,
-                    error: Option<String>,
-                    millis: f64,
-                    current: &Conversation| StageRun {
-            name: spec.name.clone(),
-            plugin: spec.plugin.clone(),
-            status,
-            error,
-            tokens_before: current_tokens,
-            tokens_after: current_tokens,
-            tokens_saved: 0,
-            millis,
-            report: StageReport::default(),
-            output: record.then(|| current.clone()),
-        };
-        let Some(stage) = &loaded.stage else {
-            return Ok(base("disabled", None, 0.0, &state.current));
-        };
-        let budget = &self.pipeline.budget;
-        let run = RunContext {
-            now_ms: state.now_ms,
-            context_window: budget.context_window,
-            max_output_tokens: budget.max_output_tokens,
-            // The reserve in use (scaled for small windows), the one the host's budget counts.
-            output_reserve: budget.reserve(),
-            tokens_freed_before: state.freed,
-            // What the real request carries: the file's tokens and the fixed tokens it lacks.
-            conversation_tokens: current_tokens + budget.fixed_tokens,
-            session: session.to_string(),
-            format: opts.format.parse().ok(),
-            flags: RunFlags {
-                forced: recovery || opts.forced.contains(&spec.plugin),
-                disabled: opts.disabled.contains(&spec.plugin),
-                signals: state.signals.clone(),
-            },
-        };
-        let slot = state_slot(&self.pipeline, spec).map_err(|message| HostError::Config {
-            stage: spec.name.clone(),
-            message,
-        })?;
-        let services = Services {
-            counter: &self.counter,
-            store,
-            session,
-            stage: &spec.name,
-            slot,
-            call: state.runs.len(),
-            state_mode: opts.state,
-            budget,
-            summarizer: self.summarizer.as_ref(),
-            run: &state.services,
-            notes: Default::default(),
-        };
-        let started = Instant::now();
-        // The stage borrows the conversation: the host keeps it, to archive what changed and to
-        // carry on unchanged when the stage fails, is refused, or changes nothing.
-        let called = stage.apply(&state.current, &run, &services);
-        let host_notes = services.notes.take();
-        let outcome = called
-            .map_err(|e| match e {
-                StageCallError::Failed(m) => (m, None),
-                other => (other.to_string(), None),
-            })
-            .and_then(|out| {
-                let accepted = self.accept(out.change, state, current_tokens);
-                // A refused output keeps its report, so the user sees what the stage tried.
-                match accepted {
-                    Ok(accepted) => Ok((accepted, out.report)),
-                    Err(message) => Err((message, Some(Box::new(out.report)))),
-                }
-            });
-        let millis = started.elapsed().as_secs_f64() * 1000.0;
-        let with_host_notes = |mut report: StageReport| {
-            if !host_notes.is_empty() {
-                report.notes.splice(0..0, host_notes.iter().cloned());
-            }
-            report
-        };
-        match outcome {
-            Ok((accepted, report)) => {
-                let report = with_host_notes(report);
-                let mut after = current_tokens;
-                let archive = ArchiveOptions {
-                    format: Some(opts.format.as_str()),
-                    texts: Some(texts),
-                };
-                let checked =
-                    accepted.commit(state, (store, session), archive, report.archive_removed)?;
-                if let Some((count, violations)) = checked {
-                    after = count.total;
-                    state.count = count;
-                    state.violations = violations;
-                }
-                let saved = current_tokens - after;
-                state.freed += saved;
-                state.signals.extend(report.signals.iter().copied());
-                Ok(StageRun {
-                    status: if recovery { "forced" } else { "ran" },
-                    tokens_after: after,
-                    tokens_saved: saved,
-                    report,
-                    ..base("ran", None, millis, &state.current)
-                })
-            }
-            Err((message, report)) => match spec.on_error {
-                OnError::Fail => Err(HostError::StageFailed {
-                    stage: spec.name.clone(),
-                    message,
-                }),
-                OnError::Skip => Ok(StageRun {
-                    report: with_host_notes(report.map(|r| *r).unwrap_or_default()),
-                    ..base("skipped", Some(message), millis, &state.current)
-                }),
-            },
-        }
     }
 }
 
@@ -669,6 +531,7 @@ fn config_text(spec: &StageSpec) -> Result<String, HostError> {
 
 mod accept;
 mod fit;
+mod stage;
 mod state;
 
 pub use fit::FitResult;

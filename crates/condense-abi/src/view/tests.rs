@@ -225,11 +225,12 @@ fn a_view_then_a_copy_ask_the_host_once() {
         ..Conversation::default()
     };
     let asked = Cell::new(0);
-    let materialize = || {
+    let mirror = FfiConversationRef::from(&conv);
+    let lend = || {
         asked.set(asked.get() + 1);
-        Ok(FfiConversationRef::from(&conv))
+        Ok(&mirror)
     };
-    let input = Input::lazy(&materialize, None);
+    let input = Input::lent(&lend, None);
     assert_eq!(input.view().unwrap().len(), 1);
     assert_eq!(input.view().unwrap().message(0).unwrap().id(), "u1");
     assert_eq!(input.into_conversation().unwrap(), conv);
@@ -261,12 +262,10 @@ fn a_malformed_tag_is_an_error_when_the_view_is_made() {
         ),
     ];
     for (break_it, expected) in cases {
-        let materialize = || {
-            let mut mirror = FfiConversationRef::from(&conv);
-            break_it(&mut mirror.messages[0]);
-            Ok::<_, StageError>(mirror)
-        };
-        let input = Input::lazy(&materialize, None);
+        let mut mirror = FfiConversationRef::from(&conv);
+        break_it(&mut mirror.messages[0]);
+        let lend = || Ok::<_, StageError>(&mirror);
+        let input = Input::lent(&lend, None);
         let err = input.view().map(|_| ()).unwrap_err();
         assert_eq!(err.message(), expected);
     }

@@ -75,9 +75,9 @@ impl LoadedPipeline {
         let mut fit_by = None;
         let mut shrunk = false;
         for loaded in self.stages.iter().filter(|l| l.stage.is_some()) {
-            let run = self.run_stage(loaded, &mut state, store, session, opts, true, texts)?;
-            shrunk |= run.tokens_saved > 0;
-            state.runs.push(run);
+            let stage = std::slice::from_ref(loaded);
+            self.run_stages(stage, &mut state, store, session, opts, true, texts)?;
+            shrunk |= state.runs.last().is_some_and(|run| run.tokens_saved > 0);
             if fits(&state, shrunk) {
                 fit_by = Some(loaded.spec.name.clone());
                 break;

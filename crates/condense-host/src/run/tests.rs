@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::pipeline::Pipeline;
+use crate::services::state_slot;
 use condense_abi::{
     Context, Input, Replacements, Stage, StageConfig, StageError, StageOutput, StageReport,
     StageState,
@@ -46,7 +47,7 @@ impl Stage for Probe {
     fn new(config: Config) -> Result<Self, StageError> {
         match config.mode.as_str() {
             "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" | "replace"
-            | "replace-grow" | "replace-renamed" => Ok(Probe(config.mode)),
+            | "replace-grow" | "replace-renamed" | "read" => Ok(Probe(config.mode)),
             other => Err(format!(
                 "mode must be shrink, grow, fail, raise or observe, got `{other}`"
             )
@@ -58,6 +59,14 @@ impl Stage for Probe {
         let mut report = StageReport::default();
         match self.0.as_str() {
             "fail" => Err("the disk is full".into()),
+            "read" => {
+                // Notes the text of every tool result it reads.
+                let view = input.view()?;
+                for slot in view.tool_results() {
+                    report.note(slot.result.content().text());
+                }
+                Ok(StageOutput::unchanged(report))
+            }
             "raise" => {
                 report.raise(condense_abi::Signal::CollapseActive);
                 Ok(StageOutput::unchanged(report))
@@ -237,6 +246,46 @@ fn messages_replaced_in_place_are_archived_as_the_whole_change() {
     let mut restored = replaced.conversation.clone();
     crate::expand(&store, "s", &mut restored).unwrap();
     assert_eq!(restored, input);
+}
+
+/// Stages in a row that change nothing read one mirror of the conversation; a stage after a
+/// change reads a new one, of the changed conversation. Each stage's recorded output is the
+/// conversation after it.
+#[test]
+fn stages_in_a_row_that_change_nothing_read_one_mirror() {
+    let (_dir, store) = store();
+    let loaded = pipeline(&[
+        ("first", "read", "fail"),
+        ("second", "read", "fail"),
+        ("failing", "fail", "skip"),
+        ("cut", "replace", "fail"),
+        ("after", "read", "fail"),
+    ]);
+    let input = conversation();
+    let opts = RunOptions {
+        record_outputs: true,
+        ..options()
+    };
+    let made = condense_abi::testing::mirrors_made();
+    let result = loaded.run(input.clone(), &store, "s", &opts).unwrap();
+    assert_eq!(condense_abi::testing::mirrors_made() - made, 2);
+    let Some(Block::ToolResult(whole)) = input.messages[2].content.blocks.first() else {
+        panic!("the third message is a tool result")
+    };
+    let notes = |i: usize| result.stages[i].report.notes.clone();
+    assert_eq!(notes(0), [whole.content.text()]);
+    assert_eq!(notes(1), notes(0));
+    assert_eq!(result.stages[2].status, "skipped");
+    assert_eq!(result.stages[3].report.blocks_changed, 1);
+    assert_eq!(notes(4), ["[cut]"]);
+    let outputs: Vec<_> = result.stages.iter().map(|s| s.output.clone()).collect();
+    for output in &outputs[..3] {
+        assert_eq!(output.as_ref(), Some(&input));
+    }
+    for output in &outputs[3..] {
+        assert_eq!(output.as_ref(), Some(&result.conversation));
+    }
+    assert_ne!(result.conversation, input);
 }
 
 /// A replacement the guards refuse is undone: the next stage sees the conversation as it was.
