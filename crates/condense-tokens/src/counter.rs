@@ -589,5 +589,7 @@ fn text_len(block: &Block) -> usize {
     }
 }
 
+mod recount;
+
 #[cfg(test)]
 mod tests;

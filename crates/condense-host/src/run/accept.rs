@@ -35,13 +35,16 @@ impl LoadedPipeline {
         state: &mut RunState,
         current_tokens: usize,
     ) -> Result<Accepted, String> {
-        let checked = |conversation: &Conversation, before: &[guard::Violation]| {
+        // `count` counts the conversation once the guards let it through.
+        let checked = |conversation: &Conversation,
+                       before: &[guard::Violation],
+                       count: &dyn Fn(&Conversation) -> ConversationCount| {
             let violations = guard::violations(conversation);
             let broken = guard::introduced(before, &violations);
             if !broken.is_empty() {
                 return Err(guard::describe(&broken));
             }
-            let count = self.counter.count_conversation(conversation);
+            let count = count(conversation);
             let after = count.total;
             if after > current_tokens {
                 return Err(format!(
@@ -53,13 +56,17 @@ impl LoadedPipeline {
         match change {
             Change::Unchanged => Ok(Accepted::Unchanged),
             Change::Whole(conversation) => {
-                let checked = checked(&conversation, &state.violations)?;
+                let whole = |c: &Conversation| self.counter.count_conversation(c);
+                let checked = checked(&conversation, &state.violations, &whole)?;
                 Ok(Accepted::Whole(conversation, checked))
             }
             Change::Replaced(messages) => {
                 let olds = replace_messages(&mut state.current, messages)
                     .map_err(|e| format!("returned a malformed change: {e}"))?;
-                match checked(&state.current, &state.violations) {
+                // Only the replaced messages are counted again.
+                let was: Vec<(usize, &Message)> = olds.iter().map(|(i, m)| (*i, m)).collect();
+                let recount = |c: &Conversation| self.counter.recount(&state.count, c, &was);
+                match checked(&state.current, &state.violations, &recount) {
                     Ok(checked) => Ok(Accepted::Replaced(olds, checked)),
                     Err(refused) => {
                         for (i, old) in olds {

@@ -67,3 +67,86 @@ fn count_tokens_counts_through_the_text_cache() {
     let dynamic: &dyn CountTokens = &counter;
     assert_eq!(dynamic.count_tokens(text), counted);
 }
+
+/// A count after messages were replaced in place is the whole count, whatever the replaced
+/// messages became (more blocks, fewer, none, a tool result, an event line, a system message),
+/// and a count before that does not fit is not used.
+#[test]
+fn a_recount_after_replacements_is_the_whole_count() {
+    use condense_model::{Content, RawJson};
+    let counter = TokenCounter::new(TokenizerKind::O200k);
+    let text = |t: &str| Block::text(t);
+    let m = |id: &str, role: Role, blocks: Vec<Block>| Message::new(id, role, blocks);
+    let conv = Conversation {
+        system: Some(Content::string("be brief")),
+        messages: vec![
+            m("s", Role::System, vec![text("rules of the house")]),
+            m(
+                "u1",
+                Role::User,
+                vec![text("list the files"), text("and sizes")],
+            ),
+            m(
+                "a1",
+                Role::Assistant,
+                vec![Block::tool_use(
+                    "c1",
+                    "Bash",
+                    RawJson::from_string_unchecked("{}".into()),
+                )],
+            ),
+            m(
+                "r1",
+                Role::User,
+                vec![Block::tool_result(
+                    "c1",
+                    Content::string("a.rs\nb.rs\n".repeat(50)),
+                )],
+            ),
+            m("e1", Role::Event, vec![text("a line not sent")]),
+            m("u2", Role::User, vec![text("thanks")]),
+        ],
+        ..Conversation::default()
+    };
+    let before = counter.count_conversation(&conv);
+    let cases: Vec<Vec<(usize, Message)>> = vec![
+        vec![(
+            3,
+            m(
+                "r1",
+                Role::User,
+                vec![Block::tool_result("c1", Content::string("[cut]"))],
+            ),
+        )],
+        vec![(1, m("u1", Role::User, vec![text("list")]))],
+        vec![(
+            1,
+            m("u1", Role::User, vec![text("a"), text("b"), text("c")]),
+        )],
+        vec![
+            (1, m("u1", Role::User, vec![])),
+            (5, m("u2", Role::User, vec![text("ok")])),
+        ],
+        vec![
+            (0, m("s", Role::System, vec![text("rules")])),
+            (4, m("e1", Role::Event, vec![])),
+        ],
+        vec![(4, m("e1", Role::User, vec![text("now sent")]))],
+    ];
+    for replacements in cases {
+        let mut after = conv.clone();
+        let mut olds = Vec::new();
+        for (i, new) in replacements {
+            olds.push((i, std::mem::replace(&mut after.messages[i], new)));
+        }
+        let was: Vec<(usize, &Message)> = olds.iter().map(|(i, m)| (*i, m)).collect();
+        let whole = counter.count_conversation(&after);
+        assert_eq!(counter.recount(&before, &after, &was), whole, "{was:?}");
+        assert_eq!(counter.recount(&before, &after, &was).blocks, whole.blocks);
+    }
+    // Counts of another conversation (one message less) are not taken for this one's.
+    let mut shorter = conv.clone();
+    shorter.messages.pop();
+    let other = counter.count_conversation(&shorter);
+    assert_eq!(counter.recount(&other, &conv, &[]), before);
+}
