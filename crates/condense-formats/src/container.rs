@@ -23,6 +23,7 @@ use crate::{Document, Format, FormatError, ReadOptions};
 use condense_model::Conversation;
 use serde_json::Value;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// How the conversations sit in the file.
 #[derive(Debug, Clone)]
@@ -78,12 +79,12 @@ pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Doc
     let start = if doc.bom { BOM.len() } else { 0 };
     let body = start..start + doc.source.body_len;
     // The text checked once: the body is a slice of it.
-    doc.source.text = match text.get(body.clone()) {
+    doc.source.text = Arc::new(match text.get(body.clone()) {
         Some(body) => body.to_owned(),
         // Unreachable: the mark and the incomplete last line end and start on character
         // boundaries.
         None => String::from_utf8_lossy(&bytes[body]).into_owned(),
-    };
+    });
     Ok(doc)
 }
 
@@ -97,18 +98,32 @@ pub(crate) fn read_owned(
 ) -> Result<Document> {
     // Checked as UTF-8 once: all of it is, as a whole file mostly is.
     match crate::utf8::string(bytes) {
-        Ok(mut text) => {
-            let mut doc = read_valid(&text, &[], source, opts, known)?;
-            let start = if doc.bom { BOM.len() } else { 0 };
-            text.truncate(start + doc.source.body_len);
-            text.drain(..start);
-            doc.source.text = text;
-            Ok(doc)
-        }
+        Ok(text) => read_shared(Arc::new(text), source, opts, known),
         // Not UTF-8 (a character cut short at the very end of a file still being written,
         // or an error to name): read as borrowed bytes, which copies the body once.
         Err(bytes) => read(&bytes, source, opts),
     }
+}
+
+/// [`read_owned`] of a text the caller shares: the document keeps it as its text. Only a
+/// byte order mark or an incomplete last line (a JSONL file still being written) makes it
+/// keep a copy without them.
+pub(crate) fn read_shared(
+    mut text: Arc<String>,
+    source: &str,
+    opts: &ReadOptions,
+    known: Option<Lookup<'_>>,
+) -> Result<Document> {
+    let mut doc = read_valid(&text, &[], source, opts, known)?;
+    let start = if doc.bom { BOM.len() } else { 0 };
+    let end = start + doc.source.body_len;
+    if start > 0 || end < text.len() {
+        let body = Arc::make_mut(&mut text);
+        body.truncate(end);
+        body.drain(..start);
+    }
+    doc.source.text = text;
+    Ok(doc)
 }
 
 const BOM: &str = "\u{feff}";

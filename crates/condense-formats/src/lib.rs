@@ -463,6 +463,24 @@ pub fn read_owned_knowing(
     container::read_owned(bytes, source, opts, Some(known))
 }
 
+/// [`read_owned_knowing`] of a text the caller shares (a proxy keeps the request body it
+/// forwards when nothing is compressed): the document keeps that text, not a copy of it.
+pub fn read_shared_knowing(
+    text: std::sync::Arc<String>,
+    source: &str,
+    opts: &ReadOptions,
+    known: &dyn Fn(u64) -> Vec<known::KnownList>,
+) -> Result<Document, FormatError> {
+    container::read_shared(text, source, opts, Some(known))
+}
+
+/// `bytes` as a `String` when they are UTF-8, else the bytes back: the check every read makes
+/// of its input (vectorized), for a caller that keeps the text to read it with
+/// [`read_shared_knowing`].
+pub fn utf8_string(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
+    utf8::string(bytes)
+}
+
 /// The format [`read`] would pick for this input (reads it whole).
 pub fn detect(bytes: &[u8], source: &str) -> Result<Format, FormatError> {
     read(bytes, source, &ReadOptions::default()).map(|doc| doc.format())

@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// A 128-bit fingerprint of a value (xxh3 over its `Hash`): equal values, equal fingerprints;
 /// different ones collide with negligible probability.
@@ -69,8 +69,10 @@ fn whole(frame: Fp, messages: &[Fp]) -> Fp {
 /// The input's text and where each conversation's messages were in it.
 #[derive(Clone, Default)]
 pub(crate) struct Source {
-    /// The input without its byte order mark and incomplete last line.
-    pub text: String,
+    /// The input without its byte order mark and incomplete last line; shared with the caller
+    /// that read it ([`crate::read_shared_knowing`]), so a proxy can forward the bytes it got
+    /// without a copy of its own.
+    pub text: Arc<String>,
     /// The length of that text: known while reading, before the text is moved in at the end.
     pub body_len: usize,
     pub convs: Vec<ConvSource>,

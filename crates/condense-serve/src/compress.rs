@@ -2,6 +2,7 @@
 //! run the stages (with the first `level` levels forced when the upstream said the prompt was
 //! too long), write it back, archive it as written (so `condense expand` restores it).
 
+use crate::body::Body;
 use crate::Api;
 use condense_formats::{known, Document, ReadOptions, WriteMemo};
 use condense_host::recent::Recent;
@@ -9,6 +10,7 @@ use condense_host::{LoadedPipeline, RunOptions, StateMode};
 use condense_model::fingerprint::fingerprint;
 use condense_model::Conversation;
 use condense_store::Store;
+use std::sync::Arc;
 
 /// What the pipeline made of a body.
 #[derive(Debug)]
@@ -26,33 +28,47 @@ pub struct Compressed {
 
 /// Reads a request body as its API's format: exactly one conversation.
 pub fn read(body: &[u8], api: Api) -> Result<Document, String> {
-    read_knowing(body, api, None)
+    one(condense_formats::read(body, BODY, &options(api)))
 }
 
-/// [`read`], leaving unread what `store` knows of the message list from an earlier request
+/// [`read`], keeping the body's text as the document's (no copy of it), and leaving unread
+/// what `store` knows of the message list from an earlier request
 /// ([`condense_formats::known`]): its history, which the session's resume point stands for.
-pub fn read_knowing(body: &[u8], api: Api, store: Option<&Store>) -> Result<Document, String> {
-    let opts = ReadOptions {
+pub(crate) fn read_body(body: &Body, api: Api, store: &Store) -> Result<Document, String> {
+    // The proxy's pipeline remembers the messages a session's last output kept
+    // (`condense_host`'s point memory): those are left unread as well, and read after all
+    // when the point comes from the store instead.
+    let lists = known_lists(store);
+    let all_unread = |key| {
+        let mut lists = lists(key);
+        lists.iter_mut().for_each(|l| l.read.clear());
+        lists
+    };
+    let opts = options(api);
+    one(match body.text() {
+        Some(text) => {
+            condense_formats::read_shared_knowing(Arc::clone(text), BODY, &opts, &all_unread)
+        }
+        None => {
+            let bytes = body.bytes().to_vec();
+            condense_formats::read_owned_knowing(bytes, BODY, &opts, &all_unread)
+        }
+    })
+}
+
+/// How request bodies are named in errors.
+const BODY: &str = "<request body>";
+
+fn options(api: Api) -> ReadOptions {
+    ReadOptions {
         format: Some(api.format()),
         select: None,
-    };
-    let name = "<request body>";
-    let doc = match store {
-        Some(store) => {
-            // The proxy's pipeline remembers the messages a session's last output kept
-            // (`condense_host`'s point memory): those are left unread as well, and read after
-            // all when the point comes from the store instead.
-            let lists = known_lists(store);
-            let all_unread = |key| {
-                let mut lists = lists(key);
-                lists.iter_mut().for_each(|l| l.read.clear());
-                lists
-            };
-            condense_formats::read_owned_knowing(body.to_vec(), name, &opts, &all_unread)
-        }
-        None => condense_formats::read(body, name, &opts),
     }
-    .map_err(|e| e.to_string())?;
+}
+
+/// The document of a read, when it holds exactly one conversation (a request).
+fn one(read: Result<Document, condense_formats::FormatError>) -> Result<Document, String> {
+    let doc = read.map_err(|e| e.to_string())?;
     match doc.conversations().len() {
         1 => Ok(doc),
         n => Err(format!(

@@ -16,6 +16,7 @@
 //!   session's line, the prompt-too-long retries and the log line.
 
 pub mod backend;
+mod body;
 pub mod compress;
 pub mod encoding;
 mod order;

@@ -11,6 +11,7 @@
 //! an id (Claude Code's sub-agents) still wait for each other only while being compressed.
 
 use crate::backend::Turn;
+use crate::body::{Body, Unread};
 use crate::compress::{self, Compressed};
 use crate::encoding::{self, DecodeError};
 use crate::order::Place;
@@ -24,7 +25,7 @@ use condense_host::LoadedPipeline;
 use condense_text::thousands;
 use http::header;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -69,7 +70,7 @@ type NotDone = (Option<String>, String);
 
 /// The body as the pipeline reads it.
 struct Plain {
-    bytes: Bytes,
+    body: Body,
     /// It was content-encoded: a compressed body goes upstream without the encoding.
     decoded: bool,
 }
@@ -101,10 +102,10 @@ impl Proxy {
         if declared.is_some_and(|n| n > max) {
             return Ok(too_large("body"));
         }
-        let bytes = match Limited::new(body, max).collect().await {
-            Ok(c) => c.to_bytes(),
-            Err(e) if e.is::<LengthLimitError>() => return Ok(too_large("body")),
-            Err(e) => return Err(e),
+        let received = match crate::body::collect(body, max, declared).await {
+            Ok(received) => received,
+            Err(Unread::TooLarge) => return Ok(too_large("body")),
+            Err(Unread::Failed(e)) => return Err(e),
         };
         let uri = self.upstream_uri(&parts.uri, &parts.headers)?;
         let headers = forward_headers(&parts.headers, true);
@@ -123,21 +124,28 @@ impl Proxy {
         let intake = Place::take(Arc::clone(&self.intake)).await;
         let _in_flight = InFlight::new(&self.in_flight);
         let t = Instant::now();
+        // The client's bytes, with their encoding: what goes upstream when nothing is compressed.
+        // A plain body's are the text the pipeline reads (one buffer for both).
+        let (bytes, plain) = if codings.is_empty() {
+            let body = Body::from_vec(received);
+            (body.bytes().clone(), Some(body))
+        } else {
+            (Bytes::from(received), None)
+        };
         let (raw, hs) = (bytes.clone(), header_session.clone());
         let look = move || {
-            let plain = if codings.is_empty() {
-                Ok(Plain {
-                    bytes: raw,
+            let plain = match plain {
+                Some(body) => Ok(Plain {
+                    body,
                     decoded: false,
-                })
-            } else {
-                encoding::decode(&raw, &codings, max).map(|v| Plain {
-                    bytes: Bytes::from(v),
+                }),
+                None => encoding::decode(&raw, &codings, max).map(|v| Plain {
+                    body: Body::from_vec(v),
                     decoded: true,
-                })
+                }),
             };
             let quick = match &plain {
-                Ok(p) => quick_session(&p.bytes, api, hs.as_deref()),
+                Ok(p) => quick_session(p.body.bytes(), api, hs.as_deref()),
                 Err(_) => None,
             };
             (plain, quick)
@@ -179,7 +187,7 @@ impl Proxy {
                 e.to_string(),
             )),
             Ok(p) => Arc::clone(&self)
-                .compress(api, p.bytes.clone(), header_session, None, place)
+                .compress(api, p.body.clone(), header_session, None, place)
                 .await
                 .map(|done| (done, p)),
         };
@@ -306,7 +314,7 @@ impl Proxy {
                 let again = Arc::clone(&self)
                     .compress(
                         api,
-                        plain.bytes.clone(),
+                        plain.body.clone(),
                         Some(session.clone()),
                         Some(level),
                         None,
@@ -368,15 +376,15 @@ impl Proxy {
     async fn compress(
         self: Arc<Self>,
         api: Api,
-        bytes: Bytes,
+        request: Body,
         session: Option<String>,
         level: Option<usize>,
         place: Option<(String, Place)>,
     ) -> Result<Done, NotDone> {
         let this = Arc::clone(&self);
-        let body = bytes.clone();
+        let read = request.clone();
         let prepared = tokio::task::spawn_blocking(move || {
-            let doc = compress::read_knowing(&body, api, Some(this.backend.store()))
+            let doc = compress::read_body(&read, api, this.backend.store())
                 .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
             let conv = &doc.conversations()[0];
             let head = head_of(conv);
@@ -426,7 +434,7 @@ impl Proxy {
             };
             let done = compress::run(
                 doc,
-                &bytes,
+                request.bytes(),
                 &p,
                 (store, &s),
                 level.unwrap_or(0),

@@ -314,3 +314,25 @@ fn a_document_says_when_it_writes_its_input_back() {
     doc.conversations_mut()[0].messages[1].content = text;
     assert!(doc.unchanged() && doc.is_input(&doc.write().unwrap()));
 }
+
+/// A text the caller shares is the document's own: read knowing nothing, it writes back as
+/// read; one with a byte order mark and an incomplete last line is kept without them in a copy
+/// of its own, and the caller's text is left as it was.
+#[test]
+fn a_shared_text_reads_as_owned_bytes_do() {
+    use std::sync::Arc;
+    let nothing = |_: u64| Vec::new();
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let shared = Arc::new(body.to_string());
+    let doc = crate::read_shared_knowing(Arc::clone(&shared), "b.json", &auto(), &nothing).unwrap();
+    let out = doc.write().unwrap();
+    assert!(out == body.as_bytes() && doc.is_input(&out));
+    let session = "\u{feff}{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{\"type\":\"us";
+    let shared = Arc::new(session.to_string());
+    let doc =
+        crate::read_shared_knowing(Arc::clone(&shared), "s.jsonl", &auto(), &nothing).unwrap();
+    let owned = crate::read_owned(session.as_bytes().to_vec(), "s.jsonl", &auto()).unwrap();
+    assert_eq!(doc.conversations(), owned.conversations());
+    assert!(doc.write().unwrap() == session.as_bytes());
+    assert_eq!(*shared, session);
+}
