@@ -200,8 +200,15 @@ fn parse_messages(
             .collect();
         let unread = skip.map(|(list, mask)| {
             // Detection asks only whether some message has a role or block type: the unread
-            // messages' stubs are the earlier read's.
-            stubs.extend(list.stubs.iter().cloned());
+            // messages' stubs are the earlier read's, each kept once. Appended as they were,
+            // the list kept for the next read held this read's stubs and all the earlier
+            // ones again, so it grew every turn (a few stubs a request, parsed and copied at
+            // every read after).
+            for stub in &list.stubs {
+                if !stubs.contains(stub) {
+                    stubs.push(stub.clone());
+                }
+            }
             Unread {
                 mask,
                 prints: list.prints.clone(),

@@ -112,6 +112,25 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
     assert_eq!(doc.read_unread(0).unwrap(), full.conversations()[0]);
 }
 
+/// A list read turn after turn, each read knowing the list the one before kept, keeps as many
+/// stubs as a read of the whole list has: the known messages' stubs are not added again.
+#[test]
+fn the_stubs_a_list_keeps_do_not_grow_from_turn_to_turn() {
+    let stubs = |doc: &Document| doc.known_list(&[]).unwrap().1.stubs.len();
+    let mut known = vec![read_plain(&body(400, "")).known_list(&[]).unwrap()];
+    let whole = stubs(&read_plain(&body(430, "")));
+    for n in (403..=430).step_by(3) {
+        let doc = read_knowing(&body(n, ""), &known);
+        assert!(doc.unread(0).is_some(), "{n}: some left unread");
+        assert!(
+            stubs(&doc) <= whole,
+            "{n}: {} stubs, a whole read {whole}",
+            stubs(&doc)
+        );
+        known = vec![doc.known_list(&[]).unwrap()];
+    }
+}
+
 #[test]
 fn a_document_with_unread_messages_writes_as_a_full_read_does() {
     let earlier = read_plain(&body(400, ""));
