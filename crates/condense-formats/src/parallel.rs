@@ -10,7 +10,11 @@
 //!   value and any error are serde_json's own. The message list (the root's `messages`, or the
 //!   root array) is read by [`crate::quick`] element by element, in the same runs: when every
 //!   element is a message it reads, the list comes back as messages ([`QuickList`]) and the
-//!   value holds stubs for the format detection; otherwise as the elements' values;
+//!   value holds stubs for the format detection; otherwise as the elements' values. A short
+//!   message list is read so too, on the calling thread, when the read is given what an
+//!   earlier one knew ([`parse_scanning`]): the messages it knew are left unread, and the rest
+//!   go straight into the model rather than through a JSON tree (a proxied request of 130
+//!   messages, 7.7 M instructions before, 4.2 M after);
 //! - [`read_all`]: a long list is cut into one run of consecutive messages per core, each run
 //!   read on rayon's pool with its own [`Notes`], and the results and notes put back together
 //!   in list order. The outcome is the sequential one: the same messages, the first error in
@@ -87,19 +91,17 @@ pub(crate) fn parse(
         return None;
     }
     let piece = |span: &Range<usize>| serde_json::from_str::<Value>(text.get(span.clone())?).ok();
-    let long = |span: &Range<usize>| {
-        finder
-            .known_elements(span.start)
-            .filter(|elements| elements.len() >= PARALLEL_MIN_ITEMS)
-    };
-    // A long array's elements on every core (as messages when they may be); anything else as
-    // it is.
-    let member = |span: &Range<usize>, list: bool| match long(span) {
+    // The message list as messages when they may be, however short (what an earlier read
+    // knew of it is left unread); another long array's elements on every core; anything else
+    // as it is.
+    let member = |span: &Range<usize>, list: bool| match finder.known_elements(span.start) {
         Some(elements) if quick && list => {
             parse_messages(text, elements, finder.known_list(elements))
         }
-        Some(elements) => Some((Value::Array(parse_elements(text, elements)?), None)),
-        None => Some((piece(span)?, None)),
+        Some(elements) if elements.len() >= PARALLEL_MIN_ITEMS => {
+            Some((Value::Array(parse_elements(text, elements)?), None))
+        }
+        _ => Some((piece(span)?, None)),
     };
     match parts {
         Scanned::Object(members) => {
@@ -175,10 +177,13 @@ fn parse_messages(
         }
         Some(out)
     };
-    let runs = split(spans.to_vec(), cores());
     let mut elements = Vec::with_capacity(spans.len());
-    for run in on_pool(runs, read_run) {
-        elements.extend(run.ok().flatten()?);
+    if spans.len() < PARALLEL_MIN_ITEMS || cores() < 2 {
+        elements = read_run((0, spans.to_vec()))?;
+    } else {
+        for run in on_pool(split(spans.to_vec(), cores()), read_run) {
+            elements.extend(run.ok().flatten()?);
+        }
     }
     let keep = elements.iter().all(|e| match e {
         Element::Quick(message) => !quick::may_be_cline(message),
@@ -239,8 +244,9 @@ fn parse_messages(
 }
 
 /// serde_json's value of a whole JSON text, and a [`scan::Finder`] holding its root's members (or
-/// elements): the spans [`crate::container`] looks up then cost nothing more. A large text is scanned first
-/// and its long arrays parsed on every core, its message list read into messages when `quick`
+/// elements): the spans [`crate::container`] looks up then cost nothing more. A large text, or
+/// any text read with `known` (an earlier read's lists), is scanned first and its long arrays
+/// parsed on every core, its message list (however short) read into messages when `quick`
 /// allows and every message is one [`crate::quick`] reads (the value then holds their stubs);
 /// when that cannot be done (a text that does not parse, or nests too deep), serde_json parses
 /// the whole text as usual.
@@ -250,8 +256,9 @@ pub(crate) fn parse_scanning(
     known: Option<Lookup<'_>>,
 ) -> (serde_json::Result<Value>, scan::Finder, Option<QuickList>) {
     let mut finder = scan::Finder::default();
-    // With what an earlier read knew, even one core gains: the known messages are not parsed.
-    if text.len() < crate::container::PARALLEL_FROM || (cores() < 2 && known.is_none()) {
+    // With what an earlier read knew, even a short text on one core gains: the known messages
+    // are not parsed.
+    if known.is_none() && (text.len() < crate::container::PARALLEL_FROM || cores() < 2) {
         return (serde_json::from_str(text), finder, None);
     }
     finder.scan_knowing(text, scan::trimmed(text.as_bytes(), 0..text.len()), known);

@@ -131,6 +131,31 @@ fn the_stubs_a_list_keeps_do_not_grow_from_turn_to_turn() {
     }
 }
 
+/// A short list (under 64 KB and 256 messages: read on the calling thread) read knowing an
+/// earlier read's list leaves unread what a long one does; a read that knows of no list yet
+/// is quick, so it leaves a list for the next.
+#[test]
+fn a_short_list_that_starts_with_a_known_one_reads_only_what_it_must() {
+    let text = body(30, "");
+    assert!(text.len() < crate::container::PARALLEL_FROM);
+    let earlier = read_knowing(&text, &[]);
+    assert_eq!(earlier.conversations(), read_plain(&text).conversations());
+    let (key, list) = earlier
+        .known_list(&kept(&earlier, &[20]))
+        .expect("read quick");
+    let next = body(33, "");
+    let doc = read_knowing(&next, &[(key, list)]);
+    let full = read_plain(&next);
+    let mask = doc.unread(0).expect("some left unread");
+    let expected: Vec<bool> = (0..33)
+        .map(|i| (ALWAYS_READ..30).contains(&i) && i != 20)
+        .collect();
+    assert_eq!(mask, expected.as_slice());
+    assert_eq!(doc.message_fingerprints(0), full.message_fingerprints(0));
+    assert_eq!(doc.write().unwrap(), next.as_bytes());
+    assert_eq!(doc.read_unread(0).unwrap(), full.conversations()[0]);
+}
+
 #[test]
 fn a_document_with_unread_messages_writes_as_a_full_read_does() {
     let earlier = read_plain(&body(400, ""));
