@@ -322,17 +322,9 @@ pub(crate) fn call_stage(
 ///
 /// A host hands consecutive stages one `StageInput` for as long as none changes the
 /// conversation: making the mirror and dropping it cost about 0.45 M instructions at 160k
-/// tokens, per stage that read it when each had its own.
-///
-/// ```
-/// use condense_abi::StageInput;
-/// use condense_model::{Block, Conversation, Message, Role};
-/// let mut conv = Conversation::default();
-/// conv.messages.push(Message::new("u1", Role::User, vec![Block::text("hello")]));
-/// let input = StageInput::new(&conv);
-/// assert!(!input.is_lent());
-/// assert_eq!(input.conversation().messages.len(), 1);
-/// ```
+/// tokens, per stage that read it when each had its own (`condense-host`'s `run/stage.rs`
+/// hands them out; its tests count the mirrors made with
+/// [`testing::mirrors_made`](crate::testing::mirrors_made)).
 pub struct StageInput<'c> {
     conversation: &'c Conversation,
     mirror: OnceCell<FfiConversationRef<'c>>,
@@ -345,16 +337,6 @@ impl<'c> StageInput<'c> {
             conversation,
             mirror: OnceCell::new(),
         }
-    }
-
-    /// The conversation.
-    pub fn conversation(&self) -> &'c Conversation {
-        self.conversation
-    }
-
-    /// Whether a stage read the conversation (its mirror was made).
-    pub fn is_lent(&self) -> bool {
-        self.mirror.get().is_some()
     }
 
     fn mirror(&self) -> &FfiConversationRef<'c> {

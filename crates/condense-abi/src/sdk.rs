@@ -212,20 +212,21 @@ impl<'a> Input<'a> {
     }
 
     fn mirror(&self) -> Result<&FfiConversationRef<'a>, StageError> {
-        if self.mirror.get().is_none() {
-            let mirror = match self.source {
-                InputSource::Lent(lend) => Mirror::Lent(lend()?),
-                InputSource::Local(conversation) => {
-                    Mirror::Made(FfiConversationRef::from(conversation))
-                }
-            };
-            let _ = self.mirror.set(mirror);
-        }
-        Ok(match self.mirror.get() {
-            Some(Mirror::Lent(lent)) => lent,
-            Some(Mirror::Made(made)) => made,
-            // Set just above when it was not.
-            None => return Err(StageError::new("the conversation was not handed over")),
+        let mirror = match self.mirror.get() {
+            Some(mirror) => mirror,
+            None => {
+                let made = match self.source {
+                    InputSource::Lent(lend) => Mirror::Lent(lend()?),
+                    InputSource::Local(conversation) => {
+                        Mirror::Made(FfiConversationRef::from(conversation))
+                    }
+                };
+                self.mirror.get_or_init(|| made)
+            }
+        };
+        Ok(match mirror {
+            Mirror::Lent(lent) => lent,
+            Mirror::Made(made) => made,
         })
     }
 

@@ -177,14 +177,15 @@ fn parse_messages(
         }
         Some(out)
     };
-    let mut elements = Vec::with_capacity(spans.len());
-    if spans.len() < PARALLEL_MIN_ITEMS || cores() < 2 {
-        elements = read_run((0, spans.to_vec()))?;
+    let elements = if spans.len() < PARALLEL_MIN_ITEMS || cores() < 2 {
+        read_run((0, spans.to_vec()))?
     } else {
+        let mut elements = Vec::with_capacity(spans.len());
         for run in on_pool(split(spans.to_vec(), cores()), read_run) {
             elements.extend(run.ok().flatten()?);
         }
-    }
+        elements
+    };
     let keep = elements.iter().all(|e| match e {
         Element::Quick(message) => !quick::may_be_cline(message),
         // Known quick and not Cline: the earlier read kept its list quick.

@@ -6,6 +6,7 @@
 //! instructions each at 200k tokens). Now the chunks are copied once, into a `String` the
 //! document keeps ([`condense_formats::read_shared_knowing`]) and the forwarded `Bytes` point at.
 
+use crate::proxy::BoxError;
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::sync::Arc;
@@ -57,11 +58,11 @@ impl AsRef<[u8]> for Shared {
 }
 
 /// Why a body could not be read whole.
-pub(crate) enum Unread<E> {
+pub(crate) enum Unread {
     /// Over `max` bytes.
     TooLarge,
     /// The connection failed (or the client went away).
-    Failed(E),
+    Failed(BoxError),
 }
 
 /// Reads `body` whole into one buffer, `declared` bytes (its `Content-Length`) reserved up
@@ -70,10 +71,10 @@ pub(crate) async fn collect<B>(
     body: B,
     max: usize,
     declared: Option<usize>,
-) -> Result<Vec<u8>, Unread<Box<dyn std::error::Error + Send + Sync>>>
+) -> Result<Vec<u8>, Unread>
 where
     B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B::Error: Into<BoxError>,
 {
     let mut body = std::pin::pin!(Limited::new(body, max));
     let mut out = Vec::with_capacity(declared.unwrap_or(0).min(max));

@@ -327,6 +327,8 @@ fn a_shared_text_reads_as_owned_bytes_do() {
     let doc = crate::read_shared_knowing(Arc::clone(&shared), "b.json", &auto(), &nothing).unwrap();
     let out = doc.write().unwrap();
     assert!(out == body.as_bytes() && doc.is_input(&out));
+    // The caller's text itself, not a copy.
+    assert!(Arc::ptr_eq(&doc.source.text, &shared));
     let session = "\u{feff}{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{\"type\":\"us";
     let shared = Arc::new(session.to_string());
     let doc =
@@ -334,5 +336,7 @@ fn a_shared_text_reads_as_owned_bytes_do() {
     let owned = crate::read_owned(session.as_bytes().to_vec(), "s.jsonl", &auto()).unwrap();
     assert_eq!(doc.conversations(), owned.conversations());
     assert!(doc.write().unwrap() == session.as_bytes());
+    // Without the mark and the cut line: a copy of its own, the caller's left whole.
+    assert!(!Arc::ptr_eq(&doc.source.text, &shared));
     assert_eq!(*shared, session);
 }
