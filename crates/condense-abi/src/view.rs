@@ -33,13 +33,13 @@ use crate::ffi::{
     KIND_TOOL_USE,
 };
 use abi_stable::std_types::RStr;
+use condense_model::ids::{id_map, IdMap};
 use condense_model::{
     join_text, Block, Content, ContentShape, Conversation, Image, ImageSource, Message, Opaque,
     Piece, RawJson, ReadMessage, Role, TextBlock, TextPiece, ThinkingBlock, ToolDef, ToolResult,
     ToolResultRef, ToolUse,
 };
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 type FfiBlockRef<'v> = FfiBlockOf<RStr<'v>>;
 
@@ -127,10 +127,10 @@ impl<'v> View<'v> {
 
     /// Tool name by tool_use id, over the whole conversation (as
     /// [`Conversation::tool_names_by_id`](condense_model::Conversation::tool_names_by_id)).
-    pub fn tool_names_by_id(&self) -> HashMap<&'v str, &'v str> {
+    pub fn tool_names_by_id(&self) -> IdMap<&'v str, &'v str> {
         // Sized for a tool use every other message, so that a long conversation's map is not
         // rehashed doubling after doubling (every stage that walks tool results builds it).
-        let mut names = HashMap::with_capacity(self.len() / 2);
+        let mut names = id_map(self.len() / 2);
         for message in self.messages() {
             for block in message.blocks() {
                 if let BlockView::ToolUse { id, name, .. } = block {

@@ -11,6 +11,7 @@
 //! it compares the violations of the output with those of the input. The check is one linear
 //! pass with a hash set, no tokenizing.
 
+use condense_model::ids::id_set;
 use condense_model::{orphaned_tool_results, Block, Conversation, Role};
 use std::collections::HashSet;
 use std::fmt;
@@ -62,7 +63,7 @@ pub fn violations(conv: &Conversation) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut orphans = orphaned_tool_results(&conv.messages).into_iter().peekable();
     // Sized once, one id per message: growing it rehashes the ids seen so far at each doubling.
-    let mut ids: HashSet<&str> = HashSet::with_capacity(conv.messages.len());
+    let mut ids = id_set::<&str>(conv.messages.len());
     let mut previous_role: Option<Role> = None;
     for (i, m) in conv.messages.iter().enumerate() {
         if !ids.insert(m.id.as_str()) {

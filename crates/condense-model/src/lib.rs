@@ -23,6 +23,7 @@
 mod block;
 pub mod fingerprint;
 mod format;
+pub mod ids;
 pub mod packed;
 pub mod prehashed;
 mod raw_json;
@@ -51,7 +52,6 @@ pub trait CountTokens {
 }
 
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
 
 /// A whole conversation: what one request to the model (or one agent session) holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -68,8 +68,8 @@ pub struct Conversation {
 
 impl Conversation {
     /// Map from tool_use id to tool name, for every tool_use block in the conversation.
-    pub fn tool_names_by_id(&self) -> HashMap<&str, &str> {
-        let mut names = HashMap::new();
+    pub fn tool_names_by_id(&self) -> ids::IdMap<&str, &str> {
+        let mut names = ids::id_map(self.messages.len() / 2);
         for msg in &self.messages {
             for block in &msg.content.blocks {
                 if let Block::ToolUse(tu) = block {
@@ -97,7 +97,7 @@ impl Conversation {
 /// already orphan.
 pub fn orphaned_tool_results<M: ReadMessage>(messages: &[M]) -> Vec<(usize, &str)> {
     // Sized for a tool call every other message: growing rehashes the ids seen so far.
-    let mut seen: HashSet<&str> = HashSet::with_capacity(messages.len() / 2);
+    let mut seen = ids::id_set::<&str>(messages.len() / 2);
     let mut orphans = Vec::new();
     for (i, m) in messages.iter().enumerate().filter(|(_, m)| m.is_chat()) {
         for id in m.tool_result_ids() {
@@ -192,28 +192,7 @@ pub fn synthetic_index(id: &str) -> Option<usize> {
     canonical.then(|| digits.parse().ok()).flatten()
 }
 
-/// Appends `n` in decimal to `out`, digit by digit: the formatting machinery costs about 900
-/// instructions a number, and readers number thousands of messages and JSON pointers a read.
-///
-/// ```
-/// let mut s = String::from("/messages/");
-/// condense_model::push_decimal(&mut s, 42);
-/// assert_eq!(s, "/messages/42");
-/// ```
-pub fn push_decimal(out: &mut String, n: usize) {
-    let mut digits = [0u8; 20];
-    let (mut n, mut at) = (n, digits.len());
-    loop {
-        at -= 1;
-        // A remainder of 10 is one digit.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
-}
+pub use condense_text::push_decimal;
 
 impl Message {
     /// A message with array-shaped content and nothing extra.

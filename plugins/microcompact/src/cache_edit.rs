@@ -81,18 +81,34 @@ pub fn plan(
             message_id: conv
                 .message(old.at.message)
                 .map_or_else(String::new, |m| m.id().to_string()),
-            detail: format!(
-                "tool {} result {}: clear {} tokens server-side ({how})",
-                old.tool(),
-                old.tool_use_id,
-                thousands(tokens)
-            ),
+            detail: edit_detail(old.tool(), &old.tool_use_id, tokens, how),
             tokens,
         });
     }
     hot.dropped = state.pinned.len().saturating_sub(hot.resent);
     state.pinned = pinned;
     hot
+}
+
+/// A `cache-edit` event's detail: `tool Bash result toolu_01: clear 5,120 tokens server-side
+/// (new)`. Pushed piece by piece: a long session re-sends hundreds of edits at every run.
+fn edit_detail(tool: &str, id: &str, tokens: usize, how: &str) -> String {
+    let tokens = thousands(tokens);
+    let mut detail = String::with_capacity(48 + tool.len() + id.len() + tokens.len() + how.len());
+    for piece in [
+        "tool ",
+        tool,
+        " result ",
+        id,
+        ": clear ",
+        &tokens,
+        " tokens server-side (",
+        how,
+        ")",
+    ] {
+        detail.push_str(piece);
+    }
+    detail
 }
 
 /// The `clear_tool_uses_20250919` edit for this config. `exclude_tools` holds the configured

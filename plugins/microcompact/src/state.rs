@@ -22,8 +22,8 @@
 //! results for real (or the results leave the conversation).
 
 use condense_abi::StageState;
+use condense_model::ids::{id_map, IdMap};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// What the stage keeps for a session (the JSON's `version` is written by the SDK's state
 /// handle).
@@ -61,8 +61,9 @@ impl State {
     /// The cache edits already sent, by tool_use id (the first of an id, as a scan of the list
     /// would find it): looked up for every old result, where a scan made a long session
     /// quadratic.
-    pub fn pinned_by_id(&self) -> HashMap<&str, &Pinned> {
-        let mut by_id = HashMap::new();
+    pub fn pinned_by_id(&self) -> IdMap<&str, &Pinned> {
+        // Sized once: a long session pins hundreds, rehashed at every doubling otherwise.
+        let mut by_id = id_map(self.pinned.len());
         for p in &self.pinned {
             by_id.entry(p.tool_use_id.as_str()).or_insert(p);
         }

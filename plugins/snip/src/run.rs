@@ -8,23 +8,26 @@ use condense_abi::{
     replace_messages, BlockView, Context, Input, Replacements, StageError, StageEvent, StageOutput,
     StageReport, View,
 };
-use condense_model::fingerprint::Fingerprinter;
+use condense_model::prehashed::PrehashedMap;
 use condense_model::{Block, Conversation, RawJson, Role, ToolResultAt};
 use condense_retain::error_line;
 use condense_text::{has_chars, plural, thousands, utf8_prefix, utf8_suffix};
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::hash::BuildHasherDefault;
+use std::collections::{BTreeSet, HashSet};
+use xxhash_rust::xxh3::xxh3_128;
 
 /// Where a changed block sits: message index, block index (a tool result, or an image in a
 /// message).
 type Place = (usize, usize);
 
-/// One top-level tool result, as measured before any change (its text borrowed from the
-/// conversation where it can be, see [`payload_text`]).
+/// One top-level tool result, as measured before any change (its id, tool and text borrowed
+/// from the conversation where they can be, see [`payload_text`]: snip looks at every result
+/// at every run, and only the few it changes need anything of their own).
 struct Entry<'a> {
-    at: ToolResultAt,
-    id: String,
+    message: usize,
+    block: usize,
+    tool: Option<&'a str>,
+    id: &'a str,
     text: Cow<'a, str>,
     protected: bool,
     /// Already a marker or a truncated text from an earlier run.
@@ -102,8 +105,10 @@ pub fn apply(
                 None
             };
             Entry {
-                at: r.at(),
-                id: r.result.tool_use_id().to_string(),
+                message: r.message,
+                block: r.block,
+                tool: r.tool,
+                id: r.result.tool_use_id(),
                 snipped,
                 protected,
                 text,
@@ -136,7 +141,7 @@ pub fn apply(
         } else if entries[kept].id.is_empty() {
             truncate(config, entry, cx, &mut tally)?
         } else {
-            deduplicate(config, entry, kept, &entries[kept].id, cx, &mut tally)?
+            deduplicate(config, entry, kept, entries[kept].id, cx, &mut tally)?
         };
     }
 
@@ -146,10 +151,14 @@ pub fn apply(
         .zip(changes)
         .filter_map(|(entry, change)| {
             let (text, change) = change?;
-            let tool = entry.at.tool.as_deref().unwrap_or("?");
+            let tool = entry.tool.unwrap_or("?");
             let (kind, detail) = describe(entry, &change, &entries, tool);
             Some(Planned {
-                at: entry.at.clone(),
+                at: ToolResultAt {
+                    message: entry.message,
+                    block: entry.block,
+                    tool: entry.tool.map(str::to_string),
+                },
                 tokens: cx
                     .count_tokens(&entry.text)
                     .saturating_sub(cx.count_tokens(&text)),
@@ -200,6 +209,8 @@ pub fn apply(
         return Ok(replacements.into_output(report));
     }
     let replaced = replacements.into_messages();
+    // Owned before the view's conversation is taken.
+    let protected: HashSet<String> = protected.into_iter().map(str::to_string).collect();
     let mut conv = input.into_conversation()?;
     replace_messages(&mut conv, replaced)?;
     strip_images(
@@ -269,7 +280,7 @@ fn describe(
     tool: &str,
 ) -> (&'static str, String) {
     let chars = thousands(entry.text.chars().count());
-    let id = &entry.id;
+    let id = entry.id;
     match change {
         Change::Duplicate { kept, key } => (
             "deduplicated",
@@ -301,25 +312,32 @@ fn describe(
 /// For each entry, the index of the entry whose copy is kept when this one is a duplicate.
 fn duplicate_targets(config: &Config, entries: &[Entry<'_>]) -> Vec<Option<usize>> {
     let eligible = |e: &Entry<'_>| !e.snipped && has_chars(&e.text, config.min_duplicate_chars);
-    // Keyed by whole tool results: xxh3 hashes them several times faster than the default
-    // SipHash (equal texts are still compared in full).
-    let mut kept: HashMap<&str, usize, BuildHasherDefault<Fingerprinter>> = HashMap::default();
-    for (i, entry) in entries.iter().enumerate().filter(|(_, e)| eligible(e)) {
+    // Each eligible text hashed once, whole (a 128-bit digest: texts with equal digests are
+    // still compared in full before one is replaced). A map keyed by the texts hashed every
+    // text twice, to insert and to look up, through a streaming hasher.
+    let digests: Vec<Option<u128>> = entries
+        .iter()
+        .map(|e| eligible(e).then(|| xxh3_128(e.text.as_bytes())))
+        .collect();
+    let mut kept: PrehashedMap<u128, usize> =
+        PrehashedMap::with_capacity_and_hasher(entries.len(), Default::default());
+    for (i, digest) in digests.iter().enumerate() {
+        let Some(digest) = *digest else { continue };
         match config.keep {
             Keep::First => {
-                kept.entry(entry.text.as_ref()).or_insert(i);
+                kept.entry(digest).or_insert(i);
             }
             Keep::Last => {
-                kept.insert(entry.text.as_ref(), i);
+                kept.insert(digest, i);
             }
         }
     }
-    entries
+    digests
         .iter()
         .enumerate()
-        .map(|(i, entry)| {
-            let k = *kept.get(entry.text.as_ref())?;
-            (eligible(entry) && k != i).then_some(k)
+        .map(|(i, digest)| {
+            let k = *kept.get(digest.as_ref()?)?;
+            (k != i && entries[k].text == entries[i].text).then_some(k)
         })
         .collect()
 }
@@ -339,7 +357,7 @@ fn deduplicate(
         tally.not_shorter += 1;
         return Ok(None);
     }
-    let key = store(cx, &entry.text, &entry.id)?;
+    let key = store(cx, &entry.text, entry.id)?;
     Ok(Some((marker, Change::Duplicate { kept, key })))
 }
 
@@ -377,7 +395,7 @@ fn truncate(
         tally.not_shorter += 1;
         return Ok(None);
     }
-    let key = store(cx, &entry.text, &entry.id)?;
+    let key = store(cx, &entry.text, entry.id)?;
     match cut(&key).filter(|t| saves(t)) {
         Some(text) => {
             let head = utf8_prefix(&entry.text, config.max_tool_result_bytes).len();

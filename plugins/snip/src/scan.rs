@@ -2,42 +2,48 @@
 
 use crate::markers::is_image_marker;
 use condense_abi::{BlockView, ContentView, View};
+use condense_model::ids::IdSet;
 use condense_model::{Content, Conversation, Role};
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 /// The tool_use ids of the last `turns` assistant turns that called tools.
 ///
 /// A turn is a run of consecutive assistant messages (event lines in between do not break it;
 /// any other chat message does): Claude Code writes each block of one model response as its own
 /// line, so the parallel calls of one response are one turn.
-pub fn protected_ids(conv: &View<'_>, turns: usize) -> HashSet<String> {
-    let mut groups: Vec<Vec<&str>> = Vec::new();
-    let mut in_turn = false;
-    for message in conv.messages().filter(|m| m.is_chat()) {
+pub fn protected_ids<'v>(conv: &View<'v>, turns: usize) -> IdSet<&'v str> {
+    // Walked from the end, so a long conversation's earlier turns are never looked at.
+    let mut ids = IdSet::default();
+    // Turns that called tools, counting the one the walk is in; whether it called any.
+    let (mut found, mut calling) = (0, false);
+    for message in conv.messages().rev().filter(|m| m.is_chat()) {
         if message.role() != Role::Assistant {
-            in_turn = false;
+            if calling && found == turns {
+                break;
+            }
+            calling = false;
             continue;
         }
-        if !in_turn {
-            groups.push(Vec::new());
-            in_turn = true;
-        }
-        if let Some(group) = groups.last_mut() {
-            group.extend(message.blocks().filter_map(|b| match b {
+        let mut calls = message
+            .blocks()
+            .filter_map(|b| match b {
                 BlockView::ToolUse { id, .. } => Some(id),
                 _ => None,
-            }));
+            })
+            .peekable();
+        if calls.peek().is_none() {
+            continue;
         }
+        if !calling {
+            if found == turns {
+                break;
+            }
+            found += 1;
+            calling = true;
+        }
+        ids.extend(calls);
     }
-    groups
-        .iter()
-        .rev()
-        .filter(|ids| !ids.is_empty())
-        .take(turns)
-        .flatten()
-        .map(|id| (*id).to_string())
-        .collect()
+    ids
 }
 
 /// Index of the first chat message after the last assistant message: messages from there on
@@ -127,11 +133,81 @@ mod tests {
         };
         let input = condense_abi::Input::of(&conv);
         let view = input.view().unwrap();
-        let mut one: Vec<String> = protected_ids(&view, 1).into_iter().collect();
+        let mut one: Vec<&str> = protected_ids(&view, 1).into_iter().collect();
         one.sort();
         assert_eq!(one, ["t1", "t2"]);
         assert_eq!(protected_ids(&view, 2).len(), 3);
         assert!(protected_ids(&view, 0).is_empty());
         assert_eq!(first_unanswered(&conv), None);
+    }
+
+    /// The walk from the end against the plain definition (runs of consecutive assistant
+    /// messages, those that call no tool left out, the last `turns` of them), on generated
+    /// conversations.
+    #[test]
+    fn the_walk_from_the_end_finds_the_last_turns() {
+        fn by_definition(conv: &Conversation, turns: usize) -> Vec<String> {
+            let mut groups: Vec<Vec<String>> = Vec::new();
+            let mut in_turn = false;
+            for m in conv.messages.iter().filter(|m| m.role != Role::Event) {
+                if m.role != Role::Assistant {
+                    in_turn = false;
+                    continue;
+                }
+                if !in_turn {
+                    groups.push(Vec::new());
+                    in_turn = true;
+                }
+                if let Some(g) = groups.last_mut() {
+                    g.extend(m.content.blocks.iter().filter_map(|b| match b {
+                        Block::ToolUse(t) => Some(t.id.clone()),
+                        _ => None,
+                    }));
+                }
+            }
+            let mut ids: Vec<String> = groups
+                .into_iter()
+                .rev()
+                .filter(|g| !g.is_empty())
+                .take(turns)
+                .flatten()
+                .collect();
+            ids.sort();
+            ids
+        }
+        let mut seed = 0x9e37_79b9_u64;
+        for case in 0..300 {
+            let mut messages = Vec::new();
+            for i in 0..(case % 23) {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let pick = (seed >> 33) % 6;
+                let role = match pick {
+                    0..=2 => Role::Assistant,
+                    3..=4 => Role::User,
+                    _ => Role::Event,
+                };
+                let blocks = if role == Role::Assistant && (seed >> 40) % 2 == 0 {
+                    vec![call(&format!("t{i}")), call(&format!("u{i}"))]
+                } else {
+                    vec![Block::text("words")]
+                };
+                messages.push(Message::new(format!("m{i}"), role, blocks));
+            }
+            let conv = Conversation {
+                messages,
+                ..Conversation::default()
+            };
+            let input = condense_abi::Input::of(&conv);
+            let view = input.view().unwrap();
+            for turns in 0..5 {
+                let mut walked: Vec<&str> = protected_ids(&view, turns).into_iter().collect();
+                walked.sort_unstable();
+                assert_eq!(
+                    walked,
+                    by_definition(&conv, turns),
+                    "case {case}, {turns} turns"
+                );
+            }
+        }
     }
 }
