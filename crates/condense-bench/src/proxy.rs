@@ -7,7 +7,8 @@
 //! - cost per turn of one session growing turn by turn to 200k tokens (the generated agent
 //!   session; its tool results over 4 KiB make snip act on most turns): each turn's request
 //!   timed through the proxy, then the same body straight to the upstream; the difference,
-//!   against one cold count of the request (a fresh counter);
+//!   against one cold count of the request (a fresh counter; the median of 11 or more, taken
+//!   once the proxy is idle, [`cold_counts`]);
 //! - requests per second with 32 concurrent sessions;
 //! - the proxy's peak memory (`VmHWM` of the child);
 //! - the cache-stability share of the growing session (`GET /condense/status`).
@@ -110,14 +111,7 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
             // this turn's request.
             let mut added = firsts[firsts.len().saturating_sub(5)..].to_vec();
             let mut small = smalls[smalls.len().saturating_sub(5)..].to_vec();
-            let mut cold: Vec<f64> = (0..runs.max(5))
-                .map(|_| {
-                    let counter = TokenCounter::new(TokenizerKind::O200k);
-                    let t = Instant::now();
-                    let _ = counter.count_conversation(&conv);
-                    ms(t)
-                })
-                .collect();
+            let mut cold = cold_counts(&conv, runs);
             samples.push((
                 total_tokens,
                 pct(&mut added, 50),
@@ -134,7 +128,7 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
                 thousands(*tokens)
             ),
             format!(
-                "{added:.1} ms added ({small:.1} ms less the small body's direct time), {saved} tokens saved; one cold count {cold:.1} ms ({:.2}x)",
+                "{added:.2} ms added ({small:.2} ms less the small body's direct time), {saved} tokens saved; one cold count {cold:.2} ms ({:.2}x)",
                 added / cold
             ),
         ));
@@ -376,6 +370,23 @@ fn stability(url: &str) -> Result<[u64; 4]> {
         "cache_previous",
     ]
     .map(|k| g[k].as_u64().unwrap_or(0)))
+}
+
+/// Cold counts of `conv` (each with a fresh counter), taken once the proxy has finished the
+/// turn just sent: it sends a body before it archives the turn, and a count on the same two
+/// cores meanwhile measured up to twice its time. Spread over a few milliseconds, so that one
+/// slow spell of the host does not make every count of the median.
+fn cold_counts(conv: &Conversation, runs: usize) -> Vec<f64> {
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    (0..runs.max(5) * 2 + 1)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            let counter = TokenCounter::new(TokenizerKind::O200k);
+            let t = Instant::now();
+            let _ = counter.count_conversation(conv);
+            ms(t)
+        })
+        .collect()
 }
 
 fn ms(t: Instant) -> f64 {
