@@ -68,9 +68,10 @@ pub(crate) fn is_line(value: &Value) -> bool {
 }
 
 /// Reads the parsed lines (1-based line number, value) of a session into one conversation, with
-/// the usage the session reported for its last model call.
+/// the usage the session reported for its last model call. `texts`: each line's text, as read.
 pub(crate) fn read(
     lines: Vec<(usize, Value)>,
+    texts: &[&str],
     ctx: &Ctx<'_>,
 ) -> Result<(Conversation, Option<ReportedUsage>)> {
     let context = {
@@ -84,7 +85,14 @@ pub(crate) fn read(
         .find_map(|((line, value), &in_context)| in_context.then(|| usage_of(*line, value))?);
     let mut messages = Vec::with_capacity(lines.len());
     for (index, ((line, value), in_context)) in lines.into_iter().zip(context).enumerate() {
-        messages.push(read_line(value, index, in_context, &ctx.at_line(line))?);
+        let text = texts.get(index).copied().unwrap_or_default();
+        messages.push(read_line(
+            value,
+            text,
+            index,
+            in_context,
+            &ctx.at_line(line),
+        )?);
     }
     let conversation = Conversation {
         messages,
@@ -113,8 +121,16 @@ fn usage_of(line: usize, value: &Value) -> Option<ReportedUsage> {
 }
 
 /// One line: a message when it is context, an event otherwise (a chat line that is not context
-/// keeps its content on the event).
-fn read_line(value: Value, index: usize, in_context: bool, ctx: &Ctx<'_>) -> Result<Message> {
+/// keeps its content on the event). `text`: the line as read; when it is already its compact
+/// form (as Claude Code writes lines), the envelope is copied from it rather than written back
+/// from the parsed line, which was about half of reading a session.
+fn read_line(
+    value: Value,
+    text: &str,
+    index: usize,
+    in_context: bool,
+    ctx: &Ctx<'_>,
+) -> Result<Message> {
     let chat = thread::is_chat_line(&value);
     let mut line = into_object(value, ctx, "", "a Claude Code line (a JSON object)")?;
     match line.get("type") {
@@ -131,9 +147,12 @@ fn read_line(value: Value, index: usize, in_context: bool, ctx: &Ctx<'_>) -> Res
         .and_then(Value::as_str)
         .map(str::to_string);
     if !in_context {
+        // The line stays whole in the envelope, written back as it was; its message is then
+        // taken out of the parsed line, not copied.
+        let envelope =
+            RawJson::from_canonical_text(text).unwrap_or_else(|| RawJson::from_map_ref(&line));
         let content = if chat {
-            // A copy: the line stays whole in the envelope, written back as it was.
-            let message = line.get("message").cloned().unwrap_or_default();
+            let message = line.shift_remove("message").unwrap_or_default();
             let mut message = into_object(message, ctx, "/message", "a message object")?;
             anthropic::read_role_and_content(&mut message, ctx, "/message")?.1
         } else {
@@ -148,11 +167,13 @@ fn read_line(value: Value, index: usize, in_context: bool, ctx: &Ctx<'_>) -> Res
             timestamp,
             content,
             extra: RawJson::default(),
-            envelope: RawJson::from_map(line),
+            envelope,
         });
     }
     // The placeholder keeps the key's position in the line.
     let message = hollow(&mut line, "message");
+    let envelope =
+        hollowed_text(text).map_or_else(|| RawJson::from_map(line), RawJson::from_string_unchecked);
     let mut message = into_object(message, ctx, "/message", "a message object")?;
     let (role, content) = anthropic::read_role_and_content(&mut message, ctx, "/message")?;
     Ok(Message {
@@ -161,8 +182,22 @@ fn read_line(value: Value, index: usize, in_context: bool, ctx: &Ctx<'_>) -> Res
         timestamp,
         content,
         extra: RawJson::from_map(message),
-        envelope: RawJson::from_map(line),
+        envelope,
     })
+}
+
+/// A line's text with its `message` value replaced by `null`: the compact form of the line
+/// [`hollow`] leaves, when the line is its own compact form (`None` otherwise).
+fn hollowed_text(text: &str) -> Option<String> {
+    let members = RawJson::canonical_members(text)?;
+    let (_, value) = members
+        .iter()
+        .find(|(key, _)| text.get(key.clone()) == Some(r#""message""#))?;
+    let mut hollowed = String::with_capacity(text.len() - value.len() + 4);
+    hollowed.push_str(&text[..value.start]);
+    hollowed.push_str("null");
+    hollowed.push_str(&text[value.end..]);
+    Some(hollowed)
 }
 
 /// The session's lines, one per message: original text for what is as read, values for the

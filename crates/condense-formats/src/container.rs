@@ -333,7 +333,8 @@ fn session_document(format: Format, lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<D
         };
         (rollout.conversation, rollout.usage, layout)
     } else {
-        let (conv, usage) = claude_code::read(lines.values, ctx)?;
+        let texts: Vec<&str> = spans.iter().map(|s| &lines.body[s.clone()]).collect();
+        let (conv, usage) = claude_code::read(lines.values, &texts, ctx)?;
         for (i, span) in spans.iter().enumerate() {
             source.add_unit(0, i, 1, span.clone());
         }

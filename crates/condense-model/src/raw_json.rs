@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::ops::Range;
 
+mod canonical;
 mod compact;
 
 /// JSON text kept verbatim: unknown fields, tool inputs, opaque blocks.
@@ -31,6 +33,45 @@ impl RawJson {
                 compact::write(other, &mut out);
                 RawJson(out)
             }
+        }
+    }
+
+    /// The `RawJson` of `text`, copied, when `text` is exactly what [`RawJson::from_value`]
+    /// writes for the value it parses to (compact, escaped and numbered as serde_json does,
+    /// no key twice); `None` otherwise. A reader that holds a value's text as well as the
+    /// value skips writing the value back this way (see `canonical.rs` for the rules).
+    ///
+    /// ```
+    /// use condense_model::RawJson;
+    /// let line = r#"{"type":"user","uuid":"u1","n":3}"#;
+    /// let value: serde_json::Value = serde_json::from_str(line).unwrap();
+    /// assert_eq!(RawJson::from_canonical_text(line), Some(RawJson::from_value(&value)));
+    /// assert_eq!(RawJson::from_canonical_text(r#"{"type": "user"}"#), None);
+    /// ```
+    pub fn from_canonical_text(text: &str) -> Option<Self> {
+        if text == "{}" {
+            // As `from_value` has it: no fields.
+            return Some(RawJson::default());
+        }
+        canonical::is_canonical(text).then(|| RawJson(text.to_string()))
+    }
+
+    /// The members of a JSON object text that [`RawJson::from_canonical_text`] would copy: the
+    /// span of each key (quotes included) and of its value, in order; `None` for any other
+    /// text. A reader that keeps such an object with one member changed can then splice the
+    /// text instead of writing the object back.
+    pub fn canonical_members(text: &str) -> Option<Vec<(Range<usize>, Range<usize>)>> {
+        canonical::object_members(text)
+    }
+
+    /// [`RawJson::from_map`] of a map the caller keeps.
+    pub fn from_map_ref(map: &serde_json::Map<String, serde_json::Value>) -> Self {
+        if map.is_empty() {
+            RawJson::default()
+        } else {
+            let mut out = String::with_capacity(compact::map_size_hint(map));
+            compact::write_map(map, &mut out);
+            RawJson(out)
         }
     }
 

@@ -7,7 +7,7 @@
 //! escape table walk; here a string's runs that need no escape are copied whole (found eight
 //! bytes at a time), which makes a transcript's opaque blocks several times cheaper to keep.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Appends `value` as serde_json's compact JSON (`Value`'s `Display`) to `out`.
 pub(super) fn write(value: &Value, out: &mut String) {
@@ -28,19 +28,22 @@ pub(super) fn write(value: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                string(key, out);
-                out.push(':');
-                write(item, out);
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_map(map, out),
     }
+}
+
+/// Appends an object's compact JSON to `out` (as [`write`] of the object).
+pub(super) fn write_map(map: &Map<String, Value>, out: &mut String) {
+    out.push('{');
+    for (i, (key, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(key, out);
+        out.push(':');
+        write(item, out);
+    }
+    out.push('}');
 }
 
 /// About the length of `value`'s compact JSON, a little more when its strings hold a few
@@ -52,13 +55,16 @@ pub(super) fn size_hint(value: &Value) -> usize {
         // The quotes, and one escape in 32 bytes (a line end every few dozen).
         Value::String(s) => s.len() + s.len() / 32 + 2,
         Value::Array(items) => 2 + items.iter().map(|v| size_hint(v) + 1).sum::<usize>(),
-        Value::Object(map) => {
-            2 + map
-                .iter()
-                .map(|(k, v)| k.len() + 4 + size_hint(v))
-                .sum::<usize>()
-        }
+        Value::Object(map) => map_size_hint(map),
     }
+}
+
+/// [`size_hint`] of an object.
+pub(super) fn map_size_hint(map: &Map<String, Value>) -> usize {
+    2 + map
+        .iter()
+        .map(|(k, v)| k.len() + 4 + size_hint(v))
+        .sum::<usize>()
 }
 
 /// A JSON string as serde_json escapes it: `"` and `\` backslashed, `\b \t \n \f \r` by name,
@@ -100,7 +106,7 @@ fn needs_escape(b: u8) -> bool {
 /// The position of the first byte at or after `i` that needs an escape (`bytes.len()` when
 /// none does), eight bytes at a time: a transcript's strings are long, with an escape (a line
 /// end) every few dozen bytes.
-fn next_escape(bytes: &[u8], mut i: usize) -> usize {
+pub(super) fn next_escape(bytes: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte of `word` equal to `byte` (the classic SWAR zero-byte test; a
