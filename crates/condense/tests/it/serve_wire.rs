@@ -280,3 +280,49 @@ fn a_body_that_decodes_over_the_limit_answers_413() {
         .wait_log("413", 1)
         .contains("decoded body over the limit"));
 }
+
+/// The proxy's HTTP/1 read buffer stops growing at 256 KiB: a body larger than that arrives
+/// whole (upstream byte for byte when nothing needs compressing), and a request head over it
+/// is refused (431) without reaching the upstream, the proxy still serving after it.
+#[test]
+fn bodies_larger_than_the_read_buffer_arrive_whole_and_an_oversized_head_is_refused() {
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let serve = Serve::start(&up.url, &[]);
+    // 600 KB in one message that needs no compression (120k tokens, inside the window).
+    let big = "word ".repeat(120_000);
+    let body = serde_json::to_vec(&serde_json::json!({
+        "model": "claude-sonnet-4-5", "max_tokens": 1000,
+        "messages": [{"role": "user", "content": big}]
+    }))
+    .unwrap();
+    assert!(body.len() > 2 * 256 * 1024);
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("x-condense-session", "big-1"));
+    let a = post(&serve.url, "/v1/messages", &headers, &body);
+    assert_eq!(a.status, 200, "{}", serve.log());
+    let got = up.requests();
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        got[0].body.as_bytes(),
+        body.as_slice(),
+        "not byte-identical"
+    );
+
+    let long = "x".repeat(300 * 1024);
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("x-long", long.as_str()));
+    let refused = post(&serve.url, "/v1/messages", &headers, b"{}");
+    assert_eq!(refused.status, 431, "{}", serve.log());
+    assert_eq!(
+        up.requests().len(),
+        1,
+        "the oversized head reached the upstream"
+    );
+    let again = post(
+        &serve.url,
+        "/v1/messages",
+        ANTHROPIC_HEADERS,
+        br#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert_eq!(again.status, 200, "{}", serve.log());
+}
