@@ -18,6 +18,7 @@ pub fn protected_ids<'v>(conv: &View<'v>, turns: usize) -> IdSet<&'v str> {
     let (mut found, mut calling) = (0, false);
     for message in conv.messages().rev().filter(|m| m.is_chat()) {
         if message.role() != Role::Assistant {
+            // The last wanted turn ends here: stop rather than walk to the next caller.
             if calling && found == turns {
                 break;
             }

@@ -17,14 +17,13 @@ use crate::services::{state_slot, Services};
 use condense_abi::{
     Change, RunContext, RunFlags, StageCallError, StageInput, StageOutput, StageReport,
 };
+use condense_model::Conversation;
 use condense_store::Store;
 use std::time::Instant;
 
 /// A stage's call, before the host's guards saw its change.
 pub(super) struct Called<'l> {
     loaded: &'l LoadedSpec,
-    /// Forced by the recovery chain.
-    recovery: bool,
     /// The conversation's tokens when the stage was called.
     tokens: usize,
     /// What the stage answered; `None` for a disabled stage (not called).
@@ -41,6 +40,17 @@ impl Called<'_> {
     }
 }
 
+/// What the stages of one pass share: where they archive, and how they run.
+#[derive(Clone, Copy)]
+struct Pass<'a, 't> {
+    store: &'a Store,
+    session: &'a str,
+    opts: &'a RunOptions,
+    /// Forced by the recovery chain.
+    recovery: bool,
+    texts: &'a OriginalTexts<'t>,
+}
+
 impl LoadedPipeline {
     /// Runs `stages` in order over the run's conversation, each run added to `state.runs`.
     /// Stages in a row that change nothing read one [`StageInput`] (see the module docs).
@@ -55,39 +65,50 @@ impl LoadedPipeline {
         recovery: bool,
         texts: &OriginalTexts<'_>,
     ) -> Result<(), HostError> {
+        let pass = Pass {
+            store,
+            session,
+            opts,
+            recovery,
+            texts,
+        };
         let mut stages = stages.into_iter();
         loop {
             let current = std::mem::take(&mut state.current);
-            let changing = 'unchanged: {
-                let input = StageInput::new(&current);
-                for loaded in stages.by_ref() {
-                    let called =
-                        match self.call(loaded, state, &input, (store, session), opts, recovery) {
-                            Ok(called) => called,
-                            Err(e) => break 'unchanged Err(e),
-                        };
-                    if called.changes() {
-                        break 'unchanged Ok(Some(called));
-                    }
-                    // Nothing to make in the conversation: settled while it is out.
-                    match self.settle(called, state, store, session, opts, texts) {
-                        Ok(mut run) => {
-                            run.output = opts.record_outputs.then(|| current.clone());
-                            state.runs.push(run);
-                        }
-                        Err(e) => break 'unchanged Err(e),
-                    }
-                }
-                Ok(None)
-            };
+            let changing = self.until_a_change(&mut stages, &current, state, pass);
+            // Back before anything is made in it, error or not.
             state.current = current;
             let Some(called) = changing? else {
                 return Ok(());
             };
-            let mut run = self.settle(called, state, store, session, opts, texts)?;
+            let mut run = self.settle(called, state, pass)?;
             run.output = opts.record_outputs.then(|| state.current.clone());
             state.runs.push(run);
         }
+    }
+
+    /// Calls `stages` in order over `current` (the run's conversation, out of `state`
+    /// meanwhile), all reading one [`StageInput`], and settles each that leaves it as it was.
+    /// The first call that changes it comes back unsettled: its change is made once the
+    /// conversation is back in `state`.
+    fn until_a_change<'l>(
+        &self,
+        stages: &mut impl Iterator<Item = &'l LoadedSpec>,
+        current: &Conversation,
+        state: &mut RunState,
+        pass: Pass<'_, '_>,
+    ) -> Result<Option<Called<'l>>, HostError> {
+        let input = StageInput::new(current);
+        for loaded in stages {
+            let called = self.call(loaded, state, &input, pass)?;
+            if called.changes() {
+                return Ok(Some(called));
+            }
+            let mut run = self.settle(called, state, pass)?;
+            run.output = pass.opts.record_outputs.then(|| current.clone());
+            state.runs.push(run);
+        }
+        Ok(None)
     }
 
     /// Calls one stage over `input` (the run's conversation, out of `state` meanwhile).
@@ -96,16 +117,20 @@ impl LoadedPipeline {
         loaded: &'l LoadedSpec,
         state: &RunState,
         input: &StageInput<'_>,
-        (store, session): (&Store, &str),
-        opts: &RunOptions,
-        recovery: bool,
+        pass: Pass<'_, '_>,
     ) -> Result<Called<'l>, HostError> {
+        let Pass {
+            store,
+            session,
+            opts,
+            recovery,
+            ..
+        } = pass;
         let spec = &loaded.spec;
         let tokens = state.count.total;
         let Some(stage) = &loaded.stage else {
             return Ok(Called {
                 loaded,
-                recovery,
                 tokens,
                 answer: None,
                 host_notes: Vec::new(),
@@ -153,7 +178,6 @@ impl LoadedPipeline {
         let answer = stage.apply(input, &run, &services);
         Ok(Called {
             loaded,
-            recovery,
             tokens,
             answer: Some(answer),
             host_notes: services.notes.take(),
@@ -168,14 +192,17 @@ impl LoadedPipeline {
         &self,
         called: Called<'_>,
         state: &mut RunState,
-        store: &Store,
-        session: &str,
-        opts: &RunOptions,
-        texts: &OriginalTexts<'_>,
+        pass: Pass<'_, '_>,
     ) -> Result<StageRun, HostError> {
+        let Pass {
+            store,
+            session,
+            opts,
+            recovery,
+            texts,
+        } = pass;
         let Called {
             loaded,
-            recovery,
             tokens: current_tokens,
             answer,
             host_notes,
