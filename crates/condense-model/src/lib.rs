@@ -23,6 +23,7 @@
 mod block;
 pub mod fingerprint;
 mod format;
+pub mod id_list;
 pub mod ids;
 pub mod packed;
 pub mod prehashed;

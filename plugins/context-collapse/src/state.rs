@@ -21,6 +21,8 @@
 //! - `ids`: the ids the span has in the input, oldest first, [`Role::System`] messages excluded
 //!   (they are never collapsed). Usually the original ids; a summary message the stage found in its
 //!   input without a record (its own output read back, state lost) is adopted under its own id.
+//!   Consecutive synthetic ids (`#0`, `#1`, …: request bodies' messages have no ids of their
+//!   own) are kept as `[first, last]` runs ([`IdList`]): `[[0, 1595]]` for 1,596 of them.
 //! - `summary`: the summary text (without the header line).
 //! - `turns`: API turns covered; `merges`: how many later spans were merged into it;
 //!   `committed_ms`: host time of the last commit or merge; `replaced_tokens`: tokens of
@@ -33,6 +35,7 @@
 //! [`Role::System`]: condense_model::Role::System
 
 use condense_abi::StageState;
+use condense_model::id_list::IdList;
 use serde::{Deserialize, Serialize};
 
 /// See the [module docs](self). The handle the stage reads it through writes `"version": 1`
@@ -51,7 +54,7 @@ pub struct Collapse {
     pub last: String,
     pub count: usize,
     pub turns: usize,
-    pub ids: Vec<String>,
+    pub ids: IdList,
     pub summary: String,
     pub merges: usize,
     pub committed_ms: i64,
@@ -70,7 +73,7 @@ impl Collapse {
             last: self.last.clone(),
             count: self.count,
             turns: self.turns,
-            ids: Vec::new(),
+            ids: IdList::default(),
             summary: self.summary.clone(),
             merges: self.merges,
             committed_ms: self.committed_ms,

@@ -63,7 +63,7 @@ pub(crate) fn adopt<M: ReadMessage + ?Sized>(message: &M, now_ms: i64) -> Collap
         last,
         count,
         turns: 1,
-        ids: vec![message.id().to_string()],
+        ids: [message.id()].into_iter().collect(),
         summary: body.to_string(),
         merges: 0,
         committed_ms: now_ms,

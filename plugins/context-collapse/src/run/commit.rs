@@ -5,8 +5,10 @@ use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::PURPOSE;
 use condense_abi::{StageEvent, SummaryRequest};
+use condense_model::id_list::IdList;
 use condense_model::{Message, ReadMessage, Role};
 use condense_text::{plural, thousands};
+use std::borrow::Cow;
 use std::ops::Range;
 
 impl<M: ReadMessage> Run<'_, M> {
@@ -136,10 +138,10 @@ impl<M: ReadMessage> Run<'_, M> {
         let first_turn = self.turns.turns[turn_idx[0]];
         let last_turn = self.turns.turns[turn_idx[turn_idx.len() - 1]];
         let range = first_turn.start..last_turn.end;
-        let ids: Vec<String> = range
+        let ids: IdList = range
             .clone()
             .filter(|&i| self.messages[i].role() != Role::System)
-            .map(|i| self.messages[i].id().to_string())
+            .map(|i| self.messages[i].id())
             .collect();
         // The span's event lines go too: the summarizer writes no prose from them, but a
         // sub-agent's lines (kept as events with their content) are the session's work, and the
@@ -153,7 +155,7 @@ impl<M: ReadMessage> Run<'_, M> {
         // The span's turns cover `range` (turns are contiguous).
         let span_tokens: usize = turn_idx.iter().map(|&t| self.turn_tokens(t)).sum();
         let first_id = self.messages[range.start].id().to_string();
-        let last_id = ids.last().cloned().unwrap_or_default();
+        let last_id = ids.last().map(Cow::into_owned).unwrap_or_default();
         // The collapse merged into, without its ids: they grow with every merge of a running
         // summary, and copying them at each commit made a long session quadratic. They are
         // moved into the merged collapse once the commit is sure (below).
@@ -168,7 +170,7 @@ impl<M: ReadMessage> Run<'_, M> {
             last: last_id.clone(),
             count: previous.as_ref().map_or(0, |p| p.count) + ids.len(),
             turns: 0,
-            ids: Vec::new(),
+            ids: IdList::default(),
             summary: String::new(),
             merges: 0,
             committed_ms: 0,
@@ -233,7 +235,7 @@ impl<M: ReadMessage> Run<'_, M> {
                     count: p.count + ids.len(),
                     turns: p.turns + turn_idx.len(),
                     // Filled once the commit is sure: the summary message does not show them.
-                    ids: Vec::new(),
+                    ids: IdList::default(),
                     summary,
                     merges: p.merges + 1,
                     committed_ms: now,
@@ -245,7 +247,7 @@ impl<M: ReadMessage> Run<'_, M> {
                 last: last_id.clone(),
                 count: ids.len(),
                 turns: turn_idx.len(),
-                ids: Vec::new(),
+                ids: IdList::default(),
                 summary,
                 merges: 0,
                 committed_ms: now,
@@ -333,7 +335,7 @@ fn without_ids(c: &Collapse) -> Collapse {
         last: c.last.clone(),
         count: c.count,
         turns: c.turns,
-        ids: Vec::new(),
+        ids: IdList::default(),
         summary: c.summary.clone(),
         merges: c.merges,
         committed_ms: c.committed_ms,

@@ -5,6 +5,7 @@ use super::{Applied, Found, Run, Unit};
 use crate::state::Collapse;
 use crate::summary::{adopt, is_summary_message};
 use crate::ID_PREFIX;
+use condense_model::id_list::IdRef;
 use condense_model::{ReadMessage, Role};
 use condense_text::plural;
 use std::collections::{BTreeMap, HashMap};
@@ -25,9 +26,12 @@ impl<M: ReadMessage> Run<'_, M> {
     /// Where a stored collapse is in the input: the whole-turn range it covers and how.
     fn locate(&self, c: &Collapse, index: &HashMap<&str, usize>) -> Option<(Range<usize>, Found)> {
         let starts_turn = |p: usize| self.turns.turns.iter().any(|t| t.start == p);
-        if let Some(&p) = c.ids.first().and_then(|id| index.get(id.as_str())) {
+        if let Some(&p) = c.ids.first().and_then(|id| index.get(id.as_ref())) {
             if starts_turn(p) {
-                if let Some(end) = self.match_ids(p, &c.ids).and_then(|q| self.turn_end_at(q)) {
+                if let Some(end) = self
+                    .match_ids(p, c.ids.iter())
+                    .and_then(|q| self.turn_end_at(q))
+                {
                     return Some((p..end, Found::Span));
                 }
             }
@@ -40,9 +44,8 @@ impl<M: ReadMessage> Run<'_, M> {
             return None;
         }
         let next = (p + 1..self.messages.len()).find(|&i| self.messages[i].role() != Role::System);
-        if let Some(k) = next.and_then(|q| c.ids.iter().position(|id| id == self.messages[q].id()))
-        {
-            if let Some(end) = self.match_ids(p + 1, &c.ids[k..]) {
+        if let Some(k) = next.and_then(|q| c.ids.position(self.messages[q].id())) {
+            if let Some(end) = self.match_ids(p + 1, c.ids.iter().skip(k)) {
                 if let Some(end) = self.turn_end_at(end) {
                     return Some((p..end, Found::SummaryMessage));
                 }
@@ -53,20 +56,22 @@ impl<M: ReadMessage> Run<'_, M> {
     }
 
     /// Where `ids` end when they are the non-system messages from `from` on, in order.
-    fn match_ids(&self, from: usize, ids: &[String]) -> Option<usize> {
+    fn match_ids<'i>(&self, from: usize, ids: impl Iterator<Item = IdRef<'i>>) -> Option<usize> {
         let mut q = from;
-        let mut matched = 0;
-        while matched < ids.len() && q < self.messages.len() {
-            let m = &self.messages[q];
-            if m.role() != Role::System {
-                if m.id() != ids[matched] {
-                    return None;
+        for id in ids {
+            // The next message that is not a system message must be this one.
+            loop {
+                let m = self.messages.get(q)?;
+                q += 1;
+                if m.role() != Role::System {
+                    if !id.is(m.id()) {
+                        return None;
+                    }
+                    break;
                 }
-                matched += 1;
             }
-            q += 1;
         }
-        (matched == ids.len()).then_some(q)
+        Some(q)
     }
 
     /// Re-applies the stored collapses, adopts summary messages without a record, and lays out

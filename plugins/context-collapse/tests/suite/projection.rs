@@ -10,6 +10,7 @@ use condense_testing::{
     apply, assert_no_orphans, assert_unique_ids, ids, report_json, stage, text, MemoryHost,
 };
 use context_collapse::ContextCollapse;
+use serde_json::Value;
 
 #[test]
 fn the_same_input_gives_the_same_output_and_leaves_the_state_alone() {
@@ -503,4 +504,38 @@ fn a_large_backlog_is_folded_in_about_backlog_commits_spans_of_at_most_half_the_
     // Both land below the target (2,340), within one span's worth of each other.
     assert!(grown < 2_340 && fixed < 2_340, "{grown} / {fixed}");
     assert!(grown.abs_diff(fixed) < 1_300, "{grown} / {fixed}");
+}
+
+#[test]
+fn synthetic_ids_are_kept_as_runs_and_the_collapse_reapplies_from_them() {
+    // A request body's messages: ids `#0`, `#1`, … (what a reader gives messages without ids).
+    let mut conv = conversation();
+    for (i, m) in conv.messages.iter_mut().enumerate() {
+        m.id = condense_model::synthetic_id(i);
+    }
+    let mut h = host();
+    let stage = stage("");
+    let first = run(&stage, &conv, &mut h);
+    assert!(first.changed, "the fixture collapses");
+    let state = h.state_json();
+    let stored = &state["collapses"][0];
+    let count = stored["count"].as_u64().unwrap();
+    // One run or a few (system messages are not part of a collapse and split its ids).
+    let ids = stored["ids"].as_array().unwrap();
+    assert!(ids.len() < count as usize, "{ids:?}");
+    assert!(ids.iter().any(Value::is_array), "{ids:?}");
+    // The next run finds the same span through them: the same output, no new summary.
+    let requests = h.summary_requests.borrow().len();
+    let second = run(&stage, &conv, &mut h);
+    assert_eq!(second.conversation, first.conversation);
+    assert_eq!(h.summary_requests.borrow().len(), requests);
+    // And the same as with the ids spelled out, as states held them before runs.
+    let mut spelled = h.state_json();
+    let list: condense_model::id_list::IdList =
+        serde_json::from_value(spelled["collapses"][0]["ids"].take()).unwrap();
+    spelled["collapses"][0]["ids"] = list.iter().map(|id| id.to_text().into_owned()).collect();
+    *h.state.borrow_mut() = Some(spelled.to_string());
+    let third = run(&stage, &conv, &mut h);
+    assert_eq!(third.conversation, first.conversation);
+    assert_eq!(h.summary_requests.borrow().len(), requests);
 }

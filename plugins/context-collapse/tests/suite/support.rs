@@ -2,6 +2,7 @@
 //! conversation, a runner that hands the stage that estimate as the conversation's count, and
 //! the stored state in a form short enough to snapshot.
 
+use condense_model::id_list::IdList;
 use condense_model::Conversation;
 use condense_testing::{Applied, MemoryHost};
 use context_collapse::ContextCollapse;
@@ -23,12 +24,12 @@ pub fn state_summary(host: &MemoryHost) -> Value {
     let mut v = host.state_json();
     if let Some(list) = v.get_mut("collapses").and_then(Value::as_array_mut) {
         for c in list {
-            let ids = c["ids"].as_array().unwrap().clone();
+            let ids: IdList = serde_json::from_value(c["ids"].take()).unwrap();
             c["ids"] = json!(format!(
                 "{} ids: {} … {}",
                 ids.len(),
-                ids.first().and_then(Value::as_str).unwrap_or(""),
-                ids.last().and_then(Value::as_str).unwrap_or("")
+                ids.first().unwrap_or_default(),
+                ids.last().unwrap_or_default()
             ));
         }
     }
