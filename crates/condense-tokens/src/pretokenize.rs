@@ -271,14 +271,39 @@ fn next_piece_general(pattern: Pattern, t: &str, s: usize) -> usize {
 }
 
 /// Whether a piece starts at byte `i` of `t` whatever came before it, when the character before
-/// is `\n`: the character at `i` is neither whitespace (which `\s*[\r\n]+` and the other
-/// whitespace alternatives would run on into) nor `/` (which o200k's `[\r\n/]*` takes after
-/// punctuation). No other alternative of either pattern matches across a `\n`, and none looks
-/// behind its start, so the pieces of `t` are those of `t[..i]` followed by those of `t[i..]`.
+/// is `\n`. Either:
+/// - the character at `i` is neither whitespace nor `/` (which o200k's `[\r\n/]*` takes after
+///   punctuation); or
+/// - it starts a run of whitespace with no `\r` or `\n` in it (an indented line: `\s*[\r\n]+`
+///   at the `\n` before cannot reach past it for want of a line break to end on, and whatever
+///   follows the run starts after a space, not after the `\n`).
+///
+/// Otherwise `\s*[\r\n]+` and the other whitespace alternatives would run on across `i`. No
+/// other alternative of either pattern matches across a `\n`, and none looks behind its start,
+/// so the pieces of `t` are those of `t[..i]` followed by those of `t[i..]`. Code is mostly
+/// indented lines: with the first rule only, a source file was one part, and a stage that kept
+/// its first lines counted them all again (a tenth of a first run at 1M tokens).
 pub(crate) fn piece_starts_after_newline(t: &str, i: usize) -> bool {
-    i > 0
-        && t.as_bytes().get(i - 1) == Some(&b'\n')
-        && matches!(at(t, i), Some((c, f)) if f & SPACE == 0 && c != '/')
+    if i == 0 || t.as_bytes().get(i - 1) != Some(&b'\n') {
+        return false;
+    }
+    match at(t, i) {
+        Some((c, f)) if f & SPACE == 0 => c != '/',
+        Some(_) => {
+            let mut j = i;
+            while let Some((c, f)) = at(t, j) {
+                if f & SPACE == 0 {
+                    break;
+                }
+                if c == '\r' || c == '\n' {
+                    return false;
+                }
+                j += c.len_utf8();
+            }
+            true
+        }
+        None => false,
+    }
 }
 
 /// A line ends a part when its xxh3 is 0 modulo this (and the part is long enough): about one
@@ -459,9 +484,11 @@ mod tests {
     fn line_parts_cut_only_before_a_character_that_starts_a_piece() {
         // `max` at `min`: every allowed place after `min` bytes.
         let parts = |t: &'static str| line_parts(t, 1, 1).collect::<Vec<_>>();
+        // Not before a line break, a `/` or a whitespace run that reaches one; before an
+        // indented line, yes.
         assert_eq!(
-            parts("a\nb\n\nc\n d\n/e\n"),
-            ["a\n", "b\n\n", "c\n d\n/e\n"]
+            parts("a\nb\n\nc\n d\n/e\n  \nf\n\t g"),
+            ["a\n", "b\n\n", "c\n", " d\n/e\n  \n", "f\n", "\t g"]
         );
         assert_eq!(parts("no break"), ["no break"]);
         assert_eq!(parts(""), Vec::<&str>::new());
