@@ -5,8 +5,10 @@ use condense_formats::claude_code::line_flags;
 use condense_model::{Block, Message, Role};
 use condense_retain::{is_shell_tool, request_text, shell_command};
 use condense_text::{cut_chars, one_line};
+use memchr::memmem;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// Characters kept of the latest assistant message.
 const ASSISTANT_CHARS: usize = 600;
@@ -153,6 +155,13 @@ fn tidy_lines(text: &str) -> String {
         .join("\n")
 }
 
+/// Searchers for fixed phrases, made once ([`memmem::Finder`]).
+type Finders = Vec<memmem::Finder<'static>>;
+
+fn finders(phrases: &[&'static str]) -> Finders {
+    phrases.iter().map(|p| memmem::Finder::new(*p)).collect()
+}
+
 /// Decision sentences of an assistant text, appended to `out`.
 fn decisions(text: &str, out: &mut Vec<String>) {
     const STRONG: [&str; 10] = [
@@ -181,12 +190,21 @@ fn decisions(text: &str, out: &mut Vec<String>) {
         "verify", "search", "find", "view", "open", "take", "analyze", "first", "now", "also",
         "continue", "mark",
     ];
+    // Searchers made once: `str::contains` makes one per call, 16 per sentence here (the
+    // larger part of reading a span's decisions).
+    static FINDERS: LazyLock<(Finders, Finders)> =
+        LazyLock::new(|| (finders(&STRONG), finders(&WEAK)));
+    let (strong_finders, weak_finders) = &*FINDERS;
     for sentence in sentences(text) {
         let lower = sentence.to_lowercase();
-        let strong = STRONG.iter().any(|m| lower.contains(m));
-        let weak = WEAK.iter().any(|m| {
-            lower.match_indices(m).any(|(i, _)| {
-                let next = lower[i + m.len()..].split_whitespace().next().unwrap_or("");
+        let strong = strong_finders
+            .iter()
+            .any(|f| f.find(lower.as_bytes()).is_some());
+        // Each phrase's occurrences left to right, not overlapping (as `match_indices`).
+        let weak = weak_finders.iter().any(|f| {
+            f.find_iter(lower.as_bytes()).any(|i| {
+                let rest = lower.get(i + f.needle().len()..).unwrap_or("");
+                let next = rest.split_whitespace().next().unwrap_or("");
                 !TRIVIAL.contains(&next.trim_matches(|c: char| !c.is_alphanumeric()))
             })
         });
@@ -266,12 +284,15 @@ fn test_outcome(text: &str, failed: bool) -> String {
         }
         return s;
     }
+    static COUNT_WORDS: LazyLock<Finders> =
+        LazyLock::new(|| finders(&["passed", "failed", "passing", "failing", "tests:", "errors"]));
     let counts = |l: &&str| {
-        let lower = l.to_lowercase();
-        l.chars().any(|c| c.is_ascii_digit())
-            && ["passed", "failed", "passing", "failing", "tests:", "errors"]
+        l.chars().any(|c| c.is_ascii_digit()) && {
+            let lower = l.to_lowercase();
+            COUNT_WORDS
                 .iter()
-                .any(|w| lower.contains(w))
+                .any(|f| f.find(lower.as_bytes()).is_some())
+        }
     };
     match text.lines().map(str::trim).rfind(counts) {
         Some(line) => cut_chars(
@@ -339,6 +360,14 @@ mod tests {
                 "I'll use a connection pool instead of per-request connections.".to_string()
             ]
         );
+        // A weak phrase counts at any of its occurrences followed by a word that is not
+        // exploration; uppercase and punctuation around the word do not matter.
+        let mut out = Vec::new();
+        decisions(
+            "We will read it. LET'S CHECK. I'll look, then I'll \"rewrite\" the cache. Going to: now.",
+            &mut out,
+        );
+        assert_eq!(out, ["I'll look, then I'll \"rewrite\" the cache."]);
     }
 
     #[test]
