@@ -288,7 +288,8 @@ impl Document {
     /// of conversation `conv` as read: a whole line of a JSONL session (without its line end),
     /// or an element of a JSON array. `None` for a message read from no text of its own (a
     /// Codex replacement-history item, a Responses `input` string) or read from none at all.
-    /// When value-equal messages were read from several texts, the first one.
+    /// When value-equal messages were read from several texts, the first one. The text is
+    /// always one JSON value the reader parsed (callers embed it unchecked: the archive).
     pub fn original_text(&self, conv: usize, message: &condense_model::Message) -> Option<&str> {
         self.source.finish(&self.conversations);
         self.source.original_text(conv, message)

@@ -56,7 +56,6 @@ pub(crate) use runs::{record_run, KeyMemo};
 use condense_model::fingerprint::Fingerprinter;
 use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
-use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -84,7 +83,19 @@ pub struct ReadAs {
 
 /// The original bytes of a message, when the caller has them (the exact text the input held
 /// for a message no stage had changed yet); `None` otherwise.
-pub type OriginalTexts<'a> = dyn Fn(&Message) -> Option<String> + 'a;
+pub type OriginalTexts<'a> = dyn Fn(&Message) -> Option<Original> + 'a;
+
+/// A message's original bytes, as [`OriginalTexts`] gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Original {
+    /// The exact text the input held for the message.
+    pub text: String,
+    /// Whether `text` is known to be valid JSON: a reader parsed it as one value (what
+    /// `condense_formats::Document::original_text` gives). A segment then embeds it as it is
+    /// when it is an object or an array ([`OriginalText`]) without parsing it again to check
+    /// (that check was a tenth of writing a first run's segments).
+    pub parsed: bool,
+}
 
 /// What the caller tells the archive besides the two conversations.
 #[derive(Clone, Copy, Default)]
@@ -140,28 +151,17 @@ struct Segment {
 #[derive(Debug, Clone, PartialEq)]
 struct OriginalText(String);
 
-impl OriginalText {
-    /// `text` as it is, when it can be embedded (see the type's docs).
-    fn embeddable(text: &str) -> Option<&serde_json::value::RawValue> {
-        let bracketed = matches!(
-            (text.as_bytes().first(), text.as_bytes().last()),
-            (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
-        );
-        if !bracketed {
-            return None;
-        }
-        let raw: &serde_json::value::RawValue = serde_json::from_str(text).ok()?;
-        (raw.get().len() == text.len()).then_some(raw)
-    }
-}
-
-impl Serialize for OriginalText {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match OriginalText::embeddable(&self.0) {
-            Some(raw) => raw.serialize(serializer),
-            None => serializer.serialize_str(&self.0),
-        }
-    }
+/// Whether `text` is embedded in a segment as it is (see [`OriginalText`]): an object or an
+/// array with nothing around it, valid JSON (known when `parsed`, else checked).
+fn embeds(text: &str, parsed: bool) -> bool {
+    let bracketed = matches!(
+        (text.as_bytes().first(), text.as_bytes().last()),
+        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
+    );
+    bracketed
+        && (parsed
+            || serde_json::from_str::<&serde_json::value::RawValue>(text)
+                .is_ok_and(|raw| raw.get().len() == text.len()))
 }
 
 impl<'de> Deserialize<'de> for OriginalText {
@@ -298,36 +298,39 @@ impl<'m> Draft<'m, '_> {
     }
 }
 
-impl Serialize for Draft<'_, '_> {
-    /// The fields of [`Segment`], in its order; `texts` left out when no original has its bytes
-    /// (as `skip_serializing_if` would).
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let has_texts = self
-            .texts
-            .is_some_and(|f| self.messages.iter().any(|m| f(m).is_some()));
-        let mut st = serializer.serialize_struct("Segment", 3 + usize::from(has_texts))?;
-        st.serialize_field("entries", &self.entries)?;
-        st.serialize_field("messages", &self.messages)?;
-        st.serialize_field("header", &self.header)?;
-        if has_texts {
-            st.serialize_field("texts", &DraftTexts(self))?;
-        } else {
-            st.skip_field("texts")?;
+impl Draft<'_, '_> {
+    /// Writes the draft as the JSON of a [`Segment`], as `serde_json` writes a struct (its
+    /// fields in order, `texts` left out when no original has its bytes), with each original's
+    /// bytes asked for as it is written and copied in as they are when they embed ([`embeds`]).
+    fn write_json(&self, out: &mut impl std::io::Write) -> serde_json::Result<()> {
+        let io = serde_json::Error::io;
+        out.write_all(b"{\"entries\":").map_err(io)?;
+        serde_json::to_writer(&mut *out, &self.entries)?;
+        out.write_all(b",\"messages\":").map_err(io)?;
+        serde_json::to_writer(&mut *out, &self.messages)?;
+        out.write_all(b",\"header\":").map_err(io)?;
+        serde_json::to_writer(&mut *out, &self.header)?;
+        let mut any = false;
+        let texts = self.texts.into_iter().flat_map(|texts| {
+            let pairs = self.messages.iter().enumerate();
+            pairs.filter_map(move |(i, m)| texts(m).map(|original| (i, original)))
+        });
+        for (i, original) in texts {
+            out.write_all(if any { b",[" } else { b",\"texts\":[[" })
+                .map_err(io)?;
+            any = true;
+            let mut digits = String::new();
+            condense_model::push_decimal(&mut digits, i);
+            digits.push(',');
+            out.write_all(digits.as_bytes()).map_err(io)?;
+            if embeds(&original.text, original.parsed) {
+                out.write_all(original.text.as_bytes()).map_err(io)?;
+            } else {
+                serde_json::to_writer(&mut *out, &original.text)?;
+            }
+            out.write_all(b"]").map_err(io)?;
         }
-        st.end()
-    }
-}
-
-/// A draft's `(index in messages, original bytes)` pairs, each asked for as it is written.
-struct DraftTexts<'d, 'm, 't>(&'d Draft<'m, 't>);
-
-impl Serialize for DraftTexts<'_, '_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Some(texts) = self.0.texts else {
-            return serializer.collect_seq(std::iter::empty::<(usize, OriginalText)>());
-        };
-        let pairs = self.0.messages.iter().enumerate();
-        serializer.collect_seq(pairs.filter_map(|(i, m)| texts(m).map(|t| (i, OriginalText(t)))))
+        out.write_all(if any { b"]}" } else { b"}" }).map_err(io)
     }
 }
 
@@ -566,14 +569,15 @@ fn write_segments(
     }
     for part in seg.split(chunks::SEGMENT_BYTES) {
         let mut writer = store.record_writer();
-        serde_json::to_writer(&mut writer, &part).map_err(|e| match e.io_error_kind() {
-            // Writing into the store failed, not encoding.
-            Some(kind) => StoreError::Io {
-                path: store.root().to_path_buf(),
-                source: std::io::Error::new(kind, e.to_string()),
-            },
-            None => encode_error("an archive segment", e),
-        })?;
+        part.write_json(&mut writer)
+            .map_err(|e| match e.io_error_kind() {
+                // Writing into the store failed, not encoding.
+                Some(kind) => StoreError::Io {
+                    path: store.root().to_path_buf(),
+                    source: std::io::Error::new(kind, e.to_string()),
+                },
+                None => encode_error("an archive segment", e),
+            })?;
         let name = writer.key();
         // The segment first: a run killed between the two writes leaves a segment without its
         // index (it still expands; only its loss would go unnoticed), never an index naming a

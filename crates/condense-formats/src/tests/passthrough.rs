@@ -296,6 +296,33 @@ fn every_fixture_in_every_spelling_comes_back_byte_for_byte() {
     }
 }
 
+/// What the archive embeds unchecked: every original text a document gives is one JSON value
+/// (surrounding spaces aside), in every fixture, CRLF and trailing spaces included.
+#[test]
+fn every_original_text_is_one_json_value() {
+    let mut checked = 0;
+    for path in super::support::fixture_files() {
+        let name = path.to_string_lossy().to_string();
+        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+        for spelling in [text.clone(), text.replace('\n', " \r\n")] {
+            let doc = read(spelling.as_bytes(), &name, &auto()).unwrap();
+            for (i, conv) in doc.conversations().iter().enumerate() {
+                for m in &conv.messages {
+                    if let Some(t) = doc.original_text(i, m) {
+                        assert!(
+                            serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok(),
+                            "{name}: {}",
+                            &t[..t.len().min(80)]
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}
+
 #[test]
 fn a_document_says_when_it_writes_its_input_back() {
     // A byte order mark, CRLF and an incomplete last line: all part of the input.

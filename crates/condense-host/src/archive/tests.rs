@@ -199,7 +199,12 @@ fn original_texts_come_back_with_the_messages_they_belong_to() {
     let mut after = before.clone();
     after.messages[1] = result("#1", "t1", CLEARED);
     after.messages.remove(2);
-    let texts = |m: &Message| Some(format!("{{ \"id\" : \"{}\" }}", m.id));
+    let texts = |m: &Message| {
+        Some(Original {
+            text: format!("{{ \"id\" : \"{}\" }}", m.id),
+            parsed: false,
+        })
+    };
     let opts = ArchiveOptions {
         format: Some("anthropic"),
         texts: Some(&texts),
@@ -329,7 +334,12 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
     let mut after = before.clone();
     after.messages[1] = result("#1", "t1", CLEARED);
     after.messages.remove(2);
-    let texts = |m: &Message| (m.id == "#1").then(|| format!("{{\"raw\":\"{}\"}}", m.id));
+    let texts = |m: &Message| {
+        (m.id == "#1").then(|| Original {
+            text: r##"{"raw":"#1"}"##.to_string(),
+            parsed: true,
+        })
+    };
     let batch = store.batch();
     let opts = ArchiveOptions {
         format: Some("anthropic"),
@@ -516,17 +526,44 @@ fn an_original_is_embedded_as_itself_only_when_it_reads_back_the_same() {
         "42",
         "null",
     ];
+    let message = text("#0", Role::User, "m");
     for (texts, as_itself) in [(&embedded[..], true), (&as_strings[..], false)] {
-        for text in texts {
-            let json = serde_json::to_string(&(0, OriginalText(text.to_string()))).unwrap();
-            let expected = if as_itself {
-                format!("[0,{text}]")
-            } else {
-                format!("[0,{}]", serde_json::to_string(text).unwrap())
-            };
-            assert_eq!(json, expected, "{text:?}");
-            let (_, back): (usize, OriginalText) = serde_json::from_str(&json).unwrap();
-            assert_eq!(back.0, *text);
+        for original in texts {
+            // Given as parsed only when it is valid JSON, as a reader's texts are: then it is
+            // not checked again, and embeds all the same.
+            let valid = serde_json::from_str::<serde::de::IgnoredAny>(original).is_ok();
+            for parsed in [false, true].into_iter().filter(|p| !p || valid) {
+                let texts = |_: &Message| {
+                    Some(Original {
+                        text: original.to_string(),
+                        parsed,
+                    })
+                };
+                let draft = Draft {
+                    messages: vec![&message],
+                    texts: Some(&texts),
+                    ..Draft::default()
+                };
+                let mut json = Vec::new();
+                draft.write_json(&mut json).unwrap();
+                let json = String::from_utf8(json).unwrap();
+                let expected = if as_itself {
+                    format!(",\"texts\":[[0,{original}]]}}")
+                } else {
+                    format!(
+                        ",\"texts\":[[0,{}]]}}",
+                        serde_json::to_string(original).unwrap()
+                    )
+                };
+                assert!(json.ends_with(&expected), "{original:?}: {json}");
+                let segment: Segment = serde_json::from_str(&json).unwrap();
+                assert_eq!(segment.messages, std::slice::from_ref(&message));
+                assert_eq!(
+                    segment.texts,
+                    [(0, OriginalText(original.to_string()))],
+                    "{original:?}"
+                );
+            }
         }
     }
     let old = r##"{"entries":{},"messages":[],"header":null,"texts":[[0,"{\"raw\":\"#1\"}"]]}"##;
