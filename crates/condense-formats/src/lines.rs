@@ -29,29 +29,37 @@ pub(crate) struct Lines<'t> {
 /// Parses every non-empty line. The last non-empty line, when it is JSON cut short (and not the
 /// only one), becomes the tail with a warning instead of an error.
 pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
-    let mut values = Vec::new();
-    let mut spans = Vec::new();
+    // Each line is a JSON text of its own: they are parsed on every core (a Claude Code
+    // session's lines were half of a turn's instructions, on one), then taken in order, so the
+    // first bad line is the one reported, as when they were parsed one by one.
+    let mut found = Vec::new();
     let mut start = 0;
     for (i, line) in text.split('\n').enumerate() {
         let line_start = start;
         start += line.len() + 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() {
-            continue;
+        if !line.trim().is_empty() {
+            found.push((i + 1, line_start, start, line));
         }
-        match serde_json::from_str(line) {
+    }
+    let parsed = crate::parallel::map_in_order(found.iter().map(|f| f.3).collect(), |line| {
+        serde_json::from_str::<Value>(line)
+    });
+    let mut values = Vec::with_capacity(found.len());
+    let mut spans = Vec::with_capacity(found.len());
+    for ((number, line_start, next, line), value) in found.into_iter().zip(parsed) {
+        match value {
             Ok(value) => {
-                values.push((i + 1, value));
+                values.push((number, value));
                 spans.push(line_start..line_start + line.len());
             }
             Err(e) => {
-                let rest = text.get(start.min(text.len())..).unwrap_or_default();
+                let rest = text.get(next.min(text.len())..).unwrap_or_default();
                 let last = rest.trim().is_empty();
                 if last && e.is_eof() && !values.is_empty() {
                     ctx.warn(format!(
-                        "line {} is incomplete (a session still being written?): it is carried \
-                         through untouched and not read",
-                        i + 1
+                        "line {number} is incomplete (a session still being written?): it is \
+                         carried through untouched and not read"
                     ));
                     return Ok(Lines {
                         values,
@@ -60,7 +68,7 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
                         tail: &text[line_start..],
                     });
                 }
-                return Err(ctx.at_line(i + 1).invalid_json(&e));
+                return Err(ctx.at_line(number).invalid_json(&e));
             }
         }
     }
@@ -126,6 +134,36 @@ mod tests {
         let lines = parse("{\"a\":1}\r\n{\"b\":\r\n\r\n", &ctx).unwrap();
         assert_eq!(lines.tail, "{\"b\":\r\n\r\n");
         assert_eq!(notes.into_warnings().len(), 2);
+    }
+
+    /// Enough lines to be parsed on several threads: the same values, the first bad line the
+    /// one reported, an incomplete last line the tail.
+    #[test]
+    fn many_lines_read_as_one_by_one() {
+        let good: Vec<String> = (0..700).map(|i| format!("{{\"n\":{i}}}")).collect();
+        let ctx = Ctx::new("s.jsonl");
+        let text = good.join("\r\n") + "\n\n";
+        let lines = parse(&text, &ctx).unwrap();
+        assert_eq!(lines.values.len(), 700);
+        for (k, (number, value)) in lines.values.iter().enumerate() {
+            assert_eq!((*number, value["n"].as_u64()), (k + 1, Some(k as u64)));
+            assert_eq!(&text[lines.spans[k].clone()], good[k]);
+        }
+        let mut bad = good.clone();
+        bad[650] = "{\"late\" 1}".into();
+        bad[400] = "{\"first\":".into();
+        let e = parse(&bad.join("\n"), &ctx).err().unwrap();
+        assert!(
+            e.to_string().starts_with("s.jsonl:401: invalid JSON"),
+            "{e}"
+        );
+        let notes = Notes::default();
+        let ctx = Ctx::with_notes("s.jsonl", &notes);
+        let cut = good.join("\n") + "\n{\"n\":";
+        let lines = parse(&cut, &ctx).unwrap();
+        assert_eq!(lines.values.len(), 700);
+        assert_eq!(lines.tail, "{\"n\":");
+        assert_eq!(notes.into_warnings().len(), 1);
     }
 
     #[test]

@@ -354,6 +354,25 @@ fn on_pool<T: Send, R: Send>(
 /// reading a few dozen small messages does.
 pub(crate) const PARALLEL_MIN_ITEMS: usize = 256;
 
+/// `work` of every item, in order; in one run per core when the list is long. A panic in
+/// `work` is carried on to the caller as if it happened here.
+pub(crate) fn map_in_order<T: Send, R: Send>(
+    items: Vec<T>,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    if items.len() < PARALLEL_MIN_ITEMS || cores() < 2 {
+        return items.into_iter().map(work).collect();
+    }
+    let work = &work;
+    let mut out = Vec::with_capacity(items.len());
+    for run in on_pool(split(items, cores()), |(_, run)| {
+        run.into_iter().map(work).collect::<Vec<R>>()
+    }) {
+        out.extend(run.unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+    }
+    out
+}
+
 /// `read(item, index, ctx)` of every item, in order; on several threads when the list is long.
 pub(crate) fn read_all<T: Send, R: Send>(
     items: Vec<T>,
