@@ -83,17 +83,21 @@ pub(crate) fn read(
         .zip(&context)
         .rev()
         .find_map(|((line, value), &in_context)| in_context.then(|| usage_of(*line, value))?);
-    let mut messages = Vec::with_capacity(lines.len());
-    for (index, ((line, value), in_context)) in lines.into_iter().zip(context).enumerate() {
-        let text = texts.get(index).copied().unwrap_or_default();
-        messages.push(read_line(
-            value,
-            text,
-            index,
-            in_context,
-            &ctx.at_line(line),
-        )?);
-    }
+    // Each line is read on its own once the thread is known: on every core for a long session
+    // (the first error and the warnings as a read in order gives them).
+    let items: Vec<(usize, Value, bool, &str)> = lines
+        .into_iter()
+        .zip(context)
+        .enumerate()
+        .map(|(index, ((line, value), in_context))| {
+            let text = texts.get(index).copied().unwrap_or_default();
+            (line, value, in_context, text)
+        })
+        .collect();
+    let messages =
+        crate::parallel::read_all(items, ctx, |(line, value, in_context, text), index, ctx| {
+            read_line(value, text, index, in_context, &ctx.at_line(line))
+        })?;
     let conversation = Conversation {
         messages,
         ..Conversation::default()

@@ -138,3 +138,38 @@ fn an_abandoned_branch_is_carried_but_not_counted() {
         "line 6: the last main-thread assistant message's usage"
     );
 }
+
+/// A long session (read on several threads): the messages in file order, and a bad line
+/// reported by its own line number even when a later one is bad too.
+#[test]
+fn a_long_session_reads_in_order_and_reports_its_first_bad_line() {
+    let line = |i: usize| {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        json!({
+            "type": role,
+            "uuid": format!("u{i}"),
+            "parentUuid": if i == 0 { Value::Null } else { json!(format!("u{}", i - 1)) },
+            "message": {"role": role, "content": [{"type": "text", "text": format!("line {i}")}]},
+        })
+    };
+    let lines: Vec<Value> = (0..600).map(line).collect();
+    let doc = read(&jsonl(&lines), "long.jsonl", &auto()).unwrap();
+    let conv = &doc.conversations()[0];
+    assert_eq!(conv.messages.len(), 600);
+    for (i, m) in conv.messages.iter().enumerate() {
+        assert_eq!(m.content.text(), format!("line {i}"));
+        assert_eq!(
+            m.role,
+            if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            }
+        );
+    }
+    let mut bad = lines;
+    bad[550]["type"] = json!(7);
+    bad[420]["type"] = json!(5);
+    let e = read(&jsonl(&bad), "long.jsonl", &auto()).err().unwrap();
+    assert!(e.to_string().starts_with("long.jsonl:421:"), "{e}");
+}
