@@ -93,7 +93,8 @@ impl IdList {
 
     /// Appends `#first` to `#last`, joined to the run before when it continues it.
     fn push_run(&mut self, first: usize, last: usize) {
-        self.len += last - first + 1;
+        // Saturating: a damaged state may name a run of every index there is.
+        self.len = self.len.saturating_add(last - first).saturating_add(1);
         if let Some(Item::Run { last: end, .. }) = self.items.last_mut() {
             if end.checked_add(1) == Some(first) {
                 *end = last;
@@ -339,6 +340,9 @@ mod tests {
             serde_json::to_string(&ids).unwrap(),
             r##"[[0,2],"x","#7",[9,10]]"##
         );
+        let all: IdList = serde_json::from_str(&format!("[\"x\",[0,{}]]", usize::MAX)).unwrap();
+        assert_eq!(all.len(), usize::MAX, "counted without overflowing");
+        assert_eq!(all.position("#7"), Some(8));
         let err = serde_json::from_str::<IdList>("[[5,4]]").unwrap_err();
         assert!(err.to_string().contains("ends before it starts"), "{err}");
         assert!(serde_json::from_str::<IdList>(r#"[1]"#).is_err());
