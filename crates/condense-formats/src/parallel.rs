@@ -18,7 +18,9 @@
 //! - [`read_all`]: a long list is cut into one run of consecutive messages per core, each run
 //!   read on rayon's pool with its own [`Notes`], and the results and notes put back together
 //!   in list order. The outcome is the sequential one: the same messages, the first error in
-//!   list order, the same warnings.
+//!   list order, the same warnings (a Claude Code session's lines, `crate::claude_code`);
+//! - [`map_in_order`]: the same cut for work that cannot fail or note anything (a JSONL
+//!   session's lines parsed, `crate::lines`), its results in list order.
 
 use crate::error::Ctx;
 use crate::json::{Map, Result};
