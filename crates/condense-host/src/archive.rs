@@ -97,6 +97,17 @@ pub struct Original {
     pub parsed: bool,
 }
 
+impl Original {
+    /// A text a reader parsed as one JSON value: what `condense_formats::Document::original_text`
+    /// gives.
+    pub fn parsed(text: &str) -> Original {
+        Original {
+            text: text.to_string(),
+            parsed: true,
+        }
+    }
+}
+
 /// What the caller tells the archive besides the two conversations.
 #[derive(Clone, Copy, Default)]
 pub struct ArchiveOptions<'a> {

@@ -119,13 +119,9 @@ pub fn run(
     let conv = std::mem::take(&mut doc.conversations_mut()[0]);
     let (mut result, point) = {
         let doc = &doc;
-        // The document's texts are values its reader parsed.
         let texts = |m: &condense_model::Message| {
             doc.original_text(0, m)
-                .map(|text| condense_host::archive::Original {
-                    text: text.to_string(),
-                    parsed: true,
-                })
+                .map(condense_host::archive::Original::parsed)
         };
         let read_all = || doc.read_unread(0).map_err(|e| e.to_string());
         let read = condense_host::ReadFrom {

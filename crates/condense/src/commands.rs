@@ -298,13 +298,9 @@ pub(crate) fn compress_input(
         // `original_text`, so the archive keeps the exact bytes of what it removes.
         let conv = std::mem::take(&mut input.doc.conversations_mut()[i]);
         let doc = &input.doc;
-        // The document's texts are values its reader parsed.
         let texts = |m: &condense_model::Message| {
             doc.original_text(i, m)
-                .map(|text| condense_host::archive::Original {
-                    text: text.to_string(),
-                    parsed: true,
-                })
+                .map(condense_host::archive::Original::parsed)
         };
         let read_all = || doc.read_unread(i).map_err(|e| e.to_string());
         let read = ReadFrom {

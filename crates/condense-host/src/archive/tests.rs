@@ -334,12 +334,7 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
     let mut after = before.clone();
     after.messages[1] = result("#1", "t1", CLEARED);
     after.messages.remove(2);
-    let texts = |m: &Message| {
-        (m.id == "#1").then(|| Original {
-            text: r##"{"raw":"#1"}"##.to_string(),
-            parsed: true,
-        })
-    };
+    let texts = |m: &Message| (m.id == "#1").then(|| Original::parsed(r##"{"raw":"#1"}"##));
     let batch = store.batch();
     let opts = ArchiveOptions {
         format: Some("anthropic"),
