@@ -87,15 +87,13 @@ pub fn levels(pipeline: &LoadedPipeline) -> Vec<String> {
         .collect()
 }
 
-/// Runs the pipeline over the document read from `body`, forcing the first `level` levels,
-/// and hands what it made to `send` as soon as it is written and archived: what only the
-/// session's next request needs (its resume point, the message list to leave unread, the
-/// output in memory) is kept after, while the body is on its way upstream. `memo`: the
-/// session's texts from its previous request's write ([`WriteMemos`]).
+/// Runs the pipeline over the document read from `body`, forcing the first `level` levels:
+/// what to send as soon as it is written and archived, and what only the session's next
+/// request needs (its resume point, the message list to leave unread, the output in memory),
+/// to [`keep`] while the body is on its way upstream. `memo`: the session's texts from its
+/// previous request's write ([`WriteMemos`]).
 ///
-/// `Err` before `send` is called: nothing to send (the caller forwards the client's body or
-/// answers 502). `Err` after: the body was sent, and the session's next request starts from
-/// this one's predecessor (its store holds everything this one removed either way).
+/// `Err`: nothing to send (the caller forwards the client's body or answers 502).
 pub fn run(
     mut doc: Document,
     body: &[u8],
@@ -103,8 +101,7 @@ pub fn run(
     (store, session): (&Store, &str),
     level: usize,
     memo: &mut WriteMemo,
-    send: impl FnOnce(Compressed),
-) -> Result<(), String> {
+) -> Result<(Compressed, ToKeep), String> {
     let format = doc.format();
     let opts = RunOptions {
         now_ms: None,
@@ -162,15 +159,34 @@ pub fn run(
         archive_as_written(&doc, what, None, &[(session, &result.archive_run)], store)?;
         Some(out)
     };
-    send(Compressed {
+    result.conversation = std::mem::take(&mut doc.conversations_mut()[0]);
+    let compressed = Compressed {
         body,
         tokens_before,
         tokens_after,
         acted,
         prefix,
-    });
-    // What the session's next request starts from, in one transaction.
-    result.conversation = std::mem::take(&mut doc.conversations_mut()[0]);
+    };
+    Ok((compressed, ToKeep { doc, result, point }))
+}
+
+/// What a run left for its session's next request ([`run`], [`keep`]).
+pub struct ToKeep {
+    doc: Document,
+    result: condense_host::RunResult,
+    point: condense_host::PendingPoint,
+}
+
+/// Keeps what the session's next request starts from, in one transaction: the resume point of
+/// a [`run`] whose body was sent, the message list to leave unread, and the output in memory.
+/// `Err`: the next request starts from this one's predecessor (the store holds everything
+/// this one removed either way).
+pub fn keep(
+    kept: ToKeep,
+    pipeline: &LoadedPipeline,
+    (store, session): (&Store, &str),
+) -> Result<(), String> {
+    let ToKeep { doc, result, point } = kept;
     let batch = store.batch();
     pipeline
         .keep_point(store, session, point, &result)

@@ -37,7 +37,7 @@ const ERROR_BODY_LIMIT: usize = 1 << 20;
 
 /// A body through the pipeline: its session, model, result and pipeline, the session's turn
 /// (held until the body is sent, and until what the next request starts from is kept), and
-/// that keeping, under way ([`compress::run`]).
+/// that keeping, under way ([`compress::run`], [`compress::keep`]).
 type Done = (
     String,
     Option<String>,
@@ -54,7 +54,7 @@ pub(crate) type SessionTurn = Arc<OwnedMutexGuard<()>>;
 /// What a request keeps for its session's next one after handing over its body, running on the
 /// blocking pool while the body goes upstream. Waited for before the answer goes back to the
 /// client, so an answered request is a kept one (its resume point, its known list).
-struct Keeping(tokio::task::JoinHandle<Result<(), String>>);
+struct Keeping(tokio::task::JoinHandle<Result<(), NotDone>>);
 
 impl Keeping {
     async fn wait(self, proxy: &Proxy, session: &str) {
@@ -381,10 +381,15 @@ impl Proxy {
         level: Option<usize>,
         place: Option<(String, Place)>,
     ) -> Result<Done, NotDone> {
+        // One trip to the blocking pool: the body is read, the request waits for its turn in
+        // its session's line there (blocking that thread, not a worker), the stages run, the
+        // body is handed over, and what the next request starts from is kept. A trip for the
+        // read and another for the run cost two more thread wake-ups (50-100 µs a request).
         let this = Arc::clone(&self);
-        let read = request.clone();
-        let prepared = tokio::task::spawn_blocking(move || {
-            let doc = compress::read_body(&read, api, this.backend.store())
+        let runtime = tokio::runtime::Handle::current();
+        let (tx, handed) = tokio::sync::oneshot::channel();
+        let keeping = tokio::task::spawn_blocking(move || {
+            let doc = compress::read_body(&request, api, this.backend.store())
                 .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
             let conv = &doc.conversations()[0];
             let head = head_of(conv);
@@ -400,12 +405,65 @@ impl Proxy {
                 .pipelines
                 .for_window(window)
                 .map_err(|e| (Some(session.clone()), e))?;
-            Ok::<_, NotDone>((doc, session, head.model, pipeline))
-        })
-        .await
-        .map_err(|e| (None, format!("reading the body panicked: {e}")))?;
-        let (doc, session, model, pipeline) = prepared?;
-        let guard = match place {
+            let turn: SessionTurn = Arc::new(runtime.block_on(this.turn_of(&session, place)));
+            let mut memo = this.writes.take(&session);
+            let store = this.backend.store();
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                compress::run(
+                    doc,
+                    request.bytes(),
+                    &pipeline,
+                    (store, &session),
+                    level.unwrap_or(0),
+                    &mut memo,
+                )
+            }));
+            this.writes.keep(&session, memo);
+            let (done, kept) = match ran {
+                Ok(ran) => ran.map_err(|e| (Some(session.clone()), e))?,
+                Err(panic) => {
+                    let reason = format!("the pipeline panicked: {}", panic_message(&*panic));
+                    return Err((Some(session), reason));
+                }
+            };
+            // The session's next request may start once this one's body is sent (see
+            // `release_at_end`) and what it starts from is kept.
+            let held = Arc::clone(&turn);
+            let handed = (
+                session.clone(),
+                head.model,
+                done,
+                Arc::clone(&pipeline),
+                turn,
+            );
+            // A receiver gone (the client left) leaves nothing to send to.
+            let _ = tx.send(handed);
+            if let Err(e) = compress::keep(kept, &pipeline, (store, &session)) {
+                this.log(format_args!(
+                    "session={session}: sent; keeping what its next request starts from failed ({e}): it starts from the one before"
+                ));
+            }
+            drop(held);
+            Ok(())
+        });
+        match handed.await {
+            Ok((session, model, done, pipeline, turn)) => {
+                Ok((session, model, done, pipeline, turn, Keeping(keeping)))
+            }
+            // Nothing handed over: the read or the run failed (or panicked) before its body
+            // was ready.
+            Err(_) => Err(match keeping.await {
+                Ok(Err(not_done)) => not_done,
+                Ok(Ok(())) => (None, "the pipeline handed over no body".to_string()),
+                Err(e) => (None, format!("reading the body panicked: {e}")),
+            }),
+        }
+    }
+
+    /// The request's turn in `session`'s line: the place it took when its session was found
+    /// quickly (`place`), else one taken now.
+    async fn turn_of(&self, session: &str, place: Option<(String, Place)>) -> OwnedMutexGuard<()> {
+        match place {
             Some((quick, place)) if quick == session => place.turn().await,
             other => {
                 if let Some((quick, _)) = other {
@@ -415,60 +473,19 @@ impl Proxy {
                         "session={session}: the quick look said {quick}; ordered by the whole body"
                     ));
                 }
-                Place::take(self.backend.lock(&session)).await.turn().await
+                Place::take(self.backend.lock(session)).await.turn().await
             }
-        };
-        let this = Arc::clone(&self);
-        let (s, p) = (session.clone(), Arc::clone(&pipeline));
-        let turn: SessionTurn = Arc::new(guard);
-        let held = Arc::clone(&turn);
-        let (tx, body) = tokio::sync::oneshot::channel();
-        let keeping = tokio::task::spawn_blocking(move || {
-            let mut memo = this.writes.take(&s);
-            let store = this.backend.store();
-            let mut sent = false;
-            let send = |c| {
-                sent = true;
-                // A receiver gone (the client left) leaves nothing to send to.
-                let _ = tx.send(c);
-            };
-            let done = compress::run(
-                doc,
-                request.bytes(),
-                &p,
-                (store, &s),
-                level.unwrap_or(0),
-                &mut memo,
-                send,
-            );
-            this.writes.keep(&s, memo);
-            // The session's next request may start once this one's body is sent (see
-            // `release_at_end`) and what it starts from is kept.
-            drop(held);
-            match done {
-                Err(e) if sent => {
-                    this.log(format_args!(
-                        "session={s}: sent; keeping what its next request starts from failed ({e}): it starts from the one before"
-                    ));
-                    Ok(())
-                }
-                other => other,
-            }
-        });
-        let done = match body.await {
-            Ok(done) => done,
-            // Nothing handed over: the run failed (or panicked) before its body was ready.
-            Err(_) => {
-                let reason = match keeping.await {
-                    Ok(Err(e)) => e,
-                    Ok(Ok(())) => "the pipeline handed over no body".to_string(),
-                    Err(e) => format!("the pipeline panicked: {e}"),
-                };
-                return Err((Some(session), reason));
-            }
-        };
-        Ok((session, model, done, pipeline, turn, Keeping(keeping)))
+        }
     }
+}
+
+/// What a panic said, when it said it as a string.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic")
 }
 
 /// Counts a request in flight ([`crate::backend::Status::in_flight`]) while it lives.
