@@ -269,8 +269,9 @@ fn read_stored(
 
 /// Everything that shapes a run's output besides its input and the forced levels: each
 /// stage's name, plugin and settings slot (its config, the budget, tokenizer and summarizer),
-/// the library it was loaded from (path, size and modification time, so a rebuilt plugin is
-/// not resumed from), the disabled stages, the fixed tokens and the format.
+/// the library it was loaded from (path, and size and modification time when it was loaded:
+/// a rebuilt plugin is not resumed from, and a run stats no file), the disabled stages, the
+/// fixed tokens and the format.
 pub(crate) fn settings_hash(
     pipeline: &Pipeline,
     stages: &[LoadedSpec],
@@ -285,13 +286,8 @@ pub(crate) fn settings_hash(
             state_slot(pipeline, spec).ok()?.hash(&mut h);
         }
         if let Some(path) = &loaded.path {
-            let meta = std::fs::metadata(path).ok()?;
-            let modified = meta
-                .modified()
-                .ok()?
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()?;
-            (path, meta.len(), modified.as_nanos()).hash(&mut h);
+            let (len, modified) = loaded.file()?;
+            (path, len, modified).hash(&mut h);
         }
     }
     (

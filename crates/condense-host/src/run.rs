@@ -16,7 +16,7 @@ use condense_tokens::TokenCounter;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// A host failure, displayed as one line naming the stage (or plugin) and what went wrong.
@@ -66,7 +66,29 @@ pub struct LoadedSpec {
     pub spec: StageSpec,
     /// None for disabled stages (not loaded at all).
     pub path: Option<PathBuf>,
+    /// The plugin file's size and modification time (ns since the epoch) when it was loaded:
+    /// what resume points are kept under (`resume::settings_hash`), taken once, as the code
+    /// that runs is the file as it was loaded. `None` when it could not be read.
+    file: Option<(u64, u128)>,
     stage: Option<LoadedStage>,
+}
+
+impl LoadedSpec {
+    /// The plugin file's size and modification time at load ([`LoadedSpec::path`]).
+    pub(crate) fn file(&self) -> Option<(u64, u128)> {
+        self.file
+    }
+}
+
+/// The size and modification time (ns since the epoch) of the file at `path`.
+fn file_identity(path: &Path) -> Option<(u64, u128)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some((meta.len(), modified.as_nanos()))
 }
 
 /// A pipeline with every enabled stage's plugin loaded and configured.
@@ -285,6 +307,7 @@ impl LoadedPipeline {
             };
             stages.push(LoadedSpec {
                 spec: spec.clone(),
+                file: path.as_deref().and_then(file_identity),
                 path,
                 stage,
             });

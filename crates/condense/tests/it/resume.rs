@@ -2,7 +2,7 @@
 //! that run's output plus the new lines, on real Claude Code and Codex sessions, and `expand`
 //! still gives back the whole input, byte for byte.
 
-use crate::support::{assert_expands_to, condense, fixture};
+use crate::support::{assert_expands_to, built_plugin, condense, condense_env, fixture};
 use std::path::Path;
 
 const SESSIONS: [&str; 2] = [
@@ -134,6 +134,55 @@ fn two_runs_over_a_growing_session_each_expand_to_their_own_input() {
             input,
         );
     }
+}
+
+#[test]
+fn a_rebuilt_plugin_makes_the_next_turn_run_whole() {
+    // A resume point is kept under the plugins' files as they were loaded (their size and
+    // modification time): the same file resumes, a rebuilt one (here: touched) runs whole, and
+    // the run after it resumes again from what the rebuilt plugin made.
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let snip = built_plugin("snip");
+    let copy = plugins.join(snip.file_name().unwrap());
+    std::fs::copy(&snip, &copy).unwrap();
+    let pipeline = dir.path().join("snip.toml");
+    std::fs::write(&pipeline, "[[stage]]\nplugin = \"snip\"\n").unwrap();
+    let whole = std::fs::read(fixture(SESSIONS[0])).unwrap();
+    let (store, input, out) = (
+        dir.path().join("store"),
+        dir.path().join("session.jsonl"),
+        dir.path().join("out.jsonl"),
+    );
+    let turn = |share: f64| {
+        first_lines(&whole, share, &input);
+        let args = [
+            "compress",
+            input.to_str().unwrap(),
+            "--store",
+            store.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-p",
+            pipeline.to_str().unwrap(),
+        ];
+        let run = condense_env(
+            &args,
+            &[("CONDENSE_PLUGIN_PATH", plugins.to_str().unwrap())],
+            None,
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.stderr.contains("resumed: the first ")
+    };
+    assert!(!turn(0.6), "nothing to resume from yet");
+    assert!(turn(0.7), "the same plugin file resumes");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    let file = std::fs::File::options().write(true).open(&copy).unwrap();
+    file.set_modified(later).unwrap();
+    drop(file);
+    assert!(!turn(0.8), "a rebuilt plugin runs the turn whole");
+    assert!(turn(0.9), "and the next turn resumes from its output");
 }
 
 #[test]
