@@ -76,6 +76,28 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         format!("p50 {:.2} ms, p99 {:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50:.2} / {dp99:.2})", vp50 - dp50, vp99 - dp99),
     ));
 
+    // 1b. The same body without `x-condense-session`, as the SDKs, Claude Code and Codex send
+    // it: the proxy finds its session from the body.
+    let (mut via, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let t = Instant::now();
+        post_as(&proxy.url, &body, None)?;
+        via.push(ms(t));
+        let t = Instant::now();
+        post(upstream, &body, "latency")?;
+        direct.push(ms(t));
+    }
+    let (vp50, vp99, dp50h, dp99h) = (
+        pct(&mut via, 50),
+        pct(&mut via, 99),
+        pct(&mut direct, 50),
+        pct(&mut direct, 99),
+    );
+    out.push((
+        format!("added latency, the same turn without the session header ({n} requests)"),
+        format!("p50 {:.2} ms, p99 {:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50h:.2} / {dp99h:.2})", vp50 - dp50h, vp99 - dp99h),
+    ));
+
     // 2. One session growing turn by turn to 200k tokens.
     let mut conv = Conversation {
         system: Some(condense_model::Content::string("You are a coding agent.")),
@@ -325,12 +347,18 @@ fn read_head(reader: &mut impl BufRead) -> Result<(String, usize, usize)> {
 
 /// POSTs an Anthropic body in `session`; the tokens the proxy saved.
 fn post(url: &str, body: &[u8], session: &str) -> Result<usize> {
+    post_as(url, body, Some(session))
+}
+
+/// [`post`], naming the session in `x-condense-session` or not (`None`: the proxy finds it).
+fn post_as(url: &str, body: &[u8], session: Option<&str>) -> Result<usize> {
     let addr = url.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(true)?;
+    let named = session.map_or_else(String::new, |s| format!("x-condense-session: {s}\r\n"));
     write!(
         s,
-        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nx-api-key: bench\r\nanthropic-version: 2023-06-01\r\nx-condense-session: {session}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nx-api-key: bench\r\nanthropic-version: 2023-06-01\r\n{named}content-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     )?;
     s.write_all(body)?;

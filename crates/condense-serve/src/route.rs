@@ -132,8 +132,9 @@ impl Proxy {
         } else {
             (Bytes::from(received), None)
         };
+        let plain_body = codings.is_empty();
         let (raw, hs) = (bytes.clone(), header_session.clone());
-        let look = move || {
+        let look = move |plain: Option<Body>| {
             let plain = match plain {
                 Some(body) => Ok(Plain {
                     body,
@@ -150,12 +151,14 @@ impl Proxy {
             };
             (plain, quick)
         };
-        // A plain body whose header names its session needs no work: no trip to the pool.
+        // A plain body whose header names its session needs no work: no trip to the pool. A
+        // plain body without one is looked at on the trip that compresses it (`Order::Look`);
+        // only a content-encoded one is decoded and looked at on a trip of its own.
         let named = named_session(header_session.as_deref(), &Head::default()).is_some();
-        let looked = if named && !parts.headers.contains_key(header::CONTENT_ENCODING) {
-            Ok(look())
-        } else {
-            tokio::task::spawn_blocking(look).await
+        let looked = match (plain_body, named) {
+            (true, true) => Ok(look(plain)),
+            (true, false) => Ok((look_later(plain), None)),
+            (false, _) => tokio::task::spawn_blocking(move || look(plain)).await,
         };
         let mut condense_ms = ms(t);
         let (plain, quick) = match looked {
@@ -168,15 +171,10 @@ impl Proxy {
                 None,
             ),
         };
-        let place = {
-            let _turn = intake.turn().await;
-            match quick {
-                Some(s) => {
-                    let place = Place::take(self.backend.lock(&s)).await;
-                    Some((s, place))
-                }
-                None => None,
-            }
+        let order = if plain_body && !named {
+            Order::Look(intake)
+        } else {
+            Order::Found(self.place_in_line(intake, quick).await)
         };
 
         let t = Instant::now();
@@ -187,7 +185,7 @@ impl Proxy {
                 e.to_string(),
             )),
             Ok(p) => Arc::clone(&self)
-                .compress(api, p.body.clone(), header_session, None, place)
+                .compress(api, p.body.clone(), header_session, None, order)
                 .await
                 .map(|done| (done, p)),
         };
@@ -317,7 +315,7 @@ impl Proxy {
                         plain.body.clone(),
                         Some(session.clone()),
                         Some(level),
-                        None,
+                        Order::Found(None),
                     )
                     .await;
                 condense_ms += ms(t);
@@ -379,7 +377,7 @@ impl Proxy {
         request: Body,
         session: Option<String>,
         level: Option<usize>,
-        place: Option<(String, Place)>,
+        order: Order,
     ) -> Result<Done, NotDone> {
         // One trip to the blocking pool: the body is read, the request waits for its turn in
         // its session's line there (blocking that thread, not a worker), the stages run, the
@@ -389,6 +387,13 @@ impl Proxy {
         let runtime = tokio::runtime::Handle::current();
         let (tx, handed) = tokio::sync::oneshot::channel();
         let keeping = tokio::task::spawn_blocking(move || {
+            let place = match order {
+                Order::Found(place) => place,
+                Order::Look(intake) => {
+                    let quick = quick_session(request.bytes(), api, None);
+                    runtime.block_on(this.place_in_line(intake, quick))
+                }
+            };
             let doc = compress::read_body(&request, api, this.backend.store())
                 .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
             let conv = &doc.conversations()[0];
@@ -460,6 +465,16 @@ impl Proxy {
         }
     }
 
+    /// The place in the line of the session found quickly (`quick`), taken at the request's
+    /// turn in the intake line (so the requests of one session take theirs in the order their
+    /// bodies came in).
+    async fn place_in_line(&self, intake: Place, quick: Option<String>) -> Option<(String, Place)> {
+        let _turn = intake.turn().await;
+        let session = quick?;
+        let place = Place::take(self.backend.lock(&session)).await;
+        Some((session, place))
+    }
+
     /// The request's turn in `session`'s line: the place it took when its session was found
     /// quickly (`place`), else one taken now.
     async fn turn_of(&self, session: &str, place: Option<(String, Place)>) -> OwnedMutexGuard<()> {
@@ -477,6 +492,28 @@ impl Proxy {
             }
         }
     }
+}
+
+/// Where a request is in its session's line when it is handed to [`Proxy::compress`].
+enum Order {
+    /// Its place, taken when its session was found quickly (`None`: not found so; or a retry,
+    /// which takes its session's place again).
+    Found(Option<(String, Place)>),
+    /// A plain body not looked at yet: the trip that compresses it looks, then takes its place
+    /// at its turn in the intake line (the place it holds there).
+    Look(Place),
+}
+
+/// A plain body, as [`Plain`], before its quick look (made on the trip that compresses it).
+fn look_later(body: Option<Body>) -> Result<Plain, DecodeError> {
+    body.map(|body| Plain {
+        body,
+        decoded: false,
+    })
+    .ok_or_else(|| DecodeError::Corrupt {
+        encoding: "?".into(),
+        reason: "a plain body went missing".into(),
+    })
 }
 
 /// What a panic said, when it said it as a string.
