@@ -4,6 +4,8 @@
 //!
 //! - added latency p50 / p99 on a turn that needs no compression: each request timed through
 //!   the proxy and straight to the upstream, alternately; the figures are the differences;
+//!   with `x-condense-session` and without it (as the SDKs, Claude Code and Codex send it:
+//!   the proxy finds the session from the body);
 //! - cost per turn of one session growing turn by turn to 200k tokens (the generated agent
 //!   session; its tool results over 4 KiB make snip act on most turns): each turn's request
 //!   timed through the proxy, then the same body straight to the upstream; the difference,
