@@ -58,46 +58,20 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     for _ in 0..5 {
         post(&proxy.url, &body, "latency")?;
     }
-    let (mut via, mut direct) = (Vec::new(), Vec::new());
-    for _ in 0..n {
-        let t = Instant::now();
-        post(&proxy.url, &body, "latency")?;
-        via.push(ms(t));
-        let t = Instant::now();
-        post(upstream, &body, "latency")?;
-        direct.push(ms(t));
-    }
-    let (vp50, vp99, dp50, dp99) = (
-        pct(&mut via, 50),
-        pct(&mut via, 99),
-        pct(&mut direct, 50),
-        pct(&mut direct, 99),
-    );
+    let named = latencies((&proxy.url, upstream), &body, n, Some("latency"))?;
+    let dp50 = named[2];
     out.push((
-        format!("added latency, a {}-token turn needing no compression ({n} requests)", thousands(counter.count_conversation(&plain).total)),
-        format!("p50 {:.2} ms, p99 {:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50:.2} / {dp99:.2})", vp50 - dp50, vp99 - dp99),
+        format!(
+            "added latency, a {}-token turn needing no compression ({n} requests)",
+            thousands(counter.count_conversation(&plain).total)
+        ),
+        latency_row(named),
     ));
-
     // 1b. The same body without `x-condense-session`, as the SDKs, Claude Code and Codex send
     // it: the proxy finds its session from the body.
-    let (mut via, mut direct) = (Vec::new(), Vec::new());
-    for _ in 0..n {
-        let t = Instant::now();
-        post_as(&proxy.url, &body, None)?;
-        via.push(ms(t));
-        let t = Instant::now();
-        post(upstream, &body, "latency")?;
-        direct.push(ms(t));
-    }
-    let (vp50, vp99, dp50h, dp99h) = (
-        pct(&mut via, 50),
-        pct(&mut via, 99),
-        pct(&mut direct, 50),
-        pct(&mut direct, 99),
-    );
     out.push((
         format!("added latency, the same turn without the session header ({n} requests)"),
-        format!("p50 {:.2} ms, p99 {:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50h:.2} / {dp99h:.2})", vp50 - dp50h, vp99 - dp99h),
+        latency_row(latencies((&proxy.url, upstream), &body, n, None)?),
     ));
 
     // 2. One session growing turn by turn to 200k tokens.
@@ -198,6 +172,40 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         format!("{:.0}", (32 * per) as f64 / secs),
     ));
     Ok(out)
+}
+
+/// `n` requests of `body` through the proxy (in `session`, or with no session header) and as
+/// many straight to the upstream, alternately: the p50 and p99 of each, in ms.
+fn latencies(
+    (proxy, upstream): (&str, &str),
+    body: &[u8],
+    n: usize,
+    session: Option<&str>,
+) -> Result<[f64; 4]> {
+    let (mut via, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let t = Instant::now();
+        post_as(proxy, body, session)?;
+        via.push(ms(t));
+        let t = Instant::now();
+        post(upstream, body, "latency")?;
+        direct.push(ms(t));
+    }
+    Ok([
+        pct(&mut via, 50),
+        pct(&mut via, 99),
+        pct(&mut direct, 50),
+        pct(&mut direct, 99),
+    ])
+}
+
+/// What the proxy adds at p50 and p99, from [`latencies`].
+fn latency_row([vp50, vp99, dp50, dp99]: [f64; 4]) -> String {
+    format!(
+        "p50 {:.2} ms, p99 {:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50:.2} / {dp99:.2})",
+        vp50 - dp50,
+        vp99 - dp99
+    )
 }
 
 /// `conv` with its first message made unique to session `s` (its own hash session).

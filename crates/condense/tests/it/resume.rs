@@ -20,6 +20,17 @@ fn first_lines(session: &[u8], share: f64, path: &Path) {
 /// Compresses `input` with the store at `store` into `out` (a 32,000-token window unless
 /// `extra` names another); its standard error.
 pub(crate) fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> String {
+    compress_with(input, store, out, extra, &[])
+}
+
+/// [`compress`] with extra environment variables.
+fn compress_with(
+    input: &Path,
+    store: &Path,
+    out: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> String {
     let mut args = vec![
         "compress",
         input.to_str().unwrap(),
@@ -32,7 +43,7 @@ pub(crate) fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -
         args.extend_from_slice(&["--context-window", "32000"]);
     }
     args.extend_from_slice(extra);
-    let run = condense(&args);
+    let run = condense_env(&args, env, None);
     assert_eq!(run.code, 0, "{}", run.stderr);
     run.stderr
 }
@@ -157,23 +168,9 @@ fn a_rebuilt_plugin_makes_the_next_turn_run_whole() {
     );
     let turn = |share: f64| {
         first_lines(&whole, share, &input);
-        let args = [
-            "compress",
-            input.to_str().unwrap(),
-            "--store",
-            store.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "-p",
-            pipeline.to_str().unwrap(),
-        ];
-        let run = condense_env(
-            &args,
-            &[("CONDENSE_PLUGIN_PATH", plugins.to_str().unwrap())],
-            None,
-        );
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        run.stderr.contains("resumed: the first ")
+        let extra = ["-p", pipeline.to_str().unwrap()];
+        let env = [("CONDENSE_PLUGIN_PATH", plugins.to_str().unwrap())];
+        compress_with(&input, &store, &out, &extra, &env).contains("resumed: the first ")
     };
     assert!(!turn(0.6), "nothing to resume from yet");
     assert!(turn(0.7), "the same plugin file resumes");
