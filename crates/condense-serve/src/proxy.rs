@@ -42,6 +42,9 @@ pub struct Proxy {
     pub(crate) intake: Arc<tokio::sync::Mutex<()>>,
     /// Requests whose body is in and whose answer has not started ([`Status::in_flight`]).
     pub(crate) in_flight: Arc<AtomicU64>,
+    /// Permits to compress ([`crate::route::TRIPS`]): a request holds one from before it
+    /// takes any place in line until its trip to the blocking pool ends.
+    pub(crate) trips: Arc<tokio::sync::Semaphore>,
     /// The writer's memo of each session served last ([`crate::compress::WriteMemos`]).
     pub(crate) writes: crate::compress::WriteMemos,
     /// Write one line per request on stderr (off in benchmarks).
@@ -68,6 +71,7 @@ impl Proxy {
             client,
             intake: Arc::default(),
             in_flight: Arc::default(),
+            trips: Arc::new(tokio::sync::Semaphore::new(crate::route::TRIPS)),
             writes: crate::compress::WriteMemos::default(),
             log: true,
         })
@@ -203,7 +207,9 @@ impl Server {
         &self.proxy
     }
 
-    /// Serves until the process ends; each connection on its own task.
+    /// Serves until the process ends; each connection on its own task. The runtime's blocking
+    /// pool must allow more threads than the 64 requests that may compress at once
+    /// (`route::TRIPS`; tokio's default allows 512).
     pub async fn run(self) {
         loop {
             let stream = match self.listener.accept().await {

@@ -35,6 +35,17 @@ use tokio::sync::OwnedMutexGuard;
 /// The most of an upstream error body read to look for prompt-too-long (errors are small).
 const ERROR_BODY_LIMIT: usize = 1 << 20;
 
+/// How many requests may be compressing at once (the rest wait for a permit, holding no thread
+/// and no place in any line). A request's trip to the blocking pool waits there for its turn in
+/// the intake line and in its session's line, that is for requests that took their places
+/// before it; each of those took its permit first. So every request another one waits for
+/// holds a permit, and with fewer permits than the pool has threads (tokio's default is 512)
+/// each of them has a thread or gets one: the waits always end.
+pub(crate) const TRIPS: usize = 64;
+
+/// A permit to compress ([`TRIPS`]); `None` only if the semaphore were closed (it never is).
+type Trip = Option<tokio::sync::OwnedSemaphorePermit>;
+
 /// A body through the pipeline: its session, model, result and pipeline, the session's turn
 /// (held until the body is sent, and until what the next request starts from is kept), and
 /// that keeping, under way ([`compress::run`], [`compress::keep`]).
@@ -119,8 +130,10 @@ impl Proxy {
             None => Vec::new(),
         };
 
-        // The place in the intake line is taken now that the body is in; the session is found
-        // while others' are, and its place taken in intake order.
+        // The place in the intake line is taken now that the body is in (with a permit to
+        // compress first, `TRIPS`); the session is found while others' are, and its place
+        // taken in intake order.
+        let trip = self.trip().await;
         let intake = Place::take(Arc::clone(&self.intake)).await;
         let _in_flight = InFlight::new(&self.in_flight);
         let t = Instant::now();
@@ -185,7 +198,7 @@ impl Proxy {
                 e.to_string(),
             )),
             Ok(p) => Arc::clone(&self)
-                .compress(api, p.body.clone(), header_session, None, order)
+                .compress(api, p.body.clone(), header_session, None, (order, trip))
                 .await
                 .map(|done| (done, p)),
         };
@@ -315,7 +328,7 @@ impl Proxy {
                         plain.body.clone(),
                         Some(session.clone()),
                         Some(level),
-                        Order::Found(None),
+                        (Order::Found(None), self.trip().await),
                     )
                     .await;
                 condense_ms += ms(t);
@@ -377,12 +390,13 @@ impl Proxy {
         request: Body,
         session: Option<String>,
         level: Option<usize>,
-        order: Order,
+        (order, trip): (Order, Trip),
     ) -> Result<Done, NotDone> {
-        // One trip to the blocking pool: the body is read, the request waits for its turn in
-        // its session's line there (blocking that thread, not a worker), the stages run, the
-        // body is handed over, and what the next request starts from is kept. A trip for the
-        // read and another for the run cost two more thread wake-ups (50-100 µs a request).
+        // One trip to the blocking pool: the quick look when the session is still to find, the
+        // body is read, the request waits for its turn in its session's line there (blocking
+        // that thread, not a worker: `TRIPS` says why the wait ends), the stages run, the body
+        // is handed over, and what the next request starts from is kept. A trip for the look,
+        // one for the read and one for the run cost four more thread wake-ups (about 0.1 ms).
         let this = Arc::clone(&self);
         let runtime = tokio::runtime::Handle::current();
         let (tx, handed) = tokio::sync::oneshot::channel();
@@ -449,6 +463,7 @@ impl Proxy {
                 ));
             }
             drop(held);
+            drop(trip);
             Ok(())
         });
         match handed.await {
@@ -463,6 +478,11 @@ impl Proxy {
                 Err(e) => (None, format!("reading the body panicked: {e}")),
             }),
         }
+    }
+
+    /// A permit to compress ([`TRIPS`]), waited for.
+    async fn trip(&self) -> Trip {
+        Arc::clone(&self.trips).acquire_owned().await.ok()
     }
 
     /// The place in the line of the session found quickly (`quick`), taken at the request's

@@ -458,6 +458,63 @@ fn concurrent_sessions_each_keep_their_totals() {
 }
 
 #[test]
+fn more_requests_at_once_than_may_compress_all_go_through() {
+    // 96 clients at once, two requests each, without the session header: more than the 64
+    // requests that may compress at once (the others wait for a permit before taking a place in
+    // any line). Every other client's bodies cannot be read and go upstream unchanged: that
+    // path gives its permit back too, or the proxy would stop taking requests after 64.
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let serve = Serve::start(&up.url, &[]);
+    let (clients, per) = (96, 2);
+    let (tx, rx) = mpsc::channel();
+    for c in 0..clients {
+        let (url, tx) = (serve.url.clone(), tx.clone());
+        std::thread::spawn(move || {
+            let mut messages =
+                vec![serde_json::json!({"role": "user", "content": format!("Task {c}.")})];
+            for turn in 0..per {
+                let body = if c % 2 == 0 {
+                    let req = serde_json::json!({
+                        "model": "claude-sonnet-4-5", "max_tokens": 100,
+                        "system": format!("You are agent {c}."), "messages": messages,
+                    });
+                    serde_json::to_vec(&req).unwrap()
+                } else {
+                    format!(r#"{{"model":"claude-sonnet-4-5","messages":[{{"role":"user","content":"cut {c}"#)
+                        .into_bytes()
+                };
+                let status = post(&url, "/v1/messages", ANTHROPIC_HEADERS, &body).status;
+                let _ = tx.send(status);
+                messages.push(
+                    serde_json::json!({"role": "assistant", "content": format!("Answer {turn}.")}),
+                );
+                messages.push(
+                    serde_json::json!({"role": "user", "content": format!("Question {turn}.")}),
+                );
+            }
+        });
+    }
+    drop(tx);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut statuses = Vec::new();
+    while statuses.len() < clients * per {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(status) => statuses.push(status),
+            Err(_) => panic!(
+                "{} of {} requests answered: the proxy stopped taking requests\n{}",
+                statuses.len(),
+                clients * per,
+                serve.log()
+            ),
+        }
+    }
+    assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+    assert_eq!(up.requests().len(), clients * per);
+    assert_eq!(serve.status()["in_flight"], 0);
+}
+
+#[test]
 fn responses_bodies_are_read_and_pass_byte_identical() {
     let up = Upstream::start(|_, _| {
         Reply::Json(
