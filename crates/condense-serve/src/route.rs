@@ -137,66 +137,62 @@ impl Proxy {
         let intake = Place::take(Arc::clone(&self.intake)).await;
         let _in_flight = InFlight::new(&self.in_flight);
         let t = Instant::now();
-        // The client's bytes, with their encoding: what goes upstream when nothing is compressed.
-        // A plain body's are the text the pipeline reads (one buffer for both).
-        let (bytes, plain) = if codings.is_empty() {
+        // A plain body needs no trip of its own: its session is the header's, or is found by
+        // the quick look on the trip that compresses it (`Order::Look`). A content-encoded body
+        // is decoded and looked at on a trip of its own. The client's bytes, with their
+        // encoding, are what goes upstream when nothing is compressed; a plain body's are also
+        // the text the pipeline reads (one buffer for both).
+        let named = named_session(header_session.as_deref(), &Head::default());
+        // `found`: the session found so far (`None`: left to the trip's quick look).
+        let (bytes, plain, found) = if codings.is_empty() {
             let body = Body::from_vec(received);
-            (body.bytes().clone(), Some(body))
-        } else {
-            (Bytes::from(received), None)
-        };
-        let plain_body = codings.is_empty();
-        let (raw, hs) = (bytes.clone(), header_session.clone());
-        let look = move |plain: Option<Body>| {
-            let plain = match plain {
-                Some(body) => Ok(Plain {
+            let bytes = body.bytes().clone();
+            let found = named.clone().map(Some);
+            (
+                bytes,
+                Ok(Plain {
                     body,
                     decoded: false,
                 }),
-                None => encoding::decode(&raw, &codings, max).map(|v| Plain {
+                found,
+            )
+        } else {
+            let bytes = Bytes::from(received);
+            let (raw, hs) = (bytes.clone(), header_session.clone());
+            let looked = tokio::task::spawn_blocking(move || {
+                let plain = encoding::decode(&raw, &codings, max).map(|v| Plain {
                     body: Body::from_vec(v),
                     decoded: true,
-                }),
+                });
+                let quick = match &plain {
+                    Ok(p) => quick_session(p.body.bytes(), api, hs.as_deref()),
+                    Err(_) => None,
+                };
+                (plain, quick)
+            })
+            .await;
+            let (plain, quick) = match looked {
+                Ok(x) => x,
+                Err(e) => (
+                    Err(DecodeError::Corrupt {
+                        encoding: "?".into(),
+                        reason: format!("decoding panicked: {e}"),
+                    }),
+                    None,
+                ),
             };
-            let quick = match &plain {
-                Ok(p) => quick_session(p.body.bytes(), api, hs.as_deref()),
-                Err(_) => None,
-            };
-            (plain, quick)
-        };
-        // A plain body whose header names its session needs no work: no trip to the pool. A
-        // plain body without one is looked at on the trip that compresses it (`Order::Look`);
-        // only a content-encoded one is decoded and looked at on a trip of its own.
-        let named = named_session(header_session.as_deref(), &Head::default()).is_some();
-        let looked = match (plain_body, named) {
-            (true, true) => Ok(look(plain)),
-            (true, false) => Ok((look_later(plain), None)),
-            (false, _) => tokio::task::spawn_blocking(move || look(plain)).await,
+            (bytes, plain, Some(quick))
         };
         let mut condense_ms = ms(t);
-        let (plain, quick) = match looked {
-            Ok(x) => x,
-            Err(e) => (
-                Err(DecodeError::Corrupt {
-                    encoding: "?".into(),
-                    reason: format!("decoding panicked: {e}"),
-                }),
-                None,
-            ),
-        };
-        let order = if plain_body && !named {
-            Order::Look(intake)
-        } else {
-            Order::Found(self.place_in_line(intake, quick).await)
+        let order = match found {
+            Some(quick) => Order::Found(self.place_in_line(intake, quick).await),
+            None => Order::Look(intake),
         };
 
         let t = Instant::now();
         let first = match plain {
             Err(DecodeError::TooLarge) => return Ok(too_large("decoded body")),
-            Err(e) => Err((
-                named_session(header_session.as_deref(), &Head::default()),
-                e.to_string(),
-            )),
+            Err(e) => Err((named, e.to_string())),
             Ok(p) => Arc::clone(&self)
                 .compress(api, p.body.clone(), header_session, None, (order, trip))
                 .await
@@ -382,8 +378,9 @@ impl Proxy {
 
     /// Reads, orders by session and compresses a plain body; `Err` carries the session when
     /// known and a one-line reason. `level`: `None` for the first run, else how many levels to
-    /// force (`session` is then the one found the first time). `place`: the place the request
-    /// took in its quickly found session's line.
+    /// force (`session` is then the one found the first time). `order`: where the request is in
+    /// line ([`Order`]); `trip`: its permit to compress ([`TRIPS`]), given back when the trip
+    /// ends.
     async fn compress(
         self: Arc<Self>,
         api: Api,
@@ -441,7 +438,10 @@ impl Proxy {
             let (done, kept) = match ran {
                 Ok(ran) => ran.map_err(|e| (Some(session.clone()), e))?,
                 Err(panic) => {
-                    let reason = format!("the pipeline panicked: {}", panic_message(&*panic));
+                    let reason = format!(
+                        "the pipeline panicked: {}",
+                        condense_text::panic_message(&*panic).unwrap_or("a panic")
+                    );
                     return Err((Some(session), reason));
                 }
             };
@@ -522,27 +522,6 @@ enum Order {
     /// A plain body not looked at yet: the trip that compresses it looks, then takes its place
     /// at its turn in the intake line (the place it holds there).
     Look(Place),
-}
-
-/// A plain body, as [`Plain`], before its quick look (made on the trip that compresses it).
-fn look_later(body: Option<Body>) -> Result<Plain, DecodeError> {
-    body.map(|body| Plain {
-        body,
-        decoded: false,
-    })
-    .ok_or_else(|| DecodeError::Corrupt {
-        encoding: "?".into(),
-        reason: "a plain body went missing".into(),
-    })
-}
-
-/// What a panic said, when it said it as a string.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a panic")
 }
 
 /// Counts a request in flight ([`crate::backend::Status::in_flight`]) while it lives.
