@@ -40,12 +40,9 @@ fn install_quiet_panic_hook() {
 
 /// A panic's message (`&str` or `String` payloads) and its `file:line`, for one-line reports.
 pub fn describe_panic(info: &std::panic::PanicHookInfo<'_>) -> (String, Option<String>) {
-    let payload = info.payload();
-    let msg = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_string());
+    let msg = condense_text::panic_message(info.payload())
+        .unwrap_or("unknown panic payload")
+        .to_string();
     (
         msg,
         info.location()

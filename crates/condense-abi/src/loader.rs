@@ -421,11 +421,8 @@ impl<'a> HostAdapter<'a> {
         match result {
             Ok(v) => v,
             Err(payload) => {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic payload".to_string());
+                let message =
+                    condense_text::panic_message(&*payload).unwrap_or("unknown panic payload");
                 let line = format!("host service `{name}` panicked: {message}");
                 let line = line.lines().next().unwrap_or_default().to_string();
                 self.panic.borrow_mut().get_or_insert(line);

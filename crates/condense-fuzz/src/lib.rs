@@ -124,11 +124,7 @@ pub struct Failure {
 
 impl Failure {
     fn crash(what: &str, panic: &Box<dyn Any + Send>) -> Failure {
-        let msg = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("(no message)");
+        let msg = condense_text::panic_message(&**panic).unwrap_or("(no message)");
         Failure {
             kind: FailureKind::Crash,
             detail: format!("{what} panicked: {msg}"),

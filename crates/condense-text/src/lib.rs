@@ -144,6 +144,15 @@ fn marked(text: &str, max: usize, trim: bool) -> String {
     }
 }
 
+/// What a panic said: its payload when it is a string (`panic!("...")` gives a `&str`, a
+/// formatted `panic!` a `String`); `None` for any other payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
 /// `text` with every run of white space (newlines included) made one space, trimmed: a reply
 /// or an error quoted on one line.
 pub fn one_line(text: &str) -> String {
@@ -153,6 +162,18 @@ pub fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panics_message_is_its_string_payload() {
+        // The panics' own lines go to the test's captured output.
+        let caught = |f: fn()| std::panic::catch_unwind(f).unwrap_err();
+        let literal = caught(|| panic!("boom"));
+        let formatted = caught(|| panic!("boom {}", 2));
+        let other = caught(|| std::panic::panic_any(7_u8));
+        assert_eq!(panic_message(&*literal), Some("boom"));
+        assert_eq!(panic_message(&*formatted), Some("boom 2"));
+        assert_eq!(panic_message(&*other), None);
+    }
 
     #[test]
     fn has_chars_is_a_count_of_chars_against_n() {
