@@ -159,7 +159,7 @@ pub(crate) struct InputHash {
 }
 
 fn hex(h: &Fingerprinter) -> String {
-    format!("{:032x}", h.digest128())
+    blocks::hex(h.digest128())
 }
 
 impl InputHash {

@@ -24,7 +24,7 @@ fn namespace(session: &str) -> String {
 
 /// `h` as 32 lowercase hex digits, as `format!("{h:032x}")` writes it: a turn at 1M tokens
 /// turns about 800 names back from their blocks, where the formatter cost 0.8 M instructions.
-fn hex(h: u128) -> String {
+pub(super) fn hex(h: u128) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = vec![0; 32];
     for (i, digit) in out.iter_mut().enumerate() {
