@@ -105,6 +105,7 @@ pub mod claude_code;
 mod cline;
 mod codex;
 mod container;
+pub mod cut;
 mod detect;
 mod envelope;
 mod error;

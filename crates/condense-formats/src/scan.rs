@@ -136,7 +136,7 @@ type KnownElements<'r, 'k> = &'r mut (dyn FnMut(&Range<usize>) -> Option<Vec<Ran
 /// deep it nests: one scan gives all three. With `known`, a known prefix of the elements is
 /// not scanned; its nesting is not counted (it read before: it nests less than
 /// `crate::parallel`'s limit, which is all the depth is asked about).
-fn array_at(
+pub(crate) fn array_at(
     text: &[u8],
     start: usize,
     mut known: Option<KnownElements<'_, '_>>,
@@ -245,7 +245,7 @@ fn object_at<'k>(
 }
 
 /// Whether the quoted key at `span` is `name` (decoding it only when it holds escapes).
-fn key_is(text: &str, span: Range<usize>, name: &str) -> bool {
+pub(crate) fn key_is(text: &str, span: Range<usize>, name: &str) -> bool {
     let inner = &text[span.start + 1..span.end - 1];
     if !inner.contains('\\') {
         return inner == name;

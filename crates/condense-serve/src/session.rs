@@ -11,11 +11,9 @@
 use crate::compress;
 use crate::Api;
 use condense_formats::claude_code::session_from_user_id;
+use condense_formats::cut::ListCut;
 use condense_model::{Conversation, Role};
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
-use std::fmt;
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// The header a client sets to name its session.
@@ -61,8 +59,9 @@ pub fn session_of(conv: &Conversation, head: &Head, header: Option<&str>) -> Str
 
 /// The session [`session_of`] gives for `body`, found without reading the whole body: from the
 /// header alone when it names one, else from the body read with its message list (`messages`,
-/// or `input`) cut after the first user message. `None` when that cut body cannot be read (the
-/// caller then finds the session after reading the whole body).
+/// or `input`) cut after the first user message ([`ListCut`]: the list is stepped over by a
+/// byte scan, not parsed). `None` when the body is not one JSON object or that cut body cannot
+/// be read (the caller then finds the session after reading the whole body).
 pub fn quick_session(body: &[u8], api: Api, header: Option<&str>) -> Option<String> {
     if let Some(named) = named_session(header, &Head::default()) {
         return Some(named);
@@ -71,104 +70,17 @@ pub fn quick_session(body: &[u8], api: Api, header: Option<&str>) -> Option<Stri
         Api::Anthropic | Api::OpenAiChat => "messages",
         Api::Responses => "input",
     };
+    let cut = ListCut::of(body, list)?;
     // Most first user messages are the first or second element; a longer lead of system or
     // assistant elements is read again with a longer cut.
     let mut keep = 2;
     loop {
-        let mut de = serde_json::Deserializer::from_slice(body);
-        let (top, total) = Cut { list, keep }.deserialize(&mut de).ok()?;
-        de.end().ok()?;
-        // A `Value` always serializes.
-        let cut = serde_json::to_vec(&Value::Object(top)).ok()?;
-        let doc = compress::read(&cut, api).ok()?;
+        let doc = compress::read(&cut.first(keep), api).ok()?;
         let conv = doc.conversations().first()?;
-        if keep >= total || conv.messages.iter().any(|m| m.role == Role::User) {
+        if keep >= cut.len() || conv.messages.iter().any(|m| m.role == Role::User) {
             return Some(session_of(conv, &head_of(conv), None));
         }
         keep = keep.saturating_mul(8);
-    }
-}
-
-/// Reads a top-level object whole except its `list` array, of which the first `keep`
-/// elements are kept and the rest skipped unread; gives the object and the array's length.
-struct Cut {
-    list: &'static str,
-    keep: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for Cut {
-    type Value = (Map<String, Value>, usize);
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Cut {
-    type Value = (Map<String, Value>, usize);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a request body object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut top = Map::new();
-        let mut total = 0;
-        while let Some(key) = map.next_key::<String>()? {
-            let value = if key == self.list {
-                let (value, n) = map.next_value_seed(Prefix(self.keep))?;
-                total = n;
-                value
-            } else {
-                map.next_value::<Value>()?
-            };
-            top.insert(key, value);
-        }
-        Ok((top, total))
-    }
-}
-
-/// The first `.0` elements of an array and its length; a string as it is (a Responses
-/// `input` may be one).
-struct Prefix(usize);
-
-impl<'de> DeserializeSeed<'de> for Prefix {
-    type Value = (Value, usize);
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Prefix {
-    type Value = (Value, usize);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of messages or a string")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut kept = Vec::new();
-        let mut n = 0;
-        while n < self.0 {
-            match seq.next_element::<Value>()? {
-                Some(v) => kept.push(v),
-                None => return Ok((Value::Array(kept), n)),
-            }
-            n += 1;
-        }
-        while seq.next_element::<IgnoredAny>()?.is_some() {
-            n += 1;
-        }
-        Ok((Value::Array(kept), n))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::String(v.to_string()), 1))
-    }
-
-    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok((Value::String(v), 1))
     }
 }
 

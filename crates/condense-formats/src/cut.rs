@@ -1,0 +1,193 @@
+//! A request body with its message list cut short, found by a byte scan.
+//!
+//! A proxy that must know a request's session before it reads the body (to take the request's
+//! place in its session's line) reads the body with its list cut after the first user message:
+//! the session comes from the system prompt, that message and the top-level `metadata`. The
+//! list is most of the body, and a parse that skips it still decodes every byte of it; the
+//! scan ([`crate::scan`]) steps over strings eight bytes at a time and decodes nothing.
+//!
+//! ```
+//! use condense_formats::cut::ListCut;
+//!
+//! let body = br#"{"model":"m","messages":[{"role":"user","content":"a"}, {"role":"assistant","content":"b"}],"metadata":{}}"#;
+//! let cut = ListCut::of(body, "messages").unwrap();
+//! assert_eq!(cut.len(), 2);
+//! assert_eq!(
+//!     cut.first(1).as_ref(),
+//!     br#"{"model":"m","messages":[{"role":"user","content":"a"}],"metadata":{}}"#
+//! );
+//! assert_eq!(cut.first(2).as_ref(), &body[..]); // the whole list: the body itself
+//! assert!(ListCut::of(b"{} x", "messages").is_none()); // not one JSON object
+//! ```
+//!
+//! The scan is lenient: it checks the body's shape, not every value, so a body that is not
+//! valid JSON may still cut; reading the cut is what checks it.
+
+use crate::scan;
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// A JSON object's top-level array, located: see the [module docs](self).
+#[derive(Debug)]
+pub struct ListCut<'b> {
+    body: &'b [u8],
+    /// The array's span and its elements' spans; `None` when the object has no such member, or
+    /// its value is not an array (a Responses `input` may be a string): nothing to cut.
+    list: Option<(Range<usize>, Vec<Range<usize>>)>,
+}
+
+impl<'b> ListCut<'b> {
+    /// Locates the member `list` of the object `body` (whitespace around it allowed). `None`
+    /// when `body` is not one object, or names `list` more than once (which of two members a
+    /// reader takes is its own business: the caller then reads the body whole).
+    pub fn of(body: &'b [u8], list: &str) -> Option<ListCut<'b>> {
+        let start = scan::skip_ws(body, 0);
+        if body.get(start) != Some(&b'{') {
+            return None;
+        }
+        let mut at = scan::skip_ws(body, start + 1);
+        let mut found = None;
+        if body.get(at) == Some(&b'}') {
+            at += 1;
+        } else {
+            loop {
+                let key = scan::value(body, at)?;
+                if body.get(key.start) != Some(&b'"') {
+                    return None;
+                }
+                at = scan::skip_ws(body, key.end);
+                if body.get(at) != Some(&b':') {
+                    return None;
+                }
+                let value_start = scan::skip_ws(body, at + 1);
+                let named = std::str::from_utf8(&body[key.clone()])
+                    .is_ok_and(|k| scan::key_is(k, 0..k.len(), list));
+                let value_end = match (named, body.get(value_start)) {
+                    (true, Some(b'[')) => {
+                        let (elements, end, _) = scan::array_at(body, value_start, None)?;
+                        if found.is_some() {
+                            return None;
+                        }
+                        found = Some(Some((value_start..end, elements)));
+                        end
+                    }
+                    (true, _) => {
+                        if found.is_some() {
+                            return None;
+                        }
+                        found = Some(None);
+                        scan::value(body, value_start)?.end
+                    }
+                    (false, _) => scan::value(body, value_start)?.end,
+                };
+                at = scan::skip_ws(body, value_end);
+                match body.get(at)? {
+                    b',' => at = scan::skip_ws(body, at + 1),
+                    b'}' => {
+                        at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        (scan::skip_ws(body, at) == body.len()).then_some(ListCut {
+            body,
+            list: found.flatten(),
+        })
+    }
+
+    /// How many elements the list has (0 when there is none to cut).
+    pub fn len(&self) -> usize {
+        self.list.as_ref().map_or(0, |(_, elements)| elements.len())
+    }
+
+    /// Whether the list is empty or missing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The body with the list cut to its first `keep` elements (the separators between them as
+    /// they were); the body itself when that keeps every element.
+    pub fn first(&self, keep: usize) -> Cow<'b, [u8]> {
+        let Some((array, elements)) = &self.list else {
+            return Cow::Borrowed(self.body);
+        };
+        if keep >= elements.len() {
+            return Cow::Borrowed(self.body);
+        }
+        let body = self.body;
+        let kept = match elements.get(..keep) {
+            Some([first, .., last]) => &body[first.start..last.end],
+            Some([only]) => &body[only.clone()],
+            _ => &[][..],
+        };
+        let mut out = Vec::with_capacity(array.start + kept.len() + 2 + body.len() - array.end);
+        out.extend_from_slice(&body[..array.start]);
+        out.push(b'[');
+        out.extend_from_slice(kept);
+        out.push(b']');
+        out.extend_from_slice(&body[array.end..]);
+        Cow::Owned(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ListCut;
+
+    fn cut(body: &str, list: &str, keep: usize) -> Option<String> {
+        let c = ListCut::of(body.as_bytes(), list)?;
+        Some(String::from_utf8(c.first(keep).into_owned()).unwrap())
+    }
+
+    #[test]
+    fn the_list_is_cut_and_everything_else_kept_as_written() {
+        let body = " {\"a\" : [1, 2],\n \"messages\" : [ {\"x\":\"]\\\"[\"} ,\n 2 , 3 ] , \"z\":{\"messages\":[9]} } \n";
+        assert_eq!(ListCut::of(body.as_bytes(), "messages").unwrap().len(), 3);
+        assert_eq!(
+            cut(body, "messages", 0).unwrap(),
+            " {\"a\" : [1, 2],\n \"messages\" : [] , \"z\":{\"messages\":[9]} } \n"
+        );
+        assert_eq!(
+            cut(body, "messages", 2).unwrap(),
+            " {\"a\" : [1, 2],\n \"messages\" : [{\"x\":\"]\\\"[\"} ,\n 2] , \"z\":{\"messages\":[9]} } \n"
+        );
+        assert_eq!(cut(body, "messages", 3).unwrap(), body);
+        // A key spelled with an escape is the same key.
+        assert_eq!(
+            cut(r#"{"messag\u0065s":[1,2]}"#, "messages", 1).unwrap(),
+            r#"{"messag\u0065s":[1]}"#
+        );
+    }
+
+    #[test]
+    fn nothing_to_cut_gives_the_body_and_a_bad_shape_gives_none() {
+        for body in [
+            r#"{"input":"just this"}"#,
+            r#"{"model":"m"}"#,
+            "{}",
+            " { } ",
+        ] {
+            let c = ListCut::of(body.as_bytes(), "input").unwrap();
+            assert_eq!(
+                (c.len(), c.first(0).as_ref()),
+                (0, body.as_bytes()),
+                "{body}"
+            );
+        }
+        for body in [
+            "",
+            "[]",
+            "not json",
+            r#"{"messages":[]} x"#,
+            r#"{"messages":[1,2}"#,
+            r#"{"messages" [1]}"#,
+            r#"{"messages":[1]"#,
+            r#"{"messages":[1],"messages":[2]}"#,
+            r#"{1:[1]}"#,
+        ] {
+            assert!(ListCut::of(body.as_bytes(), "messages").is_none(), "{body}");
+        }
+    }
+}
