@@ -7,7 +7,8 @@
 //!   with `x-condense-session` and without it (as the SDKs, Claude Code and Codex send it:
 //!   the proxy finds the session from the body);
 //! - cost per turn of one session growing turn by turn to 200k tokens (the generated agent
-//!   session; its tool results over 4 KiB make snip act on most turns): each turn's request
+//!   session; its tool results over 4 KiB make snip act on most turns), sent without
+//!   `x-condense-session` as the real clients send it: each turn's request
 //!   timed through the proxy, then the same body straight to the upstream; the difference,
 //!   against one cold count of the request (a fresh counter; the median of 11 or more, taken
 //!   once the proxy is idle, [`cold_counts`]);
@@ -98,7 +99,9 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         i += 1;
         let body = anthropic_file(&conv)?;
         let t = Instant::now();
-        let saved = post(&proxy.url, &body, "growing")?;
+        // No session header, as the SDKs, Claude Code and Codex send a turn: the proxy finds
+        // the session from the body.
+        let saved = post_as(&proxy.url, &body, None)?;
         let via = ms(t);
         let t = Instant::now();
         post(upstream, &body, "growing")?;
@@ -131,7 +134,14 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
             ),
         ));
     }
-    let [stable, compared, kept, previous] = stability(&proxy.url)?;
+    let growing = condense_serve::session::quick_session(
+        &anthropic_file(&conv)?,
+        condense_serve::Api::Anthropic,
+        None,
+        None,
+    )
+    .context("the growing session's id")?;
+    let [stable, compared, kept, previous] = stability(&proxy.url, &growing)?;
     out.push((
         format!("cache-stability share ({i} turns to 200k tokens)"),
         format!(
@@ -398,9 +408,12 @@ fn get(url: &str, path: &str) -> Result<String> {
 
 /// The growing session's `cache_stable`, `cache_compared`, `cache_kept` and
 /// `cache_previous` so far.
-fn stability(url: &str) -> Result<[u64; 4]> {
+fn stability(url: &str, session: &str) -> Result<[u64; 4]> {
     let v: serde_json::Value = serde_json::from_str(&get(url, "/condense/status")?)?;
-    let g = &v["sessions"]["growing"];
+    let g = &v["sessions"][session];
+    if g.is_null() {
+        bail!("/condense/status has no session {session}");
+    }
     Ok([
         "cache_stable",
         "cache_compared",

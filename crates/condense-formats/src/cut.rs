@@ -41,6 +41,20 @@ impl<'b> ListCut<'b> {
     /// when `body` is not one object, or names `list` more than once (which of two members a
     /// reader takes is its own business: the caller then reads the body whole).
     pub fn of(body: &'b [u8], list: &str) -> Option<ListCut<'b>> {
+        Self::of_knowing(body, list, None)
+    }
+
+    /// [`ListCut::of`], stepping over the list's prefix an earlier read knew with the same text
+    /// ([`crate::known`], `known` as [`crate::read_shared_knowing`] asks it): hashed, not
+    /// scanned, so a session's growing list costs a scan of its new messages only.
+    pub fn of_knowing(
+        body: &'b [u8],
+        list: &str,
+        known: Option<&dyn Fn(u64) -> Vec<crate::known::KnownList>>,
+    ) -> Option<ListCut<'b>> {
+        let mut step = |first: &Range<usize>| {
+            scan::known_prefix(body, first, known?).map(|(_, spans, _)| spans)
+        };
         let start = scan::skip_ws(body, 0);
         if body.get(start) != Some(&b'{') {
             return None;
@@ -64,7 +78,9 @@ impl<'b> ListCut<'b> {
                     .is_ok_and(|k| scan::key_is(k, 0..k.len(), list));
                 let value_end = match (named, body.get(value_start)) {
                     (true, Some(b'[')) => {
-                        let (elements, end, _) = scan::array_at(body, value_start, None)?;
+                        let known: Option<scan::KnownElements<'_, '_>> =
+                            known.is_some().then_some(&mut step);
+                        let (elements, end, _) = scan::array_at(body, value_start, known)?;
                         if found.is_some() {
                             return None;
                         }

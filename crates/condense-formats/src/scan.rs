@@ -130,7 +130,8 @@ pub(crate) fn elements(text: &[u8], span: Range<usize>) -> Option<Vec<Range<usiz
 
 /// Given the span of an array's first element, the spans of the first elements when they are
 /// known from an earlier read ([`crate::known`]): the scan then steps over them.
-type KnownElements<'r, 'k> = &'r mut (dyn FnMut(&Range<usize>) -> Option<Vec<Range<usize>>> + 'k);
+pub(crate) type KnownElements<'r, 'k> =
+    &'r mut (dyn FnMut(&Range<usize>) -> Option<Vec<Range<usize>>> + 'k);
 
 /// The elements of the array starting at `start`, the array's end (just past its `]`) and how
 /// deep it nests: one scan gives all three. With `known`, a known prefix of the elements is
@@ -253,6 +254,18 @@ pub(crate) fn key_is(text: &str, span: Range<usize>, name: &str) -> bool {
     serde_json::from_str::<String>(&text[span]).is_ok_and(|k| k == name)
 }
 
+/// The known list ([`crate::known`]) the array whose first element is at `first` starts with,
+/// found by that element's key and matched by hashing, not scanning, the text it covers; with
+/// its elements' spans in `text` and the hash so far.
+pub(crate) fn known_prefix(
+    text: &[u8],
+    first: &Range<usize>,
+    lookup: Lookup<'_>,
+) -> Option<(KnownList, Vec<Range<usize>>, crate::known::Hashed)> {
+    let key = crate::known::first_key(std::str::from_utf8(text.get(first.clone())?).ok()?);
+    crate::known::match_prefix(text, first, lookup(key))
+}
+
 /// Finds values by JSON pointer in one text, remembering the arrays and objects it has scanned:
 /// the conversations of a file (`/0/traj`, `/1/traj`, ...) share their ancestors, which are then
 /// scanned once, not once per conversation.
@@ -311,9 +324,7 @@ impl Finder {
         let bytes = text.as_bytes();
         let mut found: Option<(usize, KnownList, crate::known::Hashed)> = None;
         let mut step = |first: &Range<usize>| {
-            let lookup = lookup?;
-            let key = crate::known::first_key(text.get(first.clone())?);
-            let (list, spans, hashed) = crate::known::match_prefix(bytes, first, lookup(key))?;
+            let (list, spans, hashed) = known_prefix(bytes, first, lookup?)?;
             // Known by its first element's start, which `known_list` is asked with.
             found = Some((first.start, list, hashed));
             Some(spans)

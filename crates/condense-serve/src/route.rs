@@ -158,14 +158,17 @@ impl Proxy {
             )
         } else {
             let bytes = Bytes::from(received);
-            let (raw, hs) = (bytes.clone(), header_session.clone());
+            let (raw, hs, this) = (bytes.clone(), header_session.clone(), Arc::clone(&self));
             let looked = tokio::task::spawn_blocking(move || {
                 let plain = encoding::decode(&raw, &codings, max).map(|v| Plain {
                     body: Body::from_vec(v),
                     decoded: true,
                 });
                 let quick = match &plain {
-                    Ok(p) => quick_session(p.body.bytes(), api, hs.as_deref()),
+                    Ok(p) => {
+                        let known = compress::known_lists(this.backend.store());
+                        quick_session(p.body.bytes(), api, hs.as_deref(), Some(&known))
+                    }
                     Err(_) => None,
                 };
                 (plain, quick)
@@ -401,7 +404,8 @@ impl Proxy {
             let place = match order {
                 Order::Found(place) => place,
                 Order::Look(intake) => {
-                    let quick = quick_session(request.bytes(), api, None);
+                    let known = compress::known_lists(this.backend.store());
+                    let quick = quick_session(request.bytes(), api, None, Some(&known));
                     runtime.block_on(this.place_in_line(intake, quick))
                 }
             };

@@ -12,6 +12,7 @@ use crate::compress;
 use crate::Api;
 use condense_formats::claude_code::session_from_user_id;
 use condense_formats::cut::ListCut;
+use condense_formats::known::KnownList;
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
@@ -60,9 +61,15 @@ pub fn session_of(conv: &Conversation, head: &Head, header: Option<&str>) -> Str
 /// The session [`session_of`] gives for `body`, found without reading the whole body: from the
 /// header alone when it names one, else from the body read with its message list (`messages`,
 /// or `input`) cut after the first user message ([`ListCut`]: the list is stepped over by a
-/// byte scan, not parsed). `None` when the body is not one JSON object or that cut body cannot
-/// be read (the caller then finds the session after reading the whole body).
-pub fn quick_session(body: &[u8], api: Api, header: Option<&str>) -> Option<String> {
+/// byte scan, not parsed, and the prefix `known` knows from an earlier request is hashed, not
+/// scanned). `None` when the body is not one JSON object or that cut body cannot be read (the
+/// caller then finds the session after reading the whole body).
+pub fn quick_session(
+    body: &[u8],
+    api: Api,
+    header: Option<&str>,
+    known: Option<&dyn Fn(u64) -> Vec<KnownList>>,
+) -> Option<String> {
     if let Some(named) = named_session(header, &Head::default()) {
         return Some(named);
     }
@@ -70,7 +77,7 @@ pub fn quick_session(body: &[u8], api: Api, header: Option<&str>) -> Option<Stri
         Api::Anthropic | Api::OpenAiChat => "messages",
         Api::Responses => "input",
     };
-    let cut = ListCut::of(body, list)?;
+    let cut = ListCut::of_knowing(body, list, known)?;
     // Most first user messages are the first or second element; a longer lead of system or
     // assistant elements is read again with a longer cut.
     let mut keep = 2;
@@ -159,7 +166,7 @@ mod tests {
         for (api, body) in &cases {
             let full = full_session(body, *api);
             assert_eq!(
-                quick_session(body.as_bytes(), *api, None),
+                quick_session(body.as_bytes(), *api, None, None),
                 Some(full.clone()),
                 "{body}"
             );
@@ -168,12 +175,12 @@ mod tests {
         assert_eq!(seen.len(), cases.len(), "the cases name different sessions");
         assert!(seen.contains("cc-77"));
         assert_eq!(
-            quick_session(b"not json", Api::Anthropic, Some(" s1 ")).as_deref(),
+            quick_session(b"not json", Api::Anthropic, Some(" s1 "), None).as_deref(),
             Some("s1")
         );
-        assert_eq!(quick_session(b"not json", Api::Anthropic, None), None);
+        assert_eq!(quick_session(b"not json", Api::Anthropic, None, None), None);
         assert_eq!(
-            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None),
+            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None, None),
             None
         );
     }

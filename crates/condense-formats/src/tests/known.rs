@@ -317,3 +317,35 @@ fn a_placeholder_names_its_index_in_its_id_and_its_hint() {
         assert_eq!(crate::known::placeholder_index(&p), Some(i));
     }
 }
+
+#[test]
+fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
+    use crate::cut::ListCut;
+    let earlier = read_plain(&body(400, ""));
+    let (key, list) = earlier.known_list(&kept(&earlier, &[300])).unwrap();
+    let text = body(403, "\"model\": \"m\", ");
+    let asked = std::cell::Cell::new(0);
+    let lookup = |k: u64| {
+        asked.set(asked.get() + 1);
+        if k == key {
+            vec![list.clone()]
+        } else {
+            Vec::new()
+        }
+    };
+    let knowing = ListCut::of_knowing(text.as_bytes(), "messages", Some(&lookup)).unwrap();
+    assert_eq!(asked.get(), 1, "asked once, by the first message's key");
+    let scanned = ListCut::of(text.as_bytes(), "messages").unwrap();
+    assert_eq!((knowing.len(), scanned.len()), (403, 403));
+    for keep in [0, 1, 2, 399, 400, 401, 403] {
+        assert_eq!(knowing.first(keep), scanned.first(keep), "{keep}");
+    }
+    // Another text under the same key is scanned.
+    let other = body(403, "").replace("step 399", "step 0399");
+    let cut = ListCut::of_knowing(other.as_bytes(), "messages", Some(&lookup)).unwrap();
+    assert_eq!(cut.len(), 403);
+    assert_eq!(
+        cut.first(1),
+        ListCut::of(other.as_bytes(), "messages").unwrap().first(1)
+    );
+}
