@@ -140,6 +140,7 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         None,
         None,
     )
+    .session
     .context("the growing session's id")?;
     let [stable, compared, kept, previous] = stability(&proxy.url, &growing)?;
     out.push((

@@ -23,6 +23,7 @@
 //! The scan is lenient: it checks the body's shape, not every value, so a body that is not
 //! valid JSON may still cut; reading the cut is what checks it.
 
+use crate::known::Matched;
 use crate::scan;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -34,6 +35,8 @@ pub struct ListCut<'b> {
     /// The array's span and its elements' spans; `None` when the object has no such member, or
     /// its value is not an array (a Responses `input` may be a string): nothing to cut.
     list: Option<(Range<usize>, Vec<Range<usize>>)>,
+    /// The known list the scan stepped over, for the read of the same body to take.
+    matched: Option<Matched>,
 }
 
 impl<'b> ListCut<'b> {
@@ -52,8 +55,16 @@ impl<'b> ListCut<'b> {
         list: &str,
         known: Option<&dyn Fn(u64) -> Vec<crate::known::KnownList>>,
     ) -> Option<ListCut<'b>> {
+        let mut matched = None;
         let mut step = |first: &Range<usize>| {
-            scan::known_prefix(body, first, known?).map(|(_, spans, _)| spans)
+            let lookup = crate::parallel::Lookup {
+                lists: known?,
+                matched: None,
+            };
+            let found = scan::known_prefix(body, first, lookup)?;
+            let spans = found.spans().to_vec();
+            matched = Some(found);
+            Some(spans)
         };
         let start = scan::skip_ws(body, 0);
         if body.get(start) != Some(&b'{') {
@@ -110,7 +121,14 @@ impl<'b> ListCut<'b> {
         (scan::skip_ws(body, at) == body.len()).then_some(ListCut {
             body,
             list: found.flatten(),
+            matched,
         })
+    }
+
+    /// The known list the scan stepped over ([`ListCut::of_knowing`]), for the read of this
+    /// same body to take ([`crate::read_shared_knowing`]).
+    pub fn into_matched(self) -> Option<Matched> {
+        self.matched
     }
 
     /// How many elements the list has (0 when there is none to cut).

@@ -100,6 +100,93 @@ impl std::fmt::Debug for Hashed {
     }
 }
 
+/// A known list a look at a text matched ([`crate::cut::ListCut::of_knowing`]), for the read
+/// of the same text ([`crate::read_shared_knowing`]) to take instead of asking for the lists and
+/// hashing their text again.
+pub struct Matched {
+    /// The text's length, the first element's span and its key: what the read checks the
+    /// match against before it takes it.
+    text_len: usize,
+    first: Range<usize>,
+    key: u64,
+    list: KnownList,
+    spans: Vec<Range<usize>>,
+    hashed: Hashed,
+    /// The hash of every list the look was given ([`KnownList::bytes`]): a longer list known
+    /// by the time the body is read (the session's previous request kept it meanwhile) is one
+    /// it has not tried.
+    seen: Vec<u128>,
+}
+
+impl std::fmt::Debug for Matched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Matched")
+            .field("first", &self.first)
+            .field("messages", &self.list.messages)
+            .finish()
+    }
+}
+
+impl Matched {
+    /// The longest of `lists` the array whose first element (of key `key`) is at `first` in
+    /// `text` starts with ([`match_prefix`]).
+    pub(crate) fn find(
+        text: &[u8],
+        first: &Range<usize>,
+        key: u64,
+        lists: Vec<KnownList>,
+    ) -> Option<Matched> {
+        let seen = lists.iter().map(|l| l.bytes).collect();
+        let (list, spans, hashed) = match_prefix(text, first, lists)?;
+        Some(Matched {
+            text_len: text.len(),
+            first: first.clone(),
+            key,
+            list,
+            spans,
+            hashed,
+            seen,
+        })
+    }
+
+    /// This match, taken for the same text read again when `lists` (asked now) hold no longer
+    /// list it has not tried; else the longest of those that matches, or this one.
+    pub(crate) fn again(
+        self,
+        text: &[u8],
+        first: &Range<usize>,
+        key: u64,
+        lists: Vec<KnownList>,
+    ) -> Option<Matched> {
+        if !self.fits(text, first, key) {
+            return Matched::find(text, first, key, lists);
+        }
+        let fresh: Vec<KnownList> = lists
+            .into_iter()
+            .filter(|l| l.messages > self.list.messages && !self.seen.contains(&l.bytes))
+            .collect();
+        if fresh.is_empty() {
+            return Some(self);
+        }
+        Matched::find(text, first, key, fresh).or(Some(self))
+    }
+
+    /// Whether the match was made on a text of `text`'s length whose array starts with the
+    /// element at `first` of key `key` (a match of another text is not taken).
+    fn fits(&self, text: &[u8], first: &Range<usize>, key: u64) -> bool {
+        self.text_len == text.len() && self.first == *first && self.key == key
+    }
+
+    /// The spans of the list's elements in the text.
+    pub(crate) fn spans(&self) -> &[Range<usize>] {
+        &self.spans
+    }
+
+    pub(crate) fn into_parts(self) -> (KnownList, Vec<Range<usize>>, Hashed) {
+        (self.list, self.spans, self.hashed)
+    }
+}
+
 /// The spans of the elements `spans` relative to the first one's start, and the hash of their
 /// text (from the first one's start to the last one's end), going on from `hashed` when it
 /// hashed the start of that text; `None` for no elements.

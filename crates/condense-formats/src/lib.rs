@@ -462,18 +462,30 @@ pub fn read_owned_knowing(
     opts: &ReadOptions,
     known: &dyn Fn(u64) -> Vec<known::KnownList>,
 ) -> Result<Document, FormatError> {
-    container::read_owned(bytes, source, opts, Some(known))
+    let lookup = parallel::Lookup {
+        lists: known,
+        matched: None,
+    };
+    container::read_owned(bytes, source, opts, Some(lookup))
 }
 
 /// [`read_owned_knowing`] of a text the caller shares (a proxy keeps the request body it
 /// forwards when nothing is compressed): the document keeps that text, not a copy of it.
+/// `matched`: the known list a look at this same text matched ([`cut::ListCut::into_matched`]),
+/// taken instead of asking `known` and hashing the text again.
 pub fn read_shared_knowing(
     text: std::sync::Arc<String>,
     source: &str,
     opts: &ReadOptions,
     known: &dyn Fn(u64) -> Vec<known::KnownList>,
+    matched: Option<known::Matched>,
 ) -> Result<Document, FormatError> {
-    container::read_shared(text, source, opts, Some(known))
+    let matched = std::cell::Cell::new(matched);
+    let lookup = parallel::Lookup {
+        lists: known,
+        matched: Some(&matched),
+    };
+    container::read_shared(text, source, opts, Some(lookup))
 }
 
 /// `bytes` as a `String` when they are UTF-8, else the bytes back: the check every read makes

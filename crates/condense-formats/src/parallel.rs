@@ -58,8 +58,14 @@ pub(crate) struct Unread {
     pub prints: Vec<u128>,
 }
 
-/// Asks for the message lists known under a first element's key ([`crate::known::first_key`]).
-pub(crate) type Lookup<'a> = &'a dyn Fn(u64) -> Vec<KnownList>;
+/// What a read knows of the lists an earlier read saw ([`crate::known`]): the lists known under
+/// a first element's key ([`crate::known::first_key`]), and a match already made on this very
+/// text ([`crate::known::Matched`]), taken once instead of asking and hashing again.
+#[derive(Clone, Copy)]
+pub(crate) struct Lookup<'a> {
+    pub lists: &'a dyn Fn(u64) -> Vec<KnownList>,
+    pub matched: Option<&'a std::cell::Cell<Option<crate::known::Matched>>>,
+}
 
 impl QuickList {
     /// Puts the exact JSON of the messages back in place of their stubs in `root` (never for

@@ -255,15 +255,19 @@ pub(crate) fn key_is(text: &str, span: Range<usize>, name: &str) -> bool {
 }
 
 /// The known list ([`crate::known`]) the array whose first element is at `first` starts with,
-/// found by that element's key and matched by hashing, not scanning, the text it covers; with
-/// its elements' spans in `text` and the hash so far.
+/// found by that element's key and matched by hashing, not scanning, the text it covers (or the
+/// match `lookup` holds for this text, taken again unless a longer list is known since).
 pub(crate) fn known_prefix(
     text: &[u8],
     first: &Range<usize>,
     lookup: Lookup<'_>,
-) -> Option<(KnownList, Vec<Range<usize>>, crate::known::Hashed)> {
+) -> Option<crate::known::Matched> {
     let key = crate::known::first_key(std::str::from_utf8(text.get(first.clone())?).ok()?);
-    crate::known::match_prefix(text, first, lookup(key))
+    let lists = (lookup.lists)(key);
+    match lookup.matched.and_then(std::cell::Cell::take) {
+        Some(matched) => matched.again(text, first, key, lists),
+        None => crate::known::Matched::find(text, first, key, lists),
+    }
 }
 
 /// Finds values by JSON pointer in one text, remembering the arrays and objects it has scanned:
@@ -324,7 +328,7 @@ impl Finder {
         let bytes = text.as_bytes();
         let mut found: Option<(usize, KnownList, crate::known::Hashed)> = None;
         let mut step = |first: &Range<usize>| {
-            let (list, spans, hashed) = known_prefix(bytes, first, lookup?)?;
+            let (list, spans, hashed) = known_prefix(bytes, first, lookup?)?.into_parts();
             // Known by its first element's start, which `known_list` is asked with.
             found = Some((first.start, list, hashed));
             Some(spans)

@@ -34,26 +34,37 @@ pub fn read(body: &[u8], api: Api) -> Result<Document, String> {
 /// [`read`], keeping the body's text as the document's (no copy of it), and leaving unread
 /// what `store` knows of the message list from an earlier request
 /// ([`condense_formats::known`]): its history, which the session's resume point stands for.
-pub(crate) fn read_body(body: &Body, api: Api, store: &Store) -> Result<Document, String> {
-    // The proxy's pipeline remembers the messages a session's last output kept
-    // (`condense_host`'s point memory): those are left unread as well, and read after all
-    // when the point comes from the store instead.
-    let lists = known_lists(store);
-    let all_unread = |key| {
-        let mut lists = lists(key);
-        lists.iter_mut().for_each(|l| l.read.clear());
-        lists
-    };
+/// `matched`: what the session look matched of this body's list ([`body_lists`]).
+pub(crate) fn read_body(
+    body: &Body,
+    api: Api,
+    store: &Store,
+    matched: Option<known::Matched>,
+) -> Result<Document, String> {
+    let lists = body_lists(store);
     let opts = options(api);
     one(match body.text() {
         Some(text) => {
-            condense_formats::read_shared_knowing(Arc::clone(text), BODY, &opts, &all_unread)
+            condense_formats::read_shared_knowing(Arc::clone(text), BODY, &opts, &lists, matched)
         }
         None => {
             let bytes = body.bytes().to_vec();
-            condense_formats::read_owned_knowing(bytes, BODY, &opts, &all_unread)
+            condense_formats::read_owned_knowing(bytes, BODY, &opts, &lists)
         }
     })
+}
+
+/// The message lists a request body's read asks for ([`known_lists`]), every message of them
+/// left unread: the proxy's pipeline remembers the messages a session's last output kept
+/// (`condense_host`'s point memory), and reads them after all when the point comes from the
+/// store instead. The session look asks the same, so that the read may take its match.
+pub(crate) fn body_lists(store: &Store) -> impl Fn(u64) -> Vec<known::KnownList> + '_ {
+    let lists = known_lists(store);
+    move |key| {
+        let mut lists = lists(key);
+        lists.iter_mut().for_each(|l| l.read.clear());
+        lists
+    }
 }
 
 /// How request bodies are named in errors.

@@ -166,8 +166,8 @@ impl Proxy {
                 });
                 let quick = match &plain {
                     Ok(p) => {
-                        let known = compress::known_lists(this.backend.store());
-                        quick_session(p.body.bytes(), api, hs.as_deref(), Some(&known))
+                        let known = compress::body_lists(this.backend.store());
+                        quick_session(p.body.bytes(), api, hs.as_deref(), Some(&known)).session
                     }
                     Err(_) => None,
                 };
@@ -401,15 +401,18 @@ impl Proxy {
         let runtime = tokio::runtime::Handle::current();
         let (tx, handed) = tokio::sync::oneshot::channel();
         let keeping = tokio::task::spawn_blocking(move || {
-            let place = match order {
-                Order::Found(place) => place,
+            let (place, matched) = match order {
+                Order::Found(place) => (place, None),
                 Order::Look(intake) => {
-                    let known = compress::known_lists(this.backend.store());
-                    let quick = quick_session(request.bytes(), api, None, Some(&known));
-                    runtime.block_on(this.place_in_line(intake, quick))
+                    // The read takes what the look matched of the message list (unless the
+                    // session's previous request kept a longer list meanwhile).
+                    let known = compress::body_lists(this.backend.store());
+                    let looked = quick_session(request.bytes(), api, None, Some(&known));
+                    let place = runtime.block_on(this.place_in_line(intake, looked.session));
+                    (place, looked.matched)
                 }
             };
-            let doc = compress::read_body(&request, api, this.backend.store())
+            let doc = compress::read_body(&request, api, this.backend.store(), matched)
                 .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
             let conv = &doc.conversations()[0];
             let head = head_of(conv);

@@ -12,7 +12,7 @@ use crate::compress;
 use crate::Api;
 use condense_formats::claude_code::session_from_user_id;
 use condense_formats::cut::ListCut;
-use condense_formats::known::KnownList;
+use condense_formats::known::{KnownList, Matched};
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
@@ -58,36 +58,59 @@ pub fn session_of(conv: &Conversation, head: &Head, header: Option<&str>) -> Str
     named_session(header, head).unwrap_or_else(|| hashed_session(conv))
 }
 
+/// What [`quick_session`] found.
+#[derive(Debug, Default)]
+pub struct Looked {
+    /// The session, when the look found it.
+    pub session: Option<String>,
+    /// The known list the look matched the message list's prefix on, for the read of the same
+    /// body to take (`compress::read_body`).
+    pub matched: Option<Matched>,
+}
+
 /// The session [`session_of`] gives for `body`, found without reading the whole body: from the
 /// header alone when it names one, else from the body read with its message list (`messages`,
 /// or `input`) cut after the first user message ([`ListCut`]: the list is stepped over by a
 /// byte scan, not parsed, and the prefix `known` knows from an earlier request is hashed, not
-/// scanned). `None` when the body is not one JSON object or that cut body cannot be read (the
-/// caller then finds the session after reading the whole body).
+/// scanned). No session when the body is not one JSON object or that cut body cannot be read
+/// (the caller then finds the session after reading the whole body).
 pub fn quick_session(
     body: &[u8],
     api: Api,
     header: Option<&str>,
     known: Option<&dyn Fn(u64) -> Vec<KnownList>>,
-) -> Option<String> {
+) -> Looked {
     if let Some(named) = named_session(header, &Head::default()) {
-        return Some(named);
+        return Looked {
+            session: Some(named),
+            matched: None,
+        };
     }
     let list = match api {
         Api::Anthropic | Api::OpenAiChat => "messages",
         Api::Responses => "input",
     };
-    let cut = ListCut::of_knowing(body, list, known)?;
+    let Some(cut) = ListCut::of_knowing(body, list, known) else {
+        return Looked::default();
+    };
     // Most first user messages are the first or second element; a longer lead of system or
     // assistant elements is read again with a longer cut.
     let mut keep = 2;
-    loop {
-        let doc = compress::read(&cut.first(keep), api).ok()?;
-        let conv = doc.conversations().first()?;
+    let session = loop {
+        let Ok(doc) = compress::read(&cut.first(keep), api) else {
+            break None;
+        };
+        let Some(conv) = doc.conversations().first() else {
+            break None;
+        };
         if keep >= cut.len() || conv.messages.iter().any(|m| m.role == Role::User) {
-            return Some(session_of(conv, &head_of(conv), None));
+            break Some(session_of(conv, &head_of(conv), None));
         }
         keep = keep.saturating_mul(8);
+    };
+    Looked {
+        session,
+        matched: cut.into_matched(),
     }
 }
 
@@ -166,7 +189,7 @@ mod tests {
         for (api, body) in &cases {
             let full = full_session(body, *api);
             assert_eq!(
-                quick_session(body.as_bytes(), *api, None, None),
+                quick_session(body.as_bytes(), *api, None, None).session,
                 Some(full.clone()),
                 "{body}"
             );
@@ -175,12 +198,17 @@ mod tests {
         assert_eq!(seen.len(), cases.len(), "the cases name different sessions");
         assert!(seen.contains("cc-77"));
         assert_eq!(
-            quick_session(b"not json", Api::Anthropic, Some(" s1 "), None).as_deref(),
+            quick_session(b"not json", Api::Anthropic, Some(" s1 "), None)
+                .session
+                .as_deref(),
             Some("s1")
         );
-        assert_eq!(quick_session(b"not json", Api::Anthropic, None, None), None);
         assert_eq!(
-            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None, None),
+            quick_session(b"not json", Api::Anthropic, None, None).session,
+            None
+        );
+        assert_eq!(
+            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None, None).session,
             None
         );
     }

@@ -321,14 +321,16 @@ fn a_placeholder_names_its_index_in_its_id_and_its_hint() {
 #[test]
 fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     use crate::cut::ListCut;
+    use std::cell::{Cell, RefCell};
     let earlier = read_plain(&body(400, ""));
     let (key, list) = earlier.known_list(&kept(&earlier, &[300])).unwrap();
     let text = body(403, "\"model\": \"m\", ");
-    let asked = std::cell::Cell::new(0);
+    let known = RefCell::new(vec![list.clone()]);
+    let asked = Cell::new(0);
     let lookup = |k: u64| {
         asked.set(asked.get() + 1);
         if k == key {
-            vec![list.clone()]
+            known.borrow().clone()
         } else {
             Vec::new()
         }
@@ -340,6 +342,59 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     for keep in [0, 1, 2, 399, 400, 401, 403] {
         assert_eq!(knowing.first(keep), scanned.first(keep), "{keep}");
     }
+    let read_taking = |matched| {
+        crate::read_shared_knowing(
+            std::sync::Arc::new(text.clone()),
+            "in.json",
+            &ReadOptions::default(),
+            &lookup,
+            matched,
+        )
+        .unwrap()
+    };
+    // The read of the same text takes the look's match: it leaves unread what a read that
+    // matches again does.
+    let taking = read_taking(knowing.into_matched());
+    assert_eq!(
+        asked.get(),
+        2,
+        "the read asks whether a longer list is known since"
+    );
+    let asking = read_knowing(&text, &[(key, list.clone())]);
+    assert_eq!(taking.unread(0), asking.unread(0));
+    assert_eq!(unread_count(&taking), 400 - ALWAYS_READ - 1);
+    assert_eq!(
+        taking.message_fingerprints(0),
+        read_plain(&text).message_fingerprints(0)
+    );
+    assert_eq!(taking.write().unwrap(), asking.write().unwrap());
+    // A longer list known by the time of the read (the session's previous request kept it
+    // after the look) is taken instead.
+    let look = ListCut::of_knowing(text.as_bytes(), "messages", Some(&lookup)).unwrap();
+    let whole = read_plain(&text);
+    let (_, longer) = whole.known_list(&kept(&whole, &[])).unwrap();
+    known.borrow_mut().push(longer);
+    let fresher = read_taking(look.into_matched());
+    assert_eq!(unread_count(&fresher), 403 - ALWAYS_READ);
+    assert_eq!(fresher.write().unwrap(), asking.write().unwrap());
+    // A match of another text is not taken: the read matches as usual.
+    known.borrow_mut().pop();
+    let shorter = body(402, "");
+    let stale = ListCut::of_knowing(text.as_bytes(), "messages", Some(&lookup))
+        .and_then(ListCut::into_matched);
+    let other = crate::read_shared_knowing(
+        std::sync::Arc::new(shorter.clone()),
+        "in.json",
+        &ReadOptions::default(),
+        &lookup,
+        stale,
+    )
+    .unwrap();
+    assert_eq!(unread_count(&other), 400 - ALWAYS_READ - 1);
+    assert_eq!(
+        other.write().unwrap(),
+        read_plain(&shorter).write().unwrap()
+    );
     // Another text under the same key is scanned.
     let other = body(403, "").replace("step 399", "step 0399");
     let cut = ListCut::of_knowing(other.as_bytes(), "messages", Some(&lookup)).unwrap();
