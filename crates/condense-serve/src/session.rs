@@ -6,7 +6,10 @@
 //! [`quick_session`] finds the same id before the body is read whole, so a request can take
 //! its place in its session's line first (requests of one session are handled in the order
 //! they arrived, however long each takes to read): it reads the body with its message list cut
-//! after the first user message, through the same reader and the same derivation.
+//! after the first user message, through the same reader and the same derivation. Finding
+//! where the list ends costs a byte scan of the messages the proxy has not seen before
+//! ([`condense_formats::cut::ListCut`]): the prefix an earlier request sent is matched by its
+//! hash, and the read of the whole body takes that match ([`Looked::matched`]).
 
 use crate::compress;
 use crate::Api;
