@@ -165,15 +165,22 @@ fn a_turn_under_other_settings_reads_the_history_after_all() {
 
 /// The proxy reads each turn's body leaving unread what its last request's body held (even
 /// the messages its output kept: it remembers them), and sends upstream byte for byte what a
-/// proxy that parsed everything sends.
+/// proxy that parsed everything sends. So does one the client names no session to (as the
+/// SDKs send a turn): its look at the body matches the known history by its hash, and the
+/// read takes that match.
 #[test]
 fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
     use crate::serve::ANTHROPIC_HEADERS;
     use crate::serve_fake::{anthropic_answer, post, Reply, Serve, Upstream};
     let messages = messages();
     let up = |_: &_, _| Reply::Json(200, anthropic_answer("ok"));
-    let (up_a, up_b) = (Upstream::start(up), Upstream::start(up));
+    let (up_a, up_b, up_c) = (
+        Upstream::start(up),
+        Upstream::start(up),
+        Upstream::start(up),
+    );
     let (a, b) = (Serve::start(&up_a.url, &[]), Serve::start(&up_b.url, &[]));
+    let c = Serve::start(&up_c.url, &[]);
     let mut headers = ANTHROPIC_HEADERS.to_vec();
     headers.push(("x-condense-session", "viewer"));
     let n = messages.len();
@@ -186,10 +193,16 @@ fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
             let answer = post(&serve.url, "/v1/messages", &headers, &text);
             assert_eq!(answer.status, 200, "{}", serve.log());
         }
+        let answer = post(&c.url, "/v1/messages", ANTHROPIC_HEADERS, &text);
+        assert_eq!(answer.status, 200, "{}", c.log());
         let (sent_a, sent_b) = (&up_a.requests()[turn], &up_b.requests()[turn]);
         assert!(
             sent_a.body == sent_b.body,
             "turn {turn}: not what a full parse sends"
+        );
+        assert!(
+            up_c.requests()[turn].body == sent_b.body,
+            "turn {turn}: without the header, not what a full parse sends"
         );
         // What the proxy keeps for the next turn's read.
         let kept = condense_store::Store::open(a.store.path())
@@ -198,6 +211,12 @@ fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
             .unwrap();
         assert_eq!(kept.len(), 1, "turn {turn}");
     }
+    // Without the header every turn was the one session the look found.
+    assert!(!c.log().contains("the quick look said"), "{}", c.log());
+    let status = c.status();
+    let sessions = status["sessions"].as_object().unwrap();
+    assert_eq!(sessions.len(), 1, "{status}");
+    assert_eq!(sessions.values().next().unwrap()["requests"], turns.len());
     // What it sent last expands to the client's body.
     let dir = tempfile::tempdir().unwrap();
     let sent = dir.path().join("sent.json");

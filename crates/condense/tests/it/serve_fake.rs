@@ -206,12 +206,12 @@ impl Serve {
         }
     }
 
-    /// Everything the proxy wrote on stderr so far.
     /// `GET /condense/status`, as JSON.
     pub fn status(&self) -> serde_json::Value {
         request(&self.url, "GET", "/condense/status", &[], b"", |_| {}).json()
     }
 
+    /// Everything the proxy wrote on stderr so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
