@@ -37,6 +37,8 @@ pub struct ListCut<'b> {
     list: Option<(Range<usize>, Vec<Range<usize>>)>,
     /// The known list the scan stepped over, for the read of the same body to take.
     matched: Option<Matched>,
+    /// The object's members: each key's span (with its quotes) and its value's.
+    members: Vec<(Range<usize>, Range<usize>)>,
 }
 
 impl<'b> ListCut<'b> {
@@ -72,6 +74,7 @@ impl<'b> ListCut<'b> {
         }
         let mut at = scan::skip_ws(body, start + 1);
         let mut found = None;
+        let mut members = Vec::new();
         if body.get(at) == Some(&b'}') {
             at += 1;
         } else {
@@ -107,6 +110,7 @@ impl<'b> ListCut<'b> {
                     }
                     (false, _) => scan::value(body, value_start)?.end,
                 };
+                members.push((key, value_start..value_end));
                 at = scan::skip_ws(body, value_end);
                 match body.get(at)? {
                     b',' => at = scan::skip_ws(body, at + 1),
@@ -122,7 +126,22 @@ impl<'b> ListCut<'b> {
             body,
             list: found.flatten(),
             matched,
+            members,
         })
+    }
+
+    /// The text of the value of each top-level member named `name`, in order (a key spelled
+    /// with escapes is the same key).
+    pub fn member_values(&self, name: &str) -> Vec<&'b [u8]> {
+        let body = self.body;
+        self.members
+            .iter()
+            .filter(|(key, _)| {
+                std::str::from_utf8(&body[key.clone()])
+                    .is_ok_and(|k| scan::key_is(k, 0..k.len(), name))
+            })
+            .map(|(_, value)| &body[value.clone()])
+            .collect()
     }
 
     /// The known list the scan stepped over ([`ListCut::of_knowing`]), for the read of this
@@ -188,6 +207,12 @@ mod tests {
             " {\"a\" : [1, 2],\n \"messages\" : [{\"x\":\"]\\\"[\"} ,\n 2] , \"z\":{\"messages\":[9]} } \n"
         );
         assert_eq!(cut(body, "messages", 3).unwrap(), body);
+        let c = ListCut::of(body.as_bytes(), "messages").unwrap();
+        assert_eq!(c.member_values("a"), [&b"[1, 2]"[..]]);
+        assert_eq!(c.member_values("z"), [&br#"{"messages":[9]}"#[..]]);
+        assert!(c.member_values("metadata").is_empty());
+        let twice = ListCut::of(br#"{"a":1,"m\u0061":[],"a":"2"}"#, "messages").unwrap();
+        assert_eq!(twice.member_values("a"), [&b"1"[..], &br#""2""#[..]]);
         // A key spelled with an escape is the same key.
         assert_eq!(
             cut(r#"{"messag\u0065s":[1,2]}"#, "messages", 1).unwrap(),

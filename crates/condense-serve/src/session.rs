@@ -96,6 +96,18 @@ pub fn quick_session(
     let Some(cut) = ListCut::of_knowing(body, list, known) else {
         return Looked::default();
     };
+    // Claude Code names its session in `metadata.user_id`: then nothing else is read (its
+    // system prompt and tool definitions are tens of kilobytes).
+    if let Some(named) = (api == Api::Anthropic)
+        .then(|| head_of_members(&cut))
+        .flatten()
+        .and_then(|head| named_session(None, &head))
+    {
+        return Looked {
+            session: Some(named),
+            matched: cut.into_matched(),
+        };
+    }
     // Most first user messages are the first or second element; a longer lead of system or
     // assistant elements is read again with a longer cut.
     let mut keep = 2;
@@ -115,6 +127,29 @@ pub fn quick_session(
         session,
         matched: cut.into_matched(),
     }
+}
+
+/// The [`Head`] of an Anthropic body read from its top-level `model`, `stream` and `metadata`
+/// alone: what [`head_of`] reads from the conversation's `extra`, where the reader leaves those
+/// members as written (a value of the wrong type gives the default head there and here).
+/// `None` when one of them is written twice.
+fn head_of_members(cut: &ListCut<'_>) -> Option<Head> {
+    let mut object = b"{".to_vec();
+    for name in ["model", "stream", "metadata"] {
+        match cut.member_values(name).as_slice() {
+            [] => {}
+            [value] => {
+                if object.len() > 1 {
+                    object.push(b',');
+                }
+                object.extend_from_slice(format!("\"{name}\":").as_bytes());
+                object.extend_from_slice(value);
+            }
+            _ => return None,
+        }
+    }
+    object.push(b'}');
+    Some(serde_json::from_slice(&object).unwrap_or_default()) // tidy: as head_of reads it
 }
 
 /// A stable hash of the system prompt (top-level, or the system messages before the first
@@ -182,6 +217,18 @@ mod tests {
                 Api::OpenAiChat,
                 format!(r#"{{"model":"gpt-4o","messages":[{lead},{{"role":"function","name":"f","content":"x"}},{{"role":"user","content":"u"}},{tail}]}}"#),
             ),
+            // Claude Code's metadata after the list and a large tool list: the session from
+            // the metadata alone.
+            (
+                Api::Anthropic,
+                format!(r#"{{"model":"claude-x","messages":[{{"role":"user","content":"go"}},{tail}],"system":"S2","tools":[{}],"metadata":{{"user_id":"user_a_account_b_session_88"}}}}"#,
+                    vec![r#"{"name":"t","description":"a tool","input_schema":{}}"#; 50].join(",")),
+            ),
+            // A head of the wrong type reads as no head, whole or cut: the hash.
+            (
+                Api::Anthropic,
+                r#"{"model":5,"metadata":{"user_id":"user_a_account_b_session_99"},"messages":[{"role":"user","content":"m5"}]}"#.to_string(),
+            ),
             (Api::Responses, r#"{"model":"gpt-5","instructions":"I","input":"just this"}"#.to_string()),
             (
                 Api::Responses,
@@ -199,7 +246,8 @@ mod tests {
             seen.insert(full);
         }
         assert_eq!(seen.len(), cases.len(), "the cases name different sessions");
-        assert!(seen.contains("cc-77"));
+        assert!(seen.contains("cc-77") && seen.contains("cc-88"));
+        assert!(!seen.contains("cc-99"));
         assert_eq!(
             quick_session(b"not json", Api::Anthropic, Some(" s1 "), None)
                 .session
