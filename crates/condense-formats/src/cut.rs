@@ -170,18 +170,61 @@ impl<'b> ListCut<'b> {
             return Cow::Borrowed(self.body);
         }
         let body = self.body;
+        let mut out = Vec::with_capacity(body.len() - (array.end - array.start));
+        out.extend_from_slice(&body[..array.start]);
+        self.push_list(keep, &mut out);
+        out.extend_from_slice(&body[array.end..]);
+        Cow::Owned(out)
+    }
+
+    /// [`ListCut::first`] without the top-level members named in `leave_out`: an object of the
+    /// other members, each as written (the list cut), one comma between each two.
+    pub fn first_without(&self, keep: usize, leave_out: &[&str]) -> Cow<'b, [u8]> {
+        if leave_out.is_empty() {
+            return self.first(keep);
+        }
+        let body = self.body;
+        let list_at = self.list.as_ref().map(|(array, _)| array.start);
+        let mut out = b"{".to_vec();
+        for (key, value) in &self.members {
+            let name = std::str::from_utf8(&body[key.clone()]).unwrap_or("");
+            if leave_out
+                .iter()
+                .any(|n| scan::key_is(name, 0..name.len(), n))
+            {
+                continue;
+            }
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&body[key.start..value.start]);
+            match list_at {
+                Some(at) if at == value.start => self.push_list(keep, &mut out),
+                _ => out.extend_from_slice(&body[value.clone()]),
+            }
+        }
+        out.push(b'}');
+        Cow::Owned(out)
+    }
+
+    /// The list cut to its first `keep` elements, bracketed, onto `out`.
+    fn push_list(&self, keep: usize, out: &mut Vec<u8>) {
+        let Some((array, elements)) = &self.list else {
+            return;
+        };
+        let body = self.body;
+        if keep >= elements.len() {
+            out.extend_from_slice(&body[array.clone()]);
+            return;
+        }
         let kept = match elements.get(..keep) {
             Some([first, .., last]) => &body[first.start..last.end],
             Some([only]) => &body[only.clone()],
             _ => &[][..],
         };
-        let mut out = Vec::with_capacity(array.start + kept.len() + 2 + body.len() - array.end);
-        out.extend_from_slice(&body[..array.start]);
         out.push(b'[');
         out.extend_from_slice(kept);
         out.push(b']');
-        out.extend_from_slice(&body[array.end..]);
-        Cow::Owned(out)
     }
 }
 
@@ -211,6 +254,15 @@ mod tests {
         assert_eq!(c.member_values("a"), [&b"[1, 2]"[..]]);
         assert_eq!(c.member_values("z"), [&br#"{"messages":[9]}"#[..]]);
         assert!(c.member_values("metadata").is_empty());
+        assert_eq!(
+            String::from_utf8(c.first_without(1, &["a", "z"]).into_owned()).unwrap(),
+            "{\"messages\" : [{\"x\":\"]\\\"[\"}]}"
+        );
+        assert_eq!(
+            String::from_utf8(c.first_without(9, &["messages"]).into_owned()).unwrap(),
+            "{\"a\" : [1, 2],\"z\":{\"messages\":[9]}}"
+        );
+        assert_eq!(c.first_without(1, &[]), c.first(1));
         let twice = ListCut::of(br#"{"a":1,"m\u0061":[],"a":"2"}"#, "messages").unwrap();
         assert_eq!(twice.member_values("a"), [&b"1"[..], &br#""2""#[..]]);
         // A key spelled with an escape is the same key.

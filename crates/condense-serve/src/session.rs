@@ -109,10 +109,11 @@ pub fn quick_session(
         };
     }
     // Most first user messages are the first or second element; a longer lead of system or
-    // assistant elements is read again with a longer cut.
+    // assistant elements is read again with a longer cut. The tool definitions (often the
+    // largest part left) name no session: they are left out of the cut.
     let mut keep = 2;
     let session = loop {
-        let Ok(doc) = compress::read(&cut.first(keep), api) else {
+        let Ok(doc) = compress::read(&cut.first_without(keep, &["tools"]), api) else {
             break None;
         };
         let Some(conv) = doc.conversations().first() else {
