@@ -100,10 +100,13 @@ pub fn kill_loop(
     // One whole run first: it fills the store. Then the length of one rerun (what the loop
     // kills: with a filled store, a rerun is much shorter than the first run and its expand)
     // spreads the kills over a run (used only to choose when to kill).
+    // Every rerun of the loop is timed too, and the kills spread over the median of those so
+    // far: one rerun timed while the machine was busy would otherwise make most kills land
+    // after the run they aim at.
     rerun_and_expand(bin, dir, input, "of the first run")?;
-    let start = Instant::now();
-    rerun_and_expand(bin, dir, input, "of the second run")?;
-    let span = start.elapsed().as_micros().max(1000) as usize / 2;
+    let mut reruns = vec![timed(|| {
+        rerun_and_expand(bin, dir, input, "of the second run")
+    })?];
     let mut rng = Rng::new(seed);
     let mut report = KillReport::default();
     while report.kills < kills {
@@ -114,6 +117,8 @@ pub fn kill_loop(
                 tries: report.tries,
             });
         }
+        reruns.sort_unstable();
+        let span = (reruns[reruns.len() / 2] / 2).max(1000);
         let delay = Duration::from_micros(rng.below(span) as u64);
         let mut child = command(bin, dir, COMPRESS).stderr(Stdio::null()).spawn()?;
         std::thread::sleep(delay);
@@ -124,10 +129,17 @@ pub fn kill_loop(
             report.kills += 1;
         }
         let after = format!("after kill {} at {delay:?} (seed {seed})", report.kills);
-        rerun_and_expand(bin, dir, input, &after)?;
+        reruns.push(timed(|| rerun_and_expand(bin, dir, input, &after))?);
     }
     report.orphans = temp_files(dir)?;
     Ok(report)
+}
+
+/// How long `run` took, in microseconds (what [`kill_loop`] spreads its kills over).
+fn timed<E>(run: impl FnOnce() -> Result<(), E>) -> Result<usize, E> {
+    let start = Instant::now();
+    run()?;
+    Ok(usize::try_from(start.elapsed().as_micros()).unwrap_or(usize::MAX))
 }
 
 /// Every file under `dir` named like a temp file (`.tmpXXXXXX`).
