@@ -75,8 +75,10 @@ pub struct Looked {
 /// header alone when it names one, else from the body read with its message list (`messages`,
 /// or `input`) cut after the first user message ([`ListCut`]: the list is stepped over by a
 /// byte scan, not parsed, and the prefix `known` knows from an earlier request is hashed, not
-/// scanned). No session when the body is not one JSON object or that cut body cannot be read
-/// (the caller then finds the session after reading the whole body).
+/// scanned; the tool definitions are left out). An Anthropic body whose `metadata.user_id`
+/// names its session (Claude Code's) is not read further. No session when the body is not one
+/// JSON object or that cut body cannot be read (the caller then finds the session after reading
+/// the whole body).
 pub fn quick_session(
     body: &[u8],
     api: Api,
