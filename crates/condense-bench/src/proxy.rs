@@ -75,65 +75,13 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         latency_row(latencies((&proxy.url, upstream), &body, n, None)?),
     ));
 
-    // 2. One session growing turn by turn to 200k tokens.
-    let mut conv = Conversation {
-        system: Some(condense_model::Content::string("You are a coding agent.")),
-        ..Conversation::default()
-    };
-    let mut i = 0;
-    // tokens, added ms, added ms less the small body's direct time, cold count ms, saved
-    let mut samples: Vec<(usize, f64, f64, f64, usize)> = Vec::new();
-    let mut total_tokens = 0;
-    // Each turn's own request: with the session's resume point, a turn's cost is that of
-    // the turn, so a turn is measured once, when it is new (a repeat would resume from itself).
-    // What the proxy adds is the time through it less the time of the same body sent straight
-    // (a 200k-token body takes the upstream longer to read than the small one above).
-    let mut firsts: Vec<f64> = Vec::new();
-    // The same, less the small body's direct time (how this row was measured before).
-    let mut smalls: Vec<f64> = Vec::new();
-    while total_tokens < 200_000 {
-        for m in turn(i) {
-            total_tokens += counter.count_message(&m);
-            conv.messages.push(m);
-        }
-        i += 1;
-        let body = anthropic_file(&conv)?;
-        let t = Instant::now();
-        // No session header, as the SDKs, Claude Code and Codex send a turn: the proxy finds
-        // the session from the body.
-        let saved = post_as(&proxy.url, &body, None)?;
-        let via = ms(t);
-        let t = Instant::now();
-        post(upstream, &body, "growing")?;
-        firsts.push(via - ms(t));
-        smalls.push(via - dp50);
-        if i % 25 == 0 || total_tokens >= 200_000 {
-            // The median of this turn and the four before it, and of as many cold counts of
-            // this turn's request.
-            let mut added = firsts[firsts.len().saturating_sub(5)..].to_vec();
-            let mut small = smalls[smalls.len().saturating_sub(5)..].to_vec();
-            let mut cold = cold_counts(&conv, runs);
-            samples.push((
-                total_tokens,
-                pct(&mut added, 50),
-                pct(&mut small, 50),
-                pct(&mut cold, 50),
-                saved,
-            ));
-        }
-    }
-    for (tokens, added, small, cold, saved) in &samples {
-        out.push((
-            format!(
-                "turn at {} tokens (session growing turn by turn; median of 5 turns)",
-                thousands(*tokens)
-            ),
-            format!(
-                "{added:.2} ms added ({small:.2} ms less the small body's direct time), {saved} tokens saved; one cold count {cold:.2} ms ({:.2}x)",
-                added / cold
-            ),
-        ));
-    }
+    // 2. One session growing turn by turn to 200k tokens: with a one-line system prompt, then
+    // with a frame as Claude Code sends it (a long system prompt, tool definitions and the
+    // session in `metadata.user_id`).
+    let (samples, conv, i) = growing_session((proxy, upstream), runs, &counter, dp50, false)?;
+    push_turn_rows(&mut out, &samples, "");
+    let (cc_samples, _, _) = growing_session((proxy, upstream), runs, &counter, dp50, true)?;
+    push_turn_rows(&mut out, &cc_samples, ", a Claude Code-like frame");
     let growing = condense_serve::session::quick_session(
         &anthropic_file(&conv)?,
         condense_serve::Api::Anthropic,
@@ -183,6 +131,110 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         format!("{:.0}", (32 * per) as f64 / secs),
     ));
     Ok(out)
+}
+
+/// One growing turn's figures: tokens, added ms, added ms less the small body's direct time,
+/// cold count ms, tokens saved.
+type TurnSample = (usize, f64, f64, f64, usize);
+
+/// A session sent turn by turn until it holds 200k tokens, without `x-condense-session` (as
+/// the SDKs, Claude Code and Codex send a turn: the proxy finds the session from the body).
+/// With `claude_code`, each body also carries a Claude Code-like frame: a 30 KB system prompt,
+/// 20 tool definitions and the session named in `metadata.user_id` (about 14k tokens). Gives
+/// the samples (every
+/// 25 turns and the last), the conversation and the number of turns.
+fn growing_session(
+    (proxy, upstream): (&Proxy, &str),
+    runs: usize,
+    counter: &TokenCounter,
+    dp50: f64,
+    claude_code: bool,
+) -> Result<(Vec<TurnSample>, Conversation, usize)> {
+    let mut conv = Conversation {
+        system: Some(condense_model::Content::string("You are a coding agent.")),
+        ..Conversation::default()
+    };
+    if claude_code {
+        conv.system = Some(condense_model::Content::string(
+            "You are Claude Code. ".to_string()
+                + &"Follow the repository's conventions and explain each change. ".repeat(480),
+        ));
+        conv.tools = (0..20)
+            .map(|k| condense_model::ToolDef {
+                name: format!("Tool{k}"),
+                raw: condense_model::RawJson::from_value(&serde_json::json!({
+                    "name": format!("Tool{k}"),
+                    "description": "Runs one step of the task and reports what it did. ".repeat(60),
+                    "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}},
+                })),
+            })
+            .collect();
+        conv.extra = condense_model::RawJson::from_value(&serde_json::json!({
+            "metadata": {"user_id": "user_bench_account_0_session_5f3e9a17-bench"}
+        }));
+    }
+    let mut i = 0;
+    let mut samples = Vec::new();
+    // The Claude Code-like frame's tokens count toward the 200k (the one-line system prompt's
+    // few are left out, as the rows measured before it was added were).
+    let mut total_tokens = if claude_code {
+        counter.count_conversation(&conv).total
+    } else {
+        0
+    };
+    // Each turn's own request: with the session's resume point, a turn's cost is that of
+    // the turn, so a turn is measured once, when it is new (a repeat would resume from itself).
+    // What the proxy adds is the time through it less the time of the same body sent straight
+    // (a 200k-token body takes the upstream longer to read than the small one above).
+    let mut firsts: Vec<f64> = Vec::new();
+    // The same, less the small body's direct time (how this row was measured before).
+    let mut smalls: Vec<f64> = Vec::new();
+    while total_tokens < 200_000 {
+        for m in turn(i) {
+            total_tokens += counter.count_message(&m);
+            conv.messages.push(m);
+        }
+        i += 1;
+        let body = anthropic_file(&conv)?;
+        let t = Instant::now();
+        let saved = post_as(&proxy.url, &body, None)?;
+        let via = ms(t);
+        let t = Instant::now();
+        post(upstream, &body, "growing")?;
+        firsts.push(via - ms(t));
+        smalls.push(via - dp50);
+        if i % 25 == 0 || total_tokens >= 200_000 {
+            // The median of this turn and the four before it, and of as many cold counts of
+            // this turn's request.
+            let mut added = firsts[firsts.len().saturating_sub(5)..].to_vec();
+            let mut small = smalls[smalls.len().saturating_sub(5)..].to_vec();
+            let mut cold = cold_counts(&conv, runs);
+            samples.push((
+                total_tokens,
+                pct(&mut added, 50),
+                pct(&mut small, 50),
+                pct(&mut cold, 50),
+                saved,
+            ));
+        }
+    }
+    Ok((samples, conv, i))
+}
+
+/// A row for each sample of a growing session (`what` says which).
+fn push_turn_rows(out: &mut Vec<(String, String)>, samples: &[TurnSample], what: &str) {
+    for (tokens, added, small, cold, saved) in samples {
+        out.push((
+            format!(
+                "turn at {} tokens (session growing turn by turn{what}; median of 5 turns)",
+                thousands(*tokens)
+            ),
+            format!(
+                "{added:.2} ms added ({small:.2} ms less the small body's direct time), {saved} tokens saved; one cold count {cold:.2} ms ({:.2}x)",
+                added / cold
+            ),
+        ));
+    }
 }
 
 /// `n` requests of `body` through the proxy (in `session`, or with no session header) and as
