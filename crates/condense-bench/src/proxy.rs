@@ -11,7 +11,8 @@
 //!   `x-condense-session` as the real clients send it: each turn's request
 //!   timed through the proxy, then the same body straight to the upstream; the difference,
 //!   against one cold count of the request (a fresh counter; the median of 11 or more, taken
-//!   once the proxy is idle, [`cold_counts`]);
+//!   once the proxy is idle, [`cold_counts`]); then the same session with a Claude Code-like
+//!   frame (a long system prompt, tool definitions, the session in `metadata.user_id`);
 //! - requests per second with 32 concurrent sessions;
 //! - the proxy's peak memory (`VmHWM` of the child);
 //! - the cache-stability share of the growing session (`GET /condense/status`).
