@@ -26,6 +26,7 @@
 use crate::known::Matched;
 use crate::scan;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// A JSON object's top-level array, located: see the [module docs](self).
@@ -50,8 +51,9 @@ impl<'b> ListCut<'b> {
     }
 
     /// [`ListCut::of`], stepping over the list's prefix an earlier read knew with the same text
-    /// ([`crate::known`], `known` as [`crate::read_shared_knowing`] asks it): hashed, not
-    /// scanned, so a session's growing list costs a scan of its new messages only.
+    /// ([`crate::known`], `known` as [`crate::read_shared_knowing`] asks it; as for that read,
+    /// the list written `"messages"`): hashed, not scanned, so a session's growing list costs a
+    /// scan of its new messages only.
     pub fn of_knowing(
         body: &'b [u8],
         list: &str,
@@ -68,63 +70,28 @@ impl<'b> ListCut<'b> {
             matched = Some(found);
             Some(spans)
         };
+        let step: Option<scan::KnownElements<'_, '_>> = known.is_some().then_some(&mut step);
+        // The reader's own walk of an object's members, which finds each array's elements on
+        // the way; it runs on text serde_json accepted, so what it lets pass here (a key that
+        // is not a string, text after the object) is refused by hand.
         let start = scan::skip_ws(body, 0);
-        if body.get(start) != Some(&b'{') {
+        let mut arrays = HashMap::new();
+        let (members, end, _) = scan::object_at(body, start, &mut arrays, step)?;
+        let keys_are_strings = members.iter().all(|(key, _)| body[key.start] == b'"');
+        if !keys_are_strings || scan::skip_ws(body, end) != body.len() {
             return None;
         }
-        let mut at = scan::skip_ws(body, start + 1);
-        let mut found = None;
-        let mut members = Vec::new();
-        if body.get(at) == Some(&b'}') {
-            at += 1;
-        } else {
-            loop {
-                let key = scan::value(body, at)?;
-                if body.get(key.start) != Some(&b'"') {
-                    return None;
-                }
-                at = scan::skip_ws(body, key.end);
-                if body.get(at) != Some(&b':') {
-                    return None;
-                }
-                let value_start = scan::skip_ws(body, at + 1);
-                let named = std::str::from_utf8(&body[key.clone()])
-                    .is_ok_and(|k| scan::key_is(k, 0..k.len(), list));
-                let value_end = match (named, body.get(value_start)) {
-                    (true, Some(b'[')) => {
-                        let known: Option<scan::KnownElements<'_, '_>> =
-                            known.is_some().then_some(&mut step);
-                        let (elements, end, _) = scan::array_at(body, value_start, known)?;
-                        if found.is_some() {
-                            return None;
-                        }
-                        found = Some(Some((value_start..end, elements)));
-                        end
-                    }
-                    (true, _) => {
-                        if found.is_some() {
-                            return None;
-                        }
-                        found = Some(None);
-                        scan::value(body, value_start)?.end
-                    }
-                    (false, _) => scan::value(body, value_start)?.end,
-                };
-                members.push((key, value_start..value_end));
-                at = scan::skip_ws(body, value_end);
-                match body.get(at)? {
-                    b',' => at = scan::skip_ws(body, at + 1),
-                    b'}' => {
-                        at += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
-        (scan::skip_ws(body, at) == body.len()).then_some(ListCut {
+        let mut named = members.iter().filter(|(key, _)| key_is(body, key, list));
+        let list = match (named.next(), named.next()) {
+            (Some(_), Some(_)) => return None,
+            (Some((_, value)), None) => arrays
+                .remove(&value.start)
+                .map(|elements| (value.clone(), elements)),
+            (None, _) => None,
+        };
+        Some(ListCut {
             body,
-            list: found.flatten(),
+            list,
             matched,
             members,
         })
@@ -136,10 +103,7 @@ impl<'b> ListCut<'b> {
         let body = self.body;
         self.members
             .iter()
-            .filter(|(key, _)| {
-                std::str::from_utf8(&body[key.clone()])
-                    .is_ok_and(|k| scan::key_is(k, 0..k.len(), name))
-            })
+            .filter(|(key, _)| key_is(body, key, name))
             .map(|(_, value)| &body[value.clone()])
             .collect()
     }
@@ -187,11 +151,7 @@ impl<'b> ListCut<'b> {
         let list_at = self.list.as_ref().map(|(array, _)| array.start);
         let mut out = b"{".to_vec();
         for (key, value) in &self.members {
-            let name = std::str::from_utf8(&body[key.clone()]).unwrap_or("");
-            if leave_out
-                .iter()
-                .any(|n| scan::key_is(name, 0..name.len(), n))
-            {
+            if leave_out.iter().any(|name| key_is(body, key, name)) {
                 continue;
             }
             if out.len() > 1 {
@@ -226,6 +186,11 @@ impl<'b> ListCut<'b> {
         out.extend_from_slice(kept);
         out.push(b']');
     }
+}
+
+/// Whether the quoted key at `key` in `body` is `name` ([`scan::key_is`] on bytes).
+fn key_is(body: &[u8], key: &Range<usize>, name: &str) -> bool {
+    std::str::from_utf8(&body[key.clone()]).is_ok_and(|k| scan::key_is(k, 0..k.len(), name))
 }
 
 #[cfg(test)]

@@ -137,7 +137,7 @@ pub(crate) type KnownElements<'r, 'k> =
 /// deep it nests: one scan gives all three. With `known`, a known prefix of the elements is
 /// not scanned; its nesting is not counted (it read before: it nests less than
 /// `crate::parallel`'s limit, which is all the depth is asked about).
-pub(crate) fn array_at(
+fn array_at(
     text: &[u8],
     start: usize,
     mut known: Option<KnownElements<'_, '_>>,
@@ -199,7 +199,7 @@ fn members_keeping_arrays(
 
 /// [`members_keeping_arrays`] of the object starting at `start`, with the object's end (just
 /// past its `}`) and how deep it nests; `known` is asked about its `messages` array.
-fn object_at<'k>(
+pub(crate) fn object_at<'k>(
     text: &[u8],
     start: usize,
     arrays: &mut HashMap<usize, Vec<Range<usize>>>,
