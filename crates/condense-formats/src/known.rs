@@ -79,7 +79,12 @@ pub struct KnownList {
 
 /// The key lists are known under: xxh3-64 of the first element's text.
 pub fn first_key(first: &str) -> u64 {
-    xxh3_64(first.as_bytes())
+    key_of(first.as_bytes())
+}
+
+/// [`first_key`] of an element's bytes (a body read for its session is not checked as UTF-8).
+pub(crate) fn key_of(first: &[u8]) -> u64 {
+    xxh3_64(first)
 }
 
 /// The hash of the text a read matched a known list on ([`match_prefix`]), from the list's

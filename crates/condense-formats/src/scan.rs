@@ -262,7 +262,7 @@ pub(crate) fn known_prefix(
     first: &Range<usize>,
     lookup: Lookup<'_>,
 ) -> Option<crate::known::Matched> {
-    let key = crate::known::first_key(std::str::from_utf8(text.get(first.clone())?).ok()?);
+    let key = crate::known::key_of(text.get(first.clone())?);
     let lists = (lookup.lists)(key);
     match lookup.matched.and_then(std::cell::Cell::take) {
         Some(matched) => matched.again(text, first, key, lists),
