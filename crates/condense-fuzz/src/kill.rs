@@ -97,12 +97,11 @@ pub fn kill_loop(
 ) -> Result<KillReport, KillError> {
     std::fs::write(dir.join("in.jsonl"), input)?;
     std::fs::write(dir.join("p.toml"), PIPELINE)?;
-    // One whole run first: it fills the store. Then the length of one rerun (what the loop
-    // kills: with a filled store, a rerun is much shorter than the first run and its expand)
-    // spreads the kills over a run (used only to choose when to kill).
-    // Every rerun of the loop is timed too, and the kills spread over the median of those so
-    // far: one rerun timed while the machine was busy would otherwise make most kills land
-    // after the run they aim at.
+    // One whole run first: it fills the store. Then the kills spread over half the median
+    // length of the reruns so far (what the loop kills: with a filled store, a rerun is much
+    // shorter than the first run; half, as each timed rerun includes its expand), used only to
+    // choose when to kill. Every rerun is timed, not just the first: one timed while the
+    // machine was busy would make most kills land after the run they aim at.
     rerun_and_expand(bin, dir, input, "of the first run")?;
     let mut reruns = vec![timed(|| {
         rerun_and_expand(bin, dir, input, "of the second run")
