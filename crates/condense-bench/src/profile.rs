@@ -9,7 +9,10 @@
 //! - `profile-warm`: the warm count of the 1M-token conversation, 2,000 times;
 //! - `profile-boundary [noop|read|echo]`: only that test-faulty stage, 300 times;
 //! - `profile-count [FILE]`: cold counts of FILE (by default the shipped Claude Code session),
-//!   3,000 times.
+//!   3,000 times;
+//! - `profile-proxy [plain|claude-code|sdk] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: a growing session's turns
+//!   through `condense serve`, which `CONDENSE_BENCH_WRAP` may run under a profiler
+//!   (`proxy::profile`).
 
 use crate::gen::{generated_conversation, median_ms, repo, test_plugin_path};
 use anyhow::{bail, Context, Result};
@@ -27,13 +30,17 @@ pub(crate) fn run(mode: &str) -> Result<()> {
         "profile-first" => pipeline(arg.as_deref(), true),
         "profile-warm" => warm(),
         "profile-boundary" => boundary(arg.as_deref().unwrap_or("noop")),
+        "profile-proxy" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            crate::proxy::profile(&args)
+        }
         "profile-count" => count(arg.map_or_else(
             || repo().join("examples/claude-code-session.jsonl"),
             PathBuf::from,
         )),
         other => bail!(
             "unknown mode `{other}` (profile-rerun, profile-first, profile-warm, \
-             profile-boundary, profile-count)"
+             profile-boundary, profile-count, profile-proxy)"
         ),
     }
 }

@@ -32,7 +32,7 @@ const UPSTREAM_ANSWER: &str = r#"{"id":"msg_1","type":"message","role":"assistan
 pub(crate) fn run(runs: usize) -> Result<()> {
     let upstream = fake_upstream()?;
     let store = tempfile::tempdir()?;
-    let mut proxy = Proxy::start(&upstream, store.path())?;
+    let mut proxy = Proxy::start(&upstream, store.path(), &[])?;
     let result = figures(&proxy, &upstream, runs);
     let peak = proxy.peak_kib();
     proxy.stop();
@@ -79,9 +79,11 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     // 2. One session growing turn by turn to 200k tokens: with a one-line system prompt, then
     // with a frame as Claude Code sends it (a long system prompt, tool definitions and the
     // session in `metadata.user_id`).
-    let (samples, conv, i) = growing_session((proxy, upstream), runs, &counter, dp50, false)?;
+    let (samples, conv, i) =
+        growing_session((proxy, upstream), runs, &counter, dp50, Frame::Plain)?;
     push_turn_rows(&mut out, &samples, "");
-    let (cc_samples, _, _) = growing_session((proxy, upstream), runs, &counter, dp50, true)?;
+    let (cc_samples, _, _) =
+        growing_session((proxy, upstream), runs, &counter, dp50, Frame::ClaudeCode)?;
     push_turn_rows(&mut out, &cc_samples, ", a Claude Code-like frame");
     let growing = condense_serve::session::quick_session(
         &anthropic_file(&conv)?,
@@ -138,47 +140,67 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
 /// cold count ms, tokens saved.
 type TurnSample = (usize, f64, f64, f64, usize);
 
+/// What a growing session's bodies carry besides their messages.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Frame {
+    /// A one-line system prompt, no tools (the bench's first growing session).
+    Plain,
+    /// A 30 KB system prompt, 20 tool definitions and the session in `metadata.user_id`, as
+    /// Claude Code sends its turns (about 14k tokens).
+    ClaudeCode,
+    /// The same system prompt and tools without the metadata, as an agent on the SDKs sends
+    /// them (the proxy finds the session from the system prompt and first user message).
+    Sdk,
+}
+
+/// An empty conversation with `frame`.
+pub(crate) fn frame(frame: Frame) -> Conversation {
+    let mut conv = Conversation {
+        system: Some(condense_model::Content::string("You are a coding agent.")),
+        ..Conversation::default()
+    };
+    if frame == Frame::Plain {
+        return conv;
+    }
+    conv.system = Some(condense_model::Content::string(
+        "You are Claude Code. ".to_string()
+            + &"Follow the repository's conventions and explain each change. ".repeat(480),
+    ));
+    conv.tools = (0..20)
+        .map(|k| condense_model::ToolDef {
+            name: format!("Tool{k}"),
+            raw: condense_model::RawJson::from_value(&serde_json::json!({
+                "name": format!("Tool{k}"),
+                "description": "Runs one step of the task and reports what it did. ".repeat(60),
+                "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}},
+            })),
+        })
+        .collect();
+    if frame == Frame::ClaudeCode {
+        conv.extra = condense_model::RawJson::from_value(&serde_json::json!({
+            "metadata": {"user_id": "user_bench_account_0_session_5f3e9a17-bench"}
+        }));
+    }
+    conv
+}
+
 /// A session sent turn by turn until it holds 200k tokens, without `x-condense-session` (as
 /// the SDKs, Claude Code and Codex send a turn: the proxy finds the session from the body).
-/// With `claude_code`, each body also carries a Claude Code-like frame: a 30 KB system prompt,
-/// 20 tool definitions and the session named in `metadata.user_id` (about 14k tokens). Gives
-/// the samples (every
-/// 25 turns and the last), the conversation and the number of turns.
+/// Each body carries `with` besides its messages ([`Frame`]). Gives the samples (every 25
+/// turns and the last), the conversation and the number of turns.
 fn growing_session(
     (proxy, upstream): (&Proxy, &str),
     runs: usize,
     counter: &TokenCounter,
     dp50: f64,
-    claude_code: bool,
+    with: Frame,
 ) -> Result<(Vec<TurnSample>, Conversation, usize)> {
-    let mut conv = Conversation {
-        system: Some(condense_model::Content::string("You are a coding agent.")),
-        ..Conversation::default()
-    };
-    if claude_code {
-        conv.system = Some(condense_model::Content::string(
-            "You are Claude Code. ".to_string()
-                + &"Follow the repository's conventions and explain each change. ".repeat(480),
-        ));
-        conv.tools = (0..20)
-            .map(|k| condense_model::ToolDef {
-                name: format!("Tool{k}"),
-                raw: condense_model::RawJson::from_value(&serde_json::json!({
-                    "name": format!("Tool{k}"),
-                    "description": "Runs one step of the task and reports what it did. ".repeat(60),
-                    "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}},
-                })),
-            })
-            .collect();
-        conv.extra = condense_model::RawJson::from_value(&serde_json::json!({
-            "metadata": {"user_id": "user_bench_account_0_session_5f3e9a17-bench"}
-        }));
-    }
+    let mut conv = frame(with);
     let mut i = 0;
     let mut samples = Vec::new();
     // The Claude Code-like frame's tokens count toward the 200k (the one-line system prompt's
     // few are left out, as the rows measured before it was added were).
-    let mut total_tokens = if claude_code {
+    let mut total_tokens = if with != Frame::Plain {
         counter.count_conversation(&conv).total
     } else {
         0
@@ -320,9 +342,19 @@ struct Proxy {
 }
 
 impl Proxy {
-    fn start(upstream: &str, store: &std::path::Path) -> Result<Proxy> {
+    /// The release binary serving on a free port of 127.0.0.1 in front of `upstream`, run by
+    /// `wrap` when it names a program (a profiler: `valgrind --tool=callgrind`).
+    fn start(upstream: &str, store: &std::path::Path, wrap: &[String]) -> Result<Proxy> {
         let bin = crate::process::condense_binary()?;
-        let mut child = Command::new(bin)
+        let mut command = match wrap.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let mut child = command
             .args([
                 "serve",
                 "--quiet",
@@ -341,20 +373,25 @@ impl Proxy {
             .context("starting condense serve")?;
         let stderr = child.stderr.take().context("the proxy's stderr")?;
         let mut lines = BufReader::new(stderr).lines();
-        let first = lines.next().transpose()?.unwrap_or_default();
-        let Some(url) = first
-            .split_once("listening on ")
-            .and_then(|(_, r)| r.split_whitespace().next())
-        else {
-            let _ = child.kill();
-            bail!("condense serve did not start: {first}");
+        // The first line that names the address (a profiler may write lines of its own first).
+        let mut last = String::new();
+        let url = loop {
+            let Some(line) = lines.next().transpose()? else {
+                let _ = child.kill();
+                bail!("condense serve did not start: {last}");
+            };
+            if let Some((_, rest)) = line.split_once("listening on ") {
+                break rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+            }
+            last = line;
         };
         // Keep reading so the proxy never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Ok(Proxy {
-            url: url.to_string(),
-            child,
-        })
+        Ok(Proxy { url, child })
     }
 
     /// The child's peak resident set (`VmHWM`), in KiB, where /proc says it.
@@ -368,6 +405,79 @@ impl Proxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Ends the proxy with SIGINT, as Ctrl-C does, so that a profiler it runs under writes
+    /// its figures; the child is killed if `kill` cannot be run.
+    fn interrupt(&mut self) -> Result<()> {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-INT", &pid]).status();
+        if !sent.is_ok_and(|s| s.success()) {
+            self.stop();
+            bail!("could not interrupt the proxy (pid {pid})");
+        }
+        self.child.wait()?;
+        Ok(())
+    }
+}
+
+/// `profile-proxy [plain|claude-code|sdk] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the growing
+/// session with that [`Frame`] (default `plain`), sent to a proxy without `x-condense-session`
+/// as the real clients send it: first the turn at which it holds `FROM_TOKENS` (default
+/// 62,000) in one request, then `TURNS` turns after it (default 10), each `PAUSE_MS` after the
+/// one before (default 300), then the proxy is interrupted. `CONDENSE_BENCH_WRAP` names a program to run the proxy under,
+/// with its arguments (`valgrind --tool=callgrind --callgrind-out-file=FILE`): the instructions
+/// of a turn are those of a run with `TURNS` = 13 less one with 3, over 10. The pause lets each
+/// turn find what the previous one keeps after its body is sent (under valgrind, a turn sent
+/// at once may come before it, and the counts move by about a million from run to run).
+pub(crate) fn profile(args: &[String]) -> Result<()> {
+    let with = match args.first().map(String::as_str) {
+        None | Some("plain") => Frame::Plain,
+        Some("claude-code") => Frame::ClaudeCode,
+        Some("sdk") => Frame::Sdk,
+        Some(other) => bail!("unknown frame `{other}` (plain, claude-code, sdk)"),
+    };
+    let number = |i: usize, default: usize| -> Result<usize> {
+        args.get(i).map_or(Ok(default), |a| {
+            a.replace(['_', ','], "")
+                .parse()
+                .with_context(|| format!("`{a}` is not a number"))
+        })
+    };
+    let (from, turns, pause) = (number(1, 62_000)?, number(2, 10)?, number(3, 300)?);
+    let wrap: Vec<String> = std::env::var("CONDENSE_BENCH_WRAP")
+        .map(|w| w.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    let upstream = fake_upstream()?;
+    let store = tempfile::tempdir()?;
+    let mut proxy = Proxy::start(&upstream, store.path(), &wrap)?;
+    let counter = TokenCounter::new(TokenizerKind::O200k);
+    let mut conv = frame(with);
+    let mut tokens = counter.count_conversation(&conv).total;
+    let mut i = 0;
+    let mut sent = 0;
+    while sent <= turns {
+        for m in turn(i) {
+            tokens += counter.count_message(&m);
+            conv.messages.push(m);
+        }
+        i += 1;
+        if tokens < from {
+            continue;
+        }
+        let body = anthropic_file(&conv)?;
+        let t = Instant::now();
+        let saved = post_as(&proxy.url, &body, None)?;
+        println!(
+            "turn {i}: {} tokens, {} bytes, {:.2} ms, {} tokens saved",
+            thousands(tokens),
+            thousands(body.len()),
+            ms(t),
+            thousands(saved)
+        );
+        sent += 1;
+        std::thread::sleep(std::time::Duration::from_millis(pause as u64));
+    }
+    proxy.interrupt()
 }
 
 fn fake_upstream() -> Result<String> {
