@@ -36,8 +36,14 @@ pub(crate) struct Echo {
     /// Per message of the conversation written: it reads back as the message it was written
     /// from (its bytes as read, or a text an earlier read back checked).
     known: Vec<bool>,
-    /// The frame as written around only the other elements.
+    /// The frame as written around only the other elements; for a body at the root, `{"messages":
+    /// [...]}` alone ([`Echo::frame_elided`]).
     serialized: String,
+    /// The body's other members were left out of [`Echo::serialized`]: written as read, they
+    /// read back as the document's own frame (system prompt, tools, other fields), which is
+    /// taken instead of parsing them again (a Claude Code or SDK agent's frame, a 30 KB system
+    /// prompt and 20 tool definitions, was 0.8 M instructions of a proxied turn's 8.8 M).
+    frame_elided: bool,
     /// The [`text_key`] of each of those elements, in order.
     pending: Vec<u128>,
     /// The keys of the checked texts the write used.
@@ -57,12 +63,13 @@ fn text_key(fp: Fp, text: &str) -> u128 {
 impl Echo {
     /// The echo of an array written from `pieces` (one per message of the conversation, whose
     /// fingerprints are `fps`) into `out` at `ranges` (one per piece), inside `text` (the
-    /// input, its frame written as read) at `array`; `memo` knows the texts checked before.
-    /// `None` unless the format reads each element on its own.
+    /// input, its frame written as read) at `array`, the `messages` of a body at the root when
+    /// `root_body`; `memo` knows the texts checked before. `None` unless the format reads each
+    /// element on its own.
     pub(crate) fn of(
         (format, pieces, fps): (Format, &[Piece<'_>], &[Fp]),
         (out, ranges): (&str, &[Range<usize>]),
-        (text, array): (&str, &Range<usize>),
+        (text, array, root_body): (&str, &Range<usize>, bool),
         memo: &WriteMemo,
     ) -> Option<Echo> {
         if format != Format::Anthropic || pieces.len() != ranges.len() || pieces.len() != fps.len()
@@ -72,6 +79,7 @@ impl Echo {
         let mut echo = Echo {
             known: Vec::with_capacity(pieces.len()),
             serialized: String::new(),
+            frame_elided: root_body,
             pending: Vec::new(),
             reused: Vec::new(),
             output: None,
@@ -94,8 +102,14 @@ impl Echo {
             }
         }
         let list = written.iter().map(|t| t.len() + 1).sum::<usize>() + 2;
-        echo.serialized = String::with_capacity(text.len() - array.len() + list);
-        echo.serialized.push_str(text.get(..array.start)?);
+        // Anthropic's reader reads a body's messages whatever its other members hold.
+        let (before, after) = if root_body {
+            (r#"{"messages":"#, "}")
+        } else {
+            (text.get(..array.start)?, text.get(array.end..)?)
+        };
+        echo.serialized = String::with_capacity(before.len() + list + after.len());
+        echo.serialized.push_str(before);
         echo.serialized.push('[');
         for (k, element) in written.iter().enumerate() {
             if k > 0 {
@@ -104,7 +118,7 @@ impl Echo {
             echo.serialized.push_str(element);
         }
         echo.serialized.push(']');
-        echo.serialized.push_str(text.get(array.end..)?);
+        echo.serialized.push_str(after);
         Some(echo)
     }
 
@@ -112,6 +126,12 @@ impl Echo {
     #[cfg(test)]
     pub(crate) fn known(&self) -> usize {
         self.known.iter().filter(|e| **e).count()
+    }
+
+    /// Whether the body's other members were left out ([`Echo::frame_elided`]).
+    #[cfg(test)]
+    pub(crate) fn frame_elided(&self) -> bool {
+        self.frame_elided
     }
 
     /// How many of those were checked before.
@@ -214,6 +234,11 @@ impl Document {
         let [mut back] = <[Conversation; 1]>::try_from(doc.conversations).ok()?;
         if back.messages.len() != echo.pending.len() {
             return None;
+        }
+        if echo.frame_elided {
+            back.system.clone_from(&produced.system);
+            back.tools.clone_from(&produced.tools);
+            back.extra.clone_from(&produced.extra);
         }
         let mut verified: PrehashedSet<u128> = echo.reused.iter().copied().collect();
         let mut read = std::mem::take(&mut back.messages)

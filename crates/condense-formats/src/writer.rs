@@ -234,7 +234,8 @@ impl Document {
             )?;
             if notes_echo {
                 let of = (self.format, pieces.as_slice(), fps);
-                let echo = Echo::of(of, (out, &ranges), (text, array), memo);
+                let root_body = placed.pointer.is_empty() && placed.body_keys.is_some();
+                let echo = Echo::of(of, (out, &ranges), (text, array, root_body), memo);
                 *memo.echo_mut() = echo;
             }
             Ok(())

@@ -35,7 +35,23 @@ pub(super) fn session_body() -> Value {
             serde_json::json!({"role": m["role"], "content": content})
         })
         .collect();
-    serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 8192, "messages": messages})
+    // A frame as Claude Code and the SDKs send it, some of it after the messages: a system
+    // prompt of blocks, tool definitions, metadata.
+    serde_json::json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8192,
+        "messages": messages,
+        "system": [
+            {"type": "text", "text": "You are Claude Code.\nFollow the conventions."},
+            {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+        ],
+        "tools": [
+            {"name": "Read", "description": "Reads a file", "input_schema": {"type": "object"}},
+            {"name": "Bash", "description": "Runs \"sh\"", "input_schema": {"type": "object"}}
+        ],
+        "metadata": {"user_id": "user_1_account__session_7"},
+        "stream": true
+    })
 }
 
 /// `value` as written with Python's separators (`", "`, `": "`).
