@@ -5,6 +5,7 @@
 //! selected array, e.g. SWE-agent's `history`) holds messages only.
 
 use crate::error::Ctx;
+use crate::frames::Member;
 use crate::json::{has_hint, raw_map, raw_value, set_hint, str_at, take, Map, Result};
 use crate::{anthropic, FormatError};
 use condense_model::{Block, Content, Conversation, Message, Opaque, RawJson, Role, ToolDef};
@@ -106,7 +107,7 @@ pub(crate) fn read_body(
     codec: MessageCodec,
     ctx: &Ctx<'_>,
     ptr: &str,
-    quick: Option<Vec<Message>>,
+    (quick, frame): (Option<Vec<Message>>, Vec<Member>),
 ) -> Result<(Conversation, Vec<String>)> {
     let order: Vec<String> = map.keys().cloned().collect();
     let messages = match take(&mut map, "messages") {
@@ -124,21 +125,37 @@ pub(crate) fn read_body(
         messages,
         ..Conversation::default()
     };
+    // Members a read of the same bytes made before ([`crate::frames`]): the map holds stubs.
+    for member in frame {
+        take(&mut map, member.key());
+        match member {
+            Member::System(content) => conv.system = Some(content),
+            Member::Tools(tools) => conv.tools = tools,
+        }
+    }
     if codec.system_key && map.contains_key("system") {
-        let system_ptr = format!("{ptr}/system");
-        let content =
-            crate::json::read_content(take(&mut map, "system"), ctx, &system_ptr, &mut |v, p| {
-                anthropic::read_block(v, ctx, p)
-            })?;
-        conv.system = Some(content);
+        let system = take(&mut map, "system").unwrap_or_default();
+        conv.system = Some(read_system(system, ctx, &format!("{ptr}/system"))?);
     }
     if let Some(Value::Array(_)) = map.get("tools") {
         if let Some(Value::Array(tools)) = take(&mut map, "tools") {
-            conv.tools = tools.iter().map(tool_def).collect();
+            conv.tools = read_tools(&tools);
         }
     }
     conv.extra = RawJson::from_map(map);
     Ok((conv, order))
+}
+
+/// An Anthropic body's `system` (at `ptr`) as the model's content.
+pub(crate) fn read_system(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Content> {
+    crate::json::read_content(Some(value), ctx, ptr, &mut |v, p| {
+        anthropic::read_block(v, ctx, p)
+    })
+}
+
+/// A body's `tools` array as the model's tool definitions.
+pub(crate) fn read_tools(tools: &[Value]) -> Vec<ToolDef> {
+    tools.iter().map(tool_def).collect()
 }
 
 /// A tool definition: Anthropic or Responses `{name, ...}`, OpenAI `{type, function: {name,

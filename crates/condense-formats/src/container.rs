@@ -11,6 +11,7 @@
 
 use crate::body::{self, MessageCodec};
 use crate::error::Ctx;
+use crate::frames::Member;
 use crate::json::{Result, Style};
 use crate::lines::{self, Lines};
 use crate::notes::Notes;
@@ -248,7 +249,7 @@ fn read_auto(
                     _ => None,
                 };
                 if let Some(session) = session {
-                    if quick.as_ref().is_some_and(|q| q.unread.is_some()) {
+                    if quick.as_ref().is_some_and(QuickList::stands_for_unparsed) {
                         // Unread messages have no JSON to put back: read it all.
                         return read_auto(text, select, format, ctx, None);
                     }
@@ -369,8 +370,11 @@ fn json_document(
         return Ok(None);
     };
     let (messages, quick) = match quick {
-        Some(list) => (Some(list.messages), Some((list.stubs, list.unread))),
-        None => (None, None),
+        Some(list) => (
+            (Some(list.messages), list.frame),
+            Some((list.stubs, list.unread)),
+        ),
+        None => ((None, Vec::new()), None),
     };
     let (mut root, conversations) = take_conversations(root, slots, format, messages, ctx)?;
     let mut source = Source::of_len(text.len());
@@ -427,7 +431,8 @@ fn lines_document(
                 format!("line {n}")
             });
         }
-        let (mut root, convs) = take_conversations(root, slots, format, None, &ctx.at_line(n))?;
+        let (mut root, convs) =
+            take_conversations(root, slots, format, (None, Vec::new()), &ctx.at_line(n))?;
         let first = conversations.len();
         place(
             &mut root,
@@ -478,12 +483,13 @@ pub(crate) fn codec(format: Format) -> Option<MessageCodec> {
 }
 
 /// Takes each slot's value out of the root and reads it as a conversation; `quick`: the
-/// messages of the only slot, already read ([`take_quick`]).
+/// messages of the only slot, already read ([`take_quick`]), and the members of its frame
+/// taken from the memo ([`crate::frames`]).
 fn take_conversations(
     mut value: Value,
     slots: Vec<Slot>,
     format: Format,
-    mut quick: Option<Vec<condense_model::Message>>,
+    (mut quick, mut frame): (Option<Vec<condense_model::Message>>, Vec<Member>),
     ctx: &Ctx<'_>,
 ) -> Result<(Root, Vec<Conversation>)> {
     let mut placed = Vec::with_capacity(slots.len());
@@ -506,7 +512,8 @@ fn take_conversations(
                 (openhands::read_list(items, ctx, ptr)?, None)
             }
             (SlotKind::Body, Value::Object(map), _, Some(codec)) => {
-                let (conv, keys) = body::read_body(map, codec, ctx, ptr, quick.take())?;
+                let quick = (quick.take(), std::mem::take(&mut frame));
+                let (conv, keys) = body::read_body(map, codec, ctx, ptr, quick)?;
                 (conv, Some(keys))
             }
             (SlotKind::List, Value::Array(items), _, Some(codec)) => {

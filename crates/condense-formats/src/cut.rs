@@ -64,6 +64,7 @@ impl<'b> ListCut<'b> {
             let lookup = crate::parallel::Lookup {
                 lists: known?,
                 matched: None,
+                frames: None,
             };
             let found = scan::known_prefix(body, first, lookup)?;
             let spans = found.spans().to_vec();

@@ -57,6 +57,9 @@ pub fn lookup(get: impl Fn(&str, &str) -> Option<Vec<u8>>) -> impl Fn(u64) -> Ve
     }
 }
 
+/// What a read asks for the message lists known under a first element's key ([`first_key`]).
+pub type Lists<'a> = &'a dyn Fn(u64) -> Vec<KnownList>;
+
 /// What an earlier read of a message list knew of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownList {

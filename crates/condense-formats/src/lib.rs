@@ -110,6 +110,7 @@ mod detect;
 mod envelope;
 mod error;
 pub mod files;
+pub mod frames;
 mod items;
 mod json;
 pub mod known;
@@ -465,6 +466,7 @@ pub fn read_owned_knowing(
     let lookup = parallel::Lookup {
         lists: known,
         matched: None,
+        frames: None,
     };
     container::read_owned(bytes, source, opts, Some(lookup))
 }
@@ -472,18 +474,24 @@ pub fn read_owned_knowing(
 /// [`read_owned_knowing`] of a text the caller shares (a proxy keeps the request body it
 /// forwards when nothing is compressed): the document keeps that text, not a copy of it.
 /// `matched`: the known list a look at this same text matched ([`cut::ListCut::into_matched`]),
-/// taken instead of asking `known` and hashing the text again.
+/// taken instead of asking `known` and hashing the text again. `frames`: the system prompts
+/// and tool lists read before ([`frames`]), for a read given the Anthropic format (no
+/// `select`).
 pub fn read_shared_knowing(
     text: std::sync::Arc<String>,
     source: &str,
     opts: &ReadOptions,
-    known: &dyn Fn(u64) -> Vec<known::KnownList>,
-    matched: Option<known::Matched>,
+    (known, matched): (known::Lists<'_>, Option<known::Matched>),
+    frames: Option<&frames::FrameMemo>,
 ) -> Result<Document, FormatError> {
     let matched = std::cell::Cell::new(matched);
+    // Members are taken by an Anthropic body's keys: only where the format is said, not
+    // guessed (a stub would stand in the wrong format's detection).
+    let anthropic = opts.format == Some(Format::Anthropic) && opts.select.is_none();
     let lookup = parallel::Lookup {
         lists: known,
         matched: Some(&matched),
+        frames: frames.filter(|_| anthropic),
     };
     container::read_shared(text, source, opts, Some(lookup))
 }

@@ -23,6 +23,7 @@
 //!   session's lines parsed, `crate::lines`), its results in list order.
 
 use crate::error::Ctx;
+use crate::frames::{self, FrameMemo, Member};
 use crate::json::{Map, Result};
 use crate::known::{self, KnownList};
 use crate::notes::Notes;
@@ -47,6 +48,9 @@ pub(crate) struct QuickList {
     pub stubs: Vec<Value>,
     /// The messages left unread, known from an earlier read ([`crate::known`]).
     pub unread: Option<Unread>,
+    /// Members of the body's frame a read of the same bytes made before ([`crate::frames`]):
+    /// the value holds stubs in their places.
+    pub frame: Vec<Member>,
 }
 
 /// The messages of a list left unread ([`crate::known`]): placeholders in the list.
@@ -65,11 +69,20 @@ pub(crate) struct Unread {
 pub(crate) struct Lookup<'a> {
     pub lists: &'a dyn Fn(u64) -> Vec<KnownList>,
     pub matched: Option<&'a std::cell::Cell<Option<crate::known::Matched>>>,
+    /// The frame members read before ([`crate::frames`]), for an Anthropic body only.
+    pub frames: Option<&'a FrameMemo>,
 }
 
 impl QuickList {
+    /// Whether the value lacks JSON that the list stands for: unread messages, or frame
+    /// members taken from the memo. Such a list cannot be put back ([`QuickList::restore`]);
+    /// the text is read again whole instead.
+    pub fn stands_for_unparsed(&self) -> bool {
+        self.unread.is_some() || !self.frame.is_empty()
+    }
+
     /// Puts the exact JSON of the messages back in place of their stubs in `root` (never for
-    /// a list with unread messages: [`take_quick`] reads those again).
+    /// a list with unread messages or frame members: [`take_quick`] reads those again).
     pub fn restore(self, root: &mut Value) {
         let values = Value::Array(self.messages.into_iter().map(quick::to_value).collect());
         match self.key {
@@ -87,11 +100,13 @@ impl QuickList {
 /// `None` when it cannot be done that way (see the module docs). `finder` holds the scan of the
 /// text's root ([`scan::Finder::scan`]). With `quick`, a long message list (the root's
 /// `messages`, or the root array) whose every element [`crate::quick`] reads is returned as
-/// messages, its stubs in the value.
+/// messages, its stubs in the value; then `frames` gives the root's `system` and `tools` when
+/// their bytes were read before ([`crate::frames`]), and keeps them when not.
 pub(crate) fn parse(
     text: &str,
     finder: &scan::Finder,
     quick: bool,
+    frames: Option<&FrameMemo>,
 ) -> Option<(Value, Option<QuickList>)> {
     let (span, depth, parts) = finder.scanned()?;
     // The root must be all of the text but JSON whitespace: nothing trails it (JSONL).
@@ -114,13 +129,28 @@ pub(crate) fn parse(
     match parts {
         Scanned::Object(members) => {
             let mut map = Map::new();
-            let mut quick_list = None;
+            let mut quick_list: Option<QuickList> = None;
+            let mut frame = Vec::new();
             for (key, value) in members {
                 let key: String = serde_json::from_str(text.get(key.clone())?).ok()?;
                 let is_list = key == "messages";
-                let (value, messages) = member(value, is_list)?;
+                let memo = frames.filter(|_| quick && frames::is_member(&key, value));
+                // A repeated key keeps its last value: a member taken earlier is not the one.
+                frame.retain(|(m, _): &(Member, Range<usize>)| m.key() != key);
+                let (value, messages) = match memo {
+                    Some(memo) => {
+                        match frames::take_or_keep(memo, &key, text.get(value.clone())?) {
+                            Ok(member) => {
+                                let stub = member.stub();
+                                frame.push((member, value.clone()));
+                                (stub, None)
+                            }
+                            Err(parsed) => (parsed?, None),
+                        }
+                    }
+                    None => member(value, is_list)?,
+                };
                 if is_list {
-                    // A repeated key keeps its last value: the list read last.
                     quick_list = messages.map(|list| QuickList {
                         key: Some(key.clone()),
                         ..list
@@ -129,7 +159,17 @@ pub(crate) fn parse(
                 // As serde_json does: a repeated key keeps its first place and its last value.
                 map.insert(key, value);
             }
-            Some((Value::Object(map), quick_list))
+            let mut root = Value::Object(map);
+            match &mut quick_list {
+                Some(list) => list.frame = frame.into_iter().map(|(m, _)| m).collect(),
+                // Stubs stand for nothing without the quick list: the members parsed instead.
+                None => {
+                    for (member, span) in frame {
+                        root[member.key()] = piece(&span)?;
+                    }
+                }
+            }
+            Some((root, quick_list))
         }
         Scanned::Array => {
             let (value, messages) = member(&span, true)?;
@@ -236,6 +276,7 @@ fn parse_messages(
                 messages,
                 stubs,
                 unread,
+                frame: Vec::new(),
             }),
         ));
     }
@@ -271,7 +312,7 @@ pub(crate) fn parse_scanning(
         return (serde_json::from_str(text), finder, None);
     }
     finder.scan_knowing(text, scan::trimmed(text.as_bytes(), 0..text.len()), known);
-    match parse(text, &finder, quick) {
+    match parse(text, &finder, quick, known.and_then(|k| k.frames)) {
         Some((root, list)) => (Ok(root), finder, list),
         None => (serde_json::from_str(text), finder, None),
     }
@@ -304,7 +345,7 @@ pub(crate) fn take_quick(
     if anthropic && fits {
         return Ok(Some(list));
     }
-    if list.unread.is_some() {
+    if list.stands_for_unparsed() {
         return Err(ReadWhole);
     }
     list.restore(root);
@@ -483,7 +524,7 @@ mod tests {
     fn parse_scanned(text: &str) -> Option<Value> {
         let mut finder = scan::Finder::default();
         finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
-        parse(text, &finder, false).map(|(value, _)| value)
+        parse(text, &finder, false, None).map(|(value, _)| value)
     }
 
     #[test]

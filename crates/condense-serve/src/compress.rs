@@ -4,6 +4,7 @@
 
 use crate::body::Body;
 use crate::Api;
+use condense_formats::frames::FrameMemo;
 use condense_formats::{known, Document, ReadOptions, WriteMemo};
 use condense_host::recent::Recent;
 use condense_host::{LoadedPipeline, RunOptions, StateMode};
@@ -31,22 +32,56 @@ pub fn read(body: &[u8], api: Api) -> Result<Document, String> {
     one(condense_formats::read(body, BODY, &options(api)))
 }
 
+/// [`read`] of bytes the document keeps, taking the system prompt and tools from `frames`
+/// where their bytes were read before ([`condense_formats::frames`]).
+pub(crate) fn read_framed(
+    bytes: std::borrow::Cow<'_, [u8]>,
+    api: Api,
+    frames: Option<&FrameMemo>,
+) -> Result<Document, String> {
+    let Some(frames) = frames else {
+        return read(&bytes, api);
+    };
+    match condense_formats::utf8_string(bytes.into_owned()) {
+        Ok(text) => {
+            let nothing_known = |_| Vec::new();
+            let known = (
+                &nothing_known as &dyn Fn(u64) -> Vec<known::KnownList>,
+                None,
+            );
+            one(condense_formats::read_shared_knowing(
+                Arc::new(text),
+                BODY,
+                &options(api),
+                known,
+                Some(frames),
+            ))
+        }
+        Err(bytes) => read(&bytes, api),
+    }
+}
+
 /// [`read`], keeping the body's text as the document's (no copy of it), and leaving unread
 /// what `store` knows of the message list from an earlier request
 /// ([`condense_formats::known`]): its history, which the session's resume point stands for.
-/// `matched`: what the session look matched of this body's list ([`body_lists`]).
+/// `matched`: what the session look matched of this body's list ([`body_lists`]); `frames`:
+/// the system prompts and tool lists read before ([`condense_formats::frames`]).
 pub(crate) fn read_body(
     body: &Body,
     api: Api,
-    store: &Store,
+    (store, frames): (&Store, &FrameMemo),
     matched: Option<known::Matched>,
 ) -> Result<Document, String> {
     let lists = body_lists(store);
     let opts = options(api);
     one(match body.text() {
-        Some(text) => {
-            condense_formats::read_shared_knowing(Arc::clone(text), BODY, &opts, &lists, matched)
-        }
+        Some(text) => condense_formats::read_shared_knowing(
+            Arc::clone(text),
+            BODY,
+            &opts,
+            (&lists, matched),
+            Some(frames),
+        ),
         None => {
             let bytes = body.bytes().to_vec();
             condense_formats::read_owned_knowing(bytes, BODY, &opts, &lists)

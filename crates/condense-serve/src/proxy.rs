@@ -47,6 +47,9 @@ pub struct Proxy {
     pub(crate) trips: Arc<tokio::sync::Semaphore>,
     /// The writer's memo of each session served last ([`crate::compress::WriteMemos`]).
     pub(crate) writes: crate::compress::WriteMemos,
+    /// The system prompts and tool lists read before, for every session
+    /// ([`condense_formats::frames`]): agents send the same ones turn after turn.
+    pub(crate) frames: condense_formats::frames::FrameMemo,
     /// Write one line per request on stderr (off in benchmarks).
     pub log: bool,
 }
@@ -73,6 +76,7 @@ impl Proxy {
             in_flight: Arc::default(),
             trips: Arc::new(tokio::sync::Semaphore::new(crate::route::TRIPS)),
             writes: crate::compress::WriteMemos::default(),
+            frames: condense_formats::frames::FrameMemo::default(),
             log: true,
         })
     }

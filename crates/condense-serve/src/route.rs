@@ -16,7 +16,9 @@ use crate::compress::{self, Compressed};
 use crate::encoding::{self, DecodeError};
 use crate::order::Place;
 use crate::proxy::{BoxError, Proxy, ProxyBody};
-use crate::session::{head_of, named_session, quick_session, session_of, Head, SESSION_HEADER};
+use crate::session::{
+    head_of, named_session, quick_session, session_of, Head, Looked, SESSION_HEADER,
+};
 use crate::settings::OnError;
 use crate::wire::{build, error_answer, forward_headers, full, ms, set_saved, stream_back};
 use crate::Api;
@@ -167,7 +169,8 @@ impl Proxy {
                 let quick = match &plain {
                     Ok(p) => {
                         let known = compress::body_lists(this.backend.store());
-                        quick_session(p.body.bytes(), api, hs.as_deref(), Some(&known)).session
+                        let known = (Some(&known as _), Some(&this.frames));
+                        quick_session(p.body.bytes(), api, hs.as_deref(), known).session
                     }
                     Err(_) => None,
                 };
@@ -401,24 +404,34 @@ impl Proxy {
         let runtime = tokio::runtime::Handle::current();
         let (tx, handed) = tokio::sync::oneshot::channel();
         let keeping = tokio::task::spawn_blocking(move || {
-            let (place, matched) = match order {
-                Order::Found(place) => (place, None),
+            let (place, looked) = match order {
+                Order::Found(place) => (place, Looked::default()),
                 Order::Look(intake) => {
                     // The read takes what the look matched of the message list (unless the
                     // session's previous request kept a longer list meanwhile).
                     let known = compress::body_lists(this.backend.store());
-                    let looked = quick_session(request.bytes(), api, None, Some(&known));
-                    let place = runtime.block_on(this.place_in_line(intake, looked.session));
-                    (place, looked.matched)
+                    let known = (Some(&known as _), Some(&this.frames));
+                    let looked = quick_session(request.bytes(), api, None, known);
+                    let session = looked.session.clone();
+                    let place = runtime.block_on(this.place_in_line(intake, session));
+                    (place, looked)
                 }
             };
-            let doc = compress::read_body(&request, api, this.backend.store(), matched)
+            let Looked {
+                session: looked_session,
+                matched,
+            } = looked;
+            let store = this.backend.store();
+            let doc = compress::read_body(&request, api, (store, &this.frames), matched)
                 .map_err(|e| (named_session(session.as_deref(), &Head::default()), e))?;
             let conv = &doc.conversations()[0];
             let head = head_of(conv);
-            let session = match (level, session) {
-                (Some(_), Some(s)) => s,
-                (_, header) => session_of(conv, &head, header.as_deref()),
+            // The session the look found is the one the whole body gives (`session::tests`): an
+            // SDK agent's is a hash of its system prompt, not made twice.
+            let session = match (level, session, looked_session) {
+                (Some(_), Some(s), _) => s,
+                (None, None, Some(looked)) => looked,
+                (_, header, _) => session_of(conv, &head, header.as_deref()),
             };
             let window = head
                 .model

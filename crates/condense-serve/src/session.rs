@@ -15,7 +15,8 @@ use crate::compress;
 use crate::Api;
 use condense_formats::claude_code::session_from_user_id;
 use condense_formats::cut::ListCut;
-use condense_formats::known::{KnownList, Matched};
+use condense_formats::frames::FrameMemo;
+use condense_formats::known::{Lists, Matched};
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
@@ -76,14 +77,15 @@ pub struct Looked {
 /// or `input`) cut after the first user message ([`ListCut`]: the list is stepped over by a
 /// byte scan, not parsed, and the prefix `known` knows from an earlier request is hashed, not
 /// scanned; the tool definitions are left out). An Anthropic body whose `metadata.user_id`
-/// names its session (Claude Code's) is not read further. No session when the body is not one
-/// JSON object or that cut body cannot be read (the caller then finds the session after reading
-/// the whole body).
+/// names its session (Claude Code's) is not read further; another Anthropic body's system
+/// prompt is taken from `frames` when it was read before ([`condense_formats::frames`]). No
+/// session when the body is not one JSON object or that cut body cannot be read (the caller
+/// then finds the session after reading the whole body).
 pub fn quick_session(
     body: &[u8],
     api: Api,
     header: Option<&str>,
-    known: Option<&dyn Fn(u64) -> Vec<KnownList>>,
+    (known, frames): (Option<Lists<'_>>, Option<&FrameMemo>),
 ) -> Looked {
     if let Some(named) = named_session(header, &Head::default()) {
         return Looked {
@@ -115,7 +117,8 @@ pub fn quick_session(
     // largest part left) name no session: they are left out of the cut.
     let mut keep = 2;
     let session = loop {
-        let Ok(doc) = compress::read(&cut.first_without(keep, &["tools"]), api) else {
+        let Ok(doc) = compress::read_framed(cut.first_without(keep, &["tools"]), api, frames)
+        else {
             break None;
         };
         let Some(conv) = doc.conversations().first() else {
@@ -233,36 +236,61 @@ mod tests {
                 r#"{"model":5,"metadata":{"user_id":"user_a_account_b_session_99"},"messages":[{"role":"user","content":"m5"}]}"#.to_string(),
             ),
             (Api::Responses, r#"{"model":"gpt-5","instructions":"I","input":"just this"}"#.to_string()),
+            // An SDK agent's long system prompt, a string and blocks, over a frame memo's
+            // threshold: read from the memo at the second look.
+            (
+                Api::Anthropic,
+                format!(r#"{{"model":"claude-x","messages":[{{"role":"user","content":"go \"on\""}},{tail}],"system":"{}","tools":[{}]}}"#,
+                "Follow the conventions.\\n".repeat(80),
+                vec![r#"{"name":"t","description":"a tool","input_schema":{}}"#; 50].join(",")),
+            ),
+            (
+                Api::Anthropic,
+                format!(r#"{{"model":"claude-x","system":[{{"type":"text","text":"{}","cache_control":{{"type":"ephemeral"}}}}],"messages":[{{"role":"user","content":"go"}},{tail}]}}"#,
+                "Be brief, \\u00e9. ".repeat(100)),
+            ),
             (
                 Api::Responses,
                 r#"{"instructions":"I","input":[{"type":"reasoning","summary":[]},{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}]}"#.to_string(),
             ),
         ];
         let mut seen = std::collections::HashSet::new();
+        let frames = FrameMemo::default();
         for (api, body) in &cases {
             let full = full_session(body, *api);
             assert_eq!(
-                quick_session(body.as_bytes(), *api, None, None).session,
+                quick_session(body.as_bytes(), *api, None, (None, None)).session,
                 Some(full.clone()),
                 "{body}"
             );
+            // With the proxy's frame memo: the first look keeps the frame, the second takes it.
+            for _ in 0..2 {
+                let with_memo = (None, Some(&frames));
+                assert_eq!(
+                    quick_session(body.as_bytes(), *api, None, with_memo).session,
+                    Some(full.clone()),
+                    "{body}"
+                );
+            }
             seen.insert(full);
         }
         assert_eq!(seen.len(), cases.len(), "the cases name different sessions");
+        // The two long system prompts (the tools are left out of the look).
+        assert_eq!(frames.len(), 2);
         assert!(seen.contains("cc-77") && seen.contains("cc-88"));
         assert!(!seen.contains("cc-99"));
         assert_eq!(
-            quick_session(b"not json", Api::Anthropic, Some(" s1 "), None)
+            quick_session(b"not json", Api::Anthropic, Some(" s1 "), (None, None))
                 .session
                 .as_deref(),
             Some("s1")
         );
         assert_eq!(
-            quick_session(b"not json", Api::Anthropic, None, None).session,
+            quick_session(b"not json", Api::Anthropic, None, (None, None)).session,
             None
         );
         assert_eq!(
-            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None, None).session,
+            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None, (None, None)).session,
             None
         );
     }

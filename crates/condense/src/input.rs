@@ -44,7 +44,7 @@ pub fn default_store_dir(path: Option<&Path>) -> PathBuf {
 
 /// What an earlier run knew of message lists ([`condense_formats::known`]), by first
 /// element's key: a reader leaves unread what it covers.
-pub type Known<'a> = &'a dyn Fn(u64) -> Vec<condense_formats::known::KnownList>;
+pub type Known<'a> = condense_formats::known::Lists<'a>;
 
 impl Input {
     /// The input's name in reports: its path, or `<stdin>`.

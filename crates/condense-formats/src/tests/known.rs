@@ -347,8 +347,8 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
             std::sync::Arc::new(text.clone()),
             "in.json",
             &ReadOptions::default(),
-            &lookup,
-            matched,
+            (&lookup, matched),
+            None,
         )
         .unwrap()
     };
@@ -386,8 +386,8 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
         std::sync::Arc::new(shorter.clone()),
         "in.json",
         &ReadOptions::default(),
-        &lookup,
-        stale,
+        (&lookup, stale),
+        None,
     )
     .unwrap();
     assert_eq!(unread_count(&other), 400 - ALWAYS_READ - 1);

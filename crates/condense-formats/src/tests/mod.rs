@@ -8,6 +8,7 @@ mod cline;
 mod codex;
 mod edge;
 mod errors;
+mod frames;
 mod known;
 mod mapping;
 mod memo;

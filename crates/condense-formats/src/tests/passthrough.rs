@@ -351,16 +351,28 @@ fn a_shared_text_reads_as_owned_bytes_do() {
     let nothing = |_: u64| Vec::new();
     let body = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
     let shared = Arc::new(body.to_string());
-    let doc =
-        crate::read_shared_knowing(Arc::clone(&shared), "b.json", &auto(), &nothing, None).unwrap();
+    let doc = crate::read_shared_knowing(
+        Arc::clone(&shared),
+        "b.json",
+        &auto(),
+        (&nothing, None),
+        None,
+    )
+    .unwrap();
     let out = doc.write().unwrap();
     assert!(out == body.as_bytes() && doc.is_input(&out));
     // The caller's text itself, not a copy.
     assert!(Arc::ptr_eq(&doc.source.text, &shared));
     let session = "\u{feff}{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n{\"type\":\"us";
     let shared = Arc::new(session.to_string());
-    let doc = crate::read_shared_knowing(Arc::clone(&shared), "s.jsonl", &auto(), &nothing, None)
-        .unwrap();
+    let doc = crate::read_shared_knowing(
+        Arc::clone(&shared),
+        "s.jsonl",
+        &auto(),
+        (&nothing, None),
+        None,
+    )
+    .unwrap();
     let owned = crate::read_owned(session.as_bytes().to_vec(), "s.jsonl", &auto()).unwrap();
     assert_eq!(doc.conversations(), owned.conversations());
     assert!(doc.write().unwrap() == session.as_bytes());

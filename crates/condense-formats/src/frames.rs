@@ -1,0 +1,158 @@
+//! Known frames: a request body's system prompt and tool definitions, read once per text.
+//!
+//! An agent sends the same frame with every turn: Claude Code and the SDKs' agents send a
+//! system prompt of 10-30 KB and tool definitions of 20-70 KB, turn after turn, while only the
+//! message list grows. Reading them parsed that JSON into a tree, turned it into the model
+//! (each tool definition compacted into its verbatim [`condense_model::RawJson`]) and dropped
+//! the tree again: 1.5 M instructions of a proxied turn's 7.9 M with a 30 KB system prompt and
+//! 20 tools. A [`FrameMemo`] keeps what the reader made of such a member under the hash of its
+//! bytes; a read given the memo ([`crate::read_shared_knowing`]) takes the member from it when
+//! its bytes hash the same, and parses only what it has not seen.
+//!
+//! The memo is the caller's (`condense serve` keeps one for all its sessions: many sessions
+//! send the same frame). Only an Anthropic body at the root whose message list is read quick
+//! takes members from it ([`crate::parallel`]); anything else reads the text whole, as before.
+//! A member is the same bytes as one read before, so it reads as the same value: the write
+//! still finds the frame unchanged and copies its bytes as read.
+//!
+//! ```
+//! use condense_formats::frames::FrameMemo;
+//!
+//! let memo = FrameMemo::default();
+//! assert_eq!(memo.len(), 0);
+//! ```
+
+use crate::error::Ctx;
+use condense_model::{Content, ContentShape, ToolDef};
+use serde_json::Value;
+use std::ops::Range;
+use std::sync::Mutex;
+use xxhash_rust::xxh3::xxh3_128;
+
+/// Members shorter than this are parsed: their hash and lookup would cost about as much.
+pub(crate) const MEMO_FROM: usize = 1024;
+
+/// How many members a memo keeps, the least recently used going first: a proxy's sessions
+/// mostly share a few frames, each a system prompt and a tool list.
+const CAPACITY: usize = 32;
+
+/// What a read made of one member of a body's frame.
+#[derive(Debug, Clone)]
+pub(crate) enum Member {
+    /// `system`, as the Anthropic reader reads it.
+    System(Content),
+    /// `tools` (an array), each definition as the reader reads it.
+    Tools(Vec<ToolDef>),
+}
+
+impl Member {
+    /// The member's key in the body.
+    pub(crate) fn key(&self) -> &'static str {
+        match self {
+            Member::System(_) => "system",
+            Member::Tools(_) => "tools",
+        }
+    }
+
+    /// What the parsed body holds in the member's place: a value of the same JSON type with
+    /// nothing in it (the reader takes the member itself, [`crate::body::read_body`]).
+    pub(crate) fn stub(&self) -> Value {
+        match self {
+            Member::System(content) if content.shape == ContentShape::String => {
+                Value::String(String::new())
+            }
+            Member::System(_) | Member::Tools(_) => Value::Array(Vec::new()),
+        }
+    }
+}
+
+/// Whether the root member `key`, whose value is at `span`, may come from a memo: a system
+/// prompt or tool list long enough to gain.
+pub(crate) fn is_member(key: &str, span: &Range<usize>) -> bool {
+    matches!(key, "system" | "tools") && span.len() >= MEMO_FROM
+}
+
+/// The member `key` whose value's text is `text`: taken from `memo` when it holds one read
+/// from the same bytes; else `Err` with its parsed value (`None` when it does not parse), what
+/// the reader makes of it kept in `memo` for the next read.
+pub(crate) fn take_or_keep(
+    memo: &FrameMemo,
+    key: &str,
+    text: &str,
+) -> Result<Member, Option<Value>> {
+    let hash = xxh3_128(text.as_bytes());
+    if let Some(member) = memo.get(hash).filter(|m| m.key() == key) {
+        return Ok(member);
+    }
+    let value: Option<Value> = serde_json::from_str(text).ok();
+    // What the body's reader makes of it (a member it refuses is not kept: that read
+    // reports it).
+    let member = match (key, &value) {
+        ("system", Some(v)) => crate::body::read_system(v.clone(), &Ctx::new(""), "/system")
+            .ok()
+            .map(Member::System),
+        ("tools", Some(Value::Array(tools))) => Some(Member::Tools(crate::body::read_tools(tools))),
+        _ => None,
+    };
+    if let Some(member) = member {
+        memo.keep(hash, member);
+    }
+    Err(value)
+}
+
+/// Frame members read before, by the hash of their bytes: see the [module docs](self).
+#[derive(Debug, Default)]
+pub struct FrameMemo {
+    /// Least recently used first.
+    entries: Mutex<Vec<(u128, Member)>>,
+    /// How many members reads took from the memo.
+    taken: std::sync::atomic::AtomicUsize,
+}
+
+impl FrameMemo {
+    /// The member whose bytes hash to `key`, if one was kept (a copy: the conversation owns
+    /// its frame).
+    pub(crate) fn get(&self, key: u128) -> Option<Member> {
+        let mut entries = self.lock();
+        let at = entries.iter().position(|(k, _)| *k == key)?;
+        let entry = entries.remove(at);
+        let member = entry.1.clone();
+        entries.push(entry);
+        self.taken
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(member)
+    }
+
+    /// Keeps `member`, read from bytes that hash to `key`.
+    pub(crate) fn keep(&self, key: u128, member: Member) {
+        let mut entries = self.lock();
+        entries.retain(|(k, _)| *k != key);
+        if entries.len() >= CAPACITY {
+            entries.remove(0);
+        }
+        entries.push((key, member));
+    }
+
+    /// How many members are kept.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many members reads took from the memo so far.
+    pub fn taken(&self) -> usize {
+        self.taken.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u128, Member)>> {
+        // A panic while the lock was held left at worst an entry more or less: still a
+        // memo whose every entry is what its bytes read as.
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
