@@ -24,7 +24,9 @@ use condense_text::thousands;
 use condense_tokens::{TokenCounter, TokenizerKind};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 const UPSTREAM_ANSWER: &str = r#"{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}"#;
@@ -426,7 +428,9 @@ impl Proxy {
 /// 62,000) in one request, then `TURNS` turns after it (default 10), each `PAUSE_MS` after the
 /// one before (default 300), then the proxy is interrupted. `CONDENSE_BENCH_WRAP` names a program to run the proxy under,
 /// with its arguments (`valgrind --tool=callgrind --callgrind-out-file=FILE`): the instructions
-/// of a turn are those of a run with `TURNS` = 13 less one with 3, over 10. The pause lets each
+/// of a turn are those of a run with `TURNS` = 13 less one with 3, over 10. With
+/// `CONDENSE_BENCH_RECORD=FILE`, the fingerprint of each body the upstream received goes to
+/// FILE, a line a turn (two builds that send the same bodies write the same file). The pause lets each
 /// turn find what the previous one keeps after its body is sent (under valgrind, a turn sent
 /// at once may come before it, and the counts move by about a million from run to run).
 pub(crate) fn profile(args: &[String]) -> Result<()> {
@@ -447,7 +451,10 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
     let wrap: Vec<String> = std::env::var("CONDENSE_BENCH_WRAP")
         .map(|w| w.split_whitespace().map(String::from).collect())
         .unwrap_or_default();
-    let upstream = fake_upstream()?;
+    let record = std::env::var_os("CONDENSE_BENCH_RECORD").map(PathBuf::from);
+    let (tx, received) = std::sync::mpsc::channel();
+    let upstream = fake_upstream_recording(record.is_some().then_some(tx))?;
+    let mut recorded = String::new();
     let store = tempfile::tempdir()?;
     let mut proxy = Proxy::start(&upstream, store.path(), &wrap)?;
     let counter = TokenCounter::new(TokenizerKind::O200k);
@@ -474,30 +481,47 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
             ms(t),
             thousands(saved)
         );
+        if record.is_some() {
+            // The upstream had the body before it answered.
+            let print = received.recv_timeout(std::time::Duration::from_secs(5))?;
+            recorded.push_str(&format!("turn {i}: {print:032x}\n"));
+        }
         sent += 1;
         std::thread::sleep(std::time::Duration::from_millis(pause as u64));
+    }
+    if let Some(file) = record {
+        std::fs::write(&file, recorded).with_context(|| file.display().to_string())?;
     }
     proxy.interrupt()
 }
 
 fn fake_upstream() -> Result<String> {
+    fake_upstream_recording(None)
+}
+
+/// [`fake_upstream`], sending the fingerprint of every body it receives to `record`.
+fn fake_upstream_recording(record: Option<Sender<u128>>) -> Result<String> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}", listener.local_addr()?);
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
+            let record = record.clone();
             std::thread::spawn(move || {
-                let _ = answer_one(stream);
+                let _ = answer_one(stream, record);
             });
         }
     });
     Ok(url)
 }
 
-fn answer_one(stream: TcpStream) -> Result<()> {
+fn answer_one(stream: TcpStream, record: Option<Sender<u128>>) -> Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let len = read_head(&mut reader)?.1;
     let mut body = vec![0; len];
     reader.read_exact(&mut body)?;
+    if let Some(record) = record {
+        let _ = record.send(condense_model::fingerprint::fingerprint(&body));
+    }
     let mut w = stream;
     write!(
         w,
