@@ -238,8 +238,10 @@ fn read_auto(
     } else {
         // Messages read without a JSON tree only where the wrappers are found without
         // `--select` (a pointer may lead into the messages).
-        let (parsed, finder, quick) =
-            parse_scanning(text, select.is_none(), known.filter(|_| select.is_none()));
+        // An OpenAI Chat body's list is read for its format's reader where the format is said.
+        let chat = format == Some(Format::OpenAi) && select.is_none();
+        let known = known.filter(|_| select.is_none());
+        let (parsed, finder, quick) = parse_scanning(text, select.is_none(), (known, chat));
         match parsed {
             Ok(mut root) => {
                 let session = match &root {
@@ -366,9 +368,13 @@ fn json_document(
     let slots = find_slots(&root, select, ctx)?;
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
-    let Ok(quick) = take_quick(quick, &mut root, &slots, format) else {
+    let Ok(mut quick) = take_quick(quick, &mut root, &slots, format) else {
         return Ok(None);
     };
+    if let (Some(list), Some(codec)) = (&mut quick, codec(format)) {
+        let ptr = list.key.as_ref().map_or(String::new(), |k| format!("/{k}"));
+        list.read_elements(codec, ctx, &ptr)?;
+    }
     let (messages, quick) = match quick {
         Some(list) => (
             (Some(list.messages), list.frame),

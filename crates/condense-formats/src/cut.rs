@@ -65,6 +65,7 @@ impl<'b> ListCut<'b> {
                 lists: known?,
                 matched: None,
                 frames: None,
+                chat: false,
             };
             let found = scan::known_prefix(body, first, lookup)?;
             let spans = found.spans().to_vec();

@@ -90,6 +90,20 @@ pub(crate) fn key_of(first: &[u8]) -> u64 {
     xxh3_64(first)
 }
 
+/// What the keys of an OpenAI Chat list are turned by: its known lists are kept apart from
+/// the quick lists', so that a read of the other kind never takes one (the same first element
+/// would otherwise name both).
+const CHAT_KEYS: u64 = 0x6f70_656e_6169_6368;
+
+/// The key a list whose first element is `first` is known under, in a read of `format`
+/// ([`first_key`], turned for an OpenAI Chat list: [`CHAT_KEYS`]).
+pub(crate) fn list_key(format: condense_model::Format, first: &[u8]) -> u64 {
+    match format {
+        condense_model::Format::OpenAi => key_of(first) ^ CHAT_KEYS,
+        _ => key_of(first),
+    }
+}
+
 /// The hash of the text a read matched a known list on ([`match_prefix`]), from the list's
 /// first byte to `end`, kept going: the list the read's input has (that text and the new
 /// turn's messages) is hashed on from there ([`prefix_of`]), not from its first byte again

@@ -435,7 +435,7 @@ impl Document {
             read,
             stubs,
         };
-        Some((known::first_key(first), list))
+        Some((known::list_key(self.format, first.as_bytes()), list))
     }
 }
 
@@ -467,6 +467,7 @@ pub fn read_owned_knowing(
         lists: known,
         matched: None,
         frames: None,
+        chat: false,
     };
     container::read_owned(bytes, source, opts, Some(lookup))
 }
@@ -492,6 +493,7 @@ pub fn read_shared_knowing(
         lists: known,
         matched: Some(&matched),
         frames: frames.filter(|_| anthropic),
+        chat: false,
     };
     container::read_shared(text, source, opts, Some(lookup))
 }

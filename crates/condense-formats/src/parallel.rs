@@ -51,6 +51,10 @@ pub(crate) struct QuickList {
     /// Members of the body's frame a read of the same bytes made before ([`crate::frames`]):
     /// the value holds stubs in their places.
     pub frame: Vec<Member>,
+    /// An OpenAI Chat list ([`Lookup::chat`]): each element's value, `None` for one left
+    /// unread; the format's reader makes the messages of them ([`crate::container`]), and
+    /// `messages` is empty until then.
+    pub elements: Option<Vec<Option<Value>>>,
 }
 
 /// The messages of a list left unread ([`crate::known`]): placeholders in the list.
@@ -71,6 +75,10 @@ pub(crate) struct Lookup<'a> {
     pub matched: Option<&'a std::cell::Cell<Option<crate::known::Matched>>>,
     /// The frame members read before ([`crate::frames`]), for an Anthropic body only.
     pub frames: Option<&'a FrameMemo>,
+    /// The message list is an OpenAI Chat body's (the format said, not detected; set by the
+    /// reader, [`parse_scanning`]): its known lists have keys of their own
+    /// ([`crate::known::list_key`]).
+    pub chat: bool,
 }
 
 impl QuickList {
@@ -81,10 +89,32 @@ impl QuickList {
         self.unread.is_some() || !self.frame.is_empty()
     }
 
+    /// The messages of an OpenAI Chat list's elements ([`QuickList::elements`]), read by
+    /// `codec` (`ptr`: the list's pointer), each unread one a placeholder.
+    pub fn read_elements(
+        &mut self,
+        codec: crate::body::MessageCodec,
+        ctx: &Ctx<'_>,
+        ptr: &str,
+    ) -> Result<()> {
+        let Some(elements) = self.elements.take() else {
+            return Ok(());
+        };
+        self.messages = read_all(elements, ctx, |element, i, ctx| match element {
+            Some(value) => (codec.read)(value, i, ctx, &crate::json::child_at(ptr, i)),
+            None => Ok(known::placeholder(i)),
+        })?;
+        Ok(())
+    }
+
     /// Puts the exact JSON of the messages back in place of their stubs in `root` (never for
     /// a list with unread messages or frame members: [`take_quick`] reads those again).
     pub fn restore(self, root: &mut Value) {
-        let values = Value::Array(self.messages.into_iter().map(quick::to_value).collect());
+        let values = match self.elements {
+            // Every element parsed (no unread one: `stands_for_unparsed`).
+            Some(elements) => Value::Array(elements.into_iter().flatten().collect()),
+            None => Value::Array(self.messages.into_iter().map(quick::to_value).collect()),
+        };
         match self.key {
             None => *root = values,
             Some(key) => {
@@ -106,7 +136,7 @@ pub(crate) fn parse(
     text: &str,
     finder: &scan::Finder,
     quick: bool,
-    frames: Option<&FrameMemo>,
+    (frames, chat): (Option<&FrameMemo>, bool),
 ) -> Option<(Value, Option<QuickList>)> {
     let (span, depth, parts) = finder.scanned()?;
     // The root must be all of the text but JSON whitespace: nothing trails it (JSONL).
@@ -119,7 +149,7 @@ pub(crate) fn parse(
     // as it is.
     let member = |span: &Range<usize>, list: bool| match finder.known_elements(span.start) {
         Some(elements) if quick && list => {
-            parse_messages(text, elements, finder.known_list(elements))
+            parse_messages(text, elements, finder.known_list(elements), chat)
         }
         Some(elements) if elements.len() >= PARALLEL_MIN_ITEMS => {
             Some((Value::Array(parse_elements(text, elements)?), None))
@@ -191,10 +221,13 @@ enum Element {
 /// `known` (the scan found the list starts with its text), the messages it covers are left
 /// unread but for those it says to read ([`crate::known`]); a list that is then not quick is
 /// `None` (the caller parses the text whole). The list comes back as the root's (no `key`).
+/// An OpenAI Chat list (`chat`) is never read quick: its elements come back parsed, but for
+/// those left unread ([`QuickList::elements`]).
 fn parse_messages(
     text: &str,
     spans: &[Range<usize>],
     known: Option<&KnownList>,
+    chat: bool,
 ) -> Option<(Value, Option<QuickList>)> {
     let skip = known.and_then(|list| Some((list, known::unread_mask(list, spans.len())?)));
     let unread = skip.as_ref().map(|(_, mask)| mask.as_slice());
@@ -202,7 +235,7 @@ fn parse_messages(
         let mut out = Vec::with_capacity(run.len());
         // Once one element is not quick the list is returned as values anyway: the rest of the
         // run is parsed straight to values, not read quick first and parsed again.
-        let mut try_quick = true;
+        let mut try_quick = !chat;
         for (i, span) in run.into_iter().enumerate() {
             let index = offset + i;
             if unread.is_some_and(|u| u[index]) {
@@ -234,6 +267,32 @@ fn parse_messages(
         }
         elements
     };
+    if chat {
+        let unread = skip.map(|(list, mask)| Unread {
+            mask,
+            prints: list.prints.clone(),
+        });
+        let elements = elements
+            .into_iter()
+            .map(|e| match e {
+                Element::Parsed(value) => Some(Some(value)),
+                Element::Unread(_) => Some(None),
+                // Not tried: `try_quick` is off.
+                Element::Quick(_) => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        return Some((
+            Value::Array(Vec::new()),
+            Some(QuickList {
+                key: None,
+                messages: Vec::new(),
+                stubs: Vec::new(),
+                unread,
+                frame: Vec::new(),
+                elements: Some(elements),
+            }),
+        ));
+    }
     let keep = elements.iter().all(|e| match e {
         Element::Quick(message) => !quick::may_be_cline(message),
         // Known quick and not Cline: the earlier read kept its list quick.
@@ -277,6 +336,7 @@ fn parse_messages(
                 stubs,
                 unread,
                 frame: Vec::new(),
+                elements: None,
             }),
         ));
     }
@@ -295,7 +355,9 @@ fn parse_messages(
 
 /// serde_json's value of a whole JSON text, and a [`scan::Finder`] holding its root's members (or
 /// elements): the spans [`crate::container`] looks up then cost nothing more. A large text, or
-/// any text read with `known` (an earlier read's lists), is scanned first and its long arrays
+/// any text read with `known` (an earlier read's lists) or as an OpenAI Chat body (`chat`: the
+/// format said; its message list comes back for that format's reader, [`QuickList::elements`],
+/// so that it is known next time), is scanned first and its long arrays
 /// parsed on every core, its message list (however short) read into messages when `quick`
 /// allows and every message is one [`crate::quick`] reads (the value then holds their stubs);
 /// when that cannot be done (a text that does not parse, or nests too deep), serde_json parses
@@ -303,16 +365,19 @@ fn parse_messages(
 pub(crate) fn parse_scanning(
     text: &str,
     quick: bool,
-    known: Option<Lookup<'_>>,
+    (known, chat): (Option<Lookup<'_>>, bool),
 ) -> (serde_json::Result<Value>, scan::Finder, Option<QuickList>) {
     let mut finder = scan::Finder::default();
     // With what an earlier read knew, even a short text on one core gains: the known messages
-    // are not parsed.
-    if known.is_none() && (text.len() < crate::container::PARALLEL_FROM || cores() < 2) {
+    // are not parsed. An OpenAI Chat list is read for the next read to know it, however short.
+    let short = text.len() < crate::container::PARALLEL_FROM || cores() < 2;
+    if known.is_none() && !(chat && quick) && short {
         return (serde_json::from_str(text), finder, None);
     }
+    let known = known.map(|k| Lookup { chat, ..k });
     finder.scan_knowing(text, scan::trimmed(text.as_bytes(), 0..text.len()), known);
-    match parse(text, &finder, quick, known.and_then(|k| k.frames)) {
+    let given = (known.and_then(|k| k.frames), chat);
+    match parse(text, &finder, quick, given) {
         Some((root, list)) => (Ok(root), finder, list),
         None => (serde_json::from_str(text), finder, None),
     }
@@ -337,12 +402,17 @@ pub(crate) fn take_quick(
         return Ok(None);
     };
     let anthropic = matches!(format, Format::Anthropic | Format::Cline);
+    // A list read for the OpenAI Chat reader is taken only by it, a quick one by Anthropic's.
+    let reader = match list.elements {
+        Some(_) => format == Format::OpenAi,
+        None => anthropic,
+    };
     let fits = match (slots, list.key.as_deref()) {
         ([slot], Some("messages")) => slot.kind == SlotKind::Body && slot.pointer.is_empty(),
         ([slot], None) => slot.kind == SlotKind::List && slot.pointer.is_empty(),
         _ => false,
     };
-    if anthropic && fits {
+    if reader && fits {
         return Ok(Some(list));
     }
     if list.stands_for_unparsed() {
@@ -524,7 +594,7 @@ mod tests {
     fn parse_scanned(text: &str) -> Option<Value> {
         let mut finder = scan::Finder::default();
         finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
-        parse(text, &finder, false, None).map(|(value, _)| value)
+        parse(text, &finder, false, (None, false)).map(|(value, _)| value)
     }
 
     #[test]

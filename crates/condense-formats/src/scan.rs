@@ -262,7 +262,12 @@ pub(crate) fn known_prefix(
     first: &Range<usize>,
     lookup: Lookup<'_>,
 ) -> Option<crate::known::Matched> {
-    let key = crate::known::key_of(text.get(first.clone())?);
+    let format = if lookup.chat {
+        crate::Format::OpenAi
+    } else {
+        crate::Format::Anthropic
+    };
+    let key = crate::known::list_key(format, text.get(first.clone())?);
     let lists = (lookup.lists)(key);
     match lookup.matched.and_then(std::cell::Cell::take) {
         Some(matched) => matched.again(text, first, key, lists),

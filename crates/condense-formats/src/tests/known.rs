@@ -4,6 +4,7 @@
 
 use crate::known::{KnownList, ALWAYS_READ};
 
+mod chat;
 mod record;
 use crate::{read, read_owned_knowing, Document, FormatError, ReadOptions};
 

@@ -130,17 +130,38 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
         .unwrap();
     assert_eq!(read_whole(back), full.conversations());
 
-    // Another format (OpenAI's system message is an element of the array): nothing noted.
-    let openai = br#"{"model": "m", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"}]}"#;
+    // OpenAI Chat: its system prompt is an element like the others, so the short way reads it
+    // back; a system prompt a stage sets (written as a leading element) changes the frame.
+    let openai = br#"{"model": "m", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "a.txt b.txt"}]}"#;
     let opts = ReadOptions {
         format: Some(Format::OpenAi),
         ..ReadOptions::default()
     };
     let mut doc = read(openai, "chat.json", &opts).unwrap();
-    doc.conversations_mut()[0].messages[1].content = Content::string("hello");
+    doc.conversations_mut()[0].messages[3].content = Content::string("2 files");
+    let out = doc.write_remembering(&mut memo).unwrap();
+    assert!(memo.echo().expect("noted").frame_elided());
+    let full = read(&out, "chat.json", &opts).unwrap();
+    let (short_way, _) = doc.read_serialized(&out, &memo, &opts).unwrap();
+    assert_eq!(whole_of(&doc, vec![short_way]), full.conversations());
+    doc.conversations_mut()[0].system = Some(Content::string("be terse"));
     let out = doc.write_remembering(&mut memo).unwrap();
     assert!(memo.echo().is_none());
     let full = read(&out, "chat.json", &opts).unwrap();
+    let back = doc.read_back((&out, "o"), &mut memo, &opts).unwrap();
+    assert_eq!(read_whole(back), full.conversations());
+
+    // Another format (a Responses body's items are grouped into messages): nothing noted.
+    let responses = br#"{"model": "m", "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello there"}]}, {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}]}"#;
+    let opts = ReadOptions {
+        format: Some(Format::Responses),
+        ..ReadOptions::default()
+    };
+    let mut doc = read(responses, "r.json", &opts).unwrap();
+    doc.conversations_mut()[0].messages[0].content = Content::string("hello");
+    let out = doc.write_remembering(&mut memo).unwrap();
+    assert!(memo.echo().is_none());
+    let full = read(&out, "r.json", &opts).unwrap();
     let back = doc.read_back((&out, "o"), &mut memo, &opts).unwrap();
     assert_eq!(read_whole(back), full.conversations());
 

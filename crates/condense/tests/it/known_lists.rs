@@ -235,3 +235,158 @@ fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(std::fs::read(&back).unwrap() == body(&messages, n));
 }
+
+/// The same session as an OpenAI Chat Completions body: a system message, assistant tool
+/// calls, `tool` results.
+fn chat_messages() -> Vec<Value> {
+    let mut out = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for m in messages() {
+        let blocks = match &m["content"] {
+            Value::String(s) => {
+                out.push(json!({"role": m["role"], "content": s}));
+                continue;
+            }
+            Value::Array(blocks) => blocks.clone(),
+            _ => continue,
+        };
+        let text: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        if m["role"] == "assistant" {
+            let calls: Vec<Value> = blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .map(|b| {
+                    json!({"id": b["id"], "type": "function", "function": {
+                        "name": b["name"], "arguments": b["input"].to_string()}})
+                })
+                .collect();
+            let mut message = json!({"role": "assistant", "content": text.join("\n")});
+            if !calls.is_empty() {
+                message["tool_calls"] = Value::Array(calls);
+            }
+            out.push(message);
+            continue;
+        }
+        for r in blocks.iter().filter(|b| b["type"] == "tool_result") {
+            let content = match &r["content"] {
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => other.as_str().unwrap_or_default().to_string(),
+            };
+            out.push(json!({"role": "tool", "tool_call_id": r["tool_use_id"], "content": content}));
+        }
+        if !text.is_empty() {
+            out.push(json!({"role": "user", "content": text.join("\n")}));
+        }
+    }
+    out
+}
+
+/// An OpenAI Chat session through the proxy: from the second turn on its history is left
+/// unread as an Anthropic body's is (its lists are kept), and every body sent upstream is the
+/// one a proxy that parsed everything sends; the last expands to the client's body.
+#[test]
+fn the_proxy_reads_an_openai_chat_turn_as_an_anthropic_one() {
+    use crate::serve_fake::{openai_answer, post, Reply, Serve, Upstream};
+    let messages = chat_messages();
+    let up = |_: &_, _| Reply::Json(200, openai_answer("ok"));
+    let (up_a, up_b) = (Upstream::start(up), Upstream::start(up));
+    let (a, b) = (Serve::start(&up_a.url, &[]), Serve::start(&up_b.url, &[]));
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", "Bearer sk-test"),
+    ];
+    let n = messages.len();
+    let turns = [n * 3 / 5, n * 3 / 5 + 2, n * 4 / 5, n];
+    let chat_body = |count: usize| {
+        serde_json::to_vec_pretty(&json!({"model": "gpt-4o", "messages": &messages[..count]}))
+            .unwrap()
+    };
+    for (turn, &count) in turns.iter().enumerate() {
+        let text = chat_body(count);
+        forget_lists(b.store.path());
+        for serve in [&a, &b] {
+            let answer = post(&serve.url, "/v1/chat/completions", &headers, &text);
+            assert_eq!(answer.status, 200, "{}", serve.log());
+        }
+        let (sent_a, sent_b) = (&up_a.requests()[turn], &up_b.requests()[turn]);
+        assert!(
+            sent_a.body == sent_b.body,
+            "turn {turn}: not what a full parse sends"
+        );
+        let kept = condense_store::Store::open(a.store.path())
+            .unwrap()
+            .records("known-lists")
+            .unwrap();
+        assert_eq!(kept.len(), 1, "turn {turn}: the chat list is kept");
+    }
+    let last = &up_a.requests()[turns.len() - 1].body;
+    assert!(
+        last.len() < chat_body(n).len(),
+        "the stages cut the last turn"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sent = dir.path().join("sent.json");
+    std::fs::write(&sent, last).unwrap();
+    let session = a.status()["sessions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let back = dir.path().join("back.json");
+    let run = condense(&[
+        "expand",
+        sent.to_str().unwrap(),
+        "--store",
+        a.store.path().to_str().unwrap(),
+        "--session",
+        &session,
+        "--out",
+        back.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(std::fs::read(&back).unwrap() == chat_body(n));
+}
+
+/// `condense compress --format openai` once per turn on a growing Chat body: the history is
+/// left unread from the second turn on, and each output is the one a full parse gives.
+#[test]
+fn each_chat_turn_said_to_be_openai_parses_only_what_it_needs() {
+    let messages = chat_messages();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| -> PathBuf { dir.path().join(name) };
+    let (knowing, parsing) = (path("knowing.store"), path("parsing.store"));
+    let input = path("request.json");
+    let n = messages.len();
+    let openai = ["--format", "openai"];
+    for (turn, count) in [n * 3 / 5, n * 4 / 5, n].into_iter().enumerate() {
+        let body = json!({"model": "gpt-4o", "messages": &messages[..count]});
+        let text = serde_json::to_vec_pretty(&body).unwrap();
+        std::fs::write(&input, &text).unwrap();
+        let (out, report) = compress(&input, &knowing, &path("k.json"), &openai);
+        forget_lists(&parsing);
+        let (reference, _) = compress(&input, &parsing, &path("p.json"), &openai);
+        assert!(out == reference, "turn {turn}: not the full parse's output");
+        if turn > 0 {
+            let resumed = &report["runs"][0]["resumed"];
+            assert!(
+                unread(&report) * 2 > resumed["input_messages"].as_u64().unwrap(),
+                "{resumed}"
+            );
+        }
+        assert_expands_to(
+            path("k.json").to_str().unwrap(),
+            knowing.to_str().unwrap(),
+            path("back.json").to_str().unwrap(),
+            &text,
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! Known lists of OpenAI Chat bodies: the format said, the elements parsed for that format's
+//! reader, the known prefix left unread; the document writes, fingerprints and reads back as
+//! the document of a full read, and its lists are kept under keys of their own.
+
+use super::{kept, unread_count};
+use crate::known::{KnownList, ALWAYS_READ};
+use crate::{read, read_owned_knowing, Document, ReadOptions};
+use condense_model::{Content, Format};
+
+fn chat() -> ReadOptions {
+    ReadOptions {
+        format: Some(Format::OpenAi),
+        ..ReadOptions::default()
+    }
+}
+
+/// Message `i` of a long OpenAI Chat session: a system message first, then users, assistant
+/// tool calls and tool results.
+fn message(i: usize) -> String {
+    let filler = "line of output \\\"quoted\\\"\\n".repeat(10);
+    match (i, i % 3) {
+        (0, _) => r#"{"role": "system", "content": "You are an agent."}"#.to_string(),
+        (_, 0) => format!(r#"{{"role": "user", "content": "step {i}"}}"#),
+        (_, 1) => format!(
+            r#"{{"role": "assistant", "content": null, "tool_calls": [{{"id": "c{i}", "type": "function", "function": {{"name": "bash", "arguments": "{{\"n\": {i}}}"}}}}]}}"#
+        ),
+        _ => format!(
+            r#"{{"role": "tool", "tool_call_id": "c{}", "content": "{filler}"}}"#,
+            i - 1
+        ),
+    }
+}
+
+fn body(n: usize, head: &str) -> String {
+    let items: Vec<String> = (0..n).map(message).collect();
+    format!(
+        "{{{head}\"messages\": [\n  {}\n], \"tools\": [{{\"type\": \"function\", \"function\": {{\"name\": \"bash\"}}}}]}}",
+        items.join(",\n  ")
+    )
+}
+
+/// `text` read as the proxy reads an OpenAI Chat body, knowing only `known` (`opts`: the
+/// options said).
+fn read_knowing(text: &str, opts: &ReadOptions, known: &[(u64, KnownList)]) -> Document {
+    let lookup = |key: u64| {
+        known
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, l)| l.clone())
+            .collect()
+    };
+    read_owned_knowing(text.as_bytes().to_vec(), "in.json", opts, &lookup).unwrap()
+}
+
+#[test]
+fn a_chat_list_that_starts_with_a_known_one_reads_only_what_it_must() {
+    for n in [40, 400] {
+        // The first read knows nothing, and keeps a list for the next.
+        let earlier = read_knowing(&body(n, ""), &chat(), &[]);
+        assert_eq!(unread_count(&earlier), 0);
+        let (key, list) = earlier
+            .known_list(&kept(&earlier, &[n - 30, n - 20]))
+            .expect("a chat list is kept");
+        assert_eq!(list.messages, n);
+        let text = body(n + 3, "\"model\": \"gpt-4o\", ");
+        let doc = read_knowing(&text, &chat(), &[(key, list.clone())]);
+        let full = read(text.as_bytes(), "in.json", &chat()).unwrap();
+        let mask = doc.unread(0).expect("some left unread").to_vec();
+        let expected: Vec<bool> = (0..n + 3)
+            .map(|i| (ALWAYS_READ..n).contains(&i) && i != n - 30 && i != n - 20)
+            .collect();
+        assert_eq!(mask, expected, "{n}");
+        for (i, (m, f)) in doc.conversations()[0]
+            .messages
+            .iter()
+            .zip(&full.conversations()[0].messages)
+            .enumerate()
+        {
+            assert_eq!(m.id, f.id);
+            if !mask[i] {
+                assert_eq!(m, f, "{n}: message {i}");
+            }
+        }
+        assert_eq!(doc.message_fingerprints(0), full.message_fingerprints(0));
+        assert_eq!(doc.conversations()[0].tools, full.conversations()[0].tools);
+        assert_eq!(doc.conversations()[0].extra, full.conversations()[0].extra);
+        // Unchanged, it writes back as read; a changed message as the full read writes it.
+        assert_eq!(doc.write().unwrap(), text.as_bytes());
+        let (mut doc, mut full) = (doc, full);
+        for d in [&mut doc, &mut full] {
+            d.conversations_mut()[0].messages[n + 1].content = Content::string("cut");
+        }
+        assert_eq!(doc.write().unwrap(), full.write().unwrap());
+        // The list kept for the next turn is the full read's, and the rest reads as it does.
+        let out = kept(&full, &[n + 2]);
+        let (next_key, next) = doc.known_list(&out).unwrap();
+        let (full_key, full_next) = full_list(&text, &out);
+        assert_eq!(next_key, full_key);
+        assert!(next.bytes == full_next.bytes && next.prints == full_next.prints);
+        let whole = read(text.as_bytes(), "in.json", &chat()).unwrap();
+        assert_eq!(doc.read_unread(0).unwrap(), whole.conversations()[0]);
+
+        // Read as anything but OpenAI Chat, the text does not take the chat list: its key is
+        // another.
+        let anthropic = ReadOptions {
+            format: Some(Format::Anthropic),
+            ..ReadOptions::default()
+        };
+        for opts in [ReadOptions::default(), anthropic] {
+            let other = read_knowing(&text, &opts, &[(key, list.clone())]);
+            assert_eq!(unread_count(&other), 0);
+        }
+    }
+}
+
+/// The list a read of the whole `text` keeps (read knowing nothing).
+fn full_list(text: &str, out: &[u128]) -> (u64, KnownList) {
+    read_knowing(text, &chat(), &[]).known_list(out).unwrap()
+}
+
+/// An OpenAI Chat body written turn after turn with one memo reads back the short way, as a
+/// read of the whole output does (the Anthropic layouts: `tests::read_back`).
+#[test]
+fn a_chat_body_reads_back_the_short_way() {
+    let mut memo = crate::WriteMemo::new();
+    let mut short = 0;
+    for n in (60..=120).step_by(6) {
+        let text = body(n, "");
+        let mut doc = read_knowing(&text, &chat(), &[]);
+        crate::tests::memo::compress(&mut doc.conversations_mut()[0]);
+        let out = doc.write_remembering(&mut memo).unwrap();
+        let full = read(&out, "out.json", &chat()).unwrap();
+        if let Some((back, _)) = doc.read_serialized(&out, &memo, &chat()) {
+            short += 1;
+            let produced = &doc.conversations()[0];
+            assert_eq!(back.into_conversation(produced), full.conversations()[0]);
+        }
+        let back = doc
+            .read_back((&out, "out.json"), &mut memo, &chat())
+            .unwrap();
+        let [back] = <[crate::ReadBack; 1]>::try_from(back).unwrap();
+        let produced = &doc.conversations()[0];
+        assert_eq!(
+            back.into_conversation(produced),
+            full.conversations()[0],
+            "{n}"
+        );
+    }
+    assert_eq!(short, 11);
+}
