@@ -152,6 +152,30 @@ pub(crate) fn anthropic_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
     Ok(doc.write()?)
 }
 
+/// `conv` as an OpenAI Chat Completions request body: its system prompt a leading system
+/// message, each message that is one tool result a `tool` message.
+pub(crate) fn openai_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
+    const SEED: &[u8] = br#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let openai = condense_formats::ReadOptions {
+        format: Some(condense_model::Format::OpenAi),
+        ..Default::default()
+    };
+    let mut doc = condense_formats::read(SEED, "seed", &openai)?;
+    let mut conv = conv.clone();
+    conv.messages
+        .retain(|m| m.role != condense_model::Role::Event);
+    for m in &mut conv.messages {
+        m.envelope = Default::default();
+        m.extra = Default::default();
+        m.timestamp = None;
+        if let [condense_model::Block::ToolResult(_)] = m.content.blocks.as_slice() {
+            m.role = condense_model::Role::Tool;
+        }
+    }
+    doc.conversations_mut()[0] = conv;
+    Ok(doc.write()?)
+}
+
 /// Unix seconds as RFC 3339 UTC (civil-from-days, Howard Hinnant's algorithm).
 pub(crate) fn rfc3339(secs: i64) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));

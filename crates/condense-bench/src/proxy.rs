@@ -153,6 +153,19 @@ pub(crate) enum Frame {
     /// The same system prompt and tools without the metadata, as an agent on the SDKs sends
     /// them (the proxy finds the session from the system prompt and first user message).
     Sdk,
+    /// [`Frame::Sdk`] in an OpenAI Chat Completions body (`/v1/chat/completions`; the system
+    /// prompt is the list's first message), as an agent on the OpenAI SDK or LangChain sends it.
+    OpenAiChat,
+}
+
+impl Frame {
+    /// Where a body with this frame goes, and the body of `conv`.
+    fn request(self, conv: &Conversation) -> Result<(&'static str, Vec<u8>)> {
+        Ok(match self {
+            Frame::OpenAiChat => ("/v1/chat/completions", crate::gen::openai_file(conv)?),
+            _ => ("/v1/messages", anthropic_file(conv)?),
+        })
+    }
 }
 
 /// An empty conversation with `frame`.
@@ -168,14 +181,21 @@ pub(crate) fn frame(frame: Frame) -> Conversation {
         "You are Claude Code. ".to_string()
             + &"Follow the repository's conventions and explain each change. ".repeat(480),
     ));
+    let description = "Runs one step of the task and reports what it did. ".repeat(60);
+    let schema = serde_json::json!({"type": "object", "properties": {"arg": {"type": "string"}}});
     conv.tools = (0..20)
-        .map(|k| condense_model::ToolDef {
-            name: format!("Tool{k}"),
-            raw: condense_model::RawJson::from_value(&serde_json::json!({
-                "name": format!("Tool{k}"),
-                "description": "Runs one step of the task and reports what it did. ".repeat(60),
-                "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}},
-            })),
+        .map(|k| {
+            let name = format!("Tool{k}");
+            let raw = match frame {
+                Frame::OpenAiChat => serde_json::json!({"type": "function", "function": {
+                    "name": name, "description": description, "parameters": schema}}),
+                _ => serde_json::json!({
+                    "name": name, "description": description, "input_schema": schema}),
+            };
+            condense_model::ToolDef {
+                name,
+                raw: condense_model::RawJson::from_value(&raw),
+            }
         })
         .collect();
     if frame == Frame::ClaudeCode {
@@ -364,6 +384,8 @@ impl Proxy {
                 "127.0.0.1:0",
                 "--anthropic-upstream",
                 upstream,
+                "--openai-upstream",
+                upstream,
                 "--store",
             ])
             .arg(store)
@@ -438,7 +460,8 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
         None | Some("plain") => Frame::Plain,
         Some("claude-code") => Frame::ClaudeCode,
         Some("sdk") => Frame::Sdk,
-        Some(other) => bail!("unknown frame `{other}` (plain, claude-code, sdk)"),
+        Some("openai-chat") => Frame::OpenAiChat,
+        Some(other) => bail!("unknown frame `{other}` (plain, claude-code, sdk, openai-chat)"),
     };
     let number = |i: usize, default: usize| -> Result<usize> {
         args.get(i).map_or(Ok(default), |a| {
@@ -471,9 +494,9 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
         if tokens < from {
             continue;
         }
-        let body = anthropic_file(&conv)?;
+        let (path, body) = with.request(&conv)?;
         let t = Instant::now();
-        let saved = post_as(&proxy.url, &body, None)?;
+        let saved = post_to(&proxy.url, path, &body, None)?;
         println!(
             "turn {i}: {} tokens, {} bytes, {:.2} ms, {} tokens saved",
             thousands(tokens),
@@ -560,13 +583,18 @@ fn post(url: &str, body: &[u8], session: &str) -> Result<usize> {
 
 /// [`post`], naming the session in `x-condense-session` or not (`None`: the proxy finds it).
 fn post_as(url: &str, body: &[u8], session: Option<&str>) -> Result<usize> {
+    post_to(url, "/v1/messages", body, session)
+}
+
+/// [`post_as`] to `path`.
+fn post_to(url: &str, path: &str, body: &[u8], session: Option<&str>) -> Result<usize> {
     let addr = url.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(true)?;
     let named = session.map_or_else(String::new, |s| format!("x-condense-session: {s}\r\n"));
     write!(
         s,
-        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nx-api-key: bench\r\nanthropic-version: 2023-06-01\r\n{named}content-length: {}\r\nconnection: close\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nx-api-key: bench\r\nauthorization: Bearer bench\r\nanthropic-version: 2023-06-01\r\n{named}content-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     )?;
     s.write_all(body)?;

@@ -15,7 +15,7 @@ use crate::frames::Member;
 use crate::json::{Result, Style};
 use crate::lines::{self, Lines};
 use crate::notes::Notes;
-use crate::parallel::{parse_scanning, take_quick, Lookup, QuickList};
+use crate::parallel::{is_root_list, parse_scanning, take_quick, Lookup, QuickList};
 use crate::scan;
 use crate::select::{self, Select, Slot, SlotKind};
 use crate::source::Source;
@@ -366,6 +366,9 @@ fn json_document(
     ctx: &Ctx<'_>,
 ) -> Result<Option<Document>> {
     let slots = find_slots(&root, select, ctx)?;
+    // An OpenAI Chat body's list (the format said), read whole or not, is known next time
+    // ([`crate::known`]) when it is the document's only list: a body's at the root, or the root.
+    let chat_list = format == Some(Format::OpenAi) && select.is_none() && is_root_list(&slots);
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
     let Ok(mut quick) = take_quick(quick, &mut root, &slots, format) else {
@@ -403,6 +406,9 @@ fn json_document(
         source.unread = unread;
         doc.quick_stubs = Some(stubs);
         doc.known_hashed = finder.take_known_hashed();
+    } else if chat_list {
+        // Detection never reads a said format's stubs.
+        doc.quick_stubs = Some(Vec::new());
     }
     doc.source = source;
     Ok(Some(doc.with_single_label()))

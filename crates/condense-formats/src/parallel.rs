@@ -267,9 +267,11 @@ fn parse_messages(
         }
         elements
     };
-    if chat {
-        let unread = skip.map(|(list, mask)| Unread {
-            mask,
+    // An OpenAI Chat list that starts with a known one: the elements read for that format's
+    // reader. Without one it comes back as values (below), as any list that is not quick.
+    if let (true, Some((list, mask))) = (chat, skip.as_ref()) {
+        let unread = Some(Unread {
+            mask: mask.clone(),
             prints: list.prints.clone(),
         });
         let elements = elements
@@ -381,6 +383,13 @@ pub(crate) fn parse_scanning(
         Some((root, list)) => (Ok(root), finder, list),
         None => (serde_json::from_str(text), finder, None),
     }
+}
+
+/// Whether `slots` are one list at the root: a request body's at the root (its `messages`), or
+/// the root list itself.
+pub(crate) fn is_root_list(slots: &[Slot]) -> bool {
+    matches!(slots, [slot] if slot.pointer.is_empty()
+        && matches!(slot.kind, SlotKind::Body | SlotKind::List))
 }
 
 /// A quick list with unread messages that the conversation found is not (another format or

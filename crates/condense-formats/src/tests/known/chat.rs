@@ -148,3 +148,20 @@ fn a_chat_body_reads_back_the_short_way() {
     }
     assert_eq!(short, 11);
 }
+
+/// The OpenAI Chat format said of a file whose root list holds conversations, not messages
+/// (tau-bench's results): its lists are read as before, and none is kept.
+#[test]
+fn a_root_list_of_conversations_said_to_be_chat_reads_as_before() {
+    let text = r#"[{"task_id": 0, "traj": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+ {"task_id": 1, "traj": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "yo"}]}]"#;
+    for doc in [
+        read(text.as_bytes(), "runs.json", &chat()).unwrap(),
+        read_knowing(text, &chat(), &[]),
+    ] {
+        assert_eq!(doc.conversations().len(), 2);
+        assert_eq!(doc.conversations()[1].messages.len(), 2);
+        assert_eq!(doc.write().unwrap(), text.as_bytes());
+        assert!(doc.known_list(&[]).is_none());
+    }
+}
