@@ -134,11 +134,33 @@ pub(crate) fn anthropic_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
         br#"{"model": "claude-sonnet-4-5", "max_tokens": 32000, "messages": [{"role": "user", "content": "hi"}]}"#;
     // Said, not detected: the seed reads as an OpenAI Chat body too, whose writer has no place
     // for a tool result block (it became an opaque part, which no stage touches).
-    let anthropic = condense_formats::ReadOptions {
-        format: Some(condense_model::Format::Anthropic),
+    request_file(conv, (SEED, condense_model::Format::Anthropic), |_| {})
+}
+
+/// `conv` as an OpenAI Chat Completions request body: its system prompt a leading system
+/// message, each message that is one tool result a `tool` message.
+pub(crate) fn openai_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
+    const SEED: &[u8] = br#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}"#;
+    request_file(conv, (SEED, condense_model::Format::OpenAi), |m| {
+        m.timestamp = None;
+        if let [condense_model::Block::ToolResult(_)] = m.content.blocks.as_slice() {
+            m.role = condense_model::Role::Tool;
+        }
+    })
+}
+
+/// `conv` written into the body `seed` of `format` reads as, each message shaped by `shape`
+/// for that format first.
+fn request_file(
+    conv: &Conversation,
+    (seed, format): (&[u8], condense_model::Format),
+    shape: impl Fn(&mut condense_model::Message),
+) -> anyhow::Result<Vec<u8>> {
+    let opts = condense_formats::ReadOptions {
+        format: Some(format),
         ..Default::default()
     };
-    let mut doc = condense_formats::read(SEED, "seed", &anthropic)?;
+    let mut doc = condense_formats::read(seed, "seed", &opts)?;
     let mut conv = conv.clone();
     // Event lines are never sent to the model (nor counted); a request body has no place for
     // them, nor for another format's per-message fields (a Claude Code line's wrapper).
@@ -147,30 +169,7 @@ pub(crate) fn anthropic_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
     for m in &mut conv.messages {
         m.envelope = Default::default();
         m.extra = Default::default();
-    }
-    doc.conversations_mut()[0] = conv;
-    Ok(doc.write()?)
-}
-
-/// `conv` as an OpenAI Chat Completions request body: its system prompt a leading system
-/// message, each message that is one tool result a `tool` message.
-pub(crate) fn openai_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
-    const SEED: &[u8] = br#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}"#;
-    let openai = condense_formats::ReadOptions {
-        format: Some(condense_model::Format::OpenAi),
-        ..Default::default()
-    };
-    let mut doc = condense_formats::read(SEED, "seed", &openai)?;
-    let mut conv = conv.clone();
-    conv.messages
-        .retain(|m| m.role != condense_model::Role::Event);
-    for m in &mut conv.messages {
-        m.envelope = Default::default();
-        m.extra = Default::default();
-        m.timestamp = None;
-        if let [condense_model::Block::ToolResult(_)] = m.content.blocks.as_slice() {
-            m.role = condense_model::Role::Tool;
-        }
+        shape(m);
     }
     doc.conversations_mut()[0] = conv;
     Ok(doc.write()?)

@@ -12,7 +12,8 @@
 //!   timed through the proxy, then the same body straight to the upstream; the difference,
 //!   against one cold count of the request (a fresh counter; the median of 11 or more, taken
 //!   once the proxy is idle, [`cold_counts`]); then the same session with a Claude Code-like
-//!   frame (a long system prompt, tool definitions, the session in `metadata.user_id`);
+//!   frame (a long system prompt, tool definitions, the session in `metadata.user_id`), and
+//!   with that frame, without the metadata, as an OpenAI Chat Completions body;
 //! - requests per second with 32 concurrent sessions;
 //! - the proxy's peak memory (`VmHWM` of the child);
 //! - the cache-stability share of the growing session (`GET /condense/status`).
@@ -80,13 +81,18 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
 
     // 2. One session growing turn by turn to 200k tokens: with a one-line system prompt, then
     // with a frame as Claude Code sends it (a long system prompt, tool definitions and the
-    // session in `metadata.user_id`).
+    // session in `metadata.user_id`), then as an OpenAI Chat body.
     let (samples, conv, i) =
         growing_session((proxy, upstream), runs, &counter, dp50, Frame::Plain)?;
     push_turn_rows(&mut out, &samples, "");
     let (cc_samples, _, _) =
         growing_session((proxy, upstream), runs, &counter, dp50, Frame::ClaudeCode)?;
     push_turn_rows(&mut out, &cc_samples, ", a Claude Code-like frame");
+    // The SDK-like frame (no metadata) as an OpenAI Chat Completions body (the OpenAI SDK,
+    // LangChain).
+    let (chat_samples, _, _) =
+        growing_session((proxy, upstream), runs, &counter, dp50, Frame::OpenAiChat)?;
+    push_turn_rows(&mut out, &chat_samples, ", an OpenAI Chat body");
     let growing = condense_serve::session::quick_session(
         &anthropic_file(&conv)?,
         condense_serve::Api::Anthropic,
@@ -240,12 +246,12 @@ fn growing_session(
             conv.messages.push(m);
         }
         i += 1;
-        let body = anthropic_file(&conv)?;
+        let (path, body) = with.request(&conv)?;
         let t = Instant::now();
-        let saved = post_as(&proxy.url, &body, None)?;
+        let saved = post_to(&proxy.url, path, &body, None)?;
         let via = ms(t);
         let t = Instant::now();
-        post(upstream, &body, "growing")?;
+        post_to(upstream, path, &body, Some("growing"))?;
         firsts.push(via - ms(t));
         smalls.push(via - dp50);
         if i % 25 == 0 || total_tokens >= 200_000 {
@@ -444,17 +450,18 @@ impl Proxy {
     }
 }
 
-/// `profile-proxy [plain|claude-code|sdk] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the growing
-/// session with that [`Frame`] (default `plain`), sent to a proxy without `x-condense-session`
-/// as the real clients send it: first the turn at which it holds `FROM_TOKENS` (default
-/// 62,000) in one request, then `TURNS` turns after it (default 10), each `PAUSE_MS` after the
-/// one before (default 300), then the proxy is interrupted. `CONDENSE_BENCH_WRAP` names a program to run the proxy under,
-/// with its arguments (`valgrind --tool=callgrind --callgrind-out-file=FILE`): the instructions
-/// of a turn are those of a run with `TURNS` = 13 less one with 3, over 10. With
-/// `CONDENSE_BENCH_RECORD=FILE`, the fingerprint of each body the upstream received goes to
-/// FILE, a line a turn (two builds that send the same bodies write the same file). The pause lets each
-/// turn find what the previous one keeps after its body is sent (under valgrind, a turn sent
-/// at once may come before it, and the counts move by about a million from run to run).
+/// `profile-proxy [plain|claude-code|sdk|openai-chat] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the
+/// growing session with that [`Frame`] (default `plain`), sent to a proxy without
+/// `x-condense-session` as the real clients send it: first the turn at which it holds `FROM_TOKENS`
+/// (default 62,000) in one request, then `TURNS` turns after it (default 10), each `PAUSE_MS` after
+/// the one before (default 300), then the proxy is interrupted. `CONDENSE_BENCH_WRAP` names a
+/// program to run the proxy under, with its arguments (`valgrind --tool=callgrind
+/// --callgrind-out-file=FILE`): the instructions of a turn are those of a run with `TURNS` = 13
+/// less one with 3, over 10. With `CONDENSE_BENCH_RECORD=FILE`, the fingerprint of each body the
+/// upstream received goes to FILE, a line a turn (two builds that send the same bodies write the
+/// same file). The pause lets each turn find what the previous one keeps after its body is sent
+/// (under valgrind, a turn sent at once may come before it, and the counts move by about a million
+/// from run to run).
 pub(crate) fn profile(args: &[String]) -> Result<()> {
     let with = match args.first().map(String::as_str) {
         None | Some("plain") => Frame::Plain,

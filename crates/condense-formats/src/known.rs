@@ -21,8 +21,12 @@
 //! an output holds, and [`crate::Document::read_unread`] reads them all when a run needs the
 //! whole conversation after all.
 //!
-//! Only a list read quick takes part (an Anthropic request body's `messages`, or a bare list),
-//! and the first [`ALWAYS_READ`] messages are always read (a session's id may come from them).
+//! A list read quick takes part (an Anthropic request body's `messages`, or a bare list), and
+//! so does an OpenAI Chat list read with its format said: the body's `messages` at the root, or
+//! the root list. Its elements are parsed for that format's reader rather than read quick, the
+//! known prefix left unread as a quick list's, and its lists are kept under keys of their own
+//! ([`list_key`]), so that a read of the other kind never takes one. The first
+//! [`ALWAYS_READ`] messages are always read (a session's id may come from them).
 
 use condense_model::{Content, Message, RawJson, Role};
 use serde_json::Value;

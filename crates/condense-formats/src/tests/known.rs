@@ -59,6 +59,22 @@ fn read_knowing(text: &str, known: &[(u64, KnownList)]) -> Document {
     try_read_knowing(text.as_bytes().to_vec(), known).unwrap()
 }
 
+/// `doc`, read knowing a list, against `full`, a read of the whole text: what was read is the
+/// full read's (the ids of all), and so are the fingerprints and the frame.
+fn assert_read_as_whole(doc: &Document, full: &Document, mask: &[bool]) {
+    let (conv, whole) = (&doc.conversations()[0], &full.conversations()[0]);
+    for (i, (m, f)) in conv.messages.iter().zip(&whole.messages).enumerate() {
+        assert_eq!(m.id, f.id);
+        if !mask[i] {
+            assert_eq!(m, f, "message {i}");
+        }
+    }
+    assert_eq!(doc.message_fingerprints(0), full.message_fingerprints(0));
+    assert_eq!(conv.system, whole.system);
+    assert_eq!(conv.tools, whole.tools);
+    assert_eq!(conv.extra, whole.extra);
+}
+
 fn unread_count(doc: &Document) -> usize {
     doc.unread(0)
         .map_or(0, |m| m.iter().filter(|&&u| u).count())
@@ -80,24 +96,7 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
         .map(|i| (ALWAYS_READ..400).contains(&i) && i != 300 && i != 350)
         .collect();
     assert_eq!(mask, expected.as_slice());
-    // What was read is the full read's; the fingerprints are all the full read's.
-    for (i, (m, f)) in doc.conversations()[0]
-        .messages
-        .iter()
-        .zip(&full.conversations()[0].messages)
-        .enumerate()
-    {
-        assert_eq!(m.id, f.id);
-        if !mask[i] {
-            assert_eq!(m, f, "message {i}");
-        }
-    }
-    assert_eq!(doc.message_fingerprints(0), full.message_fingerprints(0));
-    assert_eq!(
-        doc.conversations()[0].system,
-        full.conversations()[0].system
-    );
-    assert_eq!(doc.conversations()[0].extra, full.conversations()[0].extra);
+    assert_read_as_whole(&doc, &full, mask);
     // The list this turn keeps for the next is the full read's: its hash goes on from the
     // text the known list matched on, over the new messages only.
     assert!(doc.known_hashed.is_some() && full.known_hashed.is_none());

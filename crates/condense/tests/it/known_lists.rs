@@ -205,11 +205,7 @@ fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
             "turn {turn}: without the header, not what a full parse sends"
         );
         // What the proxy keeps for the next turn's read.
-        let kept = condense_store::Store::open(a.store.path())
-            .unwrap()
-            .records("known-lists")
-            .unwrap();
-        assert_eq!(kept.len(), 1, "turn {turn}");
+        assert_eq!(lists_kept(a.store.path()), 1, "turn {turn}");
     }
     // Without the header every turn was the one session the look found.
     assert!(!c.log().contains("the quick look said"), "{}", c.log());
@@ -218,22 +214,36 @@ fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
     assert_eq!(sessions.len(), 1, "{status}");
     assert_eq!(sessions.values().next().unwrap()["requests"], turns.len());
     // What it sent last expands to the client's body.
+    let sent = &up_a.requests()[turns.len() - 1].body;
+    assert_expands_from(sent.as_bytes(), a.store.path(), "viewer", &body(&messages, n));
+}
+
+/// How many known lists the store at `store` keeps.
+fn lists_kept(store: &Path) -> usize {
+    condense_store::Store::open(store)
+        .unwrap()
+        .records("known-lists")
+        .unwrap()
+        .len()
+}
+
+/// `condense expand` of `sent` with the proxy's store and `session` gives `client`.
+fn assert_expands_from(sent: &[u8], store: &Path, session: &str, client: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
-    let sent = dir.path().join("sent.json");
-    std::fs::write(&sent, &up_a.requests()[turns.len() - 1].body).unwrap();
-    let back = dir.path().join("back.json");
+    let (at, back) = (dir.path().join("sent.json"), dir.path().join("back.json"));
+    std::fs::write(&at, sent).unwrap();
     let run = condense(&[
         "expand",
-        sent.to_str().unwrap(),
+        at.to_str().unwrap(),
         "--store",
-        a.store.path().to_str().unwrap(),
+        store.to_str().unwrap(),
         "--session",
-        "viewer",
+        session,
         "--out",
         back.to_str().unwrap(),
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(std::fs::read(&back).unwrap() == body(&messages, n));
+    assert!(std::fs::read(&back).unwrap() == client);
 }
 
 /// The same session as an OpenAI Chat Completions body: a system message, assistant tool
@@ -320,40 +330,25 @@ fn the_proxy_reads_an_openai_chat_turn_as_an_anthropic_one() {
             sent_a.body == sent_b.body,
             "turn {turn}: not what a full parse sends"
         );
-        let kept = condense_store::Store::open(a.store.path())
-            .unwrap()
-            .records("known-lists")
-            .unwrap();
-        assert_eq!(kept.len(), 1, "turn {turn}: the chat list is kept");
+        assert_eq!(
+            lists_kept(a.store.path()),
+            1,
+            "turn {turn}: the chat list is kept"
+        );
     }
     let last = &up_a.requests()[turns.len() - 1].body;
     assert!(
         last.len() < chat_body(n).len(),
         "the stages cut the last turn"
     );
-    let dir = tempfile::tempdir().unwrap();
-    let sent = dir.path().join("sent.json");
-    std::fs::write(&sent, last).unwrap();
-    let session = a.status()["sessions"]
+    let status = a.status();
+    let session = status["sessions"]
         .as_object()
         .unwrap()
         .keys()
         .next()
-        .unwrap()
-        .clone();
-    let back = dir.path().join("back.json");
-    let run = condense(&[
-        "expand",
-        sent.to_str().unwrap(),
-        "--store",
-        a.store.path().to_str().unwrap(),
-        "--session",
-        &session,
-        "--out",
-        back.to_str().unwrap(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(std::fs::read(&back).unwrap() == chat_body(n));
+        .unwrap();
+    assert_expands_from(last.as_bytes(), a.store.path(), session, &chat_body(n));
 }
 
 /// `condense compress --format openai` once per turn on a growing Chat body: the history is
