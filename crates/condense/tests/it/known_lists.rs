@@ -215,7 +215,12 @@ fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
     assert_eq!(sessions.values().next().unwrap()["requests"], turns.len());
     // What it sent last expands to the client's body.
     let sent = &up_a.requests()[turns.len() - 1].body;
-    assert_expands_from(sent.as_bytes(), a.store.path(), "viewer", &body(&messages, n));
+    assert_expands_from(
+        sent.as_bytes(),
+        a.store.path(),
+        "viewer",
+        &body(&messages, n),
+    );
 }
 
 /// How many known lists the store at `store` keeps.
