@@ -10,8 +10,10 @@
 //! its bytes hash the same, and parses only what it has not seen.
 //!
 //! The memo is the caller's (`condense serve` keeps one for all its sessions: many sessions
-//! send the same frame). Only an Anthropic body at the root whose message list is read quick
-//! takes members from it ([`crate::parallel`]); anything else reads the text whole, as before.
+//! send the same frame). Only a body at the root whose message list is read for its format's
+//! reader without a JSON tree takes members from it ([`crate::parallel`]): an Anthropic body
+//! read quick, or an OpenAI Chat body whose history a known list covers (its tools only: its
+//! system prompt is a message); anything else reads the text whole, as before.
 //! A member is the same bytes as one read before, so it reads as the same value: the write
 //! still finds the frame unchanged and copies its bytes as read.
 //!
@@ -67,9 +69,15 @@ impl Member {
 }
 
 /// Whether the root member `key`, whose value is at `span`, may come from a memo: a system
-/// prompt or tool list long enough to gain.
-pub(crate) fn is_member(key: &str, span: &Range<usize>) -> bool {
-    matches!(key, "system" | "tools") && span.len() >= MEMO_FROM
+/// prompt or tool list long enough to gain. An OpenAI Chat body (`chat`) has no `system`
+/// member of its own (its system prompt is the list's first message): only its tools.
+pub(crate) fn is_member(key: &str, span: &Range<usize>, chat: bool) -> bool {
+    let known = match key {
+        "tools" => true,
+        "system" => !chat,
+        _ => false,
+    };
+    known && span.len() >= MEMO_FROM
 }
 
 /// The member `key` whose value's text is `text`: taken from `memo` when it holds one read

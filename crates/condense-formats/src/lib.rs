@@ -476,8 +476,8 @@ pub fn read_owned_knowing(
 /// forwards when nothing is compressed): the document keeps that text, not a copy of it.
 /// `matched`: the known list a look at this same text matched ([`cut::ListCut::into_matched`]),
 /// taken instead of asking `known` and hashing the text again. `frames`: the system prompts
-/// and tool lists read before ([`frames`]), for a read given the Anthropic format (no
-/// `select`).
+/// and tool lists read before ([`frames`]), for a read given the Anthropic or OpenAI Chat
+/// format (no `select`).
 pub fn read_shared_knowing(
     text: std::sync::Arc<String>,
     source: &str,
@@ -486,13 +486,14 @@ pub fn read_shared_knowing(
     frames: Option<&frames::FrameMemo>,
 ) -> Result<Document, FormatError> {
     let matched = std::cell::Cell::new(matched);
-    // Members are taken by an Anthropic body's keys: only where the format is said, not
-    // guessed (a stub would stand in the wrong format's detection).
-    let anthropic = opts.format == Some(Format::Anthropic) && opts.select.is_none();
+    // Members are taken by a body's keys: only where the format is said, not guessed (a stub
+    // would stand in the wrong format's detection).
+    let said = matches!(opts.format, Some(Format::Anthropic | Format::OpenAi));
+    let framed = said && opts.select.is_none();
     let lookup = parallel::Lookup {
         lists: known,
         matched: Some(&matched),
-        frames: frames.filter(|_| anthropic),
+        frames: frames.filter(|_| framed),
         chat: false,
     };
     container::read_shared(text, source, opts, Some(lookup))

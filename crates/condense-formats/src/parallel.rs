@@ -73,7 +73,8 @@ pub(crate) struct Unread {
 pub(crate) struct Lookup<'a> {
     pub lists: &'a dyn Fn(u64) -> Vec<KnownList>,
     pub matched: Option<&'a std::cell::Cell<Option<crate::known::Matched>>>,
-    /// The frame members read before ([`crate::frames`]), for an Anthropic body only.
+    /// The frame members read before ([`crate::frames`]), for an Anthropic or OpenAI Chat body
+    /// read with its format said.
     pub frames: Option<&'a FrameMemo>,
     /// The message list is an OpenAI Chat body's (the format said, not detected; set by the
     /// reader, [`parse_scanning`]): its known lists have keys of their own
@@ -164,7 +165,7 @@ pub(crate) fn parse(
             for (key, value) in members {
                 let key: String = serde_json::from_str(text.get(key.clone())?).ok()?;
                 let is_list = key == "messages";
-                let memo = frames.filter(|_| quick && frames::is_member(&key, value));
+                let memo = frames.filter(|_| quick && frames::is_member(&key, value, chat));
                 // A repeated key keeps its last value: a member taken earlier is not the one.
                 frame.retain(|(m, _): &(Member, Range<usize>)| m.key() != key);
                 let (value, messages) = match memo {

@@ -144,18 +144,23 @@ fn what_the_memo_does_not_cover_is_read_as_before() {
     assert_eq!(err.to_string(), plain.to_string());
     assert_eq!(memo.len(), before);
 
-    // Not said to be Anthropic (detected, or OpenAI's, whose `system` is another member): the
-    // memo is not asked.
+    // A format not said (detected): the memo is not asked.
     let memo = FrameMemo::default();
-    let detected = ReadOptions::default();
+    let doc = read_framed(&text, &ReadOptions::default(), &memo);
+    let plain = read(text.as_bytes(), "body.json", &ReadOptions::default()).unwrap();
+    assert_eq!(doc.conversations(), plain.conversations());
+    assert!(memo.is_empty());
+    // Said to be OpenAI Chat, whose `system` member is not its system prompt (that is a
+    // message): only the tools are kept.
     let openai = ReadOptions {
         format: Some(Format::OpenAi),
         ..ReadOptions::default()
     };
-    for opts in [detected, openai] {
-        let doc = read_framed(&text, &opts, &memo);
-        let plain = read(text.as_bytes(), "body.json", &opts).unwrap();
+    for _ in 0..2 {
+        let doc = read_framed(&text, &openai, &memo);
+        let plain = read(text.as_bytes(), "body.json", &openai).unwrap();
         assert_eq!(doc.conversations(), plain.conversations());
-        assert!(memo.is_empty());
+        assert_eq!(doc.write().unwrap(), text.as_bytes());
     }
+    assert_eq!(memo.len(), 1);
 }

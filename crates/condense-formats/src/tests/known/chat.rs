@@ -100,6 +100,46 @@ fn a_chat_list_that_starts_with_a_known_one_reads_only_what_it_must() {
     }
 }
 
+/// A Chat body whose history a known list covers takes its tool definitions from the frame
+/// memo when their bytes were read before, and reads as a read of the whole text does.
+#[test]
+fn a_chat_body_takes_its_tools_from_the_frame_memo() {
+    use std::sync::Arc;
+    let tools: Vec<String> = (0..20)
+        .map(|k| format!(r#"{{"type": "function", "function": {{"name": "t{k}", "description": "Runs step {k} of the task.", "parameters": {{"type": "object"}}}}}}"#))
+        .collect();
+    let with_tools = |n: usize| {
+        body(n, "").replacen(
+            r#""tools": [{"type": "function", "function": {"name": "bash"}}]"#,
+            &format!(r#""tools": [{}]"#, tools.join(", ")),
+            1,
+        )
+    };
+    let memo = crate::frames::FrameMemo::default();
+    let read_with = |text: &str, known: &[(u64, KnownList)]| {
+        let lookup = |key: u64| -> Vec<KnownList> {
+            known
+                .iter()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, l)| l.clone())
+                .collect()
+        };
+        let shared = Arc::new(text.to_string());
+        crate::read_shared_knowing(shared, "in.json", &chat(), (&lookup, None), Some(&memo))
+            .unwrap()
+    };
+    let earlier = read_with(&with_tools(60), &[]);
+    let known = earlier.known_list(&[]).unwrap();
+    assert_eq!(memo.len(), 1);
+    let text = with_tools(63);
+    let doc = read_with(&text, &[known]);
+    assert!(unread_count(&doc) > 0);
+    assert_eq!(memo.taken(), 1, "the second read took the tools");
+    let full = read(text.as_bytes(), "in.json", &chat()).unwrap();
+    assert_read_as_whole(&doc, &full, doc.unread(0).unwrap());
+    assert_eq!(doc.write().unwrap(), text.as_bytes());
+}
+
 /// The list a read of the whole `text` keeps (read knowing nothing).
 fn full_list(text: &str, out: &[u128]) -> (u64, KnownList) {
     read_knowing(text, &chat(), &[]).known_list(out).unwrap()
