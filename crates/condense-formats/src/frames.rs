@@ -32,7 +32,7 @@ use std::sync::Mutex;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// Members shorter than this are parsed: their hash and lookup would cost about as much.
-pub(crate) const MEMO_FROM: usize = 1024;
+const MEMO_FROM: usize = 1024;
 
 /// How many members a memo keeps, the least recently used going first: a proxy's sessions
 /// mostly share a few frames, each a system prompt and a tool list.
@@ -89,9 +89,25 @@ pub(crate) fn take_or_keep(
     text: &str,
 ) -> Result<Member, Option<Value>> {
     let hash = xxh3_128(text.as_bytes());
-    if let Some(member) = memo.get(hash).filter(|m| m.key() == key) {
-        return Ok(member);
+    match memo.get(hash).filter(|m| m.key() == key) {
+        Some(member) => Ok(member),
+        None => Err(parse_and_keep(memo, (hash, key), text)),
     }
+}
+
+/// The member `key` whose value's text is `text`, parsed (a read that cannot take it: no
+/// quick list beside it), what the reader makes of it kept in `memo` for a read that can,
+/// unless it is kept already. `None` when it does not parse.
+pub(crate) fn parse_keeping(memo: &FrameMemo, key: &str, text: &str) -> Option<Value> {
+    let hash = xxh3_128(text.as_bytes());
+    if memo.holds(hash) {
+        return serde_json::from_str(text).ok();
+    }
+    parse_and_keep(memo, (hash, key), text)
+}
+
+/// `text` parsed, and what the reader makes of the member `key` kept in `memo` under `hash`.
+fn parse_and_keep(memo: &FrameMemo, (hash, key): (u128, &str), text: &str) -> Option<Value> {
     let value: Option<Value> = serde_json::from_str(text).ok();
     // What the body's reader makes of it (a member it refuses is not kept: that read
     // reports it).
@@ -105,7 +121,7 @@ pub(crate) fn take_or_keep(
     if let Some(member) = member {
         memo.keep(hash, member);
     }
-    Err(value)
+    value
 }
 
 /// Frame members read before, by the hash of their bytes: see the [module docs](self).
@@ -129,6 +145,11 @@ impl FrameMemo {
         self.taken
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(member)
+    }
+
+    /// Whether a member whose bytes hash to `key` is kept.
+    fn holds(&self, key: u128) -> bool {
+        self.lock().iter().any(|(k, _)| *k == key)
     }
 
     /// Keeps `member`, read from bytes that hash to `key`.

@@ -161,27 +161,22 @@ pub(crate) fn parse(
         Scanned::Object(members) => {
             let mut map = Map::new();
             let mut quick_list: Option<QuickList> = None;
-            let mut frame = Vec::new();
+            // The members a memo may give ([`crate::frames`]), read once the list is: they are
+            // taken only beside a quick list. A repeated key keeps its last value.
+            let mut deferred: Vec<(String, Range<usize>)> = Vec::new();
             for (key, value) in members {
                 let key: String = serde_json::from_str(text.get(key.clone())?).ok()?;
+                deferred.retain(|(k, _)| *k != key);
+                if frames.is_some() && quick && frames::is_member(&key, value, chat) {
+                    deferred.push((key.clone(), value.clone()));
+                    // Its place (a repeated key keeps its first); its value below.
+                    map.insert(key, Value::Null);
+                    continue;
+                }
                 let is_list = key == "messages";
-                let memo = frames.filter(|_| quick && frames::is_member(&key, value, chat));
-                // A repeated key keeps its last value: a member taken earlier is not the one.
-                frame.retain(|(m, _): &(Member, Range<usize>)| m.key() != key);
-                let (value, messages) = match memo {
-                    Some(memo) => {
-                        match frames::take_or_keep(memo, &key, text.get(value.clone())?) {
-                            Ok(member) => {
-                                let stub = member.stub();
-                                frame.push((member, value.clone()));
-                                (stub, None)
-                            }
-                            Err(parsed) => (parsed?, None),
-                        }
-                    }
-                    None => member(value, is_list)?,
-                };
+                let (value, messages) = member(value, is_list)?;
                 if is_list {
+                    // A repeated key keeps its last value: the list read last.
                     quick_list = messages.map(|list| QuickList {
                         key: Some(key.clone()),
                         ..list
@@ -190,17 +185,28 @@ pub(crate) fn parse(
                 // As serde_json does: a repeated key keeps its first place and its last value.
                 map.insert(key, value);
             }
-            let mut root = Value::Object(map);
-            match &mut quick_list {
-                Some(list) => list.frame = frame.into_iter().map(|(m, _)| m).collect(),
-                // Stubs stand for nothing without the quick list: the members parsed instead.
-                None => {
-                    for (member, span) in frame {
-                        root[member.key()] = piece(&span)?;
-                    }
+            if let Some(memo) = frames {
+                let mut frame = Vec::new();
+                for (key, span) in deferred {
+                    let member_text = text.get(span)?;
+                    let value = match quick_list {
+                        Some(_) => match frames::take_or_keep(memo, &key, member_text) {
+                            Ok(member) => {
+                                let stub = member.stub();
+                                frame.push(member);
+                                stub
+                            }
+                            Err(parsed) => parsed?,
+                        },
+                        None => frames::parse_keeping(memo, &key, member_text)?,
+                    };
+                    map.insert(key, value);
+                }
+                if let Some(list) = &mut quick_list {
+                    list.frame = frame;
                 }
             }
-            Some((root, quick_list))
+            Some((Value::Object(map), quick_list))
         }
         Scanned::Array => {
             let (value, messages) = member(&span, true)?;
@@ -358,11 +364,11 @@ fn parse_messages(
 
 /// serde_json's value of a whole JSON text, and a [`scan::Finder`] holding its root's members (or
 /// elements): the spans [`crate::container`] looks up then cost nothing more. A large text, or
-/// any text read with `known` (an earlier read's lists) or as an OpenAI Chat body (`chat`: the
-/// format said; its message list comes back for that format's reader, [`QuickList::elements`],
-/// so that it is known next time), is scanned first and its long arrays
+/// any text read with `known` (an earlier read's lists), is scanned first and its long arrays
 /// parsed on every core, its message list (however short) read into messages when `quick`
-/// allows and every message is one [`crate::quick`] reads (the value then holds their stubs);
+/// allows and every message is one [`crate::quick`] reads (the value then holds their stubs),
+/// or, for an OpenAI Chat body (`chat`: the format said) whose list starts with a known one,
+/// parsed for that format's reader ([`QuickList::elements`]);
 /// when that cannot be done (a text that does not parse, or nests too deep), serde_json parses
 /// the whole text as usual.
 pub(crate) fn parse_scanning(
@@ -372,9 +378,8 @@ pub(crate) fn parse_scanning(
 ) -> (serde_json::Result<Value>, scan::Finder, Option<QuickList>) {
     let mut finder = scan::Finder::default();
     // With what an earlier read knew, even a short text on one core gains: the known messages
-    // are not parsed. An OpenAI Chat list is read for the next read to know it, however short.
-    let short = text.len() < crate::container::PARALLEL_FROM || cores() < 2;
-    if known.is_none() && !(chat && quick) && short {
+    // are not parsed.
+    if known.is_none() && (text.len() < crate::container::PARALLEL_FROM || cores() < 2) {
         return (serde_json::from_str(text), finder, None);
     }
     let known = known.map(|k| Lookup { chat, ..k });

@@ -45,10 +45,7 @@ pub(crate) fn read_framed(
     match condense_formats::utf8_string(bytes.into_owned()) {
         Ok(text) => {
             let nothing_known = |_| Vec::new();
-            let known = (
-                &nothing_known as &dyn Fn(u64) -> Vec<known::KnownList>,
-                None,
-            );
+            let known = (&nothing_known as known::Lists<'_>, None);
             one(condense_formats::read_shared_knowing(
                 Arc::new(text),
                 BODY,

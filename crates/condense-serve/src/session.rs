@@ -275,8 +275,9 @@ mod tests {
             seen.insert(full);
         }
         assert_eq!(seen.len(), cases.len(), "the cases name different sessions");
-        // The two long system prompts (the tools are left out of the look).
-        assert_eq!(frames.len(), 2);
+        // The two long system prompts (the tools are left out of the look), each taken at
+        // its second look.
+        assert_eq!((frames.len(), frames.taken()), (2, 2));
         assert!(seen.contains("cc-77") && seen.contains("cc-88"));
         assert!(!seen.contains("cc-99"));
         assert_eq!(

@@ -9,7 +9,7 @@ mod record;
 use crate::{read, read_owned_knowing, Document, FormatError, ReadOptions};
 
 /// Message `i` of a long Anthropic session (every one read quick).
-fn message(i: usize) -> String {
+pub(super) fn message(i: usize) -> String {
     let filler = "line of output \\\"quoted\\\"\\n".repeat(10);
     match i % 3 {
         0 => format!(r#"{{"role": "user", "content": "step {i}"}}"#),
@@ -43,16 +43,29 @@ fn read_plain(text: &str) -> Document {
     read(text.as_bytes(), "in.json", &ReadOptions::default()).unwrap()
 }
 
-/// `bytes` read knowing only `known`, asked under the key the read asks.
-fn try_read_knowing(bytes: Vec<u8>, known: &[(u64, KnownList)]) -> Result<Document, FormatError> {
-    let lookup = |key: u64| {
+/// What a read asks, answered from `known` alone: the lists under the key asked.
+fn lookup_in(known: &[(u64, KnownList)]) -> impl Fn(u64) -> Vec<KnownList> + '_ {
+    move |key| {
         known
             .iter()
             .filter(|(k, _)| *k == key)
             .map(|(_, l)| l.clone())
             .collect()
-    };
-    read_owned_knowing(bytes, "in.json", &ReadOptions::default(), &lookup)
+    }
+}
+
+/// `bytes` read with `opts` knowing only `known`.
+fn try_read_knowing_as(
+    bytes: Vec<u8>,
+    opts: &ReadOptions,
+    known: &[(u64, KnownList)],
+) -> Result<Document, FormatError> {
+    read_owned_knowing(bytes, "in.json", opts, &lookup_in(known))
+}
+
+/// `bytes` read knowing only `known` (the format detected).
+fn try_read_knowing(bytes: Vec<u8>, known: &[(u64, KnownList)]) -> Result<Document, FormatError> {
+    try_read_knowing_as(bytes, &ReadOptions::default(), known)
 }
 
 fn read_knowing(text: &str, known: &[(u64, KnownList)]) -> Document {

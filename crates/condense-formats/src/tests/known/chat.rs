@@ -4,7 +4,7 @@
 
 use super::{assert_read_as_whole, kept, unread_count};
 use crate::known::{KnownList, ALWAYS_READ};
-use crate::{read, read_owned_knowing, Document, ReadOptions};
+use crate::{read, Document, ReadOptions};
 use condense_model::{Content, Format};
 
 fn chat() -> ReadOptions {
@@ -39,17 +39,9 @@ fn body(n: usize, head: &str) -> String {
     )
 }
 
-/// `text` read as the proxy reads an OpenAI Chat body, knowing only `known` (`opts`: the
-/// options said).
+/// `text` read with `opts`, knowing only `known`.
 fn read_knowing(text: &str, opts: &ReadOptions, known: &[(u64, KnownList)]) -> Document {
-    let lookup = |key: u64| {
-        known
-            .iter()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, l)| l.clone())
-            .collect()
-    };
-    read_owned_knowing(text.as_bytes().to_vec(), "in.json", opts, &lookup).unwrap()
+    super::try_read_knowing_as(text.as_bytes().to_vec(), opts, known).unwrap()
 }
 
 #[test]
@@ -117,14 +109,8 @@ fn a_chat_body_takes_its_tools_from_the_frame_memo() {
     };
     let memo = crate::frames::FrameMemo::default();
     let read_with = |text: &str, known: &[(u64, KnownList)]| {
-        let lookup = |key: u64| -> Vec<KnownList> {
-            known
-                .iter()
-                .filter(|(k, _)| *k == key)
-                .map(|(_, l)| l.clone())
-                .collect()
-        };
         let shared = Arc::new(text.to_string());
+        let lookup = super::lookup_in(known);
         crate::read_shared_knowing(shared, "in.json", &chat(), (&lookup, None), Some(&memo))
             .unwrap()
     };
