@@ -149,6 +149,15 @@ pub(crate) fn openai_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
     })
 }
 
+/// `conv` as an OpenAI Responses request body (Codex's): its system prompt the
+/// `instructions`, each text a `message` item, each call and result an item of its own.
+pub(crate) fn responses_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
+    const SEED: &[u8] = br#"{"model": "gpt-5", "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}"#;
+    request_file(conv, (SEED, condense_model::Format::Responses), |m| {
+        m.timestamp = None;
+    })
+}
+
 /// `conv` written into the body `seed` of `format` reads as, each message shaped by `shape`
 /// for that format first.
 fn request_file(

@@ -93,6 +93,10 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     let (chat_samples, _, _) =
         growing_session((proxy, upstream), runs, &counter, dp50, Frame::OpenAiChat)?;
     push_turn_rows(&mut out, &chat_samples, ", an OpenAI Chat body");
+    // And as an OpenAI Responses body (Codex).
+    let (responses_samples, _, _) =
+        growing_session((proxy, upstream), runs, &counter, dp50, Frame::Responses)?;
+    push_turn_rows(&mut out, &responses_samples, ", an OpenAI Responses body");
     let growing = condense_serve::session::quick_session(
         &anthropic_file(&conv)?,
         condense_serve::Api::Anthropic,
@@ -162,6 +166,9 @@ pub(crate) enum Frame {
     /// [`Frame::Sdk`] in an OpenAI Chat Completions body (`/v1/chat/completions`; the system
     /// prompt is the list's first message), as an agent on the OpenAI SDK or LangChain sends it.
     OpenAiChat,
+    /// [`Frame::Sdk`] in an OpenAI Responses body (`/v1/responses`; the system prompt is its
+    /// `instructions`, each text, call and result an item), as Codex sends it.
+    Responses,
 }
 
 impl Frame {
@@ -169,6 +176,7 @@ impl Frame {
     fn request(self, conv: &Conversation) -> Result<(&'static str, Vec<u8>)> {
         Ok(match self {
             Frame::OpenAiChat => ("/v1/chat/completions", crate::gen::openai_file(conv)?),
+            Frame::Responses => ("/v1/responses", crate::gen::responses_file(conv)?),
             _ => ("/v1/messages", anthropic_file(conv)?),
         })
     }
@@ -195,6 +203,8 @@ pub(crate) fn frame(frame: Frame) -> Conversation {
             let raw = match frame {
                 Frame::OpenAiChat => serde_json::json!({"type": "function", "function": {
                     "name": name, "description": description, "parameters": schema}}),
+                Frame::Responses => serde_json::json!({"type": "function", "name": name,
+                    "description": description, "parameters": schema}),
                 _ => serde_json::json!({
                     "name": name, "description": description, "input_schema": schema}),
             };
@@ -450,7 +460,7 @@ impl Proxy {
     }
 }
 
-/// `profile-proxy [plain|claude-code|sdk|openai-chat] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the
+/// `profile-proxy [plain|claude-code|sdk|openai-chat|responses] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the
 /// growing session with that [`Frame`] (default `plain`), sent to a proxy without
 /// `x-condense-session` as the real clients send it: first the turn at which it holds `FROM_TOKENS`
 /// (default 62,000) in one request, then `TURNS` turns after it (default 10), each `PAUSE_MS` after
@@ -468,7 +478,10 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
         Some("claude-code") => Frame::ClaudeCode,
         Some("sdk") => Frame::Sdk,
         Some("openai-chat") => Frame::OpenAiChat,
-        Some(other) => bail!("unknown frame `{other}` (plain, claude-code, sdk, openai-chat)"),
+        Some("responses") => Frame::Responses,
+        Some(other) => {
+            bail!("unknown frame `{other}` (plain, claude-code, sdk, openai-chat, responses)")
+        }
     };
     let number = |i: usize, default: usize| -> Result<usize> {
         args.get(i).map_or(Ok(default), |a| {

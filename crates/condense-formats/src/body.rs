@@ -126,13 +126,7 @@ pub(crate) fn read_body(
         ..Conversation::default()
     };
     // Members a read of the same bytes made before ([`crate::frames`]): the map holds stubs.
-    for member in frame {
-        take(&mut map, member.key());
-        match member {
-            Member::System(content) => conv.system = Some(content),
-            Member::Tools(tools) => conv.tools = tools,
-        }
-    }
+    crate::frames::take_into(frame, &mut map, &mut conv);
     if codec.system_key && map.contains_key("system") {
         let system = take(&mut map, "system").unwrap_or_default();
         conv.system = Some(read_system(system, ctx, &format!("{ptr}/system"))?);

@@ -13,9 +13,10 @@ use crate::body::{self, MessageCodec};
 use crate::error::Ctx;
 use crate::frames::Member;
 use crate::json::{Result, Style};
+use crate::known;
 use crate::lines::{self, Lines};
 use crate::notes::Notes;
-use crate::parallel::{is_root_list, parse_scanning, take_quick, Lookup, QuickList};
+use crate::parallel::{is_root_list, parse_scanning, take_quick, ElementReader, Lookup, QuickList};
 use crate::scan;
 use crate::select::{self, Select, Slot, SlotKind};
 use crate::source::Source;
@@ -238,10 +239,13 @@ fn read_auto(
     } else {
         // Messages read without a JSON tree only where the wrappers are found without
         // `--select` (a pointer may lead into the messages).
-        // An OpenAI Chat body's list is read for its format's reader where the format is said.
-        let chat = format == Some(Format::OpenAi) && select.is_none();
+        // An OpenAI Chat or Responses body's list is read for its format's reader where the
+        // format is said.
+        let elements = format
+            .filter(|f| known::reads_elements(*f))
+            .filter(|_| select.is_none());
         let known = known.filter(|_| select.is_none());
-        let (parsed, finder, quick) = parse_scanning(text, select.is_none(), (known, chat));
+        let (parsed, finder, quick) = parse_scanning(text, select.is_none(), (known, elements));
         match parsed {
             Ok(mut root) => {
                 let session = match &root {
@@ -366,17 +370,19 @@ fn json_document(
     ctx: &Ctx<'_>,
 ) -> Result<Option<Document>> {
     let slots = find_slots(&root, select, ctx)?;
-    // An OpenAI Chat body's list (the format said), read whole or not, is known next time
-    // ([`crate::known`]) when it is the document's only list: a body's at the root, or the root.
-    let chat_list = format == Some(Format::OpenAi) && select.is_none() && is_root_list(&slots);
+    // An OpenAI Chat or Responses body's list (the format said), read whole or not, is known
+    // next time ([`crate::known`]) when it is the document's only list: a body's at the root,
+    // or the root.
+    let listed =
+        format.is_some_and(known::reads_elements) && select.is_none() && is_root_list(&slots);
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
     let Ok(mut quick) = take_quick(quick, &mut root, &slots, format) else {
         return Ok(None);
     };
-    if let (Some(list), Some(codec)) = (&mut quick, codec(format)) {
+    if let (Some(list), Some(read)) = (&mut quick, element_reader(format)) {
         let ptr = list.key.as_ref().map_or(String::new(), |k| format!("/{k}"));
-        list.read_elements(codec, ctx, &ptr)?;
+        list.read_elements(read, ctx, &ptr)?;
     }
     let (messages, quick) = match quick {
         Some(list) => (
@@ -406,7 +412,7 @@ fn json_document(
         source.unread = unread;
         doc.quick_stubs = Some(stubs);
         doc.known_hashed = finder.take_known_hashed();
-    } else if chat_list {
+    } else if listed {
         // Detection never reads a said format's stubs.
         doc.quick_stubs = Some(Vec::new());
     }
@@ -485,6 +491,15 @@ fn decide(roots: &[(&Value, &Vec<Slot>)]) -> Format {
     }))
 }
 
+/// How the elements of a list read for its format's own reader ([`known::reads_elements`]) are
+/// read into messages.
+fn element_reader(format: Format) -> Option<ElementReader> {
+    match format {
+        Format::Responses => Some(responses::read_element),
+        _ => codec(format).map(|c| c.read),
+    }
+}
+
 /// How a chat format's messages are read and written (Cline's are Anthropic's, lifted).
 pub(crate) fn codec(format: Format) -> Option<MessageCodec> {
     match format {
@@ -514,11 +529,12 @@ fn take_conversations(
         let ptr = slot.pointer.as_str();
         let (mut conv, body_keys) = match (slot.kind, target, format, codec(format)) {
             (SlotKind::Input, Value::Object(map), Format::Responses, _) => {
-                let (conv, keys) = responses::read_body(map, ctx, ptr)?;
+                let quick = (quick.take(), std::mem::take(&mut frame));
+                let (conv, keys) = responses::read_body(map, ctx, ptr, quick)?;
                 (conv, Some(keys))
             }
             (SlotKind::List, Value::Array(items), Format::Responses, _) => {
-                (responses::read_list(items, ctx, ptr)?, None)
+                (responses::read_list(items, ctx, ptr, quick.take())?, None)
             }
             (SlotKind::List, Value::Array(items), Format::OpenHands, _) => {
                 (openhands::read_list(items, ctx, ptr)?, None)

@@ -47,37 +47,47 @@ impl<'b> ListCut<'b> {
     /// when `body` is not one object, or names `list` more than once (which of two members a
     /// reader takes is its own business: the caller then reads the body whole).
     pub fn of(body: &'b [u8], list: &str) -> Option<ListCut<'b>> {
-        Self::of_knowing(body, list, None)
+        Self::cut(body, list, None)
     }
 
-    /// [`ListCut::of`], stepping over the list's prefix an earlier read knew with the same text
-    /// ([`crate::known`], `known` as [`crate::read_shared_knowing`] asks it; as for that read,
-    /// the list written `"messages"`): hashed, not scanned, so a session's growing list costs a
-    /// scan of its new messages only.
+    /// [`ListCut::of`] the message list of a body read as `format` (a Responses body's
+    /// `input`, any other's `messages`), stepping over the list's prefix an earlier read knew
+    /// with the same text ([`crate::known`], `known` as [`crate::read_shared_knowing`] asks it
+    /// for that format): hashed, not scanned, so a session's growing list costs a scan of its
+    /// new messages only.
     pub fn of_knowing(
         body: &'b [u8],
-        list: &str,
+        format: crate::Format,
         known: Option<&dyn Fn(u64) -> Vec<crate::known::KnownList>>,
+    ) -> Option<ListCut<'b>> {
+        let lookup = known.map(|lists| crate::parallel::Lookup {
+            lists,
+            matched: None,
+            frames: None,
+            elements: crate::known::reads_elements(format).then_some(format),
+        });
+        Self::cut(body, crate::known::list_member(format), lookup)
+    }
+
+    fn cut(
+        body: &'b [u8],
+        list: &str,
+        lookup: Option<crate::parallel::Lookup<'_>>,
     ) -> Option<ListCut<'b>> {
         let mut matched = None;
         let mut step = |first: &Range<usize>| {
-            let lookup = crate::parallel::Lookup {
-                lists: known?,
-                matched: None,
-                frames: None,
-                chat: false,
-            };
-            let found = scan::known_prefix(body, first, lookup)?;
+            let found = scan::known_prefix(body, first, lookup?)?;
             let spans = found.spans().to_vec();
             matched = Some(found);
             Some(spans)
         };
-        let step: Option<scan::KnownElements<'_, '_>> = known.is_some().then_some(&mut step);
+        let step: Option<scan::KnownElements<'_, '_>> = lookup.is_some().then_some(&mut step);
         // The reader's own walk of an object's members, which finds each array's elements on
         // the way; it runs on text serde_json accepted, so what it lets pass here (a key that
         // is not a string, text after the object) is refused by hand.
         let start = scan::skip_ws(body, 0);
         let mut arrays = HashMap::new();
+        let step = step.map(|s| (list.as_bytes(), s));
         let (members, end, _) = scan::object_at(body, start, &mut arrays, step)?;
         let keys_are_strings = members.iter().all(|(key, _)| body[key.start] == b'"');
         if !keys_are_strings || scan::skip_ws(body, end) != body.len() {

@@ -12,8 +12,9 @@
 //! The memo is the caller's (`condense serve` keeps one for all its sessions: many sessions
 //! send the same frame). Only a body at the root whose message list is read for its format's
 //! reader without a JSON tree takes members from it ([`crate::parallel`]): an Anthropic body
-//! read quick, or an OpenAI Chat body whose history a known list covers (its tools only: its
-//! system prompt is a message); anything else reads the text whole, as before.
+//! read quick, an OpenAI Chat body whose history a known list covers (its tools only: its
+//! system prompt is a message), or a Responses body whose history a known list covers (its
+//! `instructions` and tools); anything else reads the text whole, as before.
 //! A member is the same bytes as one read before, so it reads as the same value: the write
 //! still finds the frame unchanged and copies its bytes as read.
 //!
@@ -25,7 +26,8 @@
 //! ```
 
 use crate::error::Ctx;
-use condense_model::{Content, ContentShape, ToolDef};
+use crate::Format;
+use condense_model::{Content, ContentShape, Conversation, ToolDef};
 use serde_json::Value;
 use std::ops::Range;
 use std::sync::Mutex;
@@ -43,6 +45,8 @@ const CAPACITY: usize = 32;
 pub(crate) enum Member {
     /// `system`, as the Anthropic reader reads it.
     System(Content),
+    /// A Responses body's `instructions` (a string: the reader takes no other).
+    Instructions(String),
     /// `tools` (an array), each definition as the reader reads it.
     Tools(Vec<ToolDef>),
 }
@@ -52,6 +56,7 @@ impl Member {
     pub(crate) fn key(&self) -> &'static str {
         match self {
             Member::System(_) => "system",
+            Member::Instructions(_) => "instructions",
             Member::Tools(_) => "tools",
         }
     }
@@ -63,20 +68,35 @@ impl Member {
             Member::System(content) if content.shape == ContentShape::String => {
                 Value::String(String::new())
             }
+            Member::Instructions(_) => Value::String(String::new()),
             Member::System(_) | Member::Tools(_) => Value::Array(Vec::new()),
         }
     }
 }
 
+/// Puts the members of `frame` (taken from a memo) into `conv`, each as its reader reads it,
+/// and takes their stubs out of the body's `map`.
+pub(crate) fn take_into(frame: Vec<Member>, map: &mut crate::json::Map, conv: &mut Conversation) {
+    for member in frame {
+        crate::json::take(map, member.key());
+        match member {
+            Member::System(content) => conv.system = Some(content),
+            Member::Instructions(text) => conv.system = Some(Content::string(text)),
+            Member::Tools(tools) => conv.tools = tools,
+        }
+    }
+}
+
 /// Whether the root member `key`, whose value is at `span`, may come from a memo: a system
-/// prompt or tool list long enough to gain. An OpenAI Chat body (`chat`) has no `system`
-/// member of its own (its system prompt is the list's first message): only its tools.
-pub(crate) fn is_member(key: &str, span: &Range<usize>, chat: bool) -> bool {
-    let known = match key {
-        "tools" => true,
-        "system" => !chat,
-        _ => false,
-    };
+/// prompt or tool list long enough to gain, in a body whose list is read quick (Anthropic) or
+/// for `elements`' reader ([`crate::parallel::Lookup::elements`]). An OpenAI Chat body has no
+/// system member of its own (its system prompt is the list's first message): only its tools.
+/// A Responses body's system prompt is its `instructions`.
+pub(crate) fn is_member(key: &str, span: &Range<usize>, elements: Option<Format>) -> bool {
+    let known = matches!(
+        (key, elements),
+        ("tools", _) | ("system", None) | ("instructions", Some(Format::Responses))
+    );
     known && span.len() >= MEMO_FROM
 }
 
@@ -115,6 +135,7 @@ fn parse_and_keep(memo: &FrameMemo, (hash, key): (u128, &str), text: &str) -> Op
         ("system", Some(v)) => crate::body::read_system(v.clone(), &Ctx::new(""), "/system")
             .ok()
             .map(Member::System),
+        ("instructions", Some(Value::String(text))) => Some(Member::Instructions(text.clone())),
         ("tools", Some(Value::Array(tools))) => Some(Member::Tools(crate::body::read_tools(tools))),
         _ => None,
     };

@@ -22,13 +22,14 @@
 //! whole conversation after all.
 //!
 //! A list read quick takes part (an Anthropic request body's `messages`, or a bare list), and
-//! so does an OpenAI Chat list read with its format said: the body's `messages` at the root, or
-//! the root list. Its elements are parsed for that format's reader rather than read quick, the
-//! known prefix left unread as a quick list's, and its lists are kept under keys of their own
-//! ([`list_key`]), so that a read of the other kind never takes one. The first
-//! [`ALWAYS_READ`] messages are always read (a session's id may come from them).
+//! so does an OpenAI Chat or Responses list read with its format said ([`reads_elements`]): a
+//! Chat body's `messages` or a Responses body's `input` at the root ([`list_member`]), or the
+//! root list. Its elements are parsed for that format's reader rather than read quick (each
+//! element is one message), the known prefix left unread as a quick list's, and its lists are
+//! kept under keys of their own ([`list_key`]), so that a read of another kind never takes
+//! one. The first [`ALWAYS_READ`] messages are always read (a session's id may come from them).
 
-use condense_model::{Content, Message, RawJson, Role};
+use condense_model::{Content, Format, Message, RawJson, Role};
 use serde_json::Value;
 use std::ops::Range;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
@@ -99,12 +100,33 @@ pub(crate) fn key_of(first: &[u8]) -> u64 {
 /// would otherwise name both).
 const CHAT_KEYS: u64 = 0x6f70_656e_6169_6368;
 
+/// What the keys of an OpenAI Responses item list are turned by, as [`CHAT_KEYS`].
+const RESPONSES_KEYS: u64 = 0x7265_7370_6f6e_7365;
+
 /// The key a list whose first element is `first` is known under, in a read of `format`
-/// ([`first_key`], turned for an OpenAI Chat list: [`CHAT_KEYS`]).
-pub(crate) fn list_key(format: condense_model::Format, first: &[u8]) -> u64 {
+/// ([`first_key`], turned for an OpenAI Chat or Responses list: [`CHAT_KEYS`],
+/// [`RESPONSES_KEYS`]).
+pub(crate) fn list_key(format: Format, first: &[u8]) -> u64 {
     match format {
-        condense_model::Format::OpenAi => key_of(first) ^ CHAT_KEYS,
+        Format::OpenAi => key_of(first) ^ CHAT_KEYS,
+        Format::Responses => key_of(first) ^ RESPONSES_KEYS,
         _ => key_of(first),
+    }
+}
+
+/// The formats whose message list a read with known lists parses for the format's own reader
+/// (said, not detected): an OpenAI Chat body's `messages` or a Responses body's `input`, each
+/// element read into one message. An Anthropic list is read quick instead ([`crate::quick`]).
+pub(crate) fn reads_elements(format: Format) -> bool {
+    matches!(format, Format::OpenAi | Format::Responses)
+}
+
+/// The member of a body at the root that holds its message list, in a read of `format`: a
+/// Responses body's `input`, any other's `messages`.
+pub(crate) fn list_member(format: Format) -> &'static str {
+    match format {
+        Format::Responses => "input",
+        _ => "messages",
     }
 }
 

@@ -467,7 +467,7 @@ pub fn read_owned_knowing(
         lists: known,
         matched: None,
         frames: None,
-        chat: false,
+        elements: None,
     };
     container::read_owned(bytes, source, opts, Some(lookup))
 }
@@ -476,8 +476,8 @@ pub fn read_owned_knowing(
 /// forwards when nothing is compressed): the document keeps that text, not a copy of it.
 /// `matched`: the known list a look at this same text matched ([`cut::ListCut::into_matched`]),
 /// taken instead of asking `known` and hashing the text again. `frames`: the system prompts
-/// and tool lists read before ([`frames`]), for a read given the Anthropic or OpenAI Chat
-/// format (no `select`).
+/// and tool lists read before ([`frames`]), for a read given the Anthropic, OpenAI Chat or
+/// Responses format (no `select`).
 pub fn read_shared_knowing(
     text: std::sync::Arc<String>,
     source: &str,
@@ -488,13 +488,16 @@ pub fn read_shared_knowing(
     let matched = std::cell::Cell::new(matched);
     // Members are taken by a body's keys: only where the format is said, not guessed (a stub
     // would stand in the wrong format's detection).
-    let said = matches!(opts.format, Some(Format::Anthropic | Format::OpenAi));
+    let said = matches!(
+        opts.format,
+        Some(Format::Anthropic | Format::OpenAi | Format::Responses)
+    );
     let framed = said && opts.select.is_none();
     let lookup = parallel::Lookup {
         lists: known,
         matched: Some(&matched),
         frames: frames.filter(|_| framed),
-        chat: false,
+        elements: None,
     };
     container::read_shared(text, source, opts, Some(lookup))
 }

@@ -51,11 +51,14 @@ pub(crate) struct QuickList {
     /// Members of the body's frame a read of the same bytes made before ([`crate::frames`]):
     /// the value holds stubs in their places.
     pub frame: Vec<Member>,
-    /// An OpenAI Chat list ([`Lookup::chat`]): each element's value, `None` for one left
-    /// unread; the format's reader makes the messages of them ([`crate::container`]), and
-    /// `messages` is empty until then.
+    /// An OpenAI Chat or Responses list ([`Lookup::elements`]): each element's value, `None`
+    /// for one left unread; the format's reader makes the messages of them
+    /// ([`crate::container`]), and `messages` is empty until then.
     pub elements: Option<Vec<Option<Value>>>,
 }
+
+/// Reads the element at an index of a message list into its message (its JSON pointer given).
+pub(crate) type ElementReader = fn(Value, usize, &Ctx<'_>, &str) -> Result<Message>;
 
 /// The messages of a list left unread ([`crate::known`]): placeholders in the list.
 #[derive(Debug, Clone)]
@@ -73,13 +76,14 @@ pub(crate) struct Unread {
 pub(crate) struct Lookup<'a> {
     pub lists: &'a dyn Fn(u64) -> Vec<KnownList>,
     pub matched: Option<&'a std::cell::Cell<Option<crate::known::Matched>>>,
-    /// The frame members read before ([`crate::frames`]), for an Anthropic or OpenAI Chat body
-    /// read with its format said.
+    /// The frame members read before ([`crate::frames`]), for a body read with its format
+    /// said.
     pub frames: Option<&'a FrameMemo>,
-    /// The message list is an OpenAI Chat body's (the format said, not detected; set by the
-    /// reader, [`parse_scanning`]): its known lists have keys of their own
-    /// ([`crate::known::list_key`]).
-    pub chat: bool,
+    /// The format whose own reader the message list's elements are parsed for: an OpenAI Chat
+    /// body's `messages` or a Responses body's `input` ([`crate::known::reads_elements`]; the
+    /// format said, not detected; set by the reader, [`parse_scanning`]). Its known lists have
+    /// keys of their own ([`crate::known::list_key`]). `None`: the list is read quick.
+    pub elements: Option<Format>,
 }
 
 impl QuickList {
@@ -90,19 +94,15 @@ impl QuickList {
         self.unread.is_some() || !self.frame.is_empty()
     }
 
-    /// The messages of an OpenAI Chat list's elements ([`QuickList::elements`]), read by
-    /// `codec` (`ptr`: the list's pointer), each unread one a placeholder.
-    pub fn read_elements(
-        &mut self,
-        codec: crate::body::MessageCodec,
-        ctx: &Ctx<'_>,
-        ptr: &str,
-    ) -> Result<()> {
+    /// The messages of an OpenAI Chat or Responses list's elements
+    /// ([`QuickList::elements`]), each read by `read` (the element at an index, its pointer;
+    /// `ptr`: the list's pointer), each unread one a placeholder.
+    pub fn read_elements(&mut self, read: ElementReader, ctx: &Ctx<'_>, ptr: &str) -> Result<()> {
         let Some(elements) = self.elements.take() else {
             return Ok(());
         };
         self.messages = read_all(elements, ctx, |element, i, ctx| match element {
-            Some(value) => (codec.read)(value, i, ctx, &crate::json::child_at(ptr, i)),
+            Some(value) => read(value, i, ctx, &crate::json::child_at(ptr, i)),
             None => Ok(known::placeholder(i)),
         })?;
         Ok(())
@@ -137,9 +137,11 @@ pub(crate) fn parse(
     text: &str,
     finder: &scan::Finder,
     quick: bool,
-    (frames, chat): (Option<&FrameMemo>, bool),
+    (frames, elements): (Option<&FrameMemo>, Option<Format>),
 ) -> Option<(Value, Option<QuickList>)> {
     let (span, depth, parts) = finder.scanned()?;
+    let for_reader = elements.is_some();
+    let list_member = known::list_member(elements.unwrap_or(Format::Anthropic));
     // The root must be all of the text but JSON whitespace: nothing trails it (JSONL).
     if span != scan::trimmed(text.as_bytes(), 0..text.len()) || depth > MAX_DEPTH {
         return None;
@@ -150,7 +152,7 @@ pub(crate) fn parse(
     // as it is.
     let member = |span: &Range<usize>, list: bool| match finder.known_elements(span.start) {
         Some(elements) if quick && list => {
-            parse_messages(text, elements, finder.known_list(elements), chat)
+            parse_messages(text, elements, finder.known_list(elements), for_reader)
         }
         Some(elements) if elements.len() >= PARALLEL_MIN_ITEMS => {
             Some((Value::Array(parse_elements(text, elements)?), None))
@@ -167,13 +169,13 @@ pub(crate) fn parse(
             for (key, value) in members {
                 let key: String = serde_json::from_str(text.get(key.clone())?).ok()?;
                 deferred.retain(|(k, _)| *k != key);
-                if frames.is_some() && quick && frames::is_member(&key, value, chat) {
+                if frames.is_some() && quick && frames::is_member(&key, value, elements) {
                     deferred.push((key.clone(), value.clone()));
                     // Its place (a repeated key keeps its first); its value below.
                     map.insert(key, Value::Null);
                     continue;
                 }
-                let is_list = key == "messages";
+                let is_list = key == list_member;
                 let (value, messages) = member(value, is_list)?;
                 if is_list {
                     // A repeated key keeps its last value: the list read last.
@@ -228,13 +230,14 @@ enum Element {
 /// `known` (the scan found the list starts with its text), the messages it covers are left
 /// unread but for those it says to read ([`crate::known`]); a list that is then not quick is
 /// `None` (the caller parses the text whole). The list comes back as the root's (no `key`).
-/// An OpenAI Chat list (`chat`) is never read quick: its elements come back parsed, but for
-/// those left unread ([`QuickList::elements`]).
+/// A list read for its format's own reader (`for_reader`: OpenAI Chat or Responses) is never
+/// read quick: its elements come back parsed, but for those left unread
+/// ([`QuickList::elements`]).
 fn parse_messages(
     text: &str,
     spans: &[Range<usize>],
     known: Option<&KnownList>,
-    chat: bool,
+    for_reader: bool,
 ) -> Option<(Value, Option<QuickList>)> {
     let skip = known.and_then(|list| Some((list, known::unread_mask(list, spans.len())?)));
     let unread = skip.as_ref().map(|(_, mask)| mask.as_slice());
@@ -242,7 +245,7 @@ fn parse_messages(
         let mut out = Vec::with_capacity(run.len());
         // Once one element is not quick the list is returned as values anyway: the rest of the
         // run is parsed straight to values, not read quick first and parsed again.
-        let mut try_quick = !chat;
+        let mut try_quick = !for_reader;
         for (i, span) in run.into_iter().enumerate() {
             let index = offset + i;
             if unread.is_some_and(|u| u[index]) {
@@ -274,9 +277,10 @@ fn parse_messages(
         }
         elements
     };
-    // An OpenAI Chat list that starts with a known one: the elements read for that format's
-    // reader. Without one it comes back as values (below), as any list that is not quick.
-    if let (true, Some((list, mask))) = (chat, skip.as_ref()) {
+    // An OpenAI Chat or Responses list that starts with a known one: the elements read for
+    // that format's reader. Without one it comes back as values (below), as any list that is
+    // not quick.
+    if let (true, Some((list, mask))) = (for_reader, skip.as_ref()) {
         let unread = Some(Unread {
             mask: mask.clone(),
             prints: list.prints.clone(),
@@ -367,14 +371,14 @@ fn parse_messages(
 /// any text read with `known` (an earlier read's lists), is scanned first and its long arrays
 /// parsed on every core, its message list (however short) read into messages when `quick`
 /// allows and every message is one [`crate::quick`] reads (the value then holds their stubs),
-/// or, for an OpenAI Chat body (`chat`: the format said) whose list starts with a known one,
-/// parsed for that format's reader ([`QuickList::elements`]);
+/// or, for an OpenAI Chat or Responses body (`elements`: the format said) whose list starts
+/// with a known one, parsed for that format's reader ([`QuickList::elements`]);
 /// when that cannot be done (a text that does not parse, or nests too deep), serde_json parses
 /// the whole text as usual.
 pub(crate) fn parse_scanning(
     text: &str,
     quick: bool,
-    (known, chat): (Option<Lookup<'_>>, bool),
+    (known, elements): (Option<Lookup<'_>>, Option<Format>),
 ) -> (serde_json::Result<Value>, scan::Finder, Option<QuickList>) {
     let mut finder = scan::Finder::default();
     // With what an earlier read knew, even a short text on one core gains: the known messages
@@ -382,20 +386,20 @@ pub(crate) fn parse_scanning(
     if known.is_none() && (text.len() < crate::container::PARALLEL_FROM || cores() < 2) {
         return (serde_json::from_str(text), finder, None);
     }
-    let known = known.map(|k| Lookup { chat, ..k });
+    let known = known.map(|k| Lookup { elements, ..k });
     finder.scan_knowing(text, scan::trimmed(text.as_bytes(), 0..text.len()), known);
-    let given = (known.and_then(|k| k.frames), chat);
+    let given = (known.and_then(|k| k.frames), elements);
     match parse(text, &finder, quick, given) {
         Some((root, list)) => (Ok(root), finder, list),
         None => (serde_json::from_str(text), finder, None),
     }
 }
 
-/// Whether `slots` are one list at the root: a request body's at the root (its `messages`), or
-/// the root list itself.
+/// Whether `slots` are one list at the root: a request body's at the root (its `messages`, or
+/// a Responses body's `input`), or the root list itself.
 pub(crate) fn is_root_list(slots: &[Slot]) -> bool {
     matches!(slots, [slot] if slot.pointer.is_empty()
-        && matches!(slot.kind, SlotKind::Body | SlotKind::List))
+        && matches!(slot.kind, SlotKind::Body | SlotKind::Input | SlotKind::List))
 }
 
 /// A quick list with unread messages that the conversation found is not (another format or
@@ -417,13 +421,20 @@ pub(crate) fn take_quick(
         return Ok(None);
     };
     let anthropic = matches!(format, Format::Anthropic | Format::Cline);
-    // A list read for the OpenAI Chat reader is taken only by it, a quick one by Anthropic's.
+    // A list read for the OpenAI Chat or Responses reader is taken only by that reader (the
+    // format said is the format decided), a quick one by Anthropic's.
     let reader = match list.elements {
-        Some(_) => format == Format::OpenAi,
+        Some(_) => known::reads_elements(format),
         None => anthropic,
     };
     let fits = match (slots, list.key.as_deref()) {
-        ([slot], Some("messages")) => slot.kind == SlotKind::Body && slot.pointer.is_empty(),
+        ([slot], Some(key)) if key == known::list_member(format) => {
+            let body = match format {
+                Format::Responses => SlotKind::Input,
+                _ => SlotKind::Body,
+            };
+            slot.kind == body && slot.pointer.is_empty()
+        }
         ([slot], None) => slot.kind == SlotKind::List && slot.pointer.is_empty(),
         _ => false,
     };
@@ -609,7 +620,7 @@ mod tests {
     fn parse_scanned(text: &str) -> Option<Value> {
         let mut finder = scan::Finder::default();
         finder.scan(text, scan::trimmed(text.as_bytes(), 0..text.len()));
-        parse(text, &finder, false, (None, false)).map(|(value, _)| value)
+        parse(text, &finder, false, (None, None)).map(|(value, _)| value)
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! message that reads back differently from what the stages produced (a summary gets the id
 //! the format gives it). Most of an output is messages written as their exact input bytes,
 //! which read back as they were read: parsing them again was a tenth of a turn at 1M tokens
-//! (the whole output parsed, 600 KB of it as it was read). For an Anthropic or OpenAI Chat request body whose
-//! frame (system prompt, tools, other fields) was written as read, the write notes which
+//! (the whole output parsed, 600 KB of it as it was read). For an Anthropic, OpenAI Chat or
+//! Responses request body whose frame (system prompt, tools, other fields) was written as
+//! read, the write notes which
 //! elements of the message array it copied and keeps a small document of the rest: the same
 //! frame around only the elements it serialized. [`Document::read_back`] reads that document
 //! and puts the copied messages back in their places, numbered as a read of the whole output
@@ -18,10 +19,11 @@
 //! out of what is read back too, since the same text reads back the same. `condense serve`
 //! keeps the memo per session; `condense compress` stores the keys with the session.
 //!
-//! Anthropic's and OpenAI Chat's readers read each element on its own (only the `#n` id
-//! depends on the place; an OpenAI system prompt is an element like the others, and one a
-//! stage set changes the frame); other formats (Codex's and OpenHands's grouped items, JSONL
-//! sessions) read the whole output again, as before.
+//! Anthropic's, OpenAI Chat's and Responses' readers read each element on its own (only the
+//! `#n` id depends on the place; an OpenAI system prompt is an element like the others, and
+//! one a stage set changes the frame; a Responses message a stage built as several items has
+//! no echo); other formats (Codex's and OpenHands's grouped items, JSONL sessions) read the
+//! whole output again, as before.
 
 use crate::container::Layout;
 use crate::source::{Fp, Piece};
@@ -73,7 +75,13 @@ impl Echo {
         (text, array, root_body): (&str, &Range<usize>, bool),
         memo: &WriteMemo,
     ) -> Option<Echo> {
-        let each_on_its_own = matches!(format, Format::Anthropic | Format::OpenAi);
+        // A Responses message a stage built may be written as several items (its text, each
+        // call and each result): then there are more pieces than messages (every message is
+        // written as at least one), and the output is read whole.
+        let each_on_its_own = matches!(
+            format,
+            Format::Anthropic | Format::OpenAi | Format::Responses
+        );
         if !each_on_its_own || pieces.len() != ranges.len() || pieces.len() != fps.len() {
             return None;
         }
@@ -103,10 +111,13 @@ impl Echo {
             }
         }
         let list = written.iter().map(|t| t.len() + 1).sum::<usize>() + 2;
-        // Anthropic's and OpenAI Chat's readers read a body's messages whatever its other
-        // members hold.
+        // Anthropic's, OpenAI Chat's and Responses' readers read a body's messages whatever
+        // its other members hold.
         let (before, after) = if root_body {
-            (r#"{"messages":"#, "}")
+            match format {
+                Format::Responses => (r#"{"input":"#, "}"),
+                _ => (r#"{"messages":"#, "}"),
+            }
         } else {
             (text.get(..array.start)?, text.get(array.end..)?)
         };

@@ -26,10 +26,11 @@
 
 use crate::body::{conversation_name, finish_body, tool_def};
 use crate::error::Ctx;
+use crate::frames::Member;
 use crate::items::{looks_like_item, read_item, write_items};
 use crate::json::{set_hint, str_at, take, take_hint, Map, Result};
 use crate::FormatError;
-use condense_model::{Block, Content, ContentShape, Conversation, RawJson};
+use condense_model::{Block, Content, ContentShape, Conversation, Message, RawJson};
 use serde_json::Value;
 
 /// Hint on the one message of a string `input`.
@@ -91,40 +92,42 @@ fn is_typed_or_role(value: &Value) -> bool {
     str_at(value, "type").is_some() || str_at(value, "role").is_some()
 }
 
-/// Reads a request body. Returns the conversation and the body's key order.
+/// Reads a request body. Returns the conversation and the body's key order. `quick`: the
+/// messages of its `input`, already read from the known list's elements
+/// ([`crate::parallel::QuickList::read_elements`]; `input` then holds an empty stub), and the
+/// members of its frame taken from the memo ([`crate::frames`]).
 pub(crate) fn read_body(
     mut map: Map,
     ctx: &Ctx<'_>,
     ptr: &str,
+    (quick, frame): (Option<Vec<Message>>, Vec<Member>),
 ) -> Result<(Conversation, Vec<String>)> {
     let order: Vec<String> = map.keys().cloned().collect();
-    let messages = match take(&mut map, "input") {
-        Some(Value::Array(items)) => read_items(items, ctx, &format!("{ptr}/input"))?,
-        Some(Value::String(text)) => {
+    let messages = match (take(&mut map, "input"), quick) {
+        (Some(Value::Array(_)), Some(messages)) => messages,
+        (Some(Value::Array(items)), None) => read_items(items, ctx, &format!("{ptr}/input"))?,
+        (Some(Value::String(text)), _) => {
             let mut hint = Map::new();
             set_hint(&mut hint, HINT_INPUT_STRING, Value::Bool(true));
-            let mut msg = condense_model::Message::new(
-                "#0",
-                condense_model::Role::User,
-                vec![Block::text(text)],
-            );
+            let mut msg = Message::new("#0", condense_model::Role::User, vec![Block::text(text)]);
             msg.content.shape = ContentShape::String;
             msg.extra = RawJson::from_map(hint);
             vec![msg]
         }
-        Some(other) => {
+        (Some(other), _) => {
             return Err(ctx.unexpected(
                 &format!("{ptr}/input"),
                 "an array of input items or a string",
                 &other,
             ))
         }
-        None => return Err(ctx.missing(ptr, "a Responses request body with an `input`")),
+        (None, _) => return Err(ctx.missing(ptr, "a Responses request body with an `input`")),
     };
     let mut conv = Conversation {
         messages,
         ..Conversation::default()
     };
+    crate::frames::take_into(frame, &mut map, &mut conv);
     if let Some(Value::String(_)) = map.get("instructions") {
         if let Some(Value::String(text)) = take(&mut map, "instructions") {
             conv.system = Some(Content::string(text));
@@ -145,26 +148,34 @@ pub(crate) fn read_body(
     Ok((conv, order))
 }
 
-/// Reads a bare list of input items.
-pub(crate) fn read_list(items: Vec<Value>, ctx: &Ctx<'_>, ptr: &str) -> Result<Conversation> {
+/// Reads a bare list of input items (`quick`: its messages, already read from the known
+/// list's elements; `items` then is an empty stub).
+pub(crate) fn read_list(
+    items: Vec<Value>,
+    ctx: &Ctx<'_>,
+    ptr: &str,
+    quick: Option<Vec<Message>>,
+) -> Result<Conversation> {
+    let messages = match quick {
+        Some(messages) => messages,
+        None => read_items(items, ctx, ptr)?,
+    };
     Ok(Conversation {
-        messages: read_items(items, ctx, ptr)?,
+        messages,
         ..Conversation::default()
     })
 }
 
-fn read_items(items: Vec<Value>, ctx: &Ctx<'_>, ptr: &str) -> Result<Vec<condense_model::Message>> {
+/// Reads the input item at `index` of its list (`ptr`: its pointer) into its message.
+pub(crate) fn read_element(item: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<Message> {
+    read_item(item, condense_model::synthetic_id(index), ctx, ptr)
+}
+
+fn read_items(items: Vec<Value>, ctx: &Ctx<'_>, ptr: &str) -> Result<Vec<Message>> {
     items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| {
-            read_item(
-                item,
-                condense_model::synthetic_id(i),
-                ctx,
-                &crate::json::child_at(ptr, i),
-            )
-        })
+        .map(|(i, item)| read_element(item, i, ctx, &crate::json::child_at(ptr, i)))
         .collect()
 }
 

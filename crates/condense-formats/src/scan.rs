@@ -198,12 +198,13 @@ fn members_keeping_arrays(
 }
 
 /// [`members_keeping_arrays`] of the object starting at `start`, with the object's end (just
-/// past its `}`) and how deep it nests; `known` is asked about its `messages` array.
+/// past its `}`) and how deep it nests; `known` is asked about the array of the member it names
+/// (the message list: `messages`, or a Responses body's `input`).
 pub(crate) fn object_at<'k>(
     text: &[u8],
     start: usize,
     arrays: &mut HashMap<usize, Vec<Range<usize>>>,
-    mut known: Option<KnownElements<'_, 'k>>,
+    mut known: Option<(&[u8], KnownElements<'_, 'k>)>,
 ) -> Option<(Vec<Member>, usize, usize)> {
     if text.get(start) != Some(&b'{') {
         return None;
@@ -225,7 +226,9 @@ pub(crate) fn object_at<'k>(
             b'[' => {
                 // The key as written: one spelled with escapes is only not stepped over.
                 let known = match known.as_mut() {
-                    Some(k) if text[key.clone()] == *b"\"messages\"" => Some(&mut **k),
+                    Some((list, k)) if text.get(key.start + 1..key.end - 1) == Some(list) => {
+                        Some(&mut **k)
+                    }
                     _ => None,
                 };
                 let (elements, end, depth) = array_at(text, start, known)?;
@@ -262,11 +265,7 @@ pub(crate) fn known_prefix(
     first: &Range<usize>,
     lookup: Lookup<'_>,
 ) -> Option<crate::known::Matched> {
-    let format = if lookup.chat {
-        crate::Format::OpenAi
-    } else {
-        crate::Format::Anthropic
-    };
+    let format = lookup.elements.unwrap_or(crate::Format::Anthropic);
     let key = crate::known::list_key(format, text.get(first.clone())?);
     let lists = (lookup.lists)(key);
     match lookup.matched.and_then(std::cell::Cell::take) {
@@ -328,7 +327,8 @@ impl Finder {
     }
 
     /// [`Finder::scan`], stepping over the known prefix of the message list (the root's
-    /// `messages`, or the root array) when `lookup` knows its text ([`crate::known`]).
+    /// `messages`, a Responses body's `input`, or the root array) when `lookup` knows its text
+    /// ([`crate::known`]).
     pub fn scan_knowing(&mut self, text: &str, span: Range<usize>, lookup: Option<Lookup<'_>>) {
         let bytes = text.as_bytes();
         let mut found: Option<(usize, KnownList, crate::known::Hashed)> = None;
@@ -338,14 +338,23 @@ impl Finder {
             found = Some((first.start, list, hashed));
             Some(spans)
         };
+        let list = crate::known::list_member(
+            lookup
+                .and_then(|l| l.elements)
+                .unwrap_or(crate::Format::Anthropic),
+        );
         let known: Option<KnownElements<'_, '_>> = lookup.is_some().then_some(&mut step);
         self.scanned = match bytes.get(span.start) {
-            Some(b'{') => object_at(bytes, span.start, &mut self.elements, known).map(
-                |(members, end, depth)| {
-                    self.members.insert(span.start, members);
-                    (span.start..end, depth)
-                },
-            ),
+            Some(b'{') => object_at(
+                bytes,
+                span.start,
+                &mut self.elements,
+                known.map(|k| (list.as_bytes(), k)),
+            )
+            .map(|(members, end, depth)| {
+                self.members.insert(span.start, members);
+                (span.start..end, depth)
+            }),
             Some(b'[') => array_at(bytes, span.start, known).map(|(elements, end, depth)| {
                 self.elements.insert(span.start, elements);
                 (span.start..end, depth)

@@ -93,11 +93,7 @@ pub fn quick_session(
             matched: None,
         };
     }
-    let list = match api {
-        Api::Anthropic | Api::OpenAiChat => "messages",
-        Api::Responses => "input",
-    };
-    let Some(cut) = ListCut::of_knowing(body, list, known) else {
+    let Some(cut) = ListCut::of_knowing(body, api.format(), known) else {
         return Looked::default();
     };
     // Claude Code names its session in `metadata.user_id`: then nothing else is read (its

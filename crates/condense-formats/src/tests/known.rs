@@ -4,9 +4,9 @@
 
 use crate::known::{KnownList, ALWAYS_READ};
 
-mod chat;
+mod elements;
 mod record;
-use crate::{read, read_owned_knowing, Document, FormatError, ReadOptions};
+use crate::{read, read_owned_knowing, Document, Format, FormatError, ReadOptions};
 
 /// Message `i` of a long Anthropic session (every one read quick).
 pub(super) fn message(i: usize) -> String {
@@ -348,7 +348,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
             Vec::new()
         }
     };
-    let knowing = ListCut::of_knowing(text.as_bytes(), "messages", Some(&lookup)).unwrap();
+    let knowing = ListCut::of_knowing(text.as_bytes(), Format::Anthropic, Some(&lookup)).unwrap();
     assert_eq!(asked.get(), 1, "asked once, by the first message's key");
     let scanned = ListCut::of(text.as_bytes(), "messages").unwrap();
     assert_eq!((knowing.len(), scanned.len()), (403, 403));
@@ -383,7 +383,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     assert_eq!(taking.write().unwrap(), asking.write().unwrap());
     // A longer list known by the time of the read (the session's previous request kept it
     // after the look) is taken instead.
-    let look = ListCut::of_knowing(text.as_bytes(), "messages", Some(&lookup)).unwrap();
+    let look = ListCut::of_knowing(text.as_bytes(), Format::Anthropic, Some(&lookup)).unwrap();
     let whole = read_plain(&text);
     let (_, longer) = whole.known_list(&kept(&whole, &[])).unwrap();
     known.borrow_mut().push(longer);
@@ -393,7 +393,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     // A match of another text is not taken: the read matches as usual.
     known.borrow_mut().pop();
     let shorter = body(402, "");
-    let stale = ListCut::of_knowing(text.as_bytes(), "messages", Some(&lookup))
+    let stale = ListCut::of_knowing(text.as_bytes(), Format::Anthropic, Some(&lookup))
         .and_then(ListCut::into_matched);
     let other = crate::read_shared_knowing(
         std::sync::Arc::new(shorter.clone()),
@@ -410,7 +410,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     );
     // Another text under the same key is scanned.
     let other = body(403, "").replace("step 399", "step 0399");
-    let cut = ListCut::of_knowing(other.as_bytes(), "messages", Some(&lookup)).unwrap();
+    let cut = ListCut::of_knowing(other.as_bytes(), Format::Anthropic, Some(&lookup)).unwrap();
     assert_eq!(cut.len(), 403);
     assert_eq!(
         cut.first(1),

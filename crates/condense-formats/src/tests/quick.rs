@@ -59,7 +59,7 @@ fn same_as_slow(text: &str) -> Option<crate::Format> {
 fn quick_messages(text: &str) -> Option<usize> {
     let mut finder = crate::scan::Finder::default();
     finder.scan(text, crate::scan::trimmed(text.as_bytes(), 0..text.len()));
-    let (_, list) = crate::parallel::parse(text, &finder, true, (None, false))?;
+    let (_, list) = crate::parallel::parse(text, &finder, true, (None, None))?;
     list.map(|l| l.messages.len())
 }
 

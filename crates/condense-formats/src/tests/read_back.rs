@@ -151,8 +151,9 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
     let back = doc.read_back((&out, "o"), &mut memo, &opts).unwrap();
     assert_eq!(read_whole(back), full.conversations());
 
-    // Another format (a Responses body's items are grouped into messages): nothing noted.
-    let responses = br#"{"model": "m", "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello there"}]}, {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}]}"#;
+    // Responses: each item is read on its own, so the short way reads it back; a message a
+    // stage built as several items (a text and a call) is read whole.
+    let responses = br#"{"model": "m", "instructions": "be brief", "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello there"}]}, {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}]}"#;
     let opts = ReadOptions {
         format: Some(Format::Responses),
         ..ReadOptions::default()
@@ -160,8 +161,19 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
     let mut doc = read(responses, "r.json", &opts).unwrap();
     doc.conversations_mut()[0].messages[0].content = Content::string("hello");
     let out = doc.write_remembering(&mut memo).unwrap();
-    assert!(memo.echo().is_none());
+    assert!(memo.echo().expect("noted").frame_elided());
     let full = read(&out, "r.json", &opts).unwrap();
+    let (short_way, _) = doc.read_serialized(&out, &memo, &opts).unwrap();
+    assert_eq!(whole_of(&doc, vec![short_way]), full.conversations());
+    let call = doc.conversations()[0].messages[1].content.blocks[0].clone();
+    doc.conversations_mut()[0].messages[0]
+        .content
+        .blocks
+        .push(call);
+    let out = doc.write_remembering(&mut memo).unwrap();
+    assert!(memo.echo().is_none(), "four items for three messages");
+    let full = read(&out, "r.json", &opts).unwrap();
+    assert_eq!(full.conversations()[0].messages.len(), 4);
     let back = doc.read_back((&out, "o"), &mut memo, &opts).unwrap();
     assert_eq!(read_whole(back), full.conversations());
 

@@ -1,7 +1,7 @@
 //! An agent's request body compressed once per turn (a real Claude Code session sent as
-//! Anthropic Messages bodies): from the second turn on, the history the previous input held is
-//! not parsed again (`condense_formats::known`), and every output is byte for byte the one a
-//! run that parsed everything gives, and expands to its input.
+//! Anthropic Messages, OpenAI Chat and Responses bodies): from the second turn on, the history
+//! the previous input held is not parsed again (`condense_formats::known`), and every output is
+//! byte for byte the one a run that parsed everything gives, and expands to its input.
 
 use crate::support::{assert_expands_to, condense, copy_dir, fixture};
 use serde_json::{json, Map, Value};
@@ -303,90 +303,181 @@ fn chat_messages() -> Vec<Value> {
     out
 }
 
-/// An OpenAI Chat session through the proxy: from the second turn on its history is left
-/// unread as an Anthropic body's is (its lists are kept), and every body sent upstream is the
-/// one a proxy that parsed everything sends; the last expands to the client's body.
-#[test]
-fn the_proxy_reads_an_openai_chat_turn_as_an_anthropic_one() {
-    use crate::serve_fake::{openai_answer, post, Reply, Serve, Upstream};
-    let messages = chat_messages();
-    let up = |_: &_, _| Reply::Json(200, openai_answer("ok"));
-    let (up_a, up_b) = (Upstream::start(up), Upstream::start(up));
-    let (a, b) = (Serve::start(&up_a.url, &[]), Serve::start(&up_b.url, &[]));
-    let headers = [
-        ("content-type", "application/json"),
-        ("authorization", "Bearer sk-test"),
-    ];
-    let n = messages.len();
-    let turns = [n * 3 / 5, n * 3 / 5 + 2, n * 4 / 5, n];
-    let chat_body = |count: usize| {
-        serde_json::to_vec_pretty(&json!({"model": "gpt-4o", "messages": &messages[..count]}))
-            .unwrap()
-    };
-    for (turn, &count) in turns.iter().enumerate() {
-        let text = chat_body(count);
-        forget_lists(b.store.path());
-        for serve in [&a, &b] {
-            let answer = post(&serve.url, "/v1/chat/completions", &headers, &text);
-            assert_eq!(answer.status, 200, "{}", serve.log());
+/// The same session as an OpenAI Responses body's items (Codex's): a `message` item for each
+/// text, a `function_call` for each call, a `function_call_output` for each result.
+fn responses_items() -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in messages() {
+        let (role, part) = match m["role"].as_str() {
+            Some("assistant") => ("assistant", "output_text"),
+            _ => ("user", "input_text"),
+        };
+        let blocks = match &m["content"] {
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            Value::Array(blocks) => blocks.clone(),
+            _ => continue,
+        };
+        for b in blocks {
+            out.push(match b["type"].as_str() {
+                Some("text") => json!({"type": "message", "role": role,
+                    "content": [{"type": part, "text": b["text"]}]}),
+                Some("tool_use") => json!({"type": "function_call", "call_id": b["id"],
+                    "name": b["name"], "arguments": b["input"].to_string()}),
+                Some("tool_result") => {
+                    let output = match &b["content"] {
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        other => other.as_str().unwrap_or_default().to_string(),
+                    };
+                    json!({"type": "function_call_output", "call_id": b["tool_use_id"],
+                        "output": output})
+                }
+                _ => continue,
+            });
         }
-        let (sent_a, sent_b) = (&up_a.requests()[turn], &up_b.requests()[turn]);
-        assert!(
-            sent_a.body == sent_b.body,
-            "turn {turn}: not what a full parse sends"
-        );
-        assert_eq!(
-            lists_kept(a.store.path()),
-            1,
-            "turn {turn}: the chat list is kept"
-        );
     }
-    let last = &up_a.requests()[turns.len() - 1].body;
-    assert!(
-        last.len() < chat_body(n).len(),
-        "the stages cut the last turn"
-    );
-    let status = a.status();
-    let session = status["sessions"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap();
-    assert_expands_from(last.as_bytes(), a.store.path(), session, &chat_body(n));
+    out
 }
 
-/// `condense compress --format openai` once per turn on a growing Chat body: the history is
-/// left unread from the second turn on, and each output is the one a full parse gives.
+/// The OpenAI bodies whose history is read for their format's reader: Chat Completions and
+/// Responses.
+#[derive(Clone, Copy, Debug)]
+enum OpenAiBody {
+    Chat,
+    Responses,
+}
+
+impl OpenAiBody {
+    /// The session's list in this body's shape.
+    fn list(self) -> Vec<Value> {
+        match self {
+            OpenAiBody::Chat => chat_messages(),
+            OpenAiBody::Responses => responses_items(),
+        }
+    }
+
+    /// The request body of the first `count` elements of `list`, pretty-printed.
+    fn body(self, list: &[Value], count: usize) -> Vec<u8> {
+        let body = match self {
+            OpenAiBody::Chat => json!({"model": "gpt-4o", "messages": &list[..count]}),
+            OpenAiBody::Responses => json!({"model": "gpt-5",
+                "instructions": "You are a coding agent.", "input": &list[..count]}),
+        };
+        serde_json::to_vec_pretty(&body).unwrap()
+    }
+
+    /// The proxy's path for it.
+    fn path(self) -> &'static str {
+        match self {
+            OpenAiBody::Chat => "/v1/chat/completions",
+            OpenAiBody::Responses => "/v1/responses",
+        }
+    }
+
+    /// The `--format` of it.
+    fn format(self) -> &'static str {
+        match self {
+            OpenAiBody::Chat => "openai",
+            OpenAiBody::Responses => "responses",
+        }
+    }
+}
+
+/// An OpenAI Chat or Responses session through the proxy: from the second turn on its history
+/// is left unread as an Anthropic body's is (its lists are kept), and every body sent upstream
+/// is the one a proxy that parsed everything sends; the last expands to the client's body.
 #[test]
-fn each_chat_turn_said_to_be_openai_parses_only_what_it_needs() {
-    let messages = chat_messages();
-    let dir = tempfile::tempdir().unwrap();
-    let path = |name: &str| -> PathBuf { dir.path().join(name) };
-    let (knowing, parsing) = (path("knowing.store"), path("parsing.store"));
-    let input = path("request.json");
-    let n = messages.len();
-    let openai = ["--format", "openai"];
-    for (turn, count) in [n * 3 / 5, n * 4 / 5, n].into_iter().enumerate() {
-        let body = json!({"model": "gpt-4o", "messages": &messages[..count]});
-        let text = serde_json::to_vec_pretty(&body).unwrap();
-        std::fs::write(&input, &text).unwrap();
-        let (out, report) = compress(&input, &knowing, &path("k.json"), &openai);
-        forget_lists(&parsing);
-        let (reference, _) = compress(&input, &parsing, &path("p.json"), &openai);
-        assert!(out == reference, "turn {turn}: not the full parse's output");
-        if turn > 0 {
-            let resumed = &report["runs"][0]["resumed"];
+fn the_proxy_reads_an_openai_turn_as_an_anthropic_one() {
+    use crate::serve_fake::{openai_answer, post, Reply, Serve, Upstream};
+    for kind in [OpenAiBody::Chat, OpenAiBody::Responses] {
+        let list = kind.list();
+        let up = |_: &_, _| Reply::Json(200, openai_answer("ok"));
+        let (up_a, up_b) = (Upstream::start(up), Upstream::start(up));
+        let (a, b) = (Serve::start(&up_a.url, &[]), Serve::start(&up_b.url, &[]));
+        let headers = [
+            ("content-type", "application/json"),
+            ("authorization", "Bearer sk-test"),
+        ];
+        let n = list.len();
+        let turns = [n * 3 / 5, n * 3 / 5 + 2, n * 4 / 5, n];
+        for (turn, &count) in turns.iter().enumerate() {
+            let text = kind.body(&list, count);
+            forget_lists(b.store.path());
+            for serve in [&a, &b] {
+                let answer = post(&serve.url, kind.path(), &headers, &text);
+                assert_eq!(answer.status, 200, "{}", serve.log());
+            }
+            let (sent_a, sent_b) = (&up_a.requests()[turn], &up_b.requests()[turn]);
             assert!(
-                unread(&report) * 2 > resumed["input_messages"].as_u64().unwrap(),
-                "{resumed}"
+                sent_a.body == sent_b.body,
+                "{kind:?} turn {turn}: not what a full parse sends"
+            );
+            assert_eq!(
+                lists_kept(a.store.path()),
+                1,
+                "{kind:?} turn {turn}: the list is kept"
             );
         }
-        assert_expands_to(
-            path("k.json").to_str().unwrap(),
-            knowing.to_str().unwrap(),
-            path("back.json").to_str().unwrap(),
-            &text,
+        let last = &up_a.requests()[turns.len() - 1].body;
+        assert!(
+            last.len() < kind.body(&list, n).len(),
+            "{kind:?}: the stages cut the last turn"
         );
+        let status = a.status();
+        let session = status["sessions"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap();
+        assert_expands_from(
+            last.as_bytes(),
+            a.store.path(),
+            session,
+            &kind.body(&list, n),
+        );
+    }
+}
+
+/// `condense compress --format openai` (or `responses`) once per turn on a growing body: the
+/// history is left unread from the second turn on, and each output is the one a full parse
+/// gives.
+#[test]
+fn each_openai_turn_with_its_format_said_parses_only_what_it_needs() {
+    for kind in [OpenAiBody::Chat, OpenAiBody::Responses] {
+        let list = kind.list();
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| -> PathBuf { dir.path().join(name) };
+        let (knowing, parsing) = (path("knowing.store"), path("parsing.store"));
+        let input = path("request.json");
+        let n = list.len();
+        let said = ["--format", kind.format()];
+        for (turn, count) in [n * 3 / 5, n * 4 / 5, n].into_iter().enumerate() {
+            let text = kind.body(&list, count);
+            std::fs::write(&input, &text).unwrap();
+            let (out, report) = compress(&input, &knowing, &path("k.json"), &said);
+            forget_lists(&parsing);
+            let (reference, _) = compress(&input, &parsing, &path("p.json"), &said);
+            assert!(
+                out == reference,
+                "{kind:?} turn {turn}: not the full parse's output"
+            );
+            if turn > 0 {
+                let resumed = &report["runs"][0]["resumed"];
+                assert!(
+                    unread(&report) * 2 > resumed["input_messages"].as_u64().unwrap(),
+                    "{kind:?}: {resumed}"
+                );
+            }
+            assert_expands_to(
+                path("k.json").to_str().unwrap(),
+                knowing.to_str().unwrap(),
+                path("back.json").to_str().unwrap(),
+                &text,
+            );
+        }
     }
 }
