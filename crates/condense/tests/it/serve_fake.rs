@@ -394,6 +394,51 @@ pub fn openai_answer(text: &str) -> String {
     .to_string()
 }
 
+/// An OpenAI Responses answer (`/v1/responses`): one assistant `message` item with `text`.
+pub fn responses_answer(text: &str) -> String {
+    responses_object(text, "completed").to_string()
+}
+
+/// The Responses API's response object, `status` as given.
+fn responses_object(text: &str, status: &str) -> serde_json::Value {
+    serde_json::json!({
+        "id": "resp_1", "object": "response", "created_at": 1_700_000_000, "model": "gpt-5",
+        "status": status, "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+        "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0}}
+    })
+}
+
+/// OpenAI's streamed Responses answer with `text`: named events, each with its sequence number.
+pub fn responses_events(text: &str) -> Vec<String> {
+    let ev = |n: usize, name: &str, mut data: serde_json::Value| {
+        data["type"] = name.into();
+        data["sequence_number"] = n.into();
+        format!("event: {name}\ndata: {data}\n\n")
+    };
+    vec![
+        ev(
+            0,
+            "response.created",
+            serde_json::json!({"response": responses_object("", "in_progress")}),
+        ),
+        ev(
+            1,
+            "response.output_text.delta",
+            serde_json::json!({"item_id": "msg_1", "output_index": 0, "content_index": 0,
+                "delta": text, "logprobs": []}),
+        ),
+        ev(
+            2,
+            "response.completed",
+            serde_json::json!({"response": responses_object(text, "completed")}),
+        ),
+    ]
+}
+
 /// Anthropic's streamed answer with `text`, one SSE event per element.
 pub fn anthropic_events(text: &str) -> Vec<String> {
     let ev = |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");

@@ -1,5 +1,6 @@
 //! The real `anthropic` and `openai` Python SDKs through `condense serve` to the fake
-//! upstream: three turns each (streaming and not). Asserts what each SDK received and what
+//! upstream: three turns each of Anthropic Messages, OpenAI Chat Completions and OpenAI
+//! Responses (streaming and not). Asserts what each SDK received and what
 //! the upstream got. Needs the interpreter of the `test` virtualenv in CONDENSE_TEST_PYTHON
 //! (`cargo xtask test` makes it); without it the test fails, it never skips.
 
@@ -19,9 +20,21 @@ fn python() -> String {
 /// Answers "<api> answer to N messages", so the SDK's view says which request it answers.
 fn answer(r: &crate::support::Received, _: usize) -> Reply {
     let body = r.json();
-    let n = body["messages"].as_array().map_or(0, Vec::len);
+    let n = body["messages"]
+        .as_array()
+        .or(body["input"].as_array())
+        .map_or(0, Vec::len);
     let stream = body["stream"] == true;
     match (r.path.as_str(), stream) {
+        ("/v1/responses", false) => Reply::Json(
+            200,
+            responses_answer(&format!("responses answer to {n} items")),
+        ),
+        ("/v1/responses", true) => Reply::Sse {
+            events: responses_events(&format!("responses stream to {n} items")),
+            gate: None,
+            cut: false,
+        },
         ("/v1/messages", false) => Reply::Json(
             200,
             anthropic_answer(&format!("anthropic answer to {n} messages")),
@@ -92,9 +105,18 @@ fn the_real_sdks_work_through_the_proxy() {
             "openai answer to 6 messages"
         ]
     );
+    assert_eq!(
+        texts("responses"),
+        [
+            "responses answer to 1 items",
+            "responses stream to 3 items",
+            "responses answer to 5 items"
+        ]
+    );
     assert_eq!(seen["anthropic"][1]["stop"], "end_turn");
     assert_eq!(seen["anthropic"][0]["saved"], "0");
     assert_eq!(seen["openai"][2]["saved"], "0");
+    assert_eq!(seen["responses"][2]["saved"], "0");
 
     let got = up.requests();
     let paths: Vec<&str> = got.iter().map(|r| r.path.as_str()).collect();
@@ -103,6 +125,7 @@ fn the_real_sdks_work_through_the_proxy() {
         ["/v1/messages"; 3]
             .iter()
             .chain(&["/v1/chat/completions"; 3])
+            .chain(&["/v1/responses"; 3])
             .copied()
             .collect::<Vec<_>>()
     );
@@ -121,12 +144,17 @@ fn the_real_sdks_work_through_the_proxy() {
     for r in &got[3..] {
         assert_eq!(r.header("authorization"), Some("Bearer sk-openai-test-key"));
     }
+    for r in &got[6..] {
+        assert_eq!(r.json()["instructions"], "You are a coding agent.");
+    }
     // What the SDK sent is what the upstream got: the turns as the script wrote them.
     assert_eq!(got[2].json()["messages"][4]["content"], "Turn 3: go on.");
     assert_eq!(got[1].json()["stream"], true);
     assert_eq!(got[5].json()["messages"][5]["content"], "Turn 3: go on.");
+    assert_eq!(got[8].json()["input"][4]["content"], "Turn 3: go on.");
+    assert_eq!(got[7].json()["stream"], true);
     let status = serve.status();
     assert_eq!(status["sessions"]["sdk-anthropic"]["requests"], 3);
     assert_eq!(status["sessions"]["sdk-anthropic"]["cache_stable"], 2);
-    assert_eq!(status["totals"]["requests"], 6);
+    assert_eq!(status["totals"]["requests"], 9);
 }
