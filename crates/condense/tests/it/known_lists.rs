@@ -1,5 +1,6 @@
 //! An agent's request body compressed once per turn (a real Claude Code session sent as
-//! Anthropic Messages, OpenAI Chat and Responses bodies): from the second turn on, the history
+//! Anthropic Messages, OpenAI Chat and Responses bodies, and a real Codex CLI session's items
+//! sent as Codex sends them): from the second turn on, the history
 //! the previous input held is not parsed again (`condense_formats::known`), and every output is
 //! byte for byte the one a run that parsed everything gives, and expands to its input.
 
@@ -342,13 +343,42 @@ fn responses_items() -> Vec<Value> {
     out
 }
 
-/// The OpenAI bodies whose history is read for their format's reader: Chat Completions and
-/// Responses.
+/// A real Codex CLI session (a rollout): its `response_item`s are the Responses input items
+/// Codex sent, and its `session_meta` holds the instructions it sent with them.
+const CODEX_ROLLOUT: &str = "transcripts/codemie-ai__codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl";
+
+/// The rollout's input items, and its instructions.
+fn codex_items() -> (Vec<Value>, String) {
+    let text = std::fs::read_to_string(fixture(CODEX_ROLLOUT)).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let instructions = lines
+        .iter()
+        .find(|l| l["type"] == "session_meta")
+        .and_then(|l| l["payload"]["base_instructions"]["text"].as_str())
+        .unwrap()
+        .to_string();
+    let items = lines
+        .into_iter()
+        .filter(|l| l["type"] == "response_item")
+        .map(|mut l| l["payload"].take())
+        .collect();
+    (items, instructions)
+}
+
+/// The OpenAI bodies whose history is read for their format's reader: Chat Completions,
+/// Responses, and Responses as Codex sends them (a real rollout's items and instructions).
 #[derive(Clone, Copy, Debug)]
 enum OpenAiBody {
     Chat,
     Responses,
+    Codex,
 }
+
+/// Each kind of [`OpenAiBody`].
+const OPENAI_BODIES: [OpenAiBody; 3] = [OpenAiBody::Chat, OpenAiBody::Responses, OpenAiBody::Codex];
 
 impl OpenAiBody {
     /// The session's list in this body's shape.
@@ -356,6 +386,7 @@ impl OpenAiBody {
         match self {
             OpenAiBody::Chat => chat_messages(),
             OpenAiBody::Responses => responses_items(),
+            OpenAiBody::Codex => codex_items().0,
         }
     }
 
@@ -365,6 +396,18 @@ impl OpenAiBody {
             OpenAiBody::Chat => json!({"model": "gpt-4o", "messages": &list[..count]}),
             OpenAiBody::Responses => json!({"model": "gpt-5",
                 "instructions": "You are a coding agent.", "input": &list[..count]}),
+            // The members Codex sends beside its instructions and items.
+            OpenAiBody::Codex => json!({"model": "gpt-5-codex", "instructions": codex_items().1,
+                "input": &list[..count], "tools": [
+                    {"type": "function", "name": "shell", "description": "Runs a shell command.",
+                     "strict": false, "parameters": {"type": "object", "properties":
+                        {"command": {"type": "array", "items": {"type": "string"}}}}},
+                    {"type": "custom", "name": "apply_patch", "description": "Applies a patch."},
+                    {"type": "web_search"}],
+                "tool_choice": "auto", "parallel_tool_calls": false,
+                "reasoning": {"effort": "medium", "summary": "auto"}, "store": false,
+                "stream": false, "include": ["reasoning.encrypted_content"],
+                "prompt_cache_key": "019e1625-789d-76c0-80ab-3724b5ddb799"}),
         };
         serde_json::to_vec_pretty(&body).unwrap()
     }
@@ -373,7 +416,7 @@ impl OpenAiBody {
     fn path(self) -> &'static str {
         match self {
             OpenAiBody::Chat => "/v1/chat/completions",
-            OpenAiBody::Responses => "/v1/responses",
+            OpenAiBody::Responses | OpenAiBody::Codex => "/v1/responses",
         }
     }
 
@@ -381,7 +424,7 @@ impl OpenAiBody {
     fn format(self) -> &'static str {
         match self {
             OpenAiBody::Chat => "openai",
-            OpenAiBody::Responses => "responses",
+            OpenAiBody::Responses | OpenAiBody::Codex => "responses",
         }
     }
 }
@@ -392,7 +435,7 @@ impl OpenAiBody {
 #[test]
 fn the_proxy_reads_an_openai_turn_as_an_anthropic_one() {
     use crate::serve_fake::{openai_answer, post, Reply, Serve, Upstream};
-    for kind in [OpenAiBody::Chat, OpenAiBody::Responses] {
+    for kind in OPENAI_BODIES {
         let list = kind.list();
         let up = |_: &_, _| Reply::Json(200, openai_answer("ok"));
         let (up_a, up_b) = (Upstream::start(up), Upstream::start(up));
@@ -447,7 +490,7 @@ fn the_proxy_reads_an_openai_turn_as_an_anthropic_one() {
 /// gives.
 #[test]
 fn each_openai_turn_with_its_format_said_parses_only_what_it_needs() {
-    for kind in [OpenAiBody::Chat, OpenAiBody::Responses] {
+    for kind in OPENAI_BODIES {
         let list = kind.list();
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| -> PathBuf { dir.path().join(name) };
