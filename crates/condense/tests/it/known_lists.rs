@@ -1,8 +1,8 @@
 //! An agent's request body compressed once per turn (a real Claude Code session sent as
 //! Anthropic Messages, OpenAI Chat and Responses bodies, and a real Codex CLI session's items
-//! sent as Codex sends them): from the second turn on, the history
-//! the previous input held is not parsed again (`condense_formats::known`), and every output is
-//! byte for byte the one a run that parsed everything gives, and expands to its input.
+//! sent as Codex sends them): from the second turn on, the history the previous input held is
+//! not parsed again (`condense_formats::known`), and every output is byte for byte the one a
+//! run that parsed everything gives, and expands to its input.
 
 use crate::support::{assert_expands_to, condense, copy_dir, fixture};
 use serde_json::{json, Map, Value};
