@@ -101,7 +101,8 @@ impl QuickList {
         let Some(elements) = self.elements.take() else {
             return Ok(());
         };
-        self.messages = read_all(elements, ctx, |element, i, ctx| match element {
+        let reading = elements.iter().filter(|e| e.is_some()).count();
+        self.messages = read_all_of(elements, reading, ctx, |element, i, ctx| match element {
             Some(value) => read(value, i, ctx, &crate::json::child_at(ptr, i)),
             None => Ok(known::placeholder(i)),
         })?;
@@ -268,7 +269,11 @@ fn parse_messages(
         }
         Some(out)
     };
-    let elements = if spans.len() < PARALLEL_MIN_ITEMS || cores() < 2 {
+    // Only the elements read are work: a list whose known prefix is left unread is read on
+    // the calling thread unless what remains is long (handing a few new messages to the pool
+    // cost more than reading them).
+    let reading = unread.map_or(spans.len(), |u| u.iter().filter(|left| !**left).count());
+    let elements = if reading < PARALLEL_MIN_ITEMS || cores() < 2 {
         read_run((0, spans.to_vec()))?
     } else {
         let mut elements = Vec::with_capacity(spans.len());
@@ -524,8 +529,20 @@ pub(crate) fn read_all<T: Send, R: Send>(
     ctx: &Ctx<'_>,
     read: impl Fn(T, usize, &Ctx<'_>) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
+    let work = items.len();
+    read_all_of(items, work, ctx, read)
+}
+
+/// [`read_all`] of items of which `work` are read (the others cost next to nothing: a
+/// placeholder for a message left unread): on several threads when those are many.
+fn read_all_of<T: Send, R: Send>(
+    items: Vec<T>,
+    work: usize,
+    ctx: &Ctx<'_>,
+    read: impl Fn(T, usize, &Ctx<'_>) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
     // The count first: a short list never asks for the cores.
-    if items.len() < PARALLEL_MIN_ITEMS || cores() < 2 {
+    if work < PARALLEL_MIN_ITEMS || cores() < 2 {
         return items
             .into_iter()
             .enumerate()
