@@ -48,9 +48,18 @@ pub(crate) fn read_list(
     ptr: &str,
     quick: Option<Vec<Message>>,
 ) -> Result<Conversation> {
+    list_conversation(quick, || read_messages(items, codec, ctx, ptr))
+}
+
+/// The conversation of a bare list: its messages already read (`quick`), or those `read`
+/// makes of its elements.
+pub(crate) fn list_conversation(
+    quick: Option<Vec<Message>>,
+    read: impl FnOnce() -> Result<Vec<Message>>,
+) -> Result<Conversation> {
     let messages = match quick {
         Some(messages) => messages,
-        None => read_messages(items, codec, ctx, ptr)?,
+        None => read()?,
     };
     Ok(Conversation {
         messages,

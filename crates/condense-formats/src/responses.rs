@@ -156,14 +156,7 @@ pub(crate) fn read_list(
     ptr: &str,
     quick: Option<Vec<Message>>,
 ) -> Result<Conversation> {
-    let messages = match quick {
-        Some(messages) => messages,
-        None => read_items(items, ctx, ptr)?,
-    };
-    Ok(Conversation {
-        messages,
-        ..Conversation::default()
-    })
+    crate::body::list_conversation(quick, || read_items(items, ctx, ptr))
 }
 
 /// Reads the input item at `index` of its list (`ptr`: its pointer) into its message.
