@@ -192,7 +192,9 @@ pub struct InputArgs {
     /// folder: every session in it.
     #[arg(value_name = "FILE", default_value = "-")]
     pub file: PathBuf,
-    /// The input format; detected from the content when omitted.
+    /// The input format; detected from the content when omitted. Said, it lets `compress`
+    /// run turn after turn on an OpenAI Chat or Responses body leave the history the last run
+    /// read unread (an Anthropic body's is left unread either way).
     #[arg(long, value_parser = FormatParser)]
     pub format: Option<condense_formats::Format>,
     /// JSON pointer to the messages inside a wrapper object, e.g. `/messages`, `/0/traj`;
