@@ -101,7 +101,7 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         &anthropic_file(&conv)?,
         condense_serve::Api::Anthropic,
         None,
-        (None, None),
+        (None, None, None),
     )
     .session
     .context("the growing session's id")?;

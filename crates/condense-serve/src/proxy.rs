@@ -50,6 +50,8 @@ pub struct Proxy {
     /// The system prompts and tool lists read before, for every session
     /// ([`condense_formats::frames`]): agents send the same ones turn after turn.
     pub(crate) frames: condense_formats::frames::FrameMemo,
+    /// The sessions the looks found, by the bytes they read ([`crate::session::LookMemo`]).
+    pub(crate) looks: crate::session::LookMemo,
     /// Write one line per request on stderr (off in benchmarks).
     pub log: bool,
 }
@@ -77,6 +79,7 @@ impl Proxy {
             trips: Arc::new(tokio::sync::Semaphore::new(crate::route::TRIPS)),
             writes: crate::compress::WriteMemos::default(),
             frames: condense_formats::frames::FrameMemo::default(),
+            looks: crate::session::LookMemo::default(),
             log: true,
         })
     }

@@ -169,7 +169,7 @@ impl Proxy {
                 let quick = match &plain {
                     Ok(p) => {
                         let known = compress::body_lists(this.backend.store());
-                        let known = (Some(&known as _), Some(&this.frames));
+                        let known = (Some(&known as _), Some(&this.frames), Some(&this.looks));
                         quick_session(p.body.bytes(), api, hs.as_deref(), known).session
                     }
                     Err(_) => None,
@@ -410,7 +410,7 @@ impl Proxy {
                     // The read takes what the look matched of the message list (unless the
                     // session's previous request kept a longer list meanwhile).
                     let known = compress::body_lists(this.backend.store());
-                    let known = (Some(&known as _), Some(&this.frames));
+                    let known = (Some(&known as _), Some(&this.frames), Some(&this.looks));
                     let looked = quick_session(request.bytes(), api, None, known);
                     let session = looked.session.clone();
                     let place = runtime.block_on(this.place_in_line(intake, session));

@@ -9,7 +9,9 @@
 //! after the first user message, through the same reader and the same derivation. Finding
 //! where the list ends costs a byte scan of the messages the proxy has not seen before
 //! ([`condense_formats::cut::ListCut`]): the prefix an earlier request sent is matched by its
-//! hash, and the read of the whole body takes that match ([`Looked::matched`]).
+//! hash, and the read of the whole body takes that match ([`Looked::matched`]). The cut body is
+//! the same at every turn of a session (its system prompt and first messages), so the session
+//! read from it is kept by its hash ([`LookMemo`]) and the next turn does not read it again.
 
 use crate::compress;
 use crate::Api;
@@ -78,14 +80,15 @@ pub struct Looked {
 /// byte scan, not parsed, and the prefix `known` knows from an earlier request is hashed, not
 /// scanned; the tool definitions are left out). An Anthropic body whose `metadata.user_id`
 /// names its session (Claude Code's) is not read further; another Anthropic body's system
-/// prompt is taken from `frames` when it was read before ([`condense_formats::frames`]). No
-/// session when the body is not one JSON object or that cut body cannot be read (the caller
-/// then finds the session after reading the whole body).
+/// prompt is taken from `frames` when it was read before ([`condense_formats::frames`]), and a
+/// cut body a look read before gives the session `looks` kept of it. No session when the body
+/// is not one JSON object or that cut body cannot be read (the caller then finds the session
+/// after reading the whole body).
 pub fn quick_session(
     body: &[u8],
     api: Api,
     header: Option<&str>,
-    (known, frames): (Option<Lists<'_>>, Option<&FrameMemo>),
+    (known, frames, looks): (Option<Lists<'_>>, Option<&FrameMemo>, Option<&LookMemo>),
 ) -> Looked {
     if let Some(named) = named_session(header, &Head::default()) {
         return Looked {
@@ -113,21 +116,88 @@ pub fn quick_session(
     // largest part left) name no session: they are left out of the cut.
     let mut keep = 2;
     let session = loop {
-        let Ok(doc) = compress::read_framed(cut.first_without(keep, &["tools"]), api, frames)
-        else {
+        let cut_body = cut.first_without(keep, &["tools"]);
+        let key = looks.map(|_| LookMemo::key(api, &cut_body));
+        if let Some(session) = looks.zip(key).and_then(|(memo, key)| memo.get(key)) {
+            break Some(session);
+        }
+        let Ok(doc) = compress::read_framed(cut_body, api, frames) else {
             break None;
         };
         let Some(conv) = doc.conversations().first() else {
             break None;
         };
-        if keep >= cut.len() || conv.messages.iter().any(|m| m.role == Role::User) {
-            break Some(session_of(conv, &head_of(conv), None));
+        let has_user = conv.messages.iter().any(|m| m.role == Role::User);
+        if keep >= cut.len() || has_user {
+            let session = session_of(conv, &head_of(conv), None);
+            // Kept only when the cut holds a user message: the session is then the cut's
+            // alone. (Without one, a longer list cut to the same bytes would read on.)
+            if let (Some(memo), Some(key), true) = (looks, key, has_user) {
+                memo.keep(key, session.clone());
+            }
+            break Some(session);
         }
         keep = keep.saturating_mul(8);
     };
     Looked {
         session,
         matched: cut.into_matched(),
+    }
+}
+
+/// The sessions looks read from cut bodies ([`quick_session`]), by the xxh3-128 of the API
+/// and the cut body's bytes: a session's turns send the same system prompt and first messages,
+/// and the session is a function of those bytes. The least recently used goes first.
+#[derive(Debug, Default)]
+pub struct LookMemo {
+    entries: std::sync::Mutex<Vec<(u128, String)>>,
+}
+
+/// How many cut bodies a [`LookMemo`] keeps: one per session a proxy serves at once, about.
+const LOOKS: usize = 64;
+
+impl LookMemo {
+    fn key(api: Api, cut: &[u8]) -> u128 {
+        let mut state = xxhash_rust::xxh3::Xxh3::new();
+        state.update(&[api as u8]);
+        state.update(cut);
+        state.digest128()
+    }
+
+    fn get(&self, key: u128) -> Option<String> {
+        let mut entries = self.lock();
+        let at = entries.iter().position(|(k, _)| *k == key)?;
+        let entry = entries.remove(at);
+        let session = entry.1.clone();
+        entries.push(entry);
+        Some(session)
+    }
+
+    fn keep(&self, key: u128, session: String) {
+        let mut entries = self.lock();
+        entries.retain(|(k, _)| *k != key);
+        if entries.len() >= LOOKS {
+            entries.remove(0);
+        }
+        entries.push((key, session));
+    }
+
+    /// How many cut bodies are kept.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u128, String)>> {
+        // A panic while the lock was held left at worst an entry more or less: every entry is
+        // still the session its bytes read as.
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -255,13 +325,13 @@ mod tests {
         for (api, body) in &cases {
             let full = full_session(body, *api);
             assert_eq!(
-                quick_session(body.as_bytes(), *api, None, (None, None)).session,
+                quick_session(body.as_bytes(), *api, None, (None, None, None)).session,
                 Some(full.clone()),
                 "{body}"
             );
             // With the proxy's frame memo: the first look keeps the frame, the second takes it.
             for _ in 0..2 {
-                let with_memo = (None, Some(&frames));
+                let with_memo = (None, Some(&frames), None);
                 assert_eq!(
                     quick_session(body.as_bytes(), *api, None, with_memo).session,
                     Some(full.clone()),
@@ -277,19 +347,82 @@ mod tests {
         assert!(seen.contains("cc-77") && seen.contains("cc-88"));
         assert!(!seen.contains("cc-99"));
         assert_eq!(
-            quick_session(b"not json", Api::Anthropic, Some(" s1 "), (None, None))
-                .session
-                .as_deref(),
+            quick_session(
+                b"not json",
+                Api::Anthropic,
+                Some(" s1 "),
+                (None, None, None)
+            )
+            .session
+            .as_deref(),
             Some("s1")
         );
         assert_eq!(
-            quick_session(b"not json", Api::Anthropic, None, (None, None)).session,
+            quick_session(b"not json", Api::Anthropic, None, (None, None, None)).session,
             None
         );
         assert_eq!(
-            quick_session(br#"{"messages":[]} x"#, Api::Anthropic, None, (None, None)).session,
+            quick_session(
+                br#"{"messages":[]} x"#,
+                Api::Anthropic,
+                None,
+                (None, None, None)
+            )
+            .session,
             None
         );
+    }
+
+    /// The look memo gives the session a look read from the same cut body, and never one
+    /// read from a cut without a user message (a longer list cut to the same bytes reads on).
+    #[test]
+    fn the_look_memo_keeps_what_a_cut_with_a_user_message_names() {
+        let looks = LookMemo::default();
+        let with = |body: &str, api| {
+            quick_session(body.as_bytes(), api, None, (None, None, Some(&looks))).session
+        };
+        let tail: Vec<String> = (0..30)
+            .map(|i| format!(r#"{{"role":"assistant","content":"answer {i}"}}"#))
+            .collect();
+        let body = |turns: usize| {
+            format!(
+                r#"{{"model":"claude-x","system":"S","messages":[{{"role":"user","content":"go"}},{}]}}"#,
+                tail[..turns].join(",")
+            )
+        };
+        let first = full_session(&body(5), Api::Anthropic);
+        assert_eq!(with(&body(5), Api::Anthropic), Some(first.clone()));
+        assert_eq!(looks.len(), 1);
+        // Later turns cut to the same bytes: the kept session, nothing read or kept again.
+        assert_eq!(with(&body(30), Api::Anthropic), Some(first.clone()));
+        assert_eq!(looks.len(), 1);
+        // The same bytes under another API are another key.
+        let chat = body(5);
+        assert_eq!(
+            with(&chat, Api::OpenAiChat),
+            Some(full_session(&chat, Api::OpenAiChat))
+        );
+        assert_eq!(looks.len(), 2);
+        // What the memo holds is what a look of those bytes gives (planted here to show the
+        // look takes it).
+        let ninth = body(9).replace("\"go\"", "\"went\"");
+        let cut = ListCut::of(ninth.as_bytes(), "messages").unwrap();
+        let key = LookMemo::key(Api::Anthropic, &cut.first_without(2, &["tools"]));
+        looks.keep(key, "planted".into());
+        assert_eq!(with(&ninth, Api::Anthropic).as_deref(), Some("planted"));
+        // Two assistant messages and no user message: not kept, so a longer list whose first
+        // two are those bytes reads on to its user message.
+        let no_user = r#"{"system":"S","messages":[{"role":"assistant","content":"a"},{"role":"assistant","content":"b"}]}"#;
+        let longer = r#"{"system":"S","messages":[{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"u"}]}"#;
+        let kept = looks.len();
+        assert_eq!(
+            with(no_user, Api::Anthropic),
+            Some(full_session(no_user, Api::Anthropic))
+        );
+        assert_eq!(looks.len(), kept);
+        let expected = full_session(longer, Api::Anthropic);
+        assert_ne!(expected, full_session(no_user, Api::Anthropic));
+        assert_eq!(with(longer, Api::Anthropic), Some(expected));
     }
 
     #[test]
