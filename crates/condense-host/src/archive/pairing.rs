@@ -6,8 +6,8 @@
 //! one compares the two copies whole: on a first run at 1M tokens the three comparisons this
 //! replaces read 3.2 MB twice each, 7% of the run.
 
+use condense_model::ids::{id_map, IdMap};
 use condense_model::{Conversation, Message};
-use std::collections::HashMap;
 
 /// See the [module docs](self).
 #[derive(Debug)]
@@ -25,11 +25,8 @@ impl Pairing {
     pub(crate) fn of(before: &Conversation, after: &Conversation) -> Pairing {
         let before_ids = identities(&before.messages);
         let after_ids = identities(&after.messages);
-        let at: HashMap<(&str, usize), usize> = before_ids
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (id, i))
-            .collect();
+        let mut at: IdMap<(&str, usize), usize> = id_map(before_ids.len());
+        at.extend(before_ids.iter().enumerate().map(|(i, &id)| (id, i)));
         let before_of: Vec<Option<usize>> =
             after_ids.iter().map(|id| at.get(id).copied()).collect();
         let mut after_of = vec![None; before.messages.len()];
@@ -65,7 +62,8 @@ impl Pairing {
 /// earlier messages share that id (a duplicated JSONL line repeats its id; both copies must be
 /// matched, not folded into one).
 fn identities(messages: &[Message]) -> Vec<(&str, usize)> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    // Ids are hashed with foldhash (`condense_model::ids`): two maps of every message a stage.
+    let mut seen: IdMap<&str, usize> = id_map(messages.len());
     messages
         .iter()
         .map(|m| {

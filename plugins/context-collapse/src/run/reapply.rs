@@ -6,9 +6,10 @@ use crate::state::Collapse;
 use crate::summary::{adopt, is_summary_message};
 use crate::ID_PREFIX;
 use condense_model::id_list::IdRef;
+use condense_model::ids::{id_map, IdMap};
 use condense_model::{ReadMessage, Role};
 use condense_text::plural;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 impl<M: ReadMessage> Run<'_, M> {
@@ -24,7 +25,7 @@ impl<M: ReadMessage> Run<'_, M> {
     }
 
     /// Where a stored collapse is in the input: the whole-turn range it covers and how.
-    fn locate(&self, c: &Collapse, index: &HashMap<&str, usize>) -> Option<(Range<usize>, Found)> {
+    fn locate(&self, c: &Collapse, index: &IdMap<&str, usize>) -> Option<(Range<usize>, Found)> {
         let starts_turn = |p: usize| self.turns.turns.iter().any(|t| t.start == p);
         if let Some(&p) = c.ids.first().and_then(|id| index.get(id.as_ref())) {
             if starts_turn(p) {
@@ -77,8 +78,9 @@ impl<M: ReadMessage> Run<'_, M> {
     /// Re-applies the stored collapses, adopts summary messages without a record, and lays out
     /// the units.
     pub(crate) fn plan(&mut self) {
-        // Sized once: growing rehashes every id so far at each doubling.
-        let mut index: HashMap<&str, usize> = HashMap::with_capacity(self.messages.len());
+        // Sized once: growing rehashes every id so far at each doubling. Looked up only, so
+        // the per-process seed of the ids' hasher changes nothing.
+        let mut index: IdMap<&str, usize> = id_map(self.messages.len());
         for (i, m) in self.messages.iter().enumerate() {
             index.entry(m.id()).or_insert(i);
         }
