@@ -27,6 +27,15 @@ pub(crate) struct MessageCodec {
     pub system_key: bool,
 }
 
+/// The member of a request body that holds its messages, in `format`: a Responses body's
+/// `input`, any other's `messages`.
+pub(crate) fn list_member(format: crate::Format) -> &'static str {
+    match format {
+        crate::Format::Responses => "input",
+        _ => "messages",
+    }
+}
+
 /// Reads every element of a message list.
 pub(crate) fn read_messages(
     items: Vec<Value>,

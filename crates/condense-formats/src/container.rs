@@ -239,12 +239,8 @@ fn read_auto(
     } else {
         // Messages read without a JSON tree only where the wrappers are found without
         // `--select` (a pointer may lead into the messages).
-        // An OpenAI Chat or Responses body's list is read for its format's reader where the
-        // format is said.
-        let elements = format
-            .filter(|f| known::reads_elements(*f))
-            .filter(|_| select.is_none());
         let known = known.filter(|_| select.is_none());
+        let elements = elements_format(format, select);
         let (parsed, finder, quick) = parse_scanning(text, select.is_none(), (known, elements));
         match parsed {
             Ok(mut root) => {
@@ -373,8 +369,7 @@ fn json_document(
     // An OpenAI Chat or Responses body's list (the format said), read whole or not, is known
     // next time ([`crate::known`]) when it is the document's only list: a body's at the root,
     // or the root.
-    let listed =
-        format.is_some_and(known::reads_elements) && select.is_none() && is_root_list(&slots);
+    let listed = elements_format(format, select).is_some() && is_root_list(&slots);
     let format = format.unwrap_or_else(|| decide(&[(&root, &slots)]));
     let labels = slots.iter().map(|s| s.pointer.clone()).collect();
     let Ok(mut quick) = take_quick(quick, &mut root, &slots, format) else {
@@ -489,6 +484,13 @@ fn decide(roots: &[(&Value, &Vec<Slot>)]) -> Format {
             .iter()
             .filter_map(|s| root.pointer(&s.pointer).map(|v| (v, s.kind)))
     }))
+}
+
+/// The format an OpenAI Chat or Responses body's list is read for, element by element, by
+/// that format's reader ([`known::reads_elements`]): where the format is said, and no
+/// `--select` leads elsewhere.
+fn elements_format(format: Option<Format>, select: Option<&Select>) -> Option<Format> {
+    format.filter(|f| known::reads_elements(*f) && select.is_none())
 }
 
 /// How the elements of a list read for its format's own reader ([`known::reads_elements`]) are
@@ -639,16 +641,9 @@ fn place(
         placed.span = finder.pointer(text, span.clone(), &placed.pointer);
         placed.array = placed.span.clone().and_then(|at| match placed.body_keys {
             None => Some(at),
-            Some(_) => {
-                let key = if format == Format::Responses {
-                    "input"
-                } else {
-                    "messages"
-                };
-                finder
-                    .member(text, at, key)
-                    .filter(|a| text.as_bytes()[a.start] == b'[')
-            }
+            Some(_) => finder
+                .member(text, at, body::list_member(format))
+                .filter(|a| text.as_bytes()[a.start] == b'['),
         });
         placed.elements = placed
             .array

@@ -66,7 +66,7 @@ impl<'b> ListCut<'b> {
             frames: None,
             elements: crate::known::reads_elements(format).then_some(format),
         });
-        Self::cut(body, crate::known::list_member(format), lookup)
+        Self::cut(body, crate::body::list_member(format), lookup)
     }
 
     fn cut(

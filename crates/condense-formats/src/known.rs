@@ -23,7 +23,8 @@
 //!
 //! A list read quick takes part (an Anthropic request body's `messages`, or a bare list), and
 //! so does an OpenAI Chat or Responses list read with its format said ([`reads_elements`]): a
-//! Chat body's `messages` or a Responses body's `input` at the root ([`list_member`]), or the
+//! Chat body's `messages` or a Responses body's `input` at the root
+//! ([`crate::body::list_member`]), or the
 //! root list. Its elements are parsed for that format's reader rather than read quick (each
 //! element is one message), the known prefix left unread as a quick list's, and its lists are
 //! kept under keys of their own ([`list_key`]), so that a read of another kind never takes
@@ -119,15 +120,6 @@ pub(crate) fn list_key(format: Format, first: &[u8]) -> u64 {
 /// element read into one message. An Anthropic list is read quick instead ([`crate::quick`]).
 pub(crate) fn reads_elements(format: Format) -> bool {
     matches!(format, Format::OpenAi | Format::Responses)
-}
-
-/// The member of a body at the root that holds its message list, in a read of `format`: a
-/// Responses body's `input`, any other's `messages`.
-pub(crate) fn list_member(format: Format) -> &'static str {
-    match format {
-        Format::Responses => "input",
-        _ => "messages",
-    }
 }
 
 /// The hash of the text a read matched a known list on ([`match_prefix`]), from the list's

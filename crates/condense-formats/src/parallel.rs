@@ -142,7 +142,7 @@ pub(crate) fn parse(
 ) -> Option<(Value, Option<QuickList>)> {
     let (span, depth, parts) = finder.scanned()?;
     let for_reader = elements.is_some();
-    let list_member = known::list_member(elements.unwrap_or(Format::Anthropic));
+    let list_member = crate::body::list_member(elements.unwrap_or(Format::Anthropic));
     // The root must be all of the text but JSON whitespace: nothing trails it (JSONL).
     if span != scan::trimmed(text.as_bytes(), 0..text.len()) || depth > MAX_DEPTH {
         return None;
@@ -433,7 +433,7 @@ pub(crate) fn take_quick(
         None => anthropic,
     };
     let fits = match (slots, list.key.as_deref()) {
-        ([slot], Some(key)) if key == known::list_member(format) => {
+        ([slot], Some(key)) if key == crate::body::list_member(format) => {
             let body = match format {
                 Format::Responses => SlotKind::Input,
                 _ => SlotKind::Body,

@@ -113,11 +113,10 @@ impl Echo {
         let list = written.iter().map(|t| t.len() + 1).sum::<usize>() + 2;
         // Anthropic's, OpenAI Chat's and Responses' readers read a body's messages whatever
         // its other members hold.
+        let member;
         let (before, after) = if root_body {
-            match format {
-                Format::Responses => (r#"{"input":"#, "}"),
-                _ => (r#"{"messages":"#, "}"),
-            }
+            member = format!("{{\"{}\":", crate::body::list_member(format));
+            (member.as_str(), "}")
         } else {
             (text.get(..array.start)?, text.get(array.end..)?)
         };

@@ -338,7 +338,7 @@ impl Finder {
             found = Some((first.start, list, hashed));
             Some(spans)
         };
-        let list = crate::known::list_member(
+        let list = crate::body::list_member(
             lookup
                 .and_then(|l| l.elements)
                 .unwrap_or(crate::Format::Anthropic),

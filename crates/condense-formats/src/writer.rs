@@ -257,11 +257,7 @@ impl Document {
         // A stage changed the system prompt, tools or other fields: the conversation is
         // serialized, its message array still spliced in.
         let mut value = self.write_conversation(conv, placed, label)?;
-        let key = if self.format == Format::Responses {
-            "input"
-        } else {
-            "messages"
-        };
+        let key = body::list_member(self.format);
         let splice = match (&spliced, &mut value) {
             (Some(_), Value::Object(body)) if body.contains_key(key) => {
                 body.insert(key.into(), Value::String(ARRAY_PLACEHOLDER.into()));

@@ -9,6 +9,7 @@
 //! kept.keep("b".into(), 2);
 //! kept.keep("c".into(), 3); // "a" goes
 //! assert_eq!(kept.take("a"), None);
+//! assert_eq!(kept.get("b"), Some(2)); // a copy: "b" stays, used last
 //! assert_eq!(kept.take("c"), Some(3)); // taken out while in use
 //! assert_eq!(kept.len(), 1);
 //! ```
@@ -58,7 +59,23 @@ impl<K: Eq + Hash + Clone, V> Recent<K, V> {
         self.lock().by_key.remove(key).map(|(_, v)| v)
     }
 
-    /// Keeps `value` for `key`; past the capacity, the least recently kept value goes.
+    /// A copy of the value kept for `key`, which stays kept, as used now (for a value many
+    /// users share, not taken out while in use).
+    pub fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+        V: Clone,
+    {
+        let mut entries = self.lock();
+        entries.clock += 1;
+        let now = entries.clock;
+        let (used, value) = entries.by_key.get_mut(key)?;
+        *used = now;
+        Some(value.clone())
+    }
+
+    /// Keeps `value` for `key`; past the capacity, the least recently used value goes.
     pub fn keep(&self, key: K, value: V) {
         let mut entries = self.lock();
         entries.clock += 1;

@@ -19,6 +19,7 @@ use condense_formats::claude_code::session_from_user_id;
 use condense_formats::cut::ListCut;
 use condense_formats::frames::FrameMemo;
 use condense_formats::known::{Lists, Matched};
+use condense_host::recent::Recent;
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
@@ -117,8 +118,8 @@ pub fn quick_session(
     let mut keep = 2;
     let session = loop {
         let cut_body = cut.first_without(keep, &["tools"]);
-        let key = looks.map(|_| LookMemo::key(api, &cut_body));
-        if let Some(session) = looks.zip(key).and_then(|(memo, key)| memo.get(key)) {
+        let memo = looks.map(|memo| (&memo.0, LookMemo::key(api, &cut_body)));
+        if let Some(session) = memo.and_then(|(kept, key)| kept.get(&key)) {
             break Some(session);
         }
         let Ok(doc) = compress::read_framed(cut_body, api, frames) else {
@@ -132,8 +133,8 @@ pub fn quick_session(
             let session = session_of(conv, &head_of(conv), None);
             // Kept only when the cut holds a user message: the session is then the cut's
             // alone. (Without one, a longer list cut to the same bytes would read on.)
-            if let (Some(memo), Some(key), true) = (looks, key, has_user) {
-                memo.keep(key, session.clone());
+            if let (Some((kept, key)), true) = (memo, has_user) {
+                kept.keep(key, session.clone());
             }
             break Some(session);
         }
@@ -147,14 +148,19 @@ pub fn quick_session(
 
 /// The sessions looks read from cut bodies ([`quick_session`]), by the xxh3-128 of the API
 /// and the cut body's bytes: a session's turns send the same system prompt and first messages,
-/// and the session is a function of those bytes. The least recently used goes first.
-#[derive(Debug, Default)]
-pub struct LookMemo {
-    entries: std::sync::Mutex<Vec<(u128, String)>>,
-}
+/// and the session is a function of those bytes. At most 64, the least recently used going
+/// first (`condense_host::recent::Recent`).
+#[derive(Debug)]
+pub struct LookMemo(Recent<u128, String>);
 
 /// How many cut bodies a [`LookMemo`] keeps: one per session a proxy serves at once, about.
 const LOOKS: usize = 64;
+
+impl Default for LookMemo {
+    fn default() -> Self {
+        LookMemo(Recent::new(LOOKS))
+    }
+}
 
 impl LookMemo {
     fn key(api: Api, cut: &[u8]) -> u128 {
@@ -164,40 +170,14 @@ impl LookMemo {
         state.digest128()
     }
 
-    fn get(&self, key: u128) -> Option<String> {
-        let mut entries = self.lock();
-        let at = entries.iter().position(|(k, _)| *k == key)?;
-        let entry = entries.remove(at);
-        let session = entry.1.clone();
-        entries.push(entry);
-        Some(session)
-    }
-
-    fn keep(&self, key: u128, session: String) {
-        let mut entries = self.lock();
-        entries.retain(|(k, _)| *k != key);
-        if entries.len() >= LOOKS {
-            entries.remove(0);
-        }
-        entries.push((key, session));
-    }
-
     /// How many cut bodies are kept.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.0.len()
     }
 
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u128, String)>> {
-        // A panic while the lock was held left at worst an entry more or less: every entry is
-        // still the session its bytes read as.
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0.is_empty()
     }
 }
 
@@ -408,7 +388,7 @@ mod tests {
         let ninth = body(9).replace("\"go\"", "\"went\"");
         let cut = ListCut::of(ninth.as_bytes(), "messages").unwrap();
         let key = LookMemo::key(Api::Anthropic, &cut.first_without(2, &["tools"]));
-        looks.keep(key, "planted".into());
+        looks.0.keep(key, "planted".into());
         assert_eq!(with(&ninth, Api::Anthropic).as_deref(), Some("planted"));
         // Two assistant messages and no user message: not kept, so a longer list whose first
         // two are those bytes reads on to its user message.

@@ -4,7 +4,8 @@
 //! not parsed again (`condense_formats::known`), and every output is byte for byte the one a
 //! run that parsed everything gives, and expands to its input.
 
-use crate::support::{assert_expands_to, condense, copy_dir, fixture};
+use crate::serve_fake::{anthropic_answer, openai_answer, post, Reply, Serve, Upstream};
+use crate::support::{assert_expands_to, condense, copy_dir, fixture, Received};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -164,6 +165,50 @@ fn a_turn_under_other_settings_reads_the_history_after_all() {
     assert!(record() == before, "a --no-resume run changed the record");
 }
 
+/// Two proxies, each before an upstream that records what it gets: `knowing` keeps what it
+/// read of the message lists from turn to turn, `parsing` forgets it before every request (it
+/// parses everything).
+struct KnowingAndParsing {
+    up_knowing: Upstream,
+    up_parsing: Upstream,
+    knowing: Serve,
+    parsing: Serve,
+}
+
+impl KnowingAndParsing {
+    fn start(answer: fn(&Received, usize) -> Reply) -> KnowingAndParsing {
+        let (up_knowing, up_parsing) = (Upstream::start(answer), Upstream::start(answer));
+        KnowingAndParsing {
+            knowing: Serve::start(&up_knowing.url, &[]),
+            parsing: Serve::start(&up_parsing.url, &[]),
+            up_knowing,
+            up_parsing,
+        }
+    }
+
+    /// Sends turn `turn`'s `text` to `path` through both, and asserts that both upstreams got
+    /// the same body (`what` names the case); the body sent.
+    fn send(
+        &self,
+        (path, headers): (&str, &[(&str, &str)]),
+        text: &[u8],
+        turn: usize,
+        what: &str,
+    ) -> String {
+        forget_lists(self.parsing.store.path());
+        for serve in [&self.knowing, &self.parsing] {
+            let answer = post(&serve.url, path, headers, text);
+            assert_eq!(answer.status, 200, "{}", serve.log());
+        }
+        let sent = self.up_knowing.requests()[turn].body.clone();
+        assert!(
+            sent == self.up_parsing.requests()[turn].body,
+            "{what} turn {turn}: not what a full parse sends"
+        );
+        sent
+    }
+}
+
 /// The proxy reads each turn's body leaving unread what its last request's body held (even
 /// the messages its output kept: it remembers them), and sends upstream byte for byte what a
 /// proxy that parsed everything sends. So does one the client names no session to (as the
@@ -172,41 +217,27 @@ fn a_turn_under_other_settings_reads_the_history_after_all() {
 #[test]
 fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
     use crate::serve::ANTHROPIC_HEADERS;
-    use crate::serve_fake::{anthropic_answer, post, Reply, Serve, Upstream};
     let messages = messages();
-    let up = |_: &_, _| Reply::Json(200, anthropic_answer("ok"));
-    let (up_a, up_b, up_c) = (
-        Upstream::start(up),
-        Upstream::start(up),
-        Upstream::start(up),
-    );
-    let (a, b) = (Serve::start(&up_a.url, &[]), Serve::start(&up_b.url, &[]));
+    let pair = KnowingAndParsing::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    // A third proxy, which no header names the session to.
+    let up_c = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
     let c = Serve::start(&up_c.url, &[]);
     let mut headers = ANTHROPIC_HEADERS.to_vec();
     headers.push(("x-condense-session", "viewer"));
     let n = messages.len();
     let turns = [n * 3 / 5, n * 3 / 5 + 2, n * 4 / 5, n];
+    let mut sent = String::new();
     for (turn, &count) in turns.iter().enumerate() {
         let text = body(&messages, count);
-        // Proxy b forgets what it knew of the lists before each request: it parses everything.
-        forget_lists(b.store.path());
-        for serve in [&a, &b] {
-            let answer = post(&serve.url, "/v1/messages", &headers, &text);
-            assert_eq!(answer.status, 200, "{}", serve.log());
-        }
+        sent = pair.send(("/v1/messages", &headers), &text, turn, "anthropic");
         let answer = post(&c.url, "/v1/messages", ANTHROPIC_HEADERS, &text);
         assert_eq!(answer.status, 200, "{}", c.log());
-        let (sent_a, sent_b) = (&up_a.requests()[turn], &up_b.requests()[turn]);
         assert!(
-            sent_a.body == sent_b.body,
-            "turn {turn}: not what a full parse sends"
-        );
-        assert!(
-            up_c.requests()[turn].body == sent_b.body,
+            up_c.requests()[turn].body == sent,
             "turn {turn}: without the header, not what a full parse sends"
         );
         // What the proxy keeps for the next turn's read.
-        assert_eq!(lists_kept(a.store.path()), 1, "turn {turn}");
+        assert_eq!(lists_kept(pair.knowing.store.path()), 1, "turn {turn}");
     }
     // Without the header every turn was the one session the look found.
     assert!(!c.log().contains("the quick look said"), "{}", c.log());
@@ -215,10 +246,9 @@ fn the_proxy_sends_what_a_full_parse_sends_turn_after_turn() {
     assert_eq!(sessions.len(), 1, "{status}");
     assert_eq!(sessions.values().next().unwrap()["requests"], turns.len());
     // What it sent last expands to the client's body.
-    let sent = &up_a.requests()[turns.len() - 1].body;
     assert_expands_from(
         sent.as_bytes(),
-        a.store.path(),
+        pair.knowing.store.path(),
         "viewer",
         &body(&messages, n),
     );
@@ -434,42 +464,30 @@ impl OpenAiBody {
 /// is the one a proxy that parsed everything sends; the last expands to the client's body.
 #[test]
 fn the_proxy_reads_an_openai_turn_as_an_anthropic_one() {
-    use crate::serve_fake::{openai_answer, post, Reply, Serve, Upstream};
     for kind in OPENAI_BODIES {
         let list = kind.list();
-        let up = |_: &_, _| Reply::Json(200, openai_answer("ok"));
-        let (up_a, up_b) = (Upstream::start(up), Upstream::start(up));
-        let (a, b) = (Serve::start(&up_a.url, &[]), Serve::start(&up_b.url, &[]));
+        let pair = KnowingAndParsing::start(|_, _| Reply::Json(200, openai_answer("ok")));
         let headers = [
             ("content-type", "application/json"),
             ("authorization", "Bearer sk-test"),
         ];
         let n = list.len();
         let turns = [n * 3 / 5, n * 3 / 5 + 2, n * 4 / 5, n];
+        let mut last = String::new();
         for (turn, &count) in turns.iter().enumerate() {
             let text = kind.body(&list, count);
-            forget_lists(b.store.path());
-            for serve in [&a, &b] {
-                let answer = post(&serve.url, kind.path(), &headers, &text);
-                assert_eq!(answer.status, 200, "{}", serve.log());
-            }
-            let (sent_a, sent_b) = (&up_a.requests()[turn], &up_b.requests()[turn]);
-            assert!(
-                sent_a.body == sent_b.body,
-                "{kind:?} turn {turn}: not what a full parse sends"
-            );
+            last = pair.send((kind.path(), &headers), &text, turn, &format!("{kind:?}"));
             assert_eq!(
-                lists_kept(a.store.path()),
+                lists_kept(pair.knowing.store.path()),
                 1,
                 "{kind:?} turn {turn}: the list is kept"
             );
         }
-        let last = &up_a.requests()[turns.len() - 1].body;
         assert!(
             last.len() < kind.body(&list, n).len(),
             "{kind:?}: the stages cut the last turn"
         );
-        let status = a.status();
+        let status = pair.knowing.status();
         let session = status["sessions"]
             .as_object()
             .unwrap()
@@ -478,7 +496,7 @@ fn the_proxy_reads_an_openai_turn_as_an_anthropic_one() {
             .unwrap();
         assert_expands_from(
             last.as_bytes(),
-            a.store.path(),
+            pair.knowing.store.path(),
             session,
             &kind.body(&list, n),
         );

@@ -114,21 +114,24 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
         assert_eq!(doc.read_unread(0).unwrap(), whole.conversations()[0]);
 
         // Read as another format, or not said, the text does not take the list: its key is
-        // another.
-        for other in [None, Some(Format::Anthropic), Some(Format::OpenAi)] {
+        // another. Detected, the text reads (as its own format); said to be another, it may
+        // not read at all, which takes nothing either.
+        let knowing = [(key, list.clone())];
+        let detected =
+            super::try_read_knowing_as(text.as_bytes().to_vec(), &Default::default(), &knowing)
+                .expect("the text reads with its format detected");
+        assert_eq!(detected.format(), format);
+        assert_eq!(unread_count(&detected), 0, "{format:?} detected");
+        for other in FORMATS.into_iter().chain([Format::Anthropic]) {
+            if other == format {
+                continue;
+            }
             let opts = ReadOptions {
-                format: other.filter(|f| *f != format),
+                format: Some(other),
                 ..ReadOptions::default()
             };
-            if let Ok(other) =
-                super::try_read_knowing_as(text.as_bytes().to_vec(), &opts, &[(key, list.clone())])
-            {
-                assert_eq!(
-                    unread_count(&other),
-                    0,
-                    "{format:?} read as {:?}",
-                    opts.format
-                );
+            if let Ok(doc) = super::try_read_knowing_as(text.as_bytes().to_vec(), &opts, &knowing) {
+                assert_eq!(unread_count(&doc), 0, "{format:?} read as {other:?}");
             }
         }
     }
