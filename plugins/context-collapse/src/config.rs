@@ -21,7 +21,9 @@ pub struct Config {
     pub keep_recent_turns: usize,
     /// The most API turns (API rounds, see keep_recent_turns) one commit adds to a
     /// summary (>= 1). A span grows turn by turn only until its commit is expected to
-    /// bring the projection below the target, so commits free about what is needed.
+    /// bring the projection below the landing point (a twentieth of the effective window
+    /// below the commit_at target), so commits free about what is needed; a run that
+    /// commits goes on, span after span, down to that point.
     pub turns_per_span: usize,
     /// A backlog (more than this many tokens to free, as in a first run over a long
     /// session) is folded in spans of up to this many tokens of turns (more for a backlog

@@ -73,13 +73,18 @@
 //! (`context_window - output_reserve`) when that is lower: committing down to a count at which
 //! the request still would not fit helps nobody. When the projected count reaches the target,
 //! the stage commits new spans, oldest uncollapsed turns first, until the projection is below
-//! the target again or only the `keep_recent_turns` most recent turns are left.
+//! the landing point (below) or only the `keep_recent_turns` most recent turns are left.
 //!
 //! Commits are **right-sized**: a span grows turn by turn (at most `turns_per_span`, or over a
 //! backlog `backlog_span_tokens`) only until its commit is expected to land the projection
-//! below the target, with its summary taking its full budget; commits aim to land at most a
-//! twentieth of the effective window below the target (room for the next turns before the next
-//! commit), not wherever the last span happens to end.
+//! below the **landing point**, a twentieth of the effective window below the target, with its
+//! summary taking its full budget, not wherever the last span happens to end. A run that
+//! commits goes on, span after span, until the projection is below the landing point (or only
+//! the `keep_recent_turns` most recent turns are left): that is room for the next turns before
+//! the next commit. Stopping at the first span below the target would commit again a turn or
+//! two later, and every commit is a new prompt prefix from the running summary on (a prompt
+//! cache miss for the whole request): near the window, a session growing by a few thousand
+//! tokens a turn committed every second or third turn, and now every fifth or so.
 //! A summary's budget scales with what it stands for and with the window
 //! ([`Config::summary_budget`]: `summary_ratio` of the tokens it replaces, between
 //! `summary_min_tokens` and `min(summary_window_share × effective, summary_max_tokens)`); when a

@@ -22,11 +22,12 @@ impl<M: ReadMessage> Run<'_, M> {
             .collect()
     }
 
-    /// Commits new spans while the projection is at or above the target (see `Run::target`)
-    /// and turns may still be collapsed. Each span grows turn by turn, up to `turns_per_span`
-    /// (further over a backlog, see `Config::backlog_span_tokens`), only until its commit is
-    /// expected to bring the projection below the target: a commit frees about what is
-    /// needed, not everything it could.
+    /// Commits new spans when the projection is at or above the target (see `Run::target`),
+    /// then goes on while it is at or above the landing point (`Run::headroom` below the
+    /// target) and turns may still be collapsed. Each span grows turn by turn, up to
+    /// `turns_per_span` (further over a backlog, see `Config::backlog_span_tokens`), only until
+    /// its commit is expected to bring the projection below the landing point: a commit frees
+    /// about what is needed, not everything it could.
     pub(crate) fn commit(&mut self) {
         let keep = self.config.keep_recent_turns;
         let target = self.target();
@@ -38,11 +39,23 @@ impl<M: ReadMessage> Run<'_, M> {
         let span_max = self
             .config
             .backlog_span(self.projected.saturating_sub(landing), self.effective);
+        // Once it commits, a run goes on down to the landing point: stopping just below the
+        // target would commit again a turn or two later, each time a new prefix.
+        let mut goal = target;
         loop {
-            if self.projected < target {
+            if self.projected < goal {
                 break;
             }
             let open = self.open_turns();
+            if open.len() <= keep && self.projected < target {
+                // Below the target already, on the way to the landing point.
+                self.report.note(format!(
+                    "stopped at {} tokens projected, above the landing point: the {} are kept",
+                    thousands(self.projected),
+                    plural(keep, "most recent turn", "most recent turns")
+                ));
+                break;
+            }
             if open.len() <= keep {
                 self.stopped = Some(format!(
                     "the {} are kept",
@@ -105,6 +118,7 @@ impl<M: ReadMessage> Run<'_, M> {
                 self.stopped = Some(short.to_string());
                 break;
             }
+            goal = landing;
         }
     }
 

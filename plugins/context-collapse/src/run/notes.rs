@@ -52,13 +52,14 @@ impl<M: condense_model::ReadMessage> Run<'_, M> {
             .count();
         if committed > 0 {
             notes.push(format!(
-                "committed {} in this run: {} → {} tokens projected, target {} ({why}); commits \
-                 land at most {} below it",
+                "committed {} in this run: {} → {} tokens projected, target {} ({why}); a run \
+                 that commits goes on down to {} (a twentieth of the effective window below the \
+                 target), so the next turns do not commit again at once",
                 plural(spans, "span", "spans"),
                 thousands(before),
                 thousands(self.projected),
                 thousands(goal),
-                thousands(self.headroom()),
+                thousands(goal.saturating_sub(self.headroom())),
             ));
         } else if self.projected < goal {
             notes.push(format!(

@@ -466,6 +466,49 @@ fn a_backlog_is_folded_in_larger_spans_and_the_rest_turns_per_span_at_a_time() {
 }
 
 #[test]
+fn a_run_that_commits_goes_on_down_to_the_landing_point() {
+    // An effective window of 20,000: target 18,000, landing point 17,000 (a twentieth of the
+    // window below it). Steps of 470 tokens, spans of at most 4 API turns (two steps): a run
+    // that stopped at the first span below the target would land within a step of it, and
+    // the next step would commit again (a new prompt prefix every other turn).
+    let mut h = MemoryHost::default().with_window(40_000, 20_000);
+    let stage = stage("");
+    let grown = |steps: usize| {
+        let mut conv = long_conversation(36);
+        let prompt = conv.messages.pop().unwrap();
+        conv.messages
+            .extend((0..steps).flat_map(|k| plain_turn(40 + k)));
+        conv.messages.push(prompt);
+        conv
+    };
+    let below = run(&stage, &grown(2), &mut h);
+    assert_eq!(below.conversation, grown(2));
+    assert_eq!(
+        h.summary_requests.borrow().len(),
+        0,
+        "17,793 tokens: under the target"
+    );
+    let first = run(&stage, &grown(3), &mut h);
+    let spans = h.summary_requests.borrow().len();
+    let landed = tokens(&h, &first.conversation);
+    assert!(
+        spans >= 2 && landed < 17_000,
+        "{spans} spans, {landed} tokens"
+    );
+    let note = report_json(&first.report)["notes"].to_string();
+    assert!(note.contains("goes on down to 17,000"), "{note}");
+    // The next step stays under the target: nothing new is committed, and the view sent
+    // before is the prefix of this one.
+    let second = run(&stage, &grown(4), &mut h);
+    assert_eq!(h.summary_requests.borrow().len(), spans);
+    let n = first.conversation.messages.len() - 1;
+    assert_eq!(
+        second.conversation.messages[..n],
+        first.conversation.messages[..n]
+    );
+}
+
+#[test]
 fn a_small_excess_is_committed_as_without_a_backlog() {
     // The fixture is about 1,960 tokens over the landing point: under the backlog size, so
     // the default commits exactly what `backlog_span_tokens = 0` does.
