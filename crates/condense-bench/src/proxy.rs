@@ -16,7 +16,8 @@
 //!   with that frame, without the metadata, as an OpenAI Chat Completions body;
 //! - requests per second with 32 concurrent sessions;
 //! - the proxy's peak memory (`VmHWM` of the child);
-//! - the cache-stability share of the growing session (`GET /condense/status`).
+//! - the cache-stability share of the growing session (`GET /condense/status`), to 200k tokens
+//!   and over the next turns past it, where context-collapse commits.
 
 use crate::gen::{anthropic_file, plugin_dir, turn};
 use anyhow::{bail, Context, Result};
@@ -105,15 +106,23 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     )
     .session
     .context("the growing session's id")?;
-    let [stable, compared, kept, previous] = stability(&proxy.url, &growing)?;
+    let to_200k = stability(&proxy.url, &growing)?;
     out.push((
         format!("cache-stability share ({i} turns to 200k tokens)"),
-        format!(
-            "{stable} of {compared} turns sent a prefix equal to the previous turn's; \
-             {kept} of the {previous} elements the previous turns sent (system, tools, \
-             messages: {:.1}%) started the next turn unchanged",
-            kept as f64 * 100.0 / previous.max(1) as f64
-        ),
+        stability_row(to_200k),
+    ));
+    // 2b. The same session carried on past 200k tokens, where context-collapse commits: each
+    // commit changes the prompt from the running summary on, so how often it commits is what
+    // a prompt cache loses there.
+    let mut conv = conv;
+    for k in 0..NEAR_THE_WINDOW {
+        conv.messages.extend(turn(i + k));
+        post_to(&proxy.url, "/v1/messages", &anthropic_file(&conv)?, None)?;
+    }
+    let past = stability(&proxy.url, &growing)?;
+    out.push((
+        format!("cache-stability share, the same session's next {NEAR_THE_WINDOW} turns (past 200k tokens, near the window)"),
+        stability_row(std::array::from_fn(|j| past[j] - to_200k[j])),
     ));
 
     // 3. 32 concurrent sessions.
@@ -640,6 +649,21 @@ fn get(url: &str, path: &str) -> Result<String> {
     let mut answer = vec![0; len];
     reader.read_exact(&mut answer)?;
     Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// Turns the growing session is carried on past 200k tokens for the cache-stability share
+/// near the window.
+const NEAR_THE_WINDOW: usize = 40;
+
+/// A cache-stability row from `cache_stable`, `cache_compared`, `cache_kept` and
+/// `cache_previous`.
+fn stability_row([stable, compared, kept, previous]: [u64; 4]) -> String {
+    format!(
+        "{stable} of {compared} turns sent a prefix equal to the previous turn's; {kept} of the \
+         {previous} elements the previous turns sent (system, tools, messages: {:.1}%) started \
+         the next turn unchanged",
+        kept as f64 * 100.0 / previous.max(1) as f64
+    )
 }
 
 /// The growing session's `cache_stable`, `cache_compared`, `cache_kept` and
