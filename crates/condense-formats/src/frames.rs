@@ -27,10 +27,11 @@
 
 use crate::error::Ctx;
 use crate::Format;
+use condense_model::recent::Recent;
 use condense_model::{Content, ContentShape, Conversation, ToolDef};
 use serde_json::Value;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use xxhash_rust::xxh3::xxh3_128;
 
 /// Members shorter than this are parsed: their hash and lookup would cost about as much.
@@ -146,63 +147,53 @@ fn parse_and_keep(memo: &FrameMemo, (hash, key): (u128, &str), text: &str) -> Op
 }
 
 /// Frame members read before, by the hash of their bytes: see the [module docs](self).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FrameMemo {
-    /// Least recently used first.
-    entries: Mutex<Vec<(u128, Member)>>,
+    entries: Recent<u128, Member>,
     /// How many members reads took from the memo.
-    taken: std::sync::atomic::AtomicUsize,
+    taken: AtomicUsize,
+}
+
+impl Default for FrameMemo {
+    fn default() -> Self {
+        FrameMemo {
+            entries: Recent::new(CAPACITY),
+            taken: AtomicUsize::new(0),
+        }
+    }
 }
 
 impl FrameMemo {
     /// The member whose bytes hash to `key`, if one was kept (a copy: the conversation owns
     /// its frame).
     pub(crate) fn get(&self, key: u128) -> Option<Member> {
-        let mut entries = self.lock();
-        let at = entries.iter().position(|(k, _)| *k == key)?;
-        let entry = entries.remove(at);
-        let member = entry.1.clone();
-        entries.push(entry);
-        self.taken
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let member = self.entries.get(&key)?;
+        self.taken.fetch_add(1, Ordering::Relaxed);
         Some(member)
     }
 
     /// Whether a member whose bytes hash to `key` is kept.
     fn holds(&self, key: u128) -> bool {
-        self.lock().iter().any(|(k, _)| *k == key)
+        self.entries.contains(&key)
     }
 
     /// Keeps `member`, read from bytes that hash to `key`.
     pub(crate) fn keep(&self, key: u128, member: Member) {
-        let mut entries = self.lock();
-        entries.retain(|(k, _)| *k != key);
-        if entries.len() >= CAPACITY {
-            entries.remove(0);
-        }
-        entries.push((key, member));
+        self.entries.keep(key, member);
     }
 
     /// How many members are kept.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.entries.len()
     }
 
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.entries.is_empty()
     }
 
     /// How many members reads took from the memo so far.
     pub fn taken(&self) -> usize {
-        self.taken.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u128, Member)>> {
-        // A panic while the lock was held left at worst an entry more or less: still a
-        // memo whose every entry is what its bytes read as.
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.taken.load(Ordering::Relaxed)
     }
 }

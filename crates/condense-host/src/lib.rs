@@ -22,7 +22,6 @@ pub mod discover;
 pub mod guard;
 mod originals;
 pub mod pipeline;
-pub mod recent;
 mod resume;
 pub mod run;
 mod services;

@@ -29,6 +29,7 @@ pub mod packed;
 pub mod prehashed;
 mod raw_json;
 pub mod read;
+pub mod recent;
 pub mod render;
 pub mod time;
 pub mod visit;

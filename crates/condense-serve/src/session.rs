@@ -19,7 +19,7 @@ use condense_formats::claude_code::session_from_user_id;
 use condense_formats::cut::ListCut;
 use condense_formats::frames::FrameMemo;
 use condense_formats::known::{Lists, Matched};
-use condense_host::recent::Recent;
+use condense_model::recent::Recent;
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
@@ -149,7 +149,7 @@ pub fn quick_session(
 /// The sessions looks read from cut bodies ([`quick_session`]), by the xxh3-128 of the API
 /// and the cut body's bytes: a session's turns send the same system prompt and first messages,
 /// and the session is a function of those bytes. At most 64, the least recently used going
-/// first (`condense_host::recent::Recent`).
+/// first (`condense_model::recent::Recent`).
 #[derive(Debug)]
 pub struct LookMemo(Recent<u128, String>);
 

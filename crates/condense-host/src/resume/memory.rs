@@ -1,7 +1,7 @@
 //! The resume points a long-lived pipeline (`condense serve`) keeps in memory between runs.
 
 use super::{split_output, Loaded};
-use crate::recent::Recent;
+use condense_model::recent::Recent;
 use condense_model::Conversation;
 use condense_store::Store;
 use std::path::PathBuf;

@@ -1,14 +1,17 @@
-//! What a long-lived process (`condense serve`) keeps per session between runs, for the
-//! sessions it served last: at most a given number, the least recently used going first.
+//! What a long-lived process (`condense serve`) keeps between requests, by key: at most a
+//! given number of values, the least recently used going first. The host keeps its sessions'
+//! resume points in one, `serve` its write memos and looks, `condense-formats` the frame members
+//! (system prompts, tool lists) it read before.
 //!
 //! ```
-//! use condense_host::recent::Recent;
+//! use condense_model::recent::Recent;
 //!
 //! let kept: Recent<String, u32> = Recent::new(2);
 //! kept.keep("a".into(), 1);
 //! kept.keep("b".into(), 2);
 //! kept.keep("c".into(), 3); // "a" goes
 //! assert_eq!(kept.take("a"), None);
+//! assert!(kept.contains("b"));
 //! assert_eq!(kept.get("b"), Some(2)); // a copy: "b" stays, used last
 //! assert_eq!(kept.take("c"), Some(3)); // taken out while in use
 //! assert_eq!(kept.len(), 1);
@@ -73,6 +76,15 @@ impl<K: Eq + Hash + Clone, V> Recent<K, V> {
         let (used, value) = entries.by_key.get_mut(key)?;
         *used = now;
         Some(value.clone())
+    }
+
+    /// Whether a value is kept for `key` (not a use: it does not count as used).
+    pub fn contains<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.lock().by_key.contains_key(key)
     }
 
     /// Keeps `value` for `key`; past the capacity, the least recently used value goes.
