@@ -83,8 +83,8 @@
 //! the `keep_recent_turns` most recent turns are left): that is room for the next turns before
 //! the next commit. Stopping at the first span below the target would commit again a turn or
 //! two later, and every commit is a new prompt prefix from the running summary on (a prompt
-//! cache miss for the whole request): near the window, a session growing by a few thousand
-//! tokens a turn committed every second or third turn, and now every fifth or so.
+//! cache miss for the whole request): over 40 turns of the bench's sessions past 200k tokens
+//! (a few thousand tokens a turn), 3 or 4 commits where stopping at the target made 11 to 13.
 //! A summary's budget scales with what it stands for and with the window
 //! ([`Config::summary_budget`]: `summary_ratio` of the tokens it replaces, between
 //! `summary_min_tokens` and `min(summary_window_share × effective, summary_max_tokens)`); when a
