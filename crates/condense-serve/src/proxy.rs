@@ -8,7 +8,7 @@ use crate::settings::Settings;
 use crate::wire::{answer, error_answer, error_chain, forward_headers, ms, stream_back};
 use crate::{Api, Pipelines, ServeError};
 use bytes::Bytes;
-use condense_text::one_line;
+use condense_text::{one_line, plural};
 use http::header::HeaderMap;
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::combinators::BoxBody;
@@ -18,6 +18,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::GracefulShutdown;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -214,12 +215,28 @@ impl Server {
         &self.proxy
     }
 
-    /// Serves until the process ends; each connection on its own task. The runtime's blocking
-    /// pool must allow more threads than the 64 requests that may compress at once
+    /// Serves until the process is asked to stop (Ctrl-C or SIGTERM), then stops as
+    /// [`Server::run_until`] says. Each connection on its own task. The runtime's blocking pool
+    /// must allow more threads than the 64 requests that may compress at once
     /// (`route::TRIPS`; tokio's default allows 512).
     pub async fn run(self) {
+        self.run_until(stop_signal()).await;
+    }
+
+    /// Serves until `stop` completes. Then it takes no new connection and lets the open ones
+    /// end on their own: a request in flight gets its whole answer (a stream to its last
+    /// event), an idle kept-alive connection is closed. That lasts until they have all ended,
+    /// [`STOP_GRACE`] has passed or a second stop signal comes, whichever is first; what is still
+    /// open then is cut. Each step is one log line.
+    pub async fn run_until(self, stop: impl std::future::Future<Output = ()>) {
+        let open = GracefulShutdown::new();
+        let mut stop = std::pin::pin!(stop);
         loop {
-            let stream = match self.listener.accept().await {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                () = &mut stop => break,
+            };
+            let stream = match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
                     // Out of file descriptors and the like: wait a little, keep serving.
@@ -230,6 +247,7 @@ impl Server {
             };
             let _ = stream.set_nodelay(true);
             let proxy = Arc::clone(&self.proxy);
+            let watcher = open.watcher();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| Arc::clone(&proxy).handle(req));
                 // HTTP/1.1, or HTTP/2 when the client opens with its preface (h2c, prior
@@ -238,11 +256,58 @@ impl Server {
                 let mut builder =
                     hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
                 builder.http1().max_buf_size(READ_BUFFER);
-                let _ = builder
-                    .serve_connection(TokioIo::new(stream), service)
+                let _ = watcher
+                    .watch(builder.serve_connection(TokioIo::new(stream), service))
                     .await;
             });
         }
+        drop(self.listener);
+        self.proxy.log(format_args!(
+            "stopping: no new connections; {} open, each ends once its answer is sent (at most \
+             {} s; a second Ctrl-C or SIGTERM stops at once)",
+            plural(open.count(), "connection", "connections"),
+            STOP_GRACE.as_secs()
+        ));
+        tokio::select! {
+            () = open.shutdown() => self.proxy.log(format_args!("stopped: every answer was sent")),
+            () = tokio::time::sleep(STOP_GRACE) => self.proxy.log(format_args!(
+                "stopped after {} s: the answers still open were cut",
+                STOP_GRACE.as_secs()
+            )),
+            () = stop_signal() => self.proxy.log(format_args!(
+                "stopped at once (a second signal): the answers still open were cut"
+            )),
+        }
+    }
+}
+
+/// How long a stopping proxy waits for the answers still open ([`Server::run_until`]): a
+/// model's streamed answer takes seconds to minutes; past this it is cut.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM (what `docker stop`, systemd and `kill`
+/// send). Where a signal cannot be listened for, never completes: the process then ends as it
+/// did before, by the signal's default action.
+async fn stop_signal() {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = terminate => {}
+        () = interrupt => {}
     }
 }
 
@@ -254,7 +319,8 @@ impl Server {
 /// the copies were fewer still, but the many more reads made the large turns slower.
 const READ_BUFFER: usize = 256 * 1024;
 
-/// Builds the runtime, binds `listen`, calls `ready` with the address, serves forever.
+/// Builds the runtime, binds `listen`, calls `ready` with the address, serves until asked to
+/// stop ([`Server::run`]).
 pub fn serve_forever(
     listen: &str,
     proxy: Proxy,
@@ -264,12 +330,16 @@ pub fn serve_forever(
         .enable_all()
         .build()
         .map_err(ServeError::Runtime)?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let server = Server::bind(listen, proxy).await?;
         if let Some(addr) = server.local_addr() {
             ready(addr);
         }
         server.run().await;
         Ok(())
-    })
+    });
+    // Stopped: a stage still running on a body whose answer was cut is not waited for long
+    // (the store is safe against a run cut at any point).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
 }

@@ -14,7 +14,9 @@ pub const AFTER_HELP: &str = "Point the client at it:\n  \
     It compresses POST /v1/messages, /v1/chat/completions and /v1/responses with the pipeline \
     (the model's window from a table of known models, [serve.models] in the pipeline file \
     overrides it) and passes every other path through. One log line per request on stderr; \
-    GET /condense/status gives the totals per session. docs/serve.md has the details.";
+    GET /condense/status gives the totals per session. Ctrl-C or SIGTERM stops it once the \
+    answers under way are sent (at most 60 s; a second one stops at once). docs/serve.md has the \
+    details.";
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {

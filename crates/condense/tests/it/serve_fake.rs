@@ -251,6 +251,34 @@ impl Serve {
     }
 }
 
+impl Serve {
+    /// Sends the proxy `signal` (`TERM`, `INT`) as `kill` does.
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{signal} failed");
+    }
+
+    /// The proxy's exit status, once it has exited (waited for at most [`PATIENCE`]).
+    pub fn exit_status(&mut self) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the proxy did not exit: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -1,9 +1,11 @@
 //! `condense serve`: the order of one session's requests, the totals after a prompt-too-long
-//! retry, and content-encoded request bodies (gzip, zstd, an unknown encoding, a body that
-//! decodes over the limit), against the recording fake upstream of `serve_fake`.
+//! retry, content-encoded request bodies (gzip, zstd, an unknown encoding, a body that decodes
+//! over the limit), and stopping on a signal with an answer still streaming, against the
+//! recording fake upstream of `serve_fake`.
 
 use crate::serve::{agent_request, too_long_once, ANTHROPIC_HEADERS};
 use crate::serve_fake::*;
+use std::sync::{mpsc, Arc, Mutex};
 
 /// An OpenAI Chat request: a system prompt, the first user message, then one user message of
 /// `parts` small text parts. Every such request is of one session (the hash of the system
@@ -325,4 +327,61 @@ fn bodies_larger_than_the_read_buffer_arrive_whole_and_an_oversized_head_is_refu
         br#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}"#,
     );
     assert_eq!(again.status, 200, "{}", serve.log());
+}
+
+#[test]
+fn a_stop_signal_lets_the_answer_streaming_end_then_exits_0() {
+    for signal in ["TERM", "INT"] {
+        let (release, gate) = mpsc::channel::<()>();
+        let gate = Arc::new(Mutex::new(gate));
+        let events = anthropic_events("the last words");
+        let up = Upstream::start({
+            let events = events.clone();
+            move |_, _| Reply::Sse {
+                events: events.clone(),
+                gate: Some(Arc::clone(&gate)),
+                cut: false,
+            }
+        });
+        let mut serve = Serve::start(&up.url, &[]);
+        let body = serde_json::to_vec(&agent_request(1, 3, true)).unwrap();
+        // The client reads the stream on a thread and says when its first event is in.
+        let (first, got_first) = mpsc::channel::<()>();
+        let stream = send(&serve.url, "POST", "/v1/messages", ANTHROPIC_HEADERS, &body);
+        let client = std::thread::spawn(move || {
+            read_answer(stream, |_| {
+                first.send(()).ok();
+            })
+        });
+        got_first.recv_timeout(PATIENCE).unwrap();
+        serve.signal(signal);
+        let log = serve.wait_log("stopping: no new connections", 1);
+        assert!(
+            log.contains("stopping: no new connections; 1 connection open"),
+            "{signal}: {log}"
+        );
+        // No new connection is taken while the open one ends.
+        let addr = serve.url.trim_start_matches("http://").to_string();
+        assert!(
+            std::net::TcpStream::connect(&addr).is_err(),
+            "{signal}: a connection was taken after the signal"
+        );
+        // The answer under way goes on to its last event.
+        for _ in 1..events.len() {
+            release.send(()).unwrap();
+        }
+        let answer = client.join().unwrap();
+        assert_eq!(answer.status, 200, "{signal}");
+        assert!(answer.complete, "{signal}: the answer was cut");
+        assert_eq!(answer.text(), events.concat(), "{signal}");
+        let status = serve.exit_status();
+        assert!(status.success(), "{signal}: {status}: {}", serve.log());
+        assert!(
+            serve
+                .wait_log("stopped: every answer was sent", 1)
+                .contains("stopped: every answer was sent"),
+            "{signal}: {}",
+            serve.log()
+        );
+    }
 }
