@@ -262,22 +262,25 @@ impl Server {
             });
         }
         drop(self.listener);
-        self.proxy.log(format_args!(
-            "stopping: no new connections; {} open, each ends once its answer is sent (at most \
-             {} s; a second Ctrl-C or SIGTERM stops at once)",
+        // Written whatever `--quiet` says, as the line saying where it listens is: they are
+        // not per-request lines.
+        eprintln!(
+            "condense serve: stopping: no new connections; {} open, each ends once its answer is \
+             sent (at most {} s; a second Ctrl-C or SIGTERM stops at once)",
             plural(open.count(), "connection", "connections"),
             STOP_GRACE.as_secs()
-        ));
-        tokio::select! {
-            () = open.shutdown() => self.proxy.log(format_args!("stopped: every answer was sent")),
-            () = tokio::time::sleep(STOP_GRACE) => self.proxy.log(format_args!(
-                "stopped after {} s: the answers still open were cut",
+        );
+        let how = tokio::select! {
+            () = open.shutdown() => "every answer was sent".to_string(),
+            () = tokio::time::sleep(STOP_GRACE) => format!(
+                "after {} s: the answers still open were cut",
                 STOP_GRACE.as_secs()
-            )),
-            () = stop_signal() => self.proxy.log(format_args!(
-                "stopped at once (a second signal): the answers still open were cut"
-            )),
-        }
+            ),
+            () = stop_signal() => {
+                "at once (a second signal): the answers still open were cut".to_string()
+            }
+        };
+        eprintln!("condense serve: stopped: {how}");
     }
 }
 

@@ -331,7 +331,8 @@ fn bodies_larger_than_the_read_buffer_arrive_whole_and_an_oversized_head_is_refu
 
 #[test]
 fn a_stop_signal_lets_the_answer_streaming_end_then_exits_0() {
-    for signal in ["TERM", "INT"] {
+    // The stopping lines are written with `--quiet` too (not per-request lines).
+    for (signal, extra) in [("TERM", &[][..]), ("INT", &["--quiet"][..])] {
         let (release, gate) = mpsc::channel::<()>();
         let gate = Arc::new(Mutex::new(gate));
         let events = anthropic_events("the last words");
@@ -343,7 +344,7 @@ fn a_stop_signal_lets_the_answer_streaming_end_then_exits_0() {
                 cut: false,
             }
         });
-        let mut serve = Serve::start(&up.url, &[]);
+        let mut serve = Serve::start(&up.url, extra);
         let body = serde_json::to_vec(&agent_request(1, 3, true)).unwrap();
         // The client reads the stream on a thread and says when its first event is in.
         let (first, got_first) = mpsc::channel::<()>();
