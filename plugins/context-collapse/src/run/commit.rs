@@ -33,6 +33,9 @@ impl<M: ReadMessage> Run<'_, M> {
         let target = self.target();
         self.goal = Some(target);
         self.before_commits = self.projected;
+        if self.projected < target {
+            return;
+        }
         let landing = target.saturating_sub(self.headroom());
         // How far a backlog span may grow: set by the backlog this run starts with, so a
         // backlog is folded in about `backlog_commits` spans however large it is.
@@ -41,11 +44,7 @@ impl<M: ReadMessage> Run<'_, M> {
             .backlog_span(self.projected.saturating_sub(landing), self.effective);
         // Once it commits, a run goes on down to the landing point: stopping just below the
         // target would commit again a turn or two later, each time a new prefix.
-        let mut goal = target;
-        loop {
-            if self.projected < goal {
-                break;
-            }
+        while self.projected >= landing {
             let open = self.open_turns();
             if open.len() <= keep && self.projected < target {
                 // Below the target already, on the way to the landing point.
@@ -118,7 +117,6 @@ impl<M: ReadMessage> Run<'_, M> {
                 self.stopped = Some(short.to_string());
                 break;
             }
-            goal = landing;
         }
     }
 
