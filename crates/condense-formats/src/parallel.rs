@@ -86,6 +86,13 @@ pub(crate) struct Lookup<'a> {
     pub elements: Option<Format>,
 }
 
+/// The format a message list's member name and known-list keys are those of: the format whose
+/// reader its elements are parsed for ([`Lookup::elements`]), else Anthropic's (a list read
+/// quick).
+pub(crate) fn list_format(elements: Option<Format>) -> Format {
+    elements.unwrap_or(Format::Anthropic)
+}
+
 impl QuickList {
     /// Whether the value lacks JSON that the list stands for: unread messages, or frame
     /// members taken from the memo. Such a list cannot be put back ([`QuickList::restore`]);
@@ -142,7 +149,7 @@ pub(crate) fn parse(
 ) -> Option<(Value, Option<QuickList>)> {
     let (span, depth, parts) = finder.scanned()?;
     let for_reader = elements.is_some();
-    let list_member = crate::body::list_member(elements.unwrap_or(Format::Anthropic));
+    let list_member = crate::body::list_member(list_format(elements));
     // The root must be all of the text but JSON whitespace: nothing trails it (JSONL).
     if span != scan::trimmed(text.as_bytes(), 0..text.len()) || depth > MAX_DEPTH {
         return None;

@@ -265,7 +265,7 @@ pub(crate) fn known_prefix(
     first: &Range<usize>,
     lookup: Lookup<'_>,
 ) -> Option<crate::known::Matched> {
-    let format = lookup.elements.unwrap_or(crate::Format::Anthropic);
+    let format = crate::parallel::list_format(lookup.elements);
     let key = crate::known::list_key(format, text.get(first.clone())?);
     let lists = (lookup.lists)(key);
     match lookup.matched.and_then(std::cell::Cell::take) {
@@ -338,11 +338,9 @@ impl Finder {
             found = Some((first.start, list, hashed));
             Some(spans)
         };
-        let list = crate::body::list_member(
-            lookup
-                .and_then(|l| l.elements)
-                .unwrap_or(crate::Format::Anthropic),
-        );
+        let list = crate::body::list_member(crate::parallel::list_format(
+            lookup.and_then(|l| l.elements),
+        ));
         let known: Option<KnownElements<'_, '_>> = lookup.is_some().then_some(&mut step);
         self.scanned = match bytes.get(span.start) {
             Some(b'{') => object_at(
