@@ -317,14 +317,7 @@ fn chat_messages() -> Vec<Value> {
             continue;
         }
         for r in blocks.iter().filter(|b| b["type"] == "tool_result") {
-            let content = match &r["content"] {
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                other => other.as_str().unwrap_or_default().to_string(),
-            };
+            let content = result_text(&r["content"]);
             out.push(json!({"role": "tool", "tool_call_id": r["tool_use_id"], "content": content}));
         }
         if !text.is_empty() {
@@ -332,6 +325,19 @@ fn chat_messages() -> Vec<Value> {
         }
     }
     out
+}
+
+/// An Anthropic tool result's content as one text: a string as it is, a list of parts their
+/// texts joined by newlines.
+fn result_text(content: &Value) -> String {
+    match content {
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.as_str().unwrap_or_default().to_string(),
+    }
 }
 
 /// The same session as an OpenAI Responses body's items (Codex's): a `message` item for each
@@ -354,18 +360,8 @@ fn responses_items() -> Vec<Value> {
                     "content": [{"type": part, "text": b["text"]}]}),
                 Some("tool_use") => json!({"type": "function_call", "call_id": b["id"],
                     "name": b["name"], "arguments": b["input"].to_string()}),
-                Some("tool_result") => {
-                    let output = match &b["content"] {
-                        Value::Array(parts) => parts
-                            .iter()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        other => other.as_str().unwrap_or_default().to_string(),
-                    };
-                    json!({"type": "function_call_output", "call_id": b["tool_use_id"],
-                        "output": output})
-                }
+                Some("tool_result") => json!({"type": "function_call_output",
+                    "call_id": b["tool_use_id"], "output": result_text(&b["content"])}),
                 _ => continue,
             });
         }

@@ -332,7 +332,10 @@ fn bodies_larger_than_the_read_buffer_arrive_whole_and_an_oversized_head_is_refu
 #[test]
 fn a_stop_signal_lets_the_answer_streaming_end_then_exits_0() {
     // The stopping lines are written with `--quiet` too (not per-request lines).
-    for (signal, extra) in [("TERM", &[][..]), ("INT", &["--quiet"][..])] {
+    for (signal, name, extra) in [
+        (libc::SIGTERM, "TERM", &[][..]),
+        (libc::SIGINT, "INT", &["--quiet"][..]),
+    ] {
         let (release, gate) = mpsc::channel::<()>();
         let gate = Arc::new(Mutex::new(gate));
         let events = anthropic_events("the last words");
@@ -359,29 +362,29 @@ fn a_stop_signal_lets_the_answer_streaming_end_then_exits_0() {
         let log = serve.wait_log("stopping: no new connections", 1);
         assert!(
             log.contains("stopping: no new connections; 1 connection open"),
-            "{signal}: {log}"
+            "{name}: {log}"
         );
         // No new connection is taken while the open one ends.
         let addr = serve.url.trim_start_matches("http://").to_string();
         assert!(
             std::net::TcpStream::connect(&addr).is_err(),
-            "{signal}: a connection was taken after the signal"
+            "{name}: a connection was taken after the signal"
         );
         // The answer under way goes on to its last event.
         for _ in 1..events.len() {
             release.send(()).unwrap();
         }
         let answer = client.join().unwrap();
-        assert_eq!(answer.status, 200, "{signal}");
-        assert!(answer.complete, "{signal}: the answer was cut");
-        assert_eq!(answer.text(), events.concat(), "{signal}");
+        assert_eq!(answer.status, 200, "{name}");
+        assert!(answer.complete, "{name}: the answer was cut");
+        assert_eq!(answer.text(), events.concat(), "{name}");
         let status = serve.exit_status();
-        assert!(status.success(), "{signal}: {status}: {}", serve.log());
+        assert!(status.success(), "{name}: {status}: {}", serve.log());
         assert!(
             serve
                 .wait_log("stopped: every answer was sent", 1)
                 .contains("stopped: every answer was sent"),
-            "{signal}: {}",
+            "{name}: {}",
             serve.log()
         );
     }
