@@ -135,7 +135,7 @@ mod tests;
 pub use envelope::envelope_template;
 pub use error::FormatError;
 pub use memo::WriteMemo;
-pub use read_back::ReadBack;
+pub use read_back::{Output, ReadBack, Written};
 
 use condense_model::Conversation;
 
@@ -274,16 +274,6 @@ impl Document {
     /// separators; JSONL one object per line).
     pub fn write(&self) -> Result<Vec<u8>, FormatError> {
         self.write_bytes(&mut WriteMemo::off())
-    }
-
-    /// [`Document::write`], taking the texts of messages changed the same way as in an earlier
-    /// write from `memo` and keeping this write's there for the next ([`WriteMemo`]): the same
-    /// bytes, with only the messages new since serialized. For a document written again and
-    /// again as it grows (a proxied session's requests).
-    pub fn write_remembering(&self, memo: &mut WriteMemo) -> Result<Vec<u8>, FormatError> {
-        let out = self.write_bytes(memo);
-        memo.end();
-        out
     }
 
     /// The exact text `message` had in the file, when it is value-equal to a message (or event)

@@ -31,7 +31,94 @@ use crate::{Document, Format, FormatError, ReadOptions, WriteMemo};
 use condense_model::prehashed::PrehashedSet;
 use condense_model::{Conversation, Message};
 use std::ops::Range;
-use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
+use std::sync::atomic::{AtomicU64, Ordering};
+use xxhash_rust::xxh3::Xxh3;
+
+/// The output of one [`Document::write_remembering`]: its bytes, and which write made them. An
+/// echo ([`Echo`]) belongs to one write, and [`Document::read_back`] takes its short way only
+/// for that write's own output; knowing the write by this mark, not by hashing the bytes, spares
+/// two passes over the whole output a turn (at 200k tokens, 800 KB hashed at the write and again
+/// at the read back). The bytes cannot be changed in between: a `Written` only lends them, or
+/// gives them up ([`Written::into_bytes`]).
+#[derive(Debug, Clone)]
+pub struct Written {
+    bytes: Vec<u8>,
+    write: u64,
+}
+
+/// Outputs are equal when their bytes are, whichever writes made them.
+impl PartialEq for Written {
+    fn eq(&self, other: &Written) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Written {}
+
+impl PartialEq<Vec<u8>> for Written {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        self.bytes == *other
+    }
+}
+
+impl Written {
+    /// The bytes, for a caller done reading them back.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+impl std::ops::Deref for Written {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// Marks the writes of this process, one number each ([`Written`]).
+static WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// What [`Document::read_back`] reads: a write's own output, or any bytes (read whole).
+#[derive(Debug, Clone, Copy)]
+pub enum Output<'a> {
+    Written(&'a Written),
+    Bytes(&'a [u8]),
+}
+
+impl Output<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Output::Written(w) => w,
+            Output::Bytes(b) => b,
+        }
+    }
+
+    /// The write that made these bytes, when known.
+    fn write(&self) -> Option<u64> {
+        match self {
+            Output::Written(w) => Some(w.write),
+            Output::Bytes(_) => None,
+        }
+    }
+}
+
+impl<'a> From<&'a Written> for Output<'a> {
+    fn from(w: &'a Written) -> Self {
+        Output::Written(w)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Output<'a> {
+    fn from(b: &'a [u8]) -> Self {
+        Output::Bytes(b)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Output<'a> {
+    fn from(b: &'a Vec<u8>) -> Self {
+        Output::Bytes(b)
+    }
+}
 
 /// What one write copied of the message array: see the [module docs](self).
 #[derive(Debug, Clone)]
@@ -51,16 +138,18 @@ pub(crate) struct Echo {
     pending: Vec<u128>,
     /// The keys of the checked texts the write used.
     reused: Vec<u128>,
-    /// The output's length and hash, once written: `read_back` is handed that output.
-    output: Option<(usize, u64)>,
+    /// The write the echo belongs to, once its output is whole ([`Written`]).
+    output: Option<u64>,
 }
 
 /// The key of a text written for a message: the message's fingerprint and the text.
 fn text_key(fp: Fp, text: &str) -> u128 {
-    let mut bytes = Vec::with_capacity(16 + text.len());
-    bytes.extend_from_slice(&fp.to_le_bytes());
-    bytes.extend_from_slice(text.as_bytes());
-    xxh3_128(&bytes)
+    // Hashed in two pieces, not copied into one buffer: the same hash (xxh3's streaming form
+    // gives what it gives for the joined bytes), without copying every changed text a write.
+    let mut hash = Xxh3::new();
+    hash.update(&fp.to_le_bytes());
+    hash.update(text.as_bytes());
+    hash.digest128()
 }
 
 impl Echo {
@@ -152,9 +241,9 @@ impl Echo {
         self.reused.len()
     }
 
-    /// Notes the output the echo belongs to, once it is whole.
-    pub(crate) fn written(&mut self, out: &[u8]) {
-        self.output = Some((out.len(), xxh3_64(out)));
+    /// Notes the write the echo belongs to, once its output is whole.
+    fn written(&mut self, write: u64) {
+        self.output = Some(write);
     }
 }
 
@@ -197,22 +286,40 @@ impl ReadBack {
 }
 
 impl Document {
+    /// [`Document::write`], taking the texts of messages changed the same way as in an earlier
+    /// write from `memo` and keeping this write's there for the next ([`WriteMemo`]): the same
+    /// bytes, with only the messages new since serialized. For a document written again and
+    /// again as it grows (a proxied session's requests). The output is marked as this write's
+    /// ([`Written`]), for [`Document::read_back`].
+    pub fn write_remembering(&self, memo: &mut WriteMemo) -> Result<Written, FormatError> {
+        let bytes = self.write_bytes(memo);
+        memo.end();
+        let bytes = bytes?;
+        let write = WRITES.fetch_add(1, Ordering::Relaxed);
+        if let Some(echo) = memo.echo_mut() {
+            echo.written(write);
+        }
+        Ok(Written { bytes, write })
+    }
+
     /// How `out` reads back (with `opts`, the options it was read with): what [`crate::read`]
     /// of `out` gives its conversations (`source` names `out` in an error), but for the messages
     /// known to read back as this document's own ([`ReadBack`]). `memo`: the memo of the write
     /// that gave `out` ([`Document::write_remembering`]), which says what that write copied as
-    /// read; without it, or for another output, `out` is read whole. The texts found to read
+    /// read; without it, or for bytes that are not that write's [`Written`], `out` is read
+    /// whole. The texts found to read
     /// back as their messages are kept in `memo` for the next write.
-    pub fn read_back(
+    pub fn read_back<'o>(
         &self,
-        (out, source): (&[u8], &str),
+        (out, source): (impl Into<Output<'o>>, &str),
         memo: &mut WriteMemo,
         opts: &ReadOptions,
     ) -> Result<Vec<ReadBack>, FormatError> {
+        let out = out.into();
         let (read, verified) = match self.read_serialized(out, memo, opts) {
             Some((read, verified)) => (vec![read], verified),
             None => {
-                let whole = crate::read(out, source, opts)?.conversations;
+                let whole = crate::read(out.bytes(), source, opts)?.conversations;
                 (
                     whole.into_iter().map(ReadBack::whole).collect(),
                     PrehashedSet::default(),
@@ -225,9 +332,9 @@ impl Document {
 
     /// [`read_back`](Self::read_back) from the echo of the write, when it has one for `out`;
     /// with the keys of the texts known to read back as their messages.
-    pub(crate) fn read_serialized(
+    pub(crate) fn read_serialized<'o>(
         &self,
-        out: &[u8],
+        out: impl Into<Output<'o>>,
         memo: &WriteMemo,
         opts: &ReadOptions,
     ) -> Option<(ReadBack, PrehashedSet<u128>)> {
@@ -235,7 +342,10 @@ impl Document {
         else {
             return None;
         };
-        if echo.output != Some((out.len(), xxh3_64(out)))
+        if out
+            .into()
+            .write()
+            .is_none_or(|write| echo.output != Some(write))
             || echo.known.len() != produced.messages.len()
             || !matches!(self.layout, Layout::Json { .. })
         {

@@ -39,9 +39,6 @@ impl Document {
         if self.bom {
             out.splice(0..0, "\u{feff}".bytes());
         }
-        if let Some(echo) = memo.echo_mut() {
-            echo.written(&out);
-        }
         Ok(out)
     }
 

@@ -5,7 +5,7 @@
 use crate::body::Body;
 use crate::Api;
 use condense_formats::frames::FrameMemo;
-use condense_formats::{known, Document, ReadOptions, WriteMemo};
+use condense_formats::{known, Document, ReadOptions, WriteMemo, Written};
 use condense_host::{LoadedPipeline, RunOptions, StateMode};
 use condense_model::fingerprint::fingerprint;
 use condense_model::recent::Recent;
@@ -195,12 +195,12 @@ pub fn run(
     doc.conversations_mut()[0] = std::mem::take(&mut result.conversation);
     doc.vouch_fingerprints(0, result.output_fingerprints.clone());
     let out = doc.write_remembering(memo).map_err(|e| e.to_string())?;
-    let body = if out == body {
+    let body = if *out == *body {
         None
     } else {
-        let what = (out.as_slice(), &mut *memo, "compressed body");
+        let what = (&out, &mut *memo, "compressed body");
         archive_as_written(&doc, what, None, &[(session, &result.archive_run)], store)?;
-        Some(out)
+        Some(out.into_bytes())
     };
     result.conversation = std::mem::take(&mut doc.conversations_mut()[0]);
     let compressed = Compressed {
@@ -321,7 +321,7 @@ pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(
 /// `compressed body`). `condense compress` and the proxy both archive this way.
 pub fn archive_as_written(
     doc: &Document,
-    (out, memo, what): (&[u8], &mut WriteMemo, &str),
+    (out, memo, what): (&Written, &mut WriteMemo, &str),
     select: Option<String>,
     runs: &[(&str, &condense_host::archive::ArchivedRun)],
     store: &Store,

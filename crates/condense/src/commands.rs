@@ -372,7 +372,7 @@ pub(crate) fn compress_input(
                 .iter()
                 .map(|r| (r.session.as_str(), &r.archive_run))
                 .collect();
-            let what = (out.as_slice(), &mut memo, "output");
+            let what = (&out, &mut memo, "output");
             condense_serve::compress::archive_as_written(
                 &input.doc,
                 what,
@@ -403,7 +403,7 @@ pub(crate) fn compress_input(
     Ok(Compressed {
         out_path: out_path.map(Path::to_path_buf),
         staged: staged?,
-        out,
+        out: out.into_bytes(),
         runs,
         unfit,
         fit_by,

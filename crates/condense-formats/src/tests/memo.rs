@@ -139,7 +139,7 @@ fn written(bytes: &[u8], memo: Option<&mut WriteMemo>) -> (Document, Vec<u8>) {
     let mut doc = read(bytes, "body.json", &anthropic).unwrap();
     compress(&mut doc.conversations_mut()[0]);
     let out = match memo {
-        Some(memo) => doc.write_remembering(memo).unwrap(),
+        Some(memo) => doc.write_remembering(memo).unwrap().into_bytes(),
         None => doc.write().unwrap(),
     };
     (doc, out)
@@ -208,7 +208,7 @@ fn numbers_are_spelled_as_read_and_a_message_of_several_items_is_kept_whole() {
         change(&mut doc);
         let plain = doc.write().unwrap();
         let remembered = doc.write_remembering(&mut memo).unwrap();
-        assert_eq!(remembered, plain, "round {round}");
+        assert_eq!(*remembered, *plain, "round {round}");
         let text = String::from_utf8(plain).unwrap();
         assert!(text.contains("1e5") && text.contains("-0.0"), "{text}");
         assert_eq!(memo.hits, round);
@@ -232,7 +232,7 @@ fn numbers_are_spelled_as_read_and_a_message_of_several_items_is_kept_whole() {
         let plain = doc.write().unwrap();
         assert!(plain.as_slice() != body.as_slice());
         assert_eq!(
-            doc.write_remembering(&mut memo).unwrap(),
+            doc.write_remembering(&mut memo).unwrap().into_bytes(),
             plain,
             "round {round}"
         );

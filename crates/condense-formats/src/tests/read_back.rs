@@ -3,7 +3,7 @@
 //! body comes in, as a session grows; and anything the short way does not cover is read whole.
 
 use super::memo::{compress, layouts, session_body};
-use crate::{read, Document, ReadBack, ReadOptions, WriteMemo};
+use crate::{read, Document, ReadBack, ReadOptions, WriteMemo, Written};
 use condense_model::{Content, Conversation, Format};
 
 fn anthropic() -> ReadOptions {
@@ -18,7 +18,7 @@ fn written(
     bytes: &[u8],
     memo: &mut WriteMemo,
     change: impl Fn(&mut Document),
-) -> (Document, Vec<u8>) {
+) -> (Document, Written) {
     let mut doc = read(bytes, "body.json", &anthropic()).unwrap();
     change(&mut doc);
     let out = doc.write_remembering(memo).unwrap();
@@ -54,7 +54,7 @@ fn what_the_write_serialized_reads_back_as_the_whole_output_does() {
             for memo in [&mut kept, &mut WriteMemo::off()] {
                 let (doc, out) = written(&bytes, memo, |d| compress(&mut d.conversations_mut()[0]));
                 let full = read(&out, "out.json", &anthropic()).unwrap();
-                if out != bytes {
+                if *out != *bytes {
                     let echo = memo.echo().expect("a body written with its frame as read");
                     // A body at the root: its system prompt, tools and other members are not
                     // read again.
@@ -121,7 +121,20 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
         compress(&mut d.conversations_mut()[0])
     });
     assert!(memo.echo().is_some());
-    let mut other = out.clone();
+    // The write is known by its mark, not its bytes: the same bytes handed as bytes, or the
+    // output of an earlier write with the same memo, are read whole.
+    assert!(doc.read_serialized(&out, &memo, &anthropic()).is_some());
+    assert!(doc
+        .read_serialized(&out.to_vec(), &memo, &anthropic())
+        .is_none());
+    let earlier = out;
+    let (doc, out) = written(&bytes, &mut memo, |d| {
+        compress(&mut d.conversations_mut()[0])
+    });
+    assert_eq!(*earlier, *out);
+    assert!(doc.read_serialized(&earlier, &memo, &anthropic()).is_none());
+    assert!(doc.read_serialized(&out, &memo, &anthropic()).is_some());
+    let mut other = out.to_vec();
     other.insert(1, b' ');
     assert!(doc.read_serialized(&other, &memo, &anthropic()).is_none());
     let full = read(&other, "other.json", &anthropic()).unwrap();
@@ -179,7 +192,7 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
 
     // An output that does not read: the read of the whole output names the error.
     let err = doc
-        .read_back((b"{", "broken.json"), &mut memo, &opts)
+        .read_back((&b"{"[..], "broken.json"), &mut memo, &opts)
         .unwrap_err();
     assert!(err.to_string().contains("broken.json"), "{err}");
 }
