@@ -13,9 +13,8 @@
 //! - `remove`: `m` is new and stands for nothing (expand drops it).
 //!
 //! One stage run writes a segment record (entries plus the original messages inline, and the
-//! original bytes of those the caller could give, see [`ArchiveOptions::texts`], embedded as the
-//! JSON they are where they read back the same, [`OriginalText`]), named by its
-//! content hash, so an identical rerun writes nothing new; a large one is written as several
+//! original bytes of those the caller could give, see [`ArchiveOptions::texts`]; packed, not
+//! JSON, [`packed`]), named by its content hash, so an identical rerun writes nothing new; a large one is written as several
 //! segments of about 64 KiB, each output key whole in one of them ([`chunks`]), so a later run
 //! that needs a few originals reads a few small segments. The run's writes are one transaction
 //! ([`condense_store::Store::batch`]). A segment is serialized straight into the store, its
@@ -41,6 +40,7 @@
 
 mod chunks;
 mod expand;
+mod packed;
 mod pairing;
 mod read_index;
 mod runs;
@@ -90,20 +90,14 @@ pub type OriginalTexts<'a> = dyn Fn(&Message) -> Option<Original> + 'a;
 pub struct Original {
     /// The exact text the input held for the message.
     pub text: String,
-    /// Whether `text` is known to be valid JSON: a reader parsed it as one value (what
-    /// `condense_formats::Document::original_text` gives). A segment then embeds it as it is
-    /// when it is an object or an array ([`OriginalText`]) without parsing it again to check
-    /// (that check was a tenth of writing a first run's segments).
-    pub parsed: bool,
 }
 
 impl Original {
-    /// A text a reader parsed as one JSON value: what `condense_formats::Document::original_text`
-    /// gives.
-    pub fn parsed(text: &str) -> Original {
+    /// The exact text the input held for a message (what
+    /// `condense_formats::Document::original_text` gives).
+    pub fn of(text: &str) -> Original {
         Original {
             text: text.to_string(),
-            parsed: true,
         }
     }
 }
@@ -151,29 +145,12 @@ struct Segment {
     texts: Vec<(usize, OriginalText)>,
 }
 
-/// An original's bytes as a segment holds them: the JSON object or array they are, embedded as
-/// it is, or any other text as a JSON string (every text, in segments condense wrote before).
-///
-/// Embedding an original as itself is what makes a first run's archive cheaper: as a string,
-/// every quote of the JSON it is would be escaped (half of what writing the segments cost).
-/// A text is embedded only when it is exactly one valid JSON object or array, with nothing
-/// around it (a raw value would not keep surrounding whitespace); it then reads back as the
-/// same bytes. A string is never embedded, so the two forms cannot be confused.
+/// An original's bytes as a segment holds them. A packed segment ([`packed`]) holds them as
+/// they are; one written as JSON before held them as the JSON object or array they are,
+/// embedded, or as any other text a JSON string (every text, in the first such segments): the
+/// two forms cannot be confused, since an embedded text is never a string.
 #[derive(Debug, Clone, PartialEq)]
 struct OriginalText(String);
-
-/// Whether `text` is embedded in a segment as it is (see [`OriginalText`]): an object or an
-/// array with nothing around it, valid JSON (known when `parsed`, else checked).
-fn embeds(text: &str, parsed: bool) -> bool {
-    let bracketed = matches!(
-        (text.as_bytes().first(), text.as_bytes().last()),
-        (Some(b'{'), Some(b'}')) | (Some(b'['), Some(b']'))
-    );
-    bracketed
-        && (parsed
-            || serde_json::from_str::<&serde_json::value::RawValue>(text)
-                .is_ok_and(|raw| raw.get().len() == text.len()))
-}
 
 impl<'de> Deserialize<'de> for OriginalText {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -268,7 +245,7 @@ fn header_hash(h: &Header) -> Result<String, StoreError> {
 
 /// A segment being built: its originals borrowed from the conversation the stage was given,
 /// their original bytes asked for (one message at a time) only while it is written, straight
-/// into the store ([`write_segments`]). Serializes exactly as [`Segment`] reads.
+/// into the store ([`write_segments`], [`Draft::write_packed`]). Written as [`Segment`] reads.
 #[derive(Default)]
 struct Draft<'m, 't> {
     /// Output hash -> entries for that output message.
@@ -306,42 +283,6 @@ impl<'m> Draft<'m, '_> {
 
     fn add(&mut self, key: String, entry: Entry) {
         self.entries.entry(key).or_default().push(entry);
-    }
-}
-
-impl Draft<'_, '_> {
-    /// Writes the draft as the JSON of a [`Segment`], as `serde_json` writes a struct (its
-    /// fields in order, `texts` left out when no original has its bytes), with each original's
-    /// bytes asked for as it is written and copied in as they are when they embed ([`embeds`]).
-    fn write_json(&self, out: &mut impl std::io::Write) -> serde_json::Result<()> {
-        let io = serde_json::Error::io;
-        out.write_all(b"{\"entries\":").map_err(io)?;
-        serde_json::to_writer(&mut *out, &self.entries)?;
-        out.write_all(b",\"messages\":").map_err(io)?;
-        serde_json::to_writer(&mut *out, &self.messages)?;
-        out.write_all(b",\"header\":").map_err(io)?;
-        serde_json::to_writer(&mut *out, &self.header)?;
-        let mut any = false;
-        let texts = self.texts.into_iter().flat_map(|texts| {
-            let pairs = self.messages.iter().enumerate();
-            pairs.filter_map(move |(i, m)| texts(m).map(|original| (i, original)))
-        });
-        for (i, original) in texts {
-            out.write_all(if any { b",[" } else { b",\"texts\":[[" })
-                .map_err(io)?;
-            any = true;
-            let mut digits = String::new();
-            condense_model::push_decimal(&mut digits, i);
-            digits.push(',');
-            out.write_all(digits.as_bytes()).map_err(io)?;
-            if embeds(&original.text, original.parsed) {
-                out.write_all(original.text.as_bytes()).map_err(io)?;
-            } else {
-                serde_json::to_writer(&mut *out, &original.text)?;
-            }
-            out.write_all(b"]").map_err(io)?;
-        }
-        out.write_all(if any { b"]}" } else { b"}" }).map_err(io)
     }
 }
 
@@ -580,14 +521,10 @@ fn write_segments(
     }
     for part in seg.split(chunks::SEGMENT_BYTES) {
         let mut writer = store.record_writer();
-        part.write_json(&mut writer)
-            .map_err(|e| match e.io_error_kind() {
-                // Writing into the store failed, not encoding.
-                Some(kind) => StoreError::Io {
-                    path: store.root().to_path_buf(),
-                    source: std::io::Error::new(kind, e.to_string()),
-                },
-                None => encode_error("an archive segment", e),
+        part.write_packed(&mut writer)
+            .map_err(|source| StoreError::Io {
+                path: store.root().to_path_buf(),
+                source,
             })?;
         let name = writer.key();
         // The segment first: a run killed between the two writes leaves a segment without its
@@ -682,7 +619,7 @@ impl Rewrites {
             let Ok(Some(bytes)) = store.record_get(&self.namespace, name) else {
                 continue;
             };
-            let Ok(segment) = serde_json::from_slice::<Segment>(&bytes) else {
+            let Some(segment) = packed::read(&bytes) else {
                 continue;
             };
             let mut messages: Vec<Option<Message>> =

@@ -39,6 +39,12 @@ const MAX_DEPTH: usize = 64;
 pub fn pack_message(message: &Message) -> Vec<u8> {
     let text: usize = message.content.blocks.iter().map(Block::text_len).sum();
     let mut out = Vec::with_capacity(64 + text);
+    pack_message_into(&mut out, message);
+    out
+}
+
+/// [`pack_message`] onto the end of `out` (a buffer reused for many messages).
+pub fn pack_message_into(out: &mut Vec<u8>, message: &Message) {
     out.push(VERSION);
     let Message {
         id,
@@ -48,19 +54,18 @@ pub fn pack_message(message: &Message) -> Vec<u8> {
         extra,
         envelope,
     } = message;
-    put_str(&mut out, id);
+    put_str(out, id);
     out.push(role_byte(*role));
     match timestamp {
         Some(t) => {
             out.push(1);
-            put_str(&mut out, t);
+            put_str(out, t);
         }
         None => out.push(0),
     }
-    put_content(&mut out, content);
-    put_str(&mut out, extra.as_str());
-    put_str(&mut out, envelope.as_str());
-    out
+    put_content(out, content);
+    put_str(out, extra.as_str());
+    put_str(out, envelope.as_str());
 }
 
 /// The message [`pack_message`] packed into `bytes`; `None` for bytes that do not unpack whole

@@ -161,7 +161,7 @@ pub fn run(
         let doc = &doc;
         let texts = |m: &condense_model::Message| {
             doc.original_text(0, m)
-                .map(condense_host::archive::Original::parsed)
+                .map(condense_host::archive::Original::of)
         };
         let read_all = || doc.read_unread(0).map_err(|e| e.to_string());
         let read = condense_host::ReadFrom {

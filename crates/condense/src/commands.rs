@@ -300,7 +300,7 @@ pub(crate) fn compress_input(
         let doc = &input.doc;
         let texts = |m: &condense_model::Message| {
             doc.original_text(i, m)
-                .map(condense_host::archive::Original::parsed)
+                .map(condense_host::archive::Original::of)
         };
         let read_all = || doc.read_unread(i).map_err(|e| e.to_string());
         let read = ReadFrom {

@@ -99,9 +99,9 @@ fn parse_segments(records: condense_store::Records) -> Result<Vec<(String, Segme
     records
         .into_iter()
         .map(|(name, bytes)| {
-            serde_json::from_slice(&bytes)
+            super::packed::read(&bytes)
                 .map(|s| (name.clone(), s))
-                .map_err(|_| ExpandError::Damaged(name))
+                .ok_or(ExpandError::Damaged(name))
         })
         .collect()
 }

@@ -202,7 +202,6 @@ fn original_texts_come_back_with_the_messages_they_belong_to() {
     let texts = |m: &Message| {
         Some(Original {
             text: format!("{{ \"id\" : \"{}\" }}", m.id),
-            parsed: false,
         })
     };
     let opts = ArchiveOptions {
@@ -334,7 +333,7 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
     let mut after = before.clone();
     after.messages[1] = result("#1", "t1", CLEARED);
     after.messages.remove(2);
-    let texts = |m: &Message| (m.id == "#1").then(|| Original::parsed(r##"{"raw":"#1"}"##));
+    let texts = |m: &Message| (m.id == "#1").then(|| Original::of(r##"{"raw":"#1"}"##));
     let batch = store.batch();
     let opts = ArchiveOptions {
         format: Some("anthropic"),
@@ -359,25 +358,17 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
             panic!("one segment: {records:?}");
         };
         assert_eq!(*name, condense_store::blob_key(bytes));
-        let json = std::str::from_utf8(bytes).unwrap();
-        assert!(json.starts_with("{\"entries\":{"), "{}", &json[..40]);
-        let tail = &json[json.len() - 60..];
-        assert_eq!(
-            // The original is a JSON object: embedded as itself, not as an escaped string.
-            json.contains("\"texts\":[[0,{\"raw\":\"#1\"}]]"),
-            with_texts,
-            "{tail}"
-        );
-        assert!(
-            json.ends_with(if with_texts {
-                "]]}"
-            } else {
-                "\"header\":null}"
-            }),
-            "{tail}"
-        );
-        let segment: Segment = serde_json::from_slice(bytes).unwrap();
+        // Packed: the originals' strings as they are, not escaped; the original bytes last.
+        assert!(bytes.starts_with(packed::MAGIC));
+        assert!(bytes.windows(long.len()).any(|w| w == long.as_bytes()));
+        let raw = br##"{"raw":"#1"}"##;
+        assert_eq!(bytes.ends_with(&[&raw[..], &[0]].concat()), with_texts);
+        let segment = packed::read(bytes).unwrap();
         assert_eq!(segment.messages, before.messages[1..3]);
+        assert_eq!(segment.texts.len(), usize::from(with_texts));
+        // Cut short or with a byte more, it does not read.
+        assert!(packed::read(&bytes[..bytes.len() - 1]).is_none());
+        assert!(packed::read(&[&bytes[..], &[0]].concat()).is_none());
     }
     let mut back = after.clone();
     let expansion = expand(&store, "s", &mut back).unwrap();
@@ -497,70 +488,75 @@ fn a_reread_record_shares_the_keys_of_what_reads_back_unchanged() {
     assert_eq!(shared, records(false, (&left_out, &same)));
 }
 
-/// An original's bytes are embedded as themselves only when they are exactly one JSON object or
-/// array; every other text is a JSON string. Either reads back as the same bytes, and a segment
-/// written before embedding (every text a string) still reads.
+/// An original's bytes come back exactly whatever they are: a packed segment holds them as
+/// they are, JSON or not. Segments written as JSON before still read, with a text embedded as
+/// the object or array it is, or as a JSON string (every text, in the first of them), and the
+/// whole of such a segment reads as it did.
 #[test]
-fn an_original_is_embedded_as_itself_only_when_it_reads_back_the_same() {
-    let embedded = [
+fn an_original_reads_back_as_its_bytes_packed_or_from_a_json_segment() {
+    let texts = [
         r#"{"role":"user","content":"say \"hi\"\n"}"#,
         "{\n  \"a\": [1, 2.50, 1e5],\r\n  \"b\": {}\n}",
         r#"[{"type":"text","text":"é \u00e9"}]"#,
         "{}",
-    ];
-    let as_strings = [
         "",
         "plain text",
         r#""a JSON string""#,
         " {\"a\":1}",
-        "{\"a\":1}\n",
         "{\"a\":1}\r",
         "{\"a\":1} {\"b\":2}",
-        "{\"a\":}",
-        "{\"a\":1",
-        "42",
+        "{\"a\":",
         "null",
+        "\0 and \u{1} bytes",
     ];
     let message = text("#0", Role::User, "m");
-    for (texts, as_itself) in [(&embedded[..], true), (&as_strings[..], false)] {
-        for original in texts {
-            // Given as parsed only when it is valid JSON, as a reader's texts are: then it is
-            // not checked again, and embeds all the same.
-            let valid = serde_json::from_str::<serde::de::IgnoredAny>(original).is_ok();
-            for parsed in [false, true].into_iter().filter(|p| !p || valid) {
-                let texts = |_: &Message| {
-                    Some(Original {
-                        text: original.to_string(),
-                        parsed,
-                    })
-                };
-                let draft = Draft {
-                    messages: vec![&message],
-                    texts: Some(&texts),
-                    ..Draft::default()
-                };
-                let mut json = Vec::new();
-                draft.write_json(&mut json).unwrap();
-                let json = String::from_utf8(json).unwrap();
-                let expected = if as_itself {
-                    format!(",\"texts\":[[0,{original}]]}}")
-                } else {
-                    format!(
-                        ",\"texts\":[[0,{}]]}}",
-                        serde_json::to_string(original).unwrap()
-                    )
-                };
-                assert!(json.ends_with(&expected), "{original:?}: {json}");
-                let segment: Segment = serde_json::from_str(&json).unwrap();
-                assert_eq!(segment.messages, std::slice::from_ref(&message));
-                assert_eq!(
-                    segment.texts,
-                    [(0, OriginalText(original.to_string()))],
-                    "{original:?}"
-                );
-            }
-        }
+    let before = text("#1", Role::Assistant, "before");
+    for original in texts {
+        let texts = |_: &Message| {
+            Some(Original {
+                text: original.to_string(),
+            })
+        };
+        let mut draft = Draft {
+            messages: vec![&message, &before],
+            texts: Some(&texts),
+            header: Some(Header {
+                system: Some(Content::string("be brief")),
+                tools: Vec::new(),
+                extra: condense_model::RawJson::default(),
+            }),
+            ..Draft::default()
+        };
+        draft.add("k".into(), Entry::Replace { original: 0 });
+        draft.add("k".into(), Entry::InsertAfter { originals: vec![1] });
+        draft.add("h".into(), Entry::Header);
+        draft.add("r".into(), Entry::Remove);
+        draft.add(
+            "n".into(),
+            Entry::ReplaceNew {
+                originals: vec![0, 1],
+            },
+        );
+        let mut bytes = Vec::new();
+        draft.write_packed(&mut bytes).unwrap();
+        let segment = packed::read(&bytes).unwrap();
+        assert_eq!(segment.messages, [message.clone(), before.clone()]);
+        assert_eq!(segment.entries, draft.entries, "{original:?}");
+        assert_eq!(segment.header, draft.header);
+        let text = |i| (i, OriginalText(original.to_string()));
+        assert_eq!(segment.texts, [text(0), text(1)], "{original:?}");
     }
+    let json = format!(
+        r#"{{"entries":{{"k":[{{"kind":"replace","original":0}}]}},"messages":[{}],"header":null,"texts":[[0,{{"a": [1, 2.50]}}]]}}"#,
+        serde_json::to_string(&message).unwrap()
+    );
+    let segment = packed::read(json.as_bytes()).unwrap();
+    assert_eq!(segment.messages, std::slice::from_ref(&message));
+    assert_eq!(segment.entries["k"], [Entry::Replace { original: 0 }]);
+    assert_eq!(
+        segment.texts,
+        [(0, OriginalText(r#"{"a": [1, 2.50]}"#.into()))]
+    );
     let old = r##"{"entries":{},"messages":[],"header":null,"texts":[[0,"{\"raw\":\"#1\"}"]]}"##;
     let segment: Segment = serde_json::from_str(old).unwrap();
     assert_eq!(
