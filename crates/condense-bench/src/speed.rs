@@ -110,8 +110,11 @@ fn claude_code_turn(files: &Files, runs: usize) -> Result<JsonlTurn> {
     })
 }
 
+/// How many runs of each size [`memory`] takes the medians of.
+const MEMORY_RUNS: usize = 5;
+
 /// Peak memory of whole `condense compress` runs (default pipeline, fresh store) on the tiny
-/// input and on 1x, 2x, 4x, measured before this process grows: the inputs are written by a
+/// input and on 1x, 2x, 4x (medians of [`MEMORY_RUNS`]), measured before this process grows: the inputs are written by a
 /// child (`condense-bench inputs DIR`), so this process never holds them.
 pub(crate) struct Memory {
     /// This process's own high-water mark when it spawned them (a floor of every figure).
@@ -136,16 +139,31 @@ pub(crate) fn memory() -> Result<Memory> {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024);
-    let mut runs = Vec::new();
-    for (label, name) in [
+    let sizes = [
         ("tiny (the fixed part)", "tiny.json"),
         ("1x", "x1.json"),
         ("2x", "x2.json"),
         ("4x", "x4.json"),
-    ] {
-        let input = dir.path().join(name);
-        let bytes = std::fs::metadata(&input)?.len();
-        runs.push((label, bytes, cold_compress(1, &input, &store, &out)?));
+    ];
+    // Each size MEMORY_RUNS times, in rounds (a slow or fat spell of the host falls on every
+    // size alike), and the median time and the median peak of each: one run's peak moves by
+    // about a megabyte with what of the binary the page cache holds (the kernel maps a faulting
+    // page's cached neighbours too), a third of the fixed part's share of the 1x figure.
+    let mut all: Vec<Vec<Finished>> = vec![Vec::new(); sizes.len()];
+    for _ in 0..MEMORY_RUNS {
+        for ((_, name), runs) in sizes.iter().zip(&mut all) {
+            runs.push(cold_compress(1, &dir.path().join(name), &store, &out)?);
+        }
+    }
+    let mut runs = Vec::new();
+    for ((label, name), mut finished) in sizes.into_iter().zip(all) {
+        let bytes = std::fs::metadata(dir.path().join(name))?.len();
+        let middle = finished.len() / 2;
+        finished.sort_by(|a, b| a.ms.total_cmp(&b.ms));
+        let ms = finished[middle].ms;
+        finished.sort_by_key(|f| f.max_rss);
+        let max_rss = finished[middle].max_rss;
+        runs.push((label, bytes, Finished { ms, max_rss }));
     }
     Ok(Memory { parent, runs })
 }
@@ -278,7 +296,7 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
 
     // Peak memory of whole `condense compress` processes against the input's size.
     println!(
-        "\n| `condense compress`, default pipeline, first run (spawned from a parent of {:.0} MB) | input | time | peak RSS | (RSS - fixed) / input |\n|---|---|---|---|---|",
+        "\n| `condense compress`, default pipeline, first run (spawned from a parent of {:.0} MB; medians of {MEMORY_RUNS} runs) | input | time | peak RSS | (RSS - fixed) / input |\n|---|---|---|---|---|",
         memory.parent as f64 / 1e6
     );
     let fixed = memory.runs.first().map_or(0, |r| r.2.max_rss);
