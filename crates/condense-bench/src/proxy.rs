@@ -456,17 +456,50 @@ impl Proxy {
     }
 
     /// Ends the proxy with SIGINT, as Ctrl-C does, so that a profiler it runs under writes
-    /// its figures; the child is killed if `kill` cannot be run.
+    /// its figures. The signal goes to the child and to every process under it: a wrapper that
+    /// runs the proxy as its own child (`strace -f`, `perf stat`) leaves SIGINT to it and
+    /// waits, so the proxy itself must get it (valgrind runs it in its own process). The child
+    /// is killed if it cannot be signalled.
     fn interrupt(&mut self) -> Result<()> {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args(["-INT", &pid]).status();
-        if !sent.is_ok_and(|s| s.success()) {
+        let pid = self.child.id();
+        let mut sent = false;
+        for p in std::iter::once(pid).chain(descendants(pid)) {
+            let Ok(p) = libc::pid_t::try_from(p) else {
+                continue;
+            };
+            // SAFETY: kill(2) with a pid read from this child's own tree and a valid signal;
+            // it touches no memory of this process.
+            #[allow(unsafe_code)]
+            let rc = unsafe { libc::kill(p, libc::SIGINT) };
+            sent |= rc == 0;
+        }
+        if !sent {
             self.stop();
             bail!("could not interrupt the proxy (pid {pid})");
         }
         self.child.wait()?;
         Ok(())
     }
+}
+
+/// Every process under `pid`, children before theirs (from `/proc`; none elsewhere).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut next = vec![pid];
+    while let Some(p) = next.pop() {
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten();
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                out.push(child);
+                next.push(child);
+            }
+        }
+    }
+    out
 }
 
 /// `profile-proxy [plain|claude-code|sdk|openai-chat|responses] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the
