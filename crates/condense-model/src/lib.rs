@@ -21,6 +21,7 @@
 //! ```
 
 mod block;
+pub mod duplicate;
 pub mod fingerprint;
 mod format;
 pub mod id_list;

@@ -124,6 +124,16 @@
 //! running summary at the head of the conversation, extended span by span, whose size stays
 //! within its cap (`summary_window_share`, `summary_max_tokens`) however long the session gets.
 //!
+//! # Pointers into a folded span
+//!
+//! snip keeps the first copy of a repeated tool result and points the later ones back at it
+//! (`condense_model::duplicate`). When a span folds that first copy into a summary, a pointer
+//! left after the span would name a result the agent cannot see. The projection rewrites every
+//! such pointer to say so, about as long as before: `[Duplicate file content, see tool_use_id
+//! toolu_01: folded into a summary, not shown]`, and the report notes how many. The rule reads
+//! the projected messages only, so a re-applied projection writes the same markers; the host
+//! archives the pointers they replace, as any change.
+//!
 //! # The summary message
 //!
 //! A [`Role::User`] text message with id `collapse-<first id>`:

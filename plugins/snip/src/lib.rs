@@ -9,7 +9,9 @@
 //!    toolu_01…]`. With `keep = "first"` the first occurrence is kept and later ones point back
 //!    to it; with `keep = "last"` the latest is kept and earlier ones point forward to it
 //!    (`see later in conversation`). A file read again after it changed has a different text,
-//!    so it is not a duplicate.
+//!    so it is not a duplicate. The marker's form is `condense_model::duplicate`'s: when
+//!    context-collapse folds the kept copy into a summary, it rewrites the pointers to it to say
+//!    so, and snip recognises those as its own markers too.
 //! 2. **Oversized tool output.** A tool result over `max_tool_result_bytes` keeps its first
 //!    `max_tool_result_bytes` bytes (cut back to a character boundary) and, when
 //!    `keep_tail_bytes > 0`, its last bytes too (logs put errors last), with a notice naming the

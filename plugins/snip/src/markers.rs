@@ -4,10 +4,10 @@
 //! duplicate marker, a truncated text and an image marker are never processed again.
 
 use crate::Keep;
+use condense_model::duplicate::Toward;
 use condense_text::{thousands, utf8_prefix, utf8_suffix};
 
-/// Every duplicate marker starts with this.
-pub const DUPLICATE_PREFIX: &str = "[Duplicate file content, see ";
+pub use condense_model::duplicate::DUPLICATE_PREFIX;
 /// Every image marker starts with this.
 pub const IMAGE_PREFIX: &str = "[image removed: ";
 /// Every truncation notice starts with this (after the kept head).
@@ -17,12 +17,13 @@ const TRUNCATED_PREFIX: &str = "\n... [truncated";
 ///
 /// `[Duplicate file content, see earlier in conversation: tool_use_id toolu_01]`, or `see later
 /// in conversation` when `keep = "last"` (the kept copy is then the later one).
+/// The form is `condense_model::duplicate`'s, which context-collapse reads too.
 pub fn duplicate_marker(keep: Keep, kept_id: &str) -> String {
-    let direction = match keep {
-        Keep::First => "earlier",
-        Keep::Last => "later",
+    let toward = match keep {
+        Keep::First => Toward::Earlier,
+        Keep::Last => Toward::Later,
     };
-    format!("{DUPLICATE_PREFIX}{direction} in conversation: tool_use_id {kept_id}]")
+    condense_model::duplicate::duplicate_marker(toward, kept_id)
 }
 
 /// Whether `text` is a duplicate marker (one line, starting with [`DUPLICATE_PREFIX`]).

@@ -70,7 +70,7 @@ pub enum UnresolvedKind {
 pub const PLACEHOLDERS: [&str; 5] = [
     "[Old tool result content cleared",
     condense_model::CONDENSE_MARKER,
-    "[Duplicate file content, see ",
+    condense_model::duplicate::DUPLICATE_PREFIX,
     "[image removed: ",
     "[Observation masked: ",
 ];

@@ -5,8 +5,9 @@ use super::{Found, Run, Unit};
 use crate::state::State;
 use crate::summary::summary_message;
 use condense_abi::{Signal, StageEvent, StageReport};
-use condense_model::{orphaned_tool_results, Message, ReadMessage, Role};
-use condense_text::thousands;
+use condense_model::duplicate::{folded_marker, pointed_to};
+use condense_model::{orphaned_tool_results, Block, Message, ReadMessage, Role};
+use condense_text::{plural, thousands};
 use std::collections::HashSet;
 
 /// What a run ends with.
@@ -125,6 +126,18 @@ impl<M: ReadMessage> Run<'_, M> {
                 }
             }
         }
+        let pointers = if project {
+            fold_dangling_duplicates(&mut out)
+        } else {
+            0
+        };
+        if pointers > 0 {
+            self.report.note(format!(
+                "{} pointed at results folded into a summary: {} so now",
+                plural(pointers, "duplicate marker", "duplicate markers"),
+                if pointers == 1 { "it says" } else { "they say" }
+            ));
+        }
         // Events in conversation order: re-applied first within a span, then the commits.
         self.report.events.sort_by_key(|e| {
             let pos = self
@@ -181,4 +194,41 @@ impl<M: ReadMessage> Run<'_, M> {
             state,
         })
     }
+}
+
+/// Makes every duplicate marker of `out` whose kept copy is no longer in it say so
+/// (`condense_model::duplicate`), and returns how many it changed.
+///
+/// snip keeps the first copy of a repeated result and points the later ones back at it; a
+/// span folded into a summary takes the first copy with it, and the pointers after the span
+/// then name a result the agent cannot see (all 123 of them in a first run over a 1M-token
+/// session). Each says instead that the content was folded into a summary. The rule depends on
+/// `out` alone, so a re-applied projection writes the same markers.
+fn fold_dangling_duplicates(out: &mut [Message]) -> usize {
+    let present: HashSet<String> = out
+        .iter()
+        .flat_map(|m| &m.content.blocks)
+        .filter_map(|b| match b {
+            Block::ToolResult(r) => Some(r.tool_use_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut changed = 0;
+    for block in out.iter_mut().flat_map(|m| &mut m.content.blocks) {
+        let Block::ToolResult(result) = block else {
+            continue;
+        };
+        // A marker is the whole of its result: one text block.
+        let [Block::Text(text)] = result.content.blocks.as_mut_slice() else {
+            continue;
+        };
+        let Some((_, kept)) = pointed_to(&text.text) else {
+            continue;
+        };
+        if !present.contains(kept) {
+            text.text = folded_marker(kept);
+            changed += 1;
+        }
+    }
+    changed
 }

@@ -582,3 +582,53 @@ fn synthetic_ids_are_kept_as_runs_and_the_collapse_reapplies_from_them() {
     assert_eq!(third.conversation, first.conversation);
     assert_eq!(h.summary_requests.borrow().len(), requests);
 }
+
+#[test]
+fn a_duplicate_marker_whose_kept_copy_is_folded_says_so() {
+    use condense_model::duplicate::{duplicate_marker, folded_marker, Toward};
+    use condense_model::{Block, Content};
+    // snip kept the first copies (t1, t45) and pointed two later results at them: t1 is in the
+    // oldest turns, which a run over this window folds; t45 stays.
+    let mut conv = long_conversation(48);
+    let mut point = |turn: &str, kept: &str| {
+        let m = conv.messages.iter_mut().find(|m| m.id == turn).unwrap();
+        let Block::ToolResult(r) = &mut m.content.blocks[0] else {
+            panic!("{turn} is a tool result");
+        };
+        r.content = Content::string(duplicate_marker(Toward::Earlier, kept));
+    };
+    point("r46", "t1");
+    point("r47", "t45");
+    let mut h = MemoryHost::default().with_window(40_000, 20_000);
+    let out = run(&stage(""), &conv, &mut h);
+    let text_of = |id: &str| {
+        let m = out.conversation.messages.iter().find(|m| m.id == id);
+        m.map(|m| m.content.text())
+    };
+    let ids: Vec<&str> = out
+        .conversation
+        .messages
+        .iter()
+        .map(|m| m.id.as_str())
+        .collect();
+    assert!(
+        text_of("r1").is_none() && text_of("r45").is_some(),
+        "t1 folded, t45 kept: {ids:?}"
+    );
+    assert_eq!(
+        text_of("r46").as_deref(),
+        Some(folded_marker("t1").as_str())
+    );
+    assert_eq!(
+        text_of("r47").as_deref(),
+        Some(duplicate_marker(Toward::Earlier, "t45").as_str())
+    );
+    let notes = report_json(&out.report)["notes"].to_string();
+    assert!(
+        notes.contains("1 duplicate marker pointed at results folded"),
+        "{notes}"
+    );
+    // Re-applied on the same input: the same view.
+    let again = run(&stage(""), &conv, &mut h);
+    assert_eq!(again.conversation, out.conversation);
+}
