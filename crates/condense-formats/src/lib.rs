@@ -135,7 +135,7 @@ mod tests;
 pub use envelope::envelope_template;
 pub use error::FormatError;
 pub use memo::WriteMemo;
-pub use read_back::{Output, ReadBack, Written};
+pub use read_back::{ReadBack, Written};
 
 use condense_model::Conversation;
 

@@ -20,7 +20,7 @@
 //! assert_eq!(memo.len(), 1);
 //! // The same write again takes the message's text from the memo: the same bytes.
 //! assert_eq!(doc.write_remembering(&mut memo)?, first);
-//! assert_eq!(first, doc.write()?);
+//! assert_eq!(*first, *doc.write()?);
 //! # Ok::<(), condense_formats::FormatError>(())
 //! ```
 //!

@@ -55,16 +55,20 @@ impl PartialEq for Written {
 
 impl Eq for Written {}
 
-impl PartialEq<Vec<u8>> for Written {
-    fn eq(&self, other: &Vec<u8>) -> bool {
-        self.bytes == *other
-    }
-}
-
 impl Written {
     /// The bytes, for a caller done reading them back.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
+    }
+
+    /// `bytes` as an output no write of this process made (the number no write takes: the
+    /// count would have to reach it), for tests of what is read whole.
+    #[cfg(test)]
+    pub(crate) fn unmarked(bytes: Vec<u8>) -> Written {
+        Written {
+            bytes,
+            write: u64::MAX,
+        }
     }
 }
 
@@ -77,48 +81,6 @@ impl std::ops::Deref for Written {
 
 /// Marks the writes of this process, one number each ([`Written`]).
 static WRITES: AtomicU64 = AtomicU64::new(0);
-
-/// What [`Document::read_back`] reads: a write's own output, or any bytes (read whole).
-#[derive(Debug, Clone, Copy)]
-pub enum Output<'a> {
-    Written(&'a Written),
-    Bytes(&'a [u8]),
-}
-
-impl Output<'_> {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Output::Written(w) => w,
-            Output::Bytes(b) => b,
-        }
-    }
-
-    /// The write that made these bytes, when known.
-    fn write(&self) -> Option<u64> {
-        match self {
-            Output::Written(w) => Some(w.write),
-            Output::Bytes(_) => None,
-        }
-    }
-}
-
-impl<'a> From<&'a Written> for Output<'a> {
-    fn from(w: &'a Written) -> Self {
-        Output::Written(w)
-    }
-}
-
-impl<'a> From<&'a [u8]> for Output<'a> {
-    fn from(b: &'a [u8]) -> Self {
-        Output::Bytes(b)
-    }
-}
-
-impl<'a> From<&'a Vec<u8>> for Output<'a> {
-    fn from(b: &'a Vec<u8>) -> Self {
-        Output::Bytes(b)
-    }
-}
 
 /// What one write copied of the message array: see the [module docs](self).
 #[derive(Debug, Clone)]
@@ -306,20 +268,18 @@ impl Document {
     /// of `out` gives its conversations (`source` names `out` in an error), but for the messages
     /// known to read back as this document's own ([`ReadBack`]). `memo`: the memo of the write
     /// that gave `out` ([`Document::write_remembering`]), which says what that write copied as
-    /// read; without it, or for bytes that are not that write's [`Written`], `out` is read
-    /// whole. The texts found to read
-    /// back as their messages are kept in `memo` for the next write.
-    pub fn read_back<'o>(
+    /// read; without it, or for the output of another write, `out` is read whole. The texts
+    /// found to read back as their messages are kept in `memo` for the next write.
+    pub fn read_back(
         &self,
-        (out, source): (impl Into<Output<'o>>, &str),
+        (out, source): (&Written, &str),
         memo: &mut WriteMemo,
         opts: &ReadOptions,
     ) -> Result<Vec<ReadBack>, FormatError> {
-        let out = out.into();
         let (read, verified) = match self.read_serialized(out, memo, opts) {
             Some((read, verified)) => (vec![read], verified),
             None => {
-                let whole = crate::read(out.bytes(), source, opts)?.conversations;
+                let whole = crate::read(out, source, opts)?.conversations;
                 (
                     whole.into_iter().map(ReadBack::whole).collect(),
                     PrehashedSet::default(),
@@ -332,9 +292,9 @@ impl Document {
 
     /// [`read_back`](Self::read_back) from the echo of the write, when it has one for `out`;
     /// with the keys of the texts known to read back as their messages.
-    pub(crate) fn read_serialized<'o>(
+    pub(crate) fn read_serialized(
         &self,
-        out: impl Into<Output<'o>>,
+        out: &Written,
         memo: &WriteMemo,
         opts: &ReadOptions,
     ) -> Option<(ReadBack, PrehashedSet<u128>)> {
@@ -342,10 +302,7 @@ impl Document {
         else {
             return None;
         };
-        if out
-            .into()
-            .write()
-            .is_none_or(|write| echo.output != Some(write))
+        if echo.output != Some(out.write)
             || echo.known.len() != produced.messages.len()
             || !matches!(self.layout, Layout::Json { .. })
         {

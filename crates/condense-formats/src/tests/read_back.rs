@@ -121,11 +121,12 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
         compress(&mut d.conversations_mut()[0])
     });
     assert!(memo.echo().is_some());
-    // The write is known by its mark, not its bytes: the same bytes handed as bytes, or the
-    // output of an earlier write with the same memo, are read whole.
+    // The write is known by its mark, not its bytes: the same bytes as no write's output, or
+    // the output of an earlier write with the same memo, are read whole.
     assert!(doc.read_serialized(&out, &memo, &anthropic()).is_some());
+    let unmarked = Written::unmarked(out.to_vec());
     assert!(doc
-        .read_serialized(&out.to_vec(), &memo, &anthropic())
+        .read_serialized(&unmarked, &memo, &anthropic())
         .is_none());
     let earlier = out;
     let (doc, out) = written(&bytes, &mut memo, |d| {
@@ -136,6 +137,7 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
     assert!(doc.read_serialized(&out, &memo, &anthropic()).is_some());
     let mut other = out.to_vec();
     other.insert(1, b' ');
+    let other = Written::unmarked(other);
     assert!(doc.read_serialized(&other, &memo, &anthropic()).is_none());
     let full = read(&other, "other.json", &anthropic()).unwrap();
     let back = doc
@@ -192,7 +194,11 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
 
     // An output that does not read: the read of the whole output names the error.
     let err = doc
-        .read_back((&b"{"[..], "broken.json"), &mut memo, &opts)
+        .read_back(
+            (&Written::unmarked(b"{".to_vec()), "broken.json"),
+            &mut memo,
+            &opts,
+        )
         .unwrap_err();
     assert!(err.to_string().contains("broken.json"), "{err}");
 }
