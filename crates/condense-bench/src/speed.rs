@@ -114,8 +114,9 @@ fn claude_code_turn(files: &Files, runs: usize) -> Result<JsonlTurn> {
 const MEMORY_RUNS: usize = 5;
 
 /// Peak memory of whole `condense compress` runs (default pipeline, fresh store) on the tiny
-/// input and on 1x, 2x, 4x (medians of [`MEMORY_RUNS`]), measured before this process grows: the inputs are written by a
-/// child (`condense-bench inputs DIR`), so this process never holds them.
+/// input and on 1x, 2x, 4x (medians of [`MEMORY_RUNS`]), measured before this process grows:
+/// the inputs are written by a child (`condense-bench inputs DIR`), so this process never
+/// holds them.
 pub(crate) struct Memory {
     /// This process's own high-water mark when it spawned them (a floor of every figure).
     parent: u64,

@@ -16,8 +16,8 @@
 //! original bytes of those the caller could give, see [`ArchiveOptions::texts`]; packed, not
 //! JSON, [`packed`]), named by its content hash, so an identical rerun writes nothing new; a
 //! large one is written as several segments of about 64 KiB, each output key whole in one of
-//! them ([`chunks`]), so a later run that needs a few originals reads a few small segments. The run's writes are one transaction
-//! ([`condense_store::Store::batch`]). A segment is serialized straight into the store, its
+//! them ([`chunks`]), so a later run that needs a few originals reads a few small segments.
+//! The run's writes are one transaction ([`condense_store::Store::batch`]). A segment is serialized straight into the store, its
 //! originals borrowed and their bytes asked for one at a time, so it is never whole in memory.
 //! Beside each goes a small index record (`outputs-<session>/<same name>`): the format the
 //! conversation was read with and every output hash the segment has entries for.

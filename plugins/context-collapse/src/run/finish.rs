@@ -6,6 +6,7 @@ use crate::state::State;
 use crate::summary::summary_message;
 use condense_abi::{Signal, StageEvent, StageReport};
 use condense_model::duplicate::{folded_marker, pointed_to};
+use condense_model::ids::IdSet;
 use condense_model::{orphaned_tool_results, Block, Message, ReadMessage, Role};
 use condense_text::{plural, thousands};
 use std::collections::HashSet;
@@ -205,7 +206,7 @@ impl<M: ReadMessage> Run<'_, M> {
 /// session). Each says instead that the content was folded into a summary. The rule depends on
 /// `out` alone, so a re-applied projection writes the same markers.
 fn fold_dangling_duplicates(out: &mut [Message]) -> usize {
-    let present: HashSet<String> = out
+    let present: IdSet<String> = out
         .iter()
         .flat_map(|m| &m.content.blocks)
         .filter_map(|b| match b {
