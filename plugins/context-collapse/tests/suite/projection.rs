@@ -7,7 +7,8 @@ use crate::support::{run, tokens};
 use condense_abi::Signal;
 use condense_model::{Conversation, Role};
 use condense_testing::{
-    apply, assert_no_orphans, assert_unique_ids, ids, report_json, stage, text, MemoryHost,
+    apply, assert_no_orphans, assert_unique_ids, has_note, ids, report_json, stage, text,
+    MemoryHost,
 };
 use context_collapse::ContextCollapse;
 use serde_json::Value;
@@ -605,15 +606,10 @@ fn a_duplicate_marker_whose_kept_copy_is_folded_says_so() {
         let m = out.conversation.messages.iter().find(|m| m.id == id);
         m.map(|m| m.content.text())
     };
-    let ids: Vec<&str> = out
-        .conversation
-        .messages
-        .iter()
-        .map(|m| m.id.as_str())
-        .collect();
     assert!(
         text_of("r1").is_none() && text_of("r45").is_some(),
-        "t1 folded, t45 kept: {ids:?}"
+        "t1 folded, t45 kept: {:?}",
+        ids(&out.conversation)
     );
     assert_eq!(
         text_of("r46").as_deref(),
@@ -623,11 +619,8 @@ fn a_duplicate_marker_whose_kept_copy_is_folded_says_so() {
         text_of("r47").as_deref(),
         Some(duplicate_marker(Toward::Earlier, "t45").as_str())
     );
-    let notes = report_json(&out.report)["notes"].to_string();
-    assert!(
-        notes.contains("1 duplicate marker pointed at results folded"),
-        "{notes}"
-    );
+    let note = "1 duplicate marker pointed at results folded";
+    assert!(has_note(&out.report, note), "{:?}", out.report.notes);
     // Re-applied on the same input: the same view.
     let again = run(&stage(""), &conv, &mut h);
     assert_eq!(again.conversation, out.conversation);
