@@ -1,7 +1,7 @@
 //! `cargo xtask fuzz --minutes N [--seed S] [--targets a,b]`: the reliability campaign of the
 //! CI tests (crates/condense/tests/it/fuzz.rs, kill.rs) for longer, with random seeds: builds
 //! condense and the plugins, then runs the `condense-fuzz` runner, which writes minimized
-//! failures to tests/fixtures/fuzz-regressions/<target>/ (replayed by the tests from then on)
+//! failures to `tests/fixtures/fuzz-regressions/<target>/` (replayed by the tests from then on)
 //! and prints the table of docs/reliability.md.
 
 use anyhow::Result;

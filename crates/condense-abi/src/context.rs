@@ -194,7 +194,7 @@ impl<'a> Context<'a> {
     }
 
     /// This stage's stored state for this session (the default when there is none), as a
-    /// handle that saves with one call: see [`Versioned`].
+    /// handle that saves with one call: see [`crate::Versioned`].
     pub fn state<S: crate::StageState>(&self) -> Result<crate::Versioned<'a, S>, StageError> {
         let stored = self
             .services

@@ -52,7 +52,7 @@ use condense_model::{Message, ReadMessage, ToolResult, ToolResultAt};
 use std::collections::BTreeMap;
 
 /// The messages of a [`View`] a stage has copied to change, by index: see the
-/// [module docs](self).
+/// `replace` module docs.
 pub struct Replacements<'a, 'v> {
     view: &'a View<'v>,
     messages: BTreeMap<usize, Message>,

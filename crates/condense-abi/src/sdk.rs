@@ -344,7 +344,7 @@ impl StageOutput {
 }
 
 /// Makes a [`Change::Replaced`] in `conversation`, each message put in its place, once its
-/// rules hold ([`check_replaced`]). Gives back what they replaced, by index: the host archives
+/// rules hold (`check_replaced`). Gives back what they replaced, by index: the host archives
 /// those, and puts them back when it refuses the change.
 pub fn replace_messages(
     conversation: &mut Conversation,

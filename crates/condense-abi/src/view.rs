@@ -43,7 +43,7 @@ use std::borrow::Cow;
 
 type FfiBlockRef<'v> = FfiBlockOf<RStr<'v>>;
 
-/// The conversation a stage is handed, read in place: see the [module docs](self).
+/// The conversation a stage is handed, read in place: see the `view` module docs.
 #[derive(Clone, Copy, Debug)]
 pub struct View<'v> {
     conv: &'v FfiConversationRef<'v>,

@@ -1,7 +1,7 @@
 //! Claude Code session JSONL: one JSON object per line.
 //!
 //! Lines of `type` `user` or `assistant` that carry a `message` object are chat lines. Those of
-//! the context Claude Code would send ([`thread`]: the main thread from the last message back
+//! the context Claude Code would send (`thread`: the main thread from the last message back
 //! through `parentUuid`, since the last compaction) become messages: the id is the line's `uuid`,
 //! the timestamp its `timestamp`, the content comes from `message.content` (Anthropic blocks), the
 //! message's other keys go to `extra`, and the line itself, with `message` left as a `null`

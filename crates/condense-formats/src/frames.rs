@@ -11,7 +11,7 @@
 //!
 //! The memo is the caller's (`condense serve` keeps one for all its sessions: many sessions
 //! send the same frame). Only a body at the root whose message list is read for its format's
-//! reader without a JSON tree takes members from it ([`crate::parallel`]): an Anthropic body
+//! reader without a JSON tree takes members from it (`crate::parallel`): an Anthropic body
 //! read quick, an OpenAI Chat body whose history a known list covers (its tools only: its
 //! system prompt is a message), or a Responses body whose history a known list covers (its
 //! `instructions` and tools); anything else reads the text whole, as before.

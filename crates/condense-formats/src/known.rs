@@ -22,12 +22,12 @@
 //! whole conversation after all.
 //!
 //! A list read quick takes part (an Anthropic request body's `messages`, or a bare list), and
-//! so does an OpenAI Chat or Responses list read with its format said ([`reads_elements`]): a
+//! so does an OpenAI Chat or Responses list read with its format said (`reads_elements`): a
 //! Chat body's `messages` or a Responses body's `input` at the root
-//! ([`crate::body::list_member`]), or the
+//! (`crate::body::list_member`), or the
 //! root list. Its elements are parsed for that format's reader rather than read quick (each
 //! element is one message), the known prefix left unread as a quick list's, and its lists are
-//! kept under keys of their own ([`list_key`]), so that a read of another kind never takes
+//! kept under keys of their own (`list_key`), so that a read of another kind never takes
 //! one. The first [`ALWAYS_READ`] messages are always read (a session's id may come from them).
 
 use condense_model::{Content, Format, Message, RawJson, Role};

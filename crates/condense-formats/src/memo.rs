@@ -37,7 +37,7 @@ use crate::json::Style;
 use condense_model::prehashed::{PrehashedMap, PrehashedSet};
 use condense_model::Format;
 
-/// See the [module docs](self).
+/// See the `memo` module docs.
 #[derive(Debug, Default)]
 pub struct WriteMemo {
     /// Off: nothing is looked up or kept (a plain [`crate::Document::write`]).
@@ -175,9 +175,9 @@ impl WriteMemo {
     }
 
     /// The texts known to read back as the message they were written from (see
-    /// [`crate::read_back`]), to keep for the next write of the same session: a process that
-    /// writes once per turn (`condense compress`) stores them and hands them back with
-    /// [`WriteMemo::trust`].
+    /// [`crate::Document::read_back`]), to keep for the next write of the same session: a
+    /// process that writes once per turn (`condense compress`) stores them and hands them back
+    /// with [`WriteMemo::trust`].
     pub fn verified(&self) -> impl Iterator<Item = u128> + '_ {
         self.verified.iter().copied()
     }

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use xxhash_rust::xxh3::Xxh3;
 
 /// The output of one [`Document::write_remembering`]: its bytes, and which write made them. An
-/// echo ([`Echo`]) belongs to one write, and [`Document::read_back`] takes its short way only
+/// echo (`Echo`) belongs to one write, and [`Document::read_back`] takes its short way only
 /// for that write's own output; knowing the write by this mark, not by hashing the bytes, spares
 /// two passes over the whole output a turn (at 200k tokens, 800 KB hashed at the write and again
 /// at the read back). The bytes cannot be changed in between: a `Written` only lends them, or

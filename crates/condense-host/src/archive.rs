@@ -14,9 +14,9 @@
 //!
 //! One stage run writes a segment record (entries plus the original messages inline, and the
 //! original bytes of those the caller could give, see [`ArchiveOptions::texts`]; packed, not
-//! JSON, [`packed`]), named by its content hash, so an identical rerun writes nothing new; a
+//! JSON, `packed`), named by its content hash, so an identical rerun writes nothing new; a
 //! large one is written as several segments of about 64 KiB, each output key whole in one of
-//! them ([`chunks`]), so a later run that needs a few originals reads a few small segments.
+//! them (`chunks`), so a later run that needs a few originals reads a few small segments.
 //! The run's writes are one transaction ([`condense_store::Store::batch`]). A segment is serialized straight into the store, its
 //! originals borrowed and their bytes asked for one at a time, so it is never whole in memory.
 //! Beside each goes a small index record (`outputs-<session>/<same name>`): the format the
@@ -30,7 +30,7 @@
 //! kept and applied in order, one per occurrence; only an identical entry of *another* segment
 //! (a rerun) counts once.
 //!
-//! Each run also writes a run record ([`runs`]): its segments and the run it started from, so
+//! Each run also writes a run record (`runs`): its segments and the run it started from, so
 //! expansion applies the one history that made the file, not another run's entries keyed by
 //! the same unchanged messages.
 //!

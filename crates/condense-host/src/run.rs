@@ -138,7 +138,7 @@ pub struct RunOptions {
     /// Whether stages see the state saved by earlier runs (`--fresh`: they do not).
     pub state: StateMode,
     /// Keep a resume point for the session after the run, and start from the previous one
-    /// when the input extends its input ([`crate::resume`]): per-turn use (`compress` once
+    /// when the input extends its input (`crate::resume`): per-turn use (`compress` once
     /// per turn, `serve`) then does not redo the whole session's stages. Off for runs that
     /// must see the whole input (`diff`, `snapshot`, `eval`). With [`StateMode::Fresh`] the
     /// point is saved, not used.
@@ -178,7 +178,7 @@ pub struct RunResult {
     /// Set when the run started from the previous run's output ([`RunOptions::resume`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<Resumed>,
-    /// The run's record in the archive ([`crate::archive::record_run`]): pass it to
+    /// The run's record in the archive (`crate::archive::record_run`): pass it to
     /// [`crate::archive::archive_written`] with the output as it reads back.
     #[serde(skip)]
     pub archive_run: crate::archive::ArchivedRun,
@@ -195,14 +195,14 @@ pub struct RunResult {
 #[derive(Clone, Copy)]
 pub struct ReadFrom<'a> {
     /// The input's exact text of a message, archived with every original message so `expand`
-    /// writes those bytes back ([`condense_formats::Document::original_text`]).
+    /// writes those bytes back (`condense_formats::Document::original_text`).
     pub texts: &'a OriginalTexts<'a>,
     /// Each input message's fingerprint ([`condense_model::fingerprint::fingerprint`]), in
-    /// order ([`condense_formats::Document::message_fingerprints`]): the resume point is
+    /// order (`condense_formats::Document::message_fingerprints`): the resume point is
     /// matched with them instead of hashing the input's messages again. Ignored unless there
     /// is one per message.
     pub fingerprints: Option<&'a [u128]>,
-    /// The input messages the reader left unread ([`condense_formats::Document::unread`]):
+    /// The input messages the reader left unread (`condense_formats::Document::unread`):
     /// placeholders, never handed to a stage. A run that resumes drops them (its start stands
     /// for them); one that cannot reads them first.
     pub unread: Option<Unread<'a>>,
@@ -214,7 +214,7 @@ pub struct Unread<'a> {
     /// Per input message: a placeholder.
     pub mask: &'a [bool],
     /// The input conversation with every message read
-    /// ([`condense_formats::Document::read_unread`]).
+    /// (`condense_formats::Document::read_unread`).
     pub read_all: &'a (dyn Fn() -> Result<Conversation, String> + 'a),
 }
 

@@ -90,7 +90,7 @@ fn sections(summary: &str) -> Vec<(Option<&str>, Vec<&str>)> {
 /// `summary` without the sections [`Retained::parse`] reads (the rendered record, and the
 /// older extractive summaries' `Session intent`, `Files` and `Errors and fixes`): what is left
 /// is the prose around it. Code fences are respected. Written as the lines come, not from
-/// [`sections`]: a running summary is stripped at every commit, and gathering its lines section
+/// `sections`: a running summary is stripped at every commit, and gathering its lines section
 /// by section first cost as much as reading them.
 pub fn strip_rendered(summary: &str) -> String {
     let mut out = String::new();

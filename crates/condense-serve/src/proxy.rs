@@ -1,5 +1,5 @@
 //! The HTTP side: a hyper 1 server whose service routes each request, compresses the bodies
-//! of the three APIs ([`crate::route`]: on the blocking pool, one at a time per session, in
+//! of the three APIs (`crate::route`: on the blocking pool, one at a time per session, in
 //! the order they arrived), forwards everything to its upstream through a rustls client, and
 //! streams the answer back frame by frame.
 

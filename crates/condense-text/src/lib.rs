@@ -17,7 +17,7 @@
 //! ```
 
 /// `n` with thousands separators, as every report words numbers: `1234567` → `1,234,567`.
-/// Built from [`decimal_digits`], not `to_string`: a stage's events word a number each, by
+/// Built from `decimal_digits`, not `to_string`: a stage's events word a number each, by
 /// the hundred at every run.
 pub fn thousands(n: usize) -> String {
     let mut buf = [0u8; 20];

@@ -206,16 +206,16 @@ pub struct InputArgs {
 /// Overrides of the pipeline's `[model]` table.
 #[derive(Debug, Default, Args)]
 pub struct ModelArgs {
-    /// The model's context window, in tokens (overrides the pipeline's [model]).
+    /// The model's context window, in tokens (overrides the pipeline's `[model]`).
     #[arg(long)]
     pub context_window: Option<usize>,
-    /// The model's maximum output tokens (overrides the pipeline's [model]; default 32,000).
+    /// The model's maximum output tokens (overrides the pipeline's `[model]`; default 32,000).
     /// The output reserve, kept free for the response and for a summary, is the smallest of
     /// this, 20,000 and a quarter of the window (a 32,000 window: 8,000).
     #[arg(long)]
     pub max_output_tokens: Option<usize>,
     /// Tokens of the system prompt and tool definitions the file does not hold (a Claude Code
-    /// session): the budget counts them (overrides the pipeline's [model] fixed_tokens).
+    /// session): the budget counts them (overrides the pipeline's `[model]` fixed_tokens).
     #[arg(long, value_name = "N")]
     pub fixed_tokens: Option<usize>,
 }
@@ -302,7 +302,7 @@ pub struct CompressArgs {
     /// NAME.condensed.EXT). A new file gets the umask's usual mode; a replaced one keeps its own.
     #[arg(long, short, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// The store directory (default: the pipeline's [store], else .condense/ beside the input).
+    /// The store directory (default: the pipeline's `[store]`, else .condense/ beside the input).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
     #[command(flatten)]

@@ -27,7 +27,7 @@ pub fn print(text: &str) -> Result<(), Failure> {
     print_bytes(text.as_bytes())
 }
 
-/// [`print`] for bytes.
+/// [`print()`] for bytes.
 fn print_bytes(bytes: &[u8]) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {

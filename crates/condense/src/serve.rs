@@ -26,14 +26,14 @@ pub struct ServeArgs {
     /// The pipeline file (default: the embedded pipeline); its [serve] table sets the proxy.
     #[arg(long, short, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
-    /// The store for archives and stage state (default: the pipeline's [store], else
+    /// The store for archives and stage state (default: the pipeline's `[store]`, else
     /// .condense/ in the current folder).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
-    /// Where Anthropic requests go (default: https://api.anthropic.com).
+    /// Where Anthropic requests go (default: <https://api.anthropic.com>).
     #[arg(long, value_name = "URL")]
     pub anthropic_upstream: Option<String>,
-    /// Where OpenAI requests go (default: https://api.openai.com).
+    /// Where OpenAI requests go (default: <https://api.openai.com>).
     #[arg(long, value_name = "URL")]
     pub openai_upstream: Option<String>,
     /// When a body cannot be compressed: `pass` forwards it unchanged (default), `fail`

@@ -131,7 +131,7 @@ impl Gap {
 
 /// The gap at `now`: from the timestamp of the last assistant message when it has one, else
 /// from the previous run recorded in `state`, when the conversation continues the one seen
-/// then (see [`continues`]).
+/// then (see `continues`).
 pub fn gap(conv: &View<'_>, state: &State, now: i64) -> Gap {
     let last_assistant = conv.messages().rev().find(|m| m.role() == Role::Assistant);
     let mut why = match last_assistant {

@@ -105,7 +105,7 @@ impl KeyMemo {
     }
 }
 
-/// A run's record as written ([`record_run`]): its name, and the archive key of each message
+/// A run's record as written (`record_run`): its name, and the archive key of each message
 /// of the output it names, which a record of the same output as it reads back shares wherever
 /// a message reads back unchanged ([`super::archive_written`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

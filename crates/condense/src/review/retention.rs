@@ -1,7 +1,7 @@
 //! What a pipeline keeps, in `condense eval`'s terms, for reviews: tokens, cut and the probes
 //! per kind (artifact, errors, request, integrity), with the probes that were lost.
 //!
-//! The probes and the scoring are `condense-eval`'s own ([`condense_eval::score`]): this
+//! The probes and the scoring are `condense-eval`'s own ([`mod@condense_eval::score`]): this
 //! module only sums them over a transcript's conversations and words the change between two
 //! states ("tokens -1,840; artifact 108/108 -> 105/108 (lost: src/a.rs, ...)"), so a pipeline
 //! change that loses probes is visible before anyone reads a diff line.
