@@ -29,7 +29,10 @@
 //! ```
 
 mod fields;
+pub(crate) mod line;
 mod thread;
+
+pub(crate) use line::{parse_line, Line};
 
 pub use fields::{is_sidechain_work, line_flags, line_template, session_from_user_id, LineFlags};
 
@@ -41,6 +44,7 @@ use crate::source::{Piece, Texts};
 use crate::{FormatError, ReportedUsage};
 use condense_model::{Content, ContentShape, Conversation, Message, RawJson, Role};
 use serde_json::Value;
+use thread::Facts;
 
 /// How many leading lines detection looks at.
 const SNIFF_LINES: usize = 5;
@@ -67,37 +71,75 @@ pub(crate) fn is_line(value: &Value) -> bool {
         && (value.get("message").is_some_and(Value::is_object) || value.get("sessionId").is_some())
 }
 
-/// Reads the parsed lines (1-based line number, value) of a session into one conversation, with
-/// the usage the session reported for its last model call. `texts`: each line's text, as read.
+/// Whether the first lines of `text` say it is a Claude Code session, as [`looks_like`] would
+/// say of all of it, and not a Codex rollout (`crate::codex::looks_like`, which is asked
+/// first): the first [`SNIFF_LINES`] non-empty lines parse, their head is not a rollout's, and
+/// [`looks_like`] holds of them (so it holds of the whole file). `false` leaves the decision
+/// to a read of every line. Lets a session be read with [`parse_line`] from the start.
+pub(crate) fn sniff(text: &str) -> bool {
+    let mut head = Vec::with_capacity(SNIFF_LINES);
+    for (i, line) in text.split('\n').enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        if head.len() == SNIFF_LINES {
+            break;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(value) => head.push((i + 1, value)),
+            Err(_) => return false,
+        }
+    }
+    // Fewer lines than the head: the file may end in a line cut short, which a read of every
+    // line sets aside; that read decides.
+    head.len() == SNIFF_LINES && !crate::codex::head_looks_like(&head) && looks_like(&head)
+}
+
+/// Reads the lines (1-based line number, line) of a session into one conversation, with the
+/// usage the session reported for its last model call. `texts`: each line's text, as read.
 pub(crate) fn read(
-    lines: Vec<(usize, Value)>,
+    lines: Vec<(usize, Line)>,
     texts: &[&str],
     ctx: &Ctx<'_>,
 ) -> Result<(Conversation, Option<ReportedUsage>)> {
-    let context = {
-        let values: Vec<&Value> = lines.iter().map(|(_, v)| v).collect();
-        thread::context_lines(&values)
-    };
-    let usage = lines
+    // Each line's facts and, for a compact one, its message, on every core for a long session.
+    let items: Vec<(usize, Line, &str)> = lines
+        .into_iter()
+        .enumerate()
+        .map(|(index, (line, read))| (line, read, texts.get(index).copied().unwrap_or_default()))
+        .collect();
+    let prepared = crate::parallel::read_all(items, ctx, |(line, read, text), _, ctx| {
+        Ok(prepare(line, read, text, &ctx.at_line(line)))
+    })?;
+    let (facts, reads): (Vec<Facts>, Vec<Prepared<'_>>) = prepared.into_iter().unzip();
+    let context = thread::context_lines(&facts);
+    let usage = reads
         .iter()
         .zip(&context)
         .rev()
-        .find_map(|((line, value), &in_context)| in_context.then(|| usage_of(*line, value))?);
-    // Each line is read on its own once the thread is known: on every core for a long session
-    // (the first error and the warnings as a read in order gives them).
-    let items: Vec<(usize, Value, bool, &str)> = lines
+        .find_map(|(read, &in_context)| in_context.then(|| read.usage.clone())?);
+    // Each line is read on its own once the thread is known (the first error and the warnings
+    // as a read in order gives them).
+    let items: Vec<(Prepared<'_>, bool, bool)> = reads
         .into_iter()
         .zip(context)
-        .enumerate()
-        .map(|(index, ((line, value), in_context))| {
-            let text = texts.get(index).copied().unwrap_or_default();
-            (line, value, in_context, text)
-        })
+        .zip(&facts)
+        .map(|((read, in_context), facts)| (read, in_context, facts.is_chat()))
         .collect();
-    let messages =
-        crate::parallel::read_all(items, ctx, |(line, value, in_context, text), index, ctx| {
-            read_line(value, text, index, in_context, &ctx.at_line(line))
-        })?;
+    let messages = crate::parallel::read_all(
+        items,
+        ctx,
+        |(read, in_context, chat), index, ctx| match read.read {
+            Read::Light(light) => Ok(light.into_message(read.text, index, in_context)),
+            Read::Tree(value) => read_line(
+                value,
+                read.text,
+                (index, in_context, chat),
+                &ctx.at_line(read.line),
+            ),
+        },
+    )?;
     let conversation = Conversation {
         messages,
         ..Conversation::default()
@@ -105,11 +147,69 @@ pub(crate) fn read(
     Ok((conversation, usage))
 }
 
-/// The usage of an assistant line that reports one (not a synthetic line).
-fn usage_of(line: usize, value: &Value) -> Option<ReportedUsage> {
-    let message = value.get("message")?;
-    if str_at(value, "type") != Some("assistant")
-        || str_at(message, "model") == Some(SYNTHETIC_MODEL)
+/// A line between its facts and its message ([`read`]).
+struct Prepared<'t> {
+    line: usize,
+    text: &'t str,
+    /// The usage an assistant line reports (see [`usage_in`]).
+    usage: Option<ReportedUsage>,
+    read: Read,
+}
+
+/// How a line's message is made.
+enum Read {
+    Light(line::Light),
+    Tree(Value),
+}
+
+/// A line's facts, and what its message is made of: a compact line read light when it can be
+/// ([`line::read_compact`]), else its tree.
+fn prepare<'t>(line: usize, read: Line, text: &'t str, ctx: &Ctx<'_>) -> (Facts, Prepared<'t>) {
+    let value = match read {
+        Line::Compact(members) => match line::read_compact(&members, text, ctx) {
+            Some((facts, light)) => {
+                let usage = light
+                    .message_keys()
+                    .and_then(|m| usage_in(line, facts.kind.as_deref(), m));
+                let read = Read::Light(light);
+                return (
+                    facts,
+                    Prepared {
+                        line,
+                        text,
+                        usage,
+                        read,
+                    },
+                );
+            }
+            // The text parsed once already (it is canonical); were it not to, the read of
+            // `null` fails on the line, as a line that is not an object does.
+            None => serde_json::from_str(text).unwrap_or(Value::Null),
+        },
+        Line::Tree(value) => value,
+    };
+    let facts = Facts::of_value(&value);
+    let usage = value
+        .get("message")
+        .and_then(Value::as_object)
+        .and_then(|m| usage_in(line, str_at(&value, "type"), m));
+    let read = Read::Tree(value);
+    (
+        facts,
+        Prepared {
+            line,
+            text,
+            usage,
+            read,
+        },
+    )
+}
+
+/// The usage of an assistant line (`kind`) that reports one (not a synthetic line), from its
+/// message's keys (`model`, `usage`).
+fn usage_in(line: usize, kind: Option<&str>, message: &Map) -> Option<ReportedUsage> {
+    if kind != Some("assistant")
+        || message.get("model").and_then(Value::as_str) == Some(SYNTHETIC_MODEL)
     {
         return None;
     }
@@ -131,11 +231,9 @@ fn usage_of(line: usize, value: &Value) -> Option<ReportedUsage> {
 fn read_line(
     value: Value,
     text: &str,
-    index: usize,
-    in_context: bool,
+    (index, in_context, chat): (usize, bool, bool),
     ctx: &Ctx<'_>,
 ) -> Result<Message> {
-    let chat = thread::is_chat_line(&value);
     let mut line = into_object(value, ctx, "", "a Claude Code line (a JSON object)")?;
     match line.get("type") {
         Some(Value::String(_)) => {}

@@ -69,14 +69,20 @@ pub(crate) struct Header {
 /// object `payload` (a later Codex may add line types), and some line is a `session_meta` or a
 /// `response_item`.
 pub(crate) fn looks_like(lines: &[(usize, Value)]) -> bool {
+    head_looks_like(lines)
+        && lines.iter().any(|(_, v)| {
+            matches!(str_at(v, "type"), Some("session_meta" | "response_item"))
+                && v.get("payload").is_some_and(Value::is_object)
+        })
+}
+
+/// The part of [`looks_like`] its first lines decide: each of the first [`SNIFF_LINES`] is an
+/// object with a string `type` and an object `payload`.
+pub(crate) fn head_looks_like(lines: &[(usize, Value)]) -> bool {
     let head = &lines[..lines.len().min(SNIFF_LINES)];
     !head.is_empty()
         && head.iter().all(|(_, v)| {
             str_at(v, "type").is_some() && v.get("payload").is_some_and(Value::is_object)
-        })
-        && lines.iter().any(|(_, v)| {
-            matches!(str_at(v, "type"), Some("session_meta" | "response_item"))
-                && v.get("payload").is_some_and(Value::is_object)
         })
 }
 

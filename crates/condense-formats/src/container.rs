@@ -21,7 +21,7 @@ use crate::scan;
 use crate::select::{self, Select, Slot, SlotKind};
 use crate::source::Source;
 use crate::{anthropic, claude_code, cline, codex, detect, openai, openhands, responses};
-use crate::{Document, Format, FormatError, ReadOptions};
+use crate::{Document, Format, FormatError, ReadOptions, ReportedUsage};
 use condense_model::Conversation;
 use serde_json::Value;
 use std::ops::Range;
@@ -176,7 +176,14 @@ fn read_valid(
                     ),
                 });
             }
-            session_document(format, lines::parse(text, &ctx)?, &ctx)?
+            if format == Format::ClaudeCode {
+                claude_document(
+                    lines::parse_with(text, &ctx, claude_code::parse_line)?,
+                    &ctx,
+                )?
+            } else {
+                codex_document(lines::parse(text, &ctx)?, &ctx)?
+            }
         }
         _ => read_auto(text, select.as_ref(), opts.format, &ctx, known)?,
     };
@@ -223,6 +230,9 @@ fn read_auto(
         .any(|ext| ctx.source.to_ascii_lowercase().ends_with(ext));
     let guess = select.is_none() && format.is_none();
     let lines = if jsonl_name {
+        if guess && claude_code::sniff(text) {
+            return claude_document(lines::parse_with(text, ctx, claude_code::parse_line)?, ctx);
+        }
         match lines::parse(text, ctx) {
             Ok(lines) => lines,
             // A JSONL name on a pretty-printed JSON file: read it as JSON.
@@ -265,7 +275,10 @@ fn read_auto(
                         body: text,
                         tail: "",
                     };
-                    return session_document(session, one, ctx);
+                    return match session {
+                        Format::Codex => codex_document(one, ctx),
+                        _ => claude_document(one.map(claude_code::Line::Tree), ctx),
+                    };
                 }
                 let document = json_document((root, quick), finder, text, select, format, ctx)?;
                 return match document {
@@ -274,14 +287,18 @@ fn read_auto(
                 };
             }
             Err(e) if !lines::first_line_parses(text) => return Err(ctx.invalid_json(&e)),
+            Err(_) if guess && claude_code::sniff(text) => {
+                let lines = lines::parse_with(text, ctx, claude_code::parse_line)?;
+                return claude_document(lines, ctx);
+            }
             Err(_) => lines::parse(text, ctx)?,
         }
     };
     if guess && codex::looks_like(&lines.values) {
-        return session_document(Format::Codex, lines, ctx);
+        return codex_document(lines, ctx);
     }
     if guess && claude_code::looks_like(&lines.values) {
-        return session_document(Format::ClaudeCode, lines, ctx);
+        return claude_document(lines.map(claude_code::Line::Tree), ctx);
     }
     lines_document(lines, select, format, ctx)
 }
@@ -312,43 +329,73 @@ fn not_utf8(bytes: &[u8], offset: usize, source: &str) -> FormatError {
     }
 }
 
-/// A session whose lines are the messages: Claude Code or Codex.
-fn session_document(format: Format, lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<Document> {
+/// A Codex rollout: its lines are the messages.
+fn codex_document(lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<Document> {
     if lines.values.is_empty() {
         return Err(ctx.detect("the input is empty"));
     }
     let style = Style::lines(lines.body);
     let mut source = Source::of_len(lines.body.len());
     let spans = lines.spans;
-    let (conv, usage, layout) = if format == Format::Codex {
-        let rollout = codex::read(lines.values, ctx)?;
-        let mut first = 0;
-        for (span, &count) in spans.iter().zip(&rollout.counts) {
-            if count > 0 {
-                source.add_unit(0, first, count, span.clone());
-            }
-            first += count;
+    let rollout = codex::read(lines.values, ctx)?;
+    let mut first = 0;
+    for (span, &count) in spans.iter().zip(&rollout.counts) {
+        if count > 0 {
+            source.add_unit(0, first, count, span.clone());
         }
-        let layout = Layout::Codex {
-            style,
-            header: rollout.header,
-            spans,
-        };
-        (rollout.conversation, rollout.usage, layout)
-    } else {
-        let texts: Vec<&str> = spans.iter().map(|s| &lines.body[s.clone()]).collect();
-        let (conv, usage) = claude_code::read(lines.values, &texts, ctx)?;
-        for (i, span) in spans.iter().enumerate() {
-            source.add_unit(0, i, 1, span.clone());
-        }
-        (conv, usage, Layout::ClaudeCode { style, spans })
+        first += count;
+    }
+    let layout = Layout::Codex {
+        style,
+        header: rollout.header,
+        spans,
     };
+    let parts = (rollout.conversation, rollout.usage, layout, source);
+    Ok(session_document(
+        Format::Codex,
+        parts,
+        lines.body,
+        lines.tail,
+    ))
+}
+
+/// A Claude Code session: its lines are the messages.
+fn claude_document(lines: Lines<'_, claude_code::Line>, ctx: &Ctx<'_>) -> Result<Document> {
+    if lines.values.is_empty() {
+        return Err(ctx.detect("the input is empty"));
+    }
+    let style = Style::lines(lines.body);
+    let mut source = Source::of_len(lines.body.len());
+    let spans = lines.spans;
+    let texts: Vec<&str> = spans.iter().map(|s| &lines.body[s.clone()]).collect();
+    let (conv, usage) = claude_code::read(lines.values, &texts, ctx)?;
+    for (i, span) in spans.iter().enumerate() {
+        source.add_unit(0, i, 1, span.clone());
+    }
+    let layout = Layout::ClaudeCode { style, spans };
+    let parts = (conv, usage, layout, source);
+    Ok(session_document(
+        Format::ClaudeCode,
+        parts,
+        lines.body,
+        lines.tail,
+    ))
+}
+
+/// The document of a session read (`parts`: its conversation, reported usage, layout and
+/// source) from `body`, with the incomplete last line `tail`.
+fn session_document(
+    format: Format,
+    (conv, usage, layout, source): (Conversation, Option<ReportedUsage>, Layout, Source),
+    body: &str,
+    tail: &str,
+) -> Document {
     let mut doc = Document::new(format, layout, vec![conv], vec![String::new()]);
     doc.source = source;
     doc.usage = vec![usage];
-    doc.crlf = lines::is_crlf(lines.body);
-    doc.tail = lines.tail.as_bytes().to_vec();
-    Ok(doc)
+    doc.crlf = lines::is_crlf(body);
+    doc.tail = tail.as_bytes().to_vec();
+    doc
 }
 
 /// Texts from this size are parsed on every core ([`crate::parallel::parse`]); below it, starting

@@ -14,10 +14,11 @@ use crate::json::Result;
 use serde_json::Value;
 use std::ops::Range;
 
-/// The parsed lines of a JSONL text.
-pub(crate) struct Lines<'t> {
+/// The parsed lines of a JSONL text: each a JSON tree, or what a format's own line reader made
+/// of it ([`parse_with`]).
+pub(crate) struct Lines<'t, T = Value> {
     /// Every complete non-empty line, with its 1-based number.
-    pub values: Vec<(usize, Value)>,
+    pub values: Vec<(usize, T)>,
     /// Where each value's line is in the text (without its line end; trailing spaces in).
     pub spans: Vec<Range<usize>>,
     /// The text the values were read from: all of it, or what comes before the tail.
@@ -26,9 +27,31 @@ pub(crate) struct Lines<'t> {
     pub tail: &'t str,
 }
 
+impl<'t, T> Lines<'t, T> {
+    /// The same lines, each value made another (`f`).
+    pub(crate) fn map<U>(self, mut f: impl FnMut(T) -> U) -> Lines<'t, U> {
+        Lines {
+            values: self.values.into_iter().map(|(n, v)| (n, f(v))).collect(),
+            spans: self.spans,
+            body: self.body,
+            tail: self.tail,
+        }
+    }
+}
+
 /// Parses every non-empty line. The last non-empty line, when it is JSON cut short (and not the
 /// only one), becomes the tail with a warning instead of an error.
 pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
+    parse_with(text, ctx, |line| serde_json::from_str::<Value>(line))
+}
+
+/// [`parse`], each line read by `read` (which fails as `serde_json::from_str` does on a line
+/// that is not JSON: the error and the tail are decided by it).
+pub(crate) fn parse_with<'t, T: Send>(
+    text: &'t str,
+    ctx: &Ctx<'_>,
+    read: impl Fn(&str) -> serde_json::Result<T> + Sync,
+) -> Result<Lines<'t, T>> {
     // Each line is a JSON text of its own: they are parsed on every core (a Claude Code
     // session's lines were half of a turn's instructions, on one), then taken in order, so the
     // first bad line is the one reported, as when they were parsed one by one.
@@ -42,9 +65,7 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
             found.push((i + 1, line_start, start, line));
         }
     }
-    let parsed = crate::parallel::map_in_order(found.iter().map(|f| f.3).collect(), |line| {
-        serde_json::from_str::<Value>(line)
-    });
+    let parsed = crate::parallel::map_in_order(found.iter().map(|f| f.3).collect(), read);
     let mut values = Vec::with_capacity(found.len());
     let mut spans = Vec::with_capacity(found.len());
     for ((number, line_start, next, line), value) in found.into_iter().zip(parsed) {

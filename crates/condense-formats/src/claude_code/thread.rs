@@ -35,31 +35,131 @@ use crate::json::str_at;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-/// Whether a line is a chat message (`type` user or assistant with a message of that role):
-/// the only lines that can reach the model.
-pub(crate) fn is_chat_line(line: &Value) -> bool {
-    matches!(str_at(line, "type"), Some("user" | "assistant"))
-        && line
-            .get("message")
-            .and_then(|m| str_at(m, "role"))
-            .is_some_and(|role| matches!(role, "user" | "assistant"))
+/// What the walk reads of one line: its `type`, `uuid`, `parentUuid`, flags, preserved
+/// segment, and of its message the role, API id and content blocks. Made from a parsed line
+/// ([`Facts::of_value`]) or from a line's text without a tree of it
+/// (`super::line`, which reads the same fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// `type`, when a string.
+    pub kind: Option<String>,
+    /// `uuid`, when a string.
+    pub uuid: Option<String>,
+    /// `parentUuid`: a string names the parent, `null` makes a root, anything else (or none)
+    /// leaves the parent to the line before.
+    pub parent: Parent,
+    /// `isSidechain: true`.
+    pub sidechain: bool,
+    /// `subtype`, when a string.
+    pub subtype: Option<String>,
+    /// `isCompactSummary: true`.
+    pub compact_summary: bool,
+    /// `compactMetadata.preservedSegment`: (`headUuid`, `anchorUuid`).
+    pub preserved: Option<(String, String)>,
+    /// `message.role` is `user` or `assistant` (with `type` one of those, a chat line).
+    pub chat_role: bool,
+    /// `message.id`, when a string.
+    pub message_id: Option<String>,
+    /// `message.content`'s blocks when it is an array: each one's `type`, and its `id` (a tool
+    /// use's) or `tool_use_id` (a tool result's) when a string.
+    pub blocks: Option<Vec<BlockFacts>>,
 }
 
-/// A sub-agent's line.
-pub(crate) fn is_sidechain(line: &Value) -> bool {
-    line.get("isSidechain").and_then(Value::as_bool) == Some(true)
+/// A line's `parentUuid`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum Parent {
+    /// Missing, or neither a string nor `null`.
+    #[default]
+    Unsaid,
+    /// `null`: a root.
+    Root,
+    /// The parent's uuid.
+    Named(String),
 }
 
-/// A line after which Claude Code's context starts over: the `compact_boundary` system line or
-/// the compact summary message.
-fn starts_context(line: &Value) -> bool {
-    (str_at(line, "type") == Some("system") && str_at(line, "subtype") == Some("compact_boundary"))
-        || line.get("isCompactSummary").and_then(Value::as_bool) == Some(true)
+/// What the walk reads of a content block.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BlockFacts {
+    pub kind: Option<String>,
+    /// `id` for a `tool_use` block, `tool_use_id` for a `tool_result` one.
+    pub id: Option<String>,
+}
+
+impl BlockFacts {
+    /// The facts of a parsed block.
+    pub(crate) fn of_value(block: &Value) -> BlockFacts {
+        let kind = str_at(block, "type");
+        let key = match kind {
+            Some("tool_use") => Some("id"),
+            Some("tool_result") => Some("tool_use_id"),
+            _ => None,
+        };
+        BlockFacts {
+            kind: kind.map(str::to_string),
+            id: key.and_then(|k| str_at(block, k)).map(str::to_string),
+        }
+    }
+}
+
+impl Facts {
+    /// The facts of a parsed line.
+    pub(crate) fn of_value(line: &Value) -> Facts {
+        let message = line.get("message");
+        let preserved = line
+            .get("compactMetadata")
+            .and_then(|m| m.get("preservedSegment"))
+            .and_then(|s| Some((str_at(s, "headUuid")?, str_at(s, "anchorUuid")?)))
+            .map(|(h, a)| (h.to_string(), a.to_string()));
+        Facts {
+            kind: str_at(line, "type").map(str::to_string),
+            uuid: str_at(line, "uuid").map(str::to_string),
+            parent: match line.get("parentUuid") {
+                Some(Value::Null) => Parent::Root,
+                Some(Value::String(uuid)) => Parent::Named(uuid.clone()),
+                _ => Parent::Unsaid,
+            },
+            sidechain: line.get("isSidechain").and_then(Value::as_bool) == Some(true),
+            subtype: str_at(line, "subtype").map(str::to_string),
+            compact_summary: line.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
+            preserved,
+            chat_role: message
+                .and_then(|m| str_at(m, "role"))
+                .is_some_and(|role| matches!(role, "user" | "assistant")),
+            message_id: message.and_then(|m| str_at(m, "id")).map(str::to_string),
+            blocks: message
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_array)
+                .map(|blocks| blocks.iter().map(BlockFacts::of_value).collect()),
+        }
+    }
+
+    /// Whether the line is a chat message (`type` user or assistant with a message of that
+    /// role): the only lines that can reach the model.
+    pub(crate) fn is_chat(&self) -> bool {
+        matches!(self.kind.as_deref(), Some("user" | "assistant")) && self.chat_role
+    }
+
+    /// A line after which Claude Code's context starts over: the `compact_boundary` system
+    /// line or the compact summary message.
+    fn starts_context(&self) -> bool {
+        (self.kind.as_deref() == Some("system")
+            && self.subtype.as_deref() == Some("compact_boundary"))
+            || self.compact_summary
+    }
+
+    /// The id of every content block of type `kind`.
+    fn block_ids<'s>(&'s self, kind: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        self.blocks
+            .iter()
+            .flatten()
+            .filter(move |b| b.kind.as_deref() == Some(kind))
+            .filter_map(|b| b.id.as_deref())
+    }
 }
 
 /// For each line, whether it is a message of the context Claude Code would send (see the module
 /// docs). Non-chat lines are never context.
-pub(crate) fn context_lines(lines: &[&Value]) -> Vec<bool> {
+pub(crate) fn context_lines(lines: &[Facts]) -> Vec<bool> {
     let walk = Walk::new(lines);
     let Some(leaf) = (0..lines.len()).rposition(|i| walk.main[i]) else {
         return vec![false; lines.len()];
@@ -73,7 +173,7 @@ pub(crate) fn context_lines(lines: &[&Value]) -> Vec<bool> {
 
 /// The parent links of a session.
 struct Walk<'a> {
-    lines: &'a [&'a Value],
+    lines: &'a [Facts],
     /// By line: a chat line of the main thread (of the sub-agent, in a sub-agent's own file).
     main: Vec<bool>,
     by_uuid: HashMap<&'a str, usize>,
@@ -82,28 +182,20 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn new(lines: &'a [&'a Value]) -> Self {
-        let sub_agent_file = lines
-            .iter()
-            .filter(|l| is_chat_line(l))
-            .all(|l| is_sidechain(l));
+    fn new(lines: &'a [Facts]) -> Self {
+        let sub_agent_file = lines.iter().filter(|l| l.is_chat()).all(|l| l.sidechain);
         let main = lines
             .iter()
-            .map(|l| is_chat_line(l) && is_sidechain(l) == sub_agent_file)
+            .map(|l| l.is_chat() && l.sidechain == sub_agent_file)
             .collect();
         let mut by_uuid = HashMap::new();
         let mut splices = HashMap::new();
         for (i, line) in lines.iter().enumerate() {
-            if let Some(uuid) = str_at(line, "uuid") {
-                by_uuid.insert(uuid, i);
+            if let Some(uuid) = &line.uuid {
+                by_uuid.insert(uuid.as_str(), i);
             }
-            let segment = line
-                .get("compactMetadata")
-                .and_then(|m| m.get("preservedSegment"));
-            if let Some((head, anchor)) =
-                segment.and_then(|s| Some((str_at(s, "headUuid")?, str_at(s, "anchorUuid")?)))
-            {
-                splices.insert(head, anchor);
+            if let Some((head, anchor)) = &line.preserved {
+                splices.insert(head.as_str(), anchor.as_str());
             }
         }
         Walk {
@@ -117,16 +209,20 @@ impl<'a> Walk<'a> {
     /// The line `i` continues from: its `parentUuid` (spliced for a preserved segment), none
     /// for a `null` one (a root), else the main-thread or compaction line before it.
     fn parent(&self, i: usize) -> Option<usize> {
-        let line = self.lines[i];
-        let spliced = str_at(line, "uuid").and_then(|u| self.splices.get(u).copied());
-        let named = match (spliced, line.get("parentUuid")) {
+        let line = &self.lines[i];
+        let spliced = line
+            .uuid
+            .as_deref()
+            .and_then(|u| self.splices.get(u).copied());
+        let named = match (spliced, &line.parent) {
             (Some(anchor), _) => Some(anchor),
-            (None, Some(Value::Null)) => return None,
-            (None, parent) => parent.and_then(Value::as_str),
+            (None, Parent::Root) => return None,
+            (None, Parent::Named(uuid)) => Some(uuid.as_str()),
+            (None, Parent::Unsaid) => None,
         };
         named
             .and_then(|uuid| self.by_uuid.get(uuid).copied())
-            .or_else(|| (0..i).rfind(|&j| self.main[j] || starts_context(self.lines[j])))
+            .or_else(|| (0..i).rfind(|&j| self.main[j] || self.lines[j].starts_context()))
     }
 
     /// The lines on the path from the root (or the last compaction) to `leaf`, with the lines
@@ -139,7 +235,7 @@ impl<'a> Walk<'a> {
                 break; // a cycle in the links: the walk has been here
             }
             on[i] = true;
-            if starts_context(self.lines[i]) {
+            if self.lines[i].starts_context() {
                 break;
             }
             at = self.parent(i);
@@ -155,27 +251,25 @@ impl<'a> Walk<'a> {
         let mut calls: HashSet<&str> = HashSet::new();
         let mut answered: HashSet<&str> = HashSet::new();
         for (line, _) in self.lines.iter().zip(on.iter()).filter(|(_, on)| **on) {
-            calls.extend(block_ids(line, "tool_use", "id"));
-            answered.extend(block_ids(line, "tool_result", "tool_use_id"));
+            calls.extend(line.block_ids("tool_use"));
+            answered.extend(line.block_ids("tool_result"));
         }
         for i in 0..self.lines.len() {
-            let line = self.lines[i];
+            let line = &self.lines[i];
             if on[i] || !self.main[i] {
                 continue;
             }
             let Some(parent) = self.parent(i).filter(|&p| on[p]) else {
                 continue;
             };
-            let joins = match str_at(line, "type") {
+            let joins = match line.kind.as_deref() {
                 Some("user") => answers_open_calls(line, &calls, &answered),
-                _ => {
-                    message_id(line).is_some() && message_id(line) == message_id(self.lines[parent])
-                }
+                _ => line.message_id.is_some() && line.message_id == self.lines[parent].message_id,
             };
             if joins {
                 on[i] = true;
-                calls.extend(block_ids(line, "tool_use", "id"));
-                answered.extend(block_ids(line, "tool_result", "tool_use_id"));
+                calls.extend(line.block_ids("tool_use"));
+                answered.extend(line.block_ids("tool_result"));
             }
         }
     }
@@ -183,35 +277,17 @@ impl<'a> Walk<'a> {
 
 /// Whether a user line holds tool results only, each answering a call in `calls` that is not in
 /// `answered`.
-fn answers_open_calls(line: &Value, calls: &HashSet<&str>, answered: &HashSet<&str>) -> bool {
-    let Some(blocks) = content_blocks(line) else {
+fn answers_open_calls(line: &Facts, calls: &HashSet<&str>, answered: &HashSet<&str>) -> bool {
+    let Some(blocks) = &line.blocks else {
         return false;
     };
     !blocks.is_empty()
         && blocks.iter().all(|b| {
-            str_at(b, "type") == Some("tool_result")
-                && str_at(b, "tool_use_id")
+            b.kind.as_deref() == Some("tool_result")
+                && b.id
+                    .as_deref()
                     .is_some_and(|id| calls.contains(id) && !answered.contains(id))
         })
-}
-
-fn content_blocks(line: &Value) -> Option<&Vec<Value>> {
-    line.get("message")?.get("content")?.as_array()
-}
-
-/// The `key` of every content block of type `kind`.
-fn block_ids<'v>(line: &'v Value, kind: &str, key: &str) -> Vec<&'v str> {
-    content_blocks(line)
-        .into_iter()
-        .flatten()
-        .filter(|b| str_at(b, "type") == Some(kind))
-        .filter_map(|b| str_at(b, key))
-        .collect()
-}
-
-/// The API message id of an assistant line (`message.id`).
-fn message_id(line: &Value) -> Option<&str> {
-    line.get("message").and_then(|m| str_at(m, "id"))
 }
 
 #[cfg(test)]
@@ -228,8 +304,8 @@ mod tests {
     }
 
     fn context(lines: &[Value]) -> Vec<bool> {
-        let refs: Vec<&Value> = lines.iter().collect();
-        context_lines(&refs)
+        let facts: Vec<Facts> = lines.iter().map(Facts::of_value).collect();
+        context_lines(&facts)
     }
 
     #[test]

@@ -1,0 +1,205 @@
+//! A Claude Code line read from its text, without a JSON tree of the whole line.
+//!
+//! Claude Code writes each line compact, as serde_json spells JSON, so the line is its own
+//! compact form ([`RawJson::canonical_members`]): its members' spans are found in one pass that
+//! builds nothing. What the thread walk needs ([`Facts`]: `type`, `uuid`, `parentUuid`, the
+//! flags) is taken from those spans, and only the `message` member is parsed, into the model.
+//! The rest of the line, most of all `toolUseResult` (a second copy of a tool's output, about a quarter of a
+//! session's bytes), is never parsed: it stays in the envelope, which is the line's own text.
+//!
+//! A line that is not its own compact form, or in which anything is not as the reader expects
+//! (a `type` that is not a string, a message the Anthropic reader refuses, a message on a line
+//! of another type), is parsed whole and read as before ([`Line::Tree`]): the light read gives
+//! the very messages, facts and errors the tree read gives, or is not taken.
+
+use super::thread::{BlockFacts, Facts, Parent};
+use crate::anthropic;
+use crate::error::Ctx;
+use crate::json::Map;
+use condense_model::{Content, ContentShape, Message, RawJson, Role};
+use serde_json::Value;
+use std::ops::Range;
+
+/// A line as the JSONL pass leaves it ([`parse_line`]).
+pub(crate) enum Line {
+    /// Its own compact form: the spans of its members (key, value), nothing parsed.
+    Compact(Vec<(Range<usize>, Range<usize>)>),
+    /// Any other line, parsed.
+    Tree(Value),
+}
+
+/// Reads one line for [`crate::lines::parse_with`]: its members' spans when it is its own
+/// compact form, else its tree (with serde_json's error for a line that is not JSON).
+pub(crate) fn parse_line(text: &str) -> serde_json::Result<Line> {
+    match RawJson::canonical_members(text) {
+        Some(members) => Ok(Line::Compact(members)),
+        None => serde_json::from_str(text).map(Line::Tree),
+    }
+}
+
+/// A compact line read without its tree: what the message of it is made of.
+pub(crate) struct Light {
+    uuid: Option<String>,
+    timestamp: Option<String>,
+    /// The span of the `message` member's value.
+    message_span: Option<Range<usize>>,
+    /// A chat line's message: its role, content and other keys.
+    chat: Option<(Role, Content, Map)>,
+}
+
+impl Light {
+    /// A chat message's keys besides its role and content (`model`, `usage`, ...).
+    pub(crate) fn message_keys(&self) -> Option<&Map> {
+        self.chat.as_ref().map(|(_, _, keys)| keys)
+    }
+
+    /// The line's message, as [`super::read_line`] makes it of the line's tree: in the context,
+    /// the chat message with the line (its `message` a `null` placeholder) as its envelope;
+    /// else an event whose envelope is the whole line (with a chat line's content).
+    pub(crate) fn into_message(self, text: &str, index: usize, in_context: bool) -> Message {
+        let id = self
+            .uuid
+            .unwrap_or_else(|| condense_model::synthetic_id(index));
+        match (self.chat, self.message_span) {
+            (Some((role, content, extra)), Some(span)) if in_context => {
+                let mut hollowed = String::with_capacity(text.len() - span.len() + 4);
+                hollowed.push_str(&text[..span.start]);
+                hollowed.push_str("null");
+                hollowed.push_str(&text[span.end..]);
+                Message {
+                    id,
+                    role,
+                    timestamp: self.timestamp,
+                    content,
+                    extra: RawJson::from_map(extra),
+                    envelope: RawJson::from_string_unchecked(hollowed),
+                }
+            }
+            (chat, _) => Message {
+                id,
+                role: Role::Event,
+                timestamp: self.timestamp,
+                content: chat.map_or(
+                    Content {
+                        shape: ContentShape::Absent,
+                        blocks: Vec::new(),
+                    },
+                    |(_, content, _)| content,
+                ),
+                extra: RawJson::default(),
+                envelope: RawJson::from_string_unchecked(text.to_string()),
+            },
+        }
+    }
+}
+
+/// What a compact line is made of: its facts and the light read. `None`: read the line's tree
+/// instead (module docs). `ctx`: the line's.
+pub(crate) fn read_compact(
+    members: &[(Range<usize>, Range<usize>)],
+    text: &str,
+    ctx: &Ctx<'_>,
+) -> Option<(Facts, Light)> {
+    // A canonical key has no escapes where the wanted one has none: comparing the text
+    // between the quotes compares the keys.
+    let value = |key: &str| {
+        members
+            .iter()
+            .find(|(k, _)| text.get(k.start + 1..k.end - 1) == Some(key))
+            .map(|(_, v)| &text[v.clone()])
+    };
+    let kind = string(value("type")?)?;
+    let message_text = value("message");
+    if message_text.is_some() && !matches!(kind.as_str(), "user" | "assistant") {
+        return None; // a message on a line of another type: rare, read whole
+    }
+    let preserved = match value("compactMetadata") {
+        Some(meta) => {
+            let meta: Value = serde_json::from_str(meta).ok()?;
+            let segment = meta.get("preservedSegment");
+            let field = |k: &str| segment.and_then(|s| s.get(k)).and_then(Value::as_str);
+            field("headUuid")
+                .zip(field("anchorUuid"))
+                .map(|(h, a)| (h.to_string(), a.to_string()))
+        }
+        None => None,
+    };
+    let mut facts = Facts {
+        uuid: value("uuid").and_then(string),
+        parent: match value("parentUuid") {
+            Some("null") => Parent::Root,
+            Some(v) => string(v).map_or(Parent::Unsaid, Parent::Named),
+            None => Parent::Unsaid,
+        },
+        sidechain: value("isSidechain") == Some("true"),
+        subtype: value("subtype").and_then(string),
+        compact_summary: value("isCompactSummary") == Some("true"),
+        preserved,
+        kind: Some(kind),
+        ..Facts::default()
+    };
+    let mut light = Light {
+        uuid: facts.uuid.clone(),
+        timestamp: value("timestamp").and_then(string),
+        message_span: None,
+        chat: None,
+    };
+    if let Some(message) = message_text.filter(|m| m.starts_with('{')) {
+        // `message` is a slice of `text` (a member's value).
+        let start = message.as_ptr() as usize - text.as_ptr() as usize;
+        light.message_span = Some(start..start + message.len());
+        let read = read_message(message, ctx)?;
+        facts.chat_role = read.chat.is_some();
+        facts.message_id = read.id;
+        facts.blocks = read.blocks;
+        light.chat = read.chat;
+    }
+    Some((facts, light))
+}
+
+/// A message object read from its text ([`read_message`]).
+struct ReadMessage {
+    /// A chat message's role (`user` or `assistant`), content and other keys.
+    chat: Option<(Role, Content, Map)>,
+    /// Its `id`, when a string.
+    id: Option<String>,
+    /// Its content's blocks as the text has them, when the content is an array.
+    blocks: Option<Vec<BlockFacts>>,
+}
+
+/// A message object's text, read as the Anthropic reader reads a chat line's message (only
+/// when its role is `user` or `assistant`; the id and blocks either way). `None`: the reader
+/// refuses it, so the line is read whole and the error given there.
+///
+/// Not [`crate::quick`]: it takes only `{"role", "content"}` objects with blocks in the API's
+/// key order, and Claude Code writes tool results `tool_use_id` first, so nearly every message
+/// was read twice (a session's appended turn 51.7 M instructions with it, 48.4 M without).
+fn read_message(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> {
+    let mut map: Map = serde_json::from_str(message).ok()?;
+    let id = map.get("id").and_then(Value::as_str).map(str::to_string);
+    let blocks = map
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| blocks.iter().map(BlockFacts::of_value).collect());
+    let chat = map
+        .get("role")
+        .and_then(Value::as_str)
+        .is_some_and(|r| matches!(r, "user" | "assistant"));
+    let chat = if chat {
+        let (role, content) = anthropic::read_role_and_content(&mut map, ctx, "/message").ok()?;
+        Some((role, content, map))
+    } else {
+        None
+    };
+    Some(ReadMessage { chat, id, blocks })
+}
+
+/// A canonical JSON value's string, when it is one.
+fn string(value: &str) -> Option<String> {
+    let inner = value.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str(value).ok()
+    } else {
+        Some(inner.to_string())
+    }
+}
