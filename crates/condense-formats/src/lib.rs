@@ -300,7 +300,8 @@ impl Document {
     /// to `message` (the archive kept it; expand restores it). Texts set for value-equal
     /// messages are used in the order set, before the file's own. A text that cannot stand in
     /// that place is refused (`false`): it must be one JSON value, and in a JSONL session one
-    /// line.
+    /// line: no `\n`, and no `\r` at its end (the line end would take it). A `\r` inside is
+    /// whitespace a line may have (`}\r ` before its end, which a JSONL reader keeps).
     pub fn set_original_text(
         &mut self,
         conv: usize,
@@ -310,8 +311,8 @@ impl Document {
         let jsonl = !matches!(self.layout, container::Layout::Json { .. });
         let one_value = scan::value(text.as_bytes(), 0)
             .is_some_and(|v| text[v.end..].trim().is_empty() && text[..v.start].trim().is_empty());
-        let fits =
-            one_value && conv < self.conversations.len() && !(jsonl && text.contains(['\n', '\r']));
+        let one_line = !text.contains('\n') && !text.ends_with('\r');
+        let fits = one_value && conv < self.conversations.len() && (!jsonl || one_line);
         if fits {
             self.source.set_original_text(conv, message, text);
         }
