@@ -165,44 +165,37 @@ enum Read {
 /// A line's facts, and what its message is made of: a compact line read light when it can be
 /// ([`line::read_compact`]), else its tree.
 fn prepare<'t>(line: usize, read: Line, text: &'t str, ctx: &Ctx<'_>) -> (Facts, Prepared<'t>) {
-    let value = match read {
+    let (facts, usage, read) = match read {
         Line::Compact(members) => match line::read_compact(&members, text, ctx) {
             Some((facts, light)) => {
                 let usage = light
                     .message_keys()
                     .and_then(|m| usage_in(line, facts.kind.as_deref(), m));
-                let read = Read::Light(light);
-                return (
-                    facts,
-                    Prepared {
-                        line,
-                        text,
-                        usage,
-                        read,
-                    },
-                );
+                (facts, usage, Read::Light(light))
             }
             // The text parsed once already (it is canonical); were it not to, the read of
             // `null` fails on the line, as a line that is not an object does.
-            None => serde_json::from_str(text).unwrap_or(Value::Null),
+            None => of_tree(line, serde_json::from_str(text).unwrap_or(Value::Null)),
         },
-        Line::Tree(value) => value,
+        Line::Tree(value) => of_tree(line, value),
     };
+    let prepared = Prepared {
+        line,
+        text,
+        usage,
+        read,
+    };
+    (facts, prepared)
+}
+
+/// [`prepare`] of a parsed line.
+fn of_tree(line: usize, value: Value) -> (Facts, Option<ReportedUsage>, Read) {
     let facts = Facts::of_value(&value);
     let usage = value
         .get("message")
         .and_then(Value::as_object)
         .and_then(|m| usage_in(line, str_at(&value, "type"), m));
-    let read = Read::Tree(value);
-    (
-        facts,
-        Prepared {
-            line,
-            text,
-            usage,
-            read,
-        },
-    )
+    (facts, usage, Read::Tree(value))
 }
 
 /// The usage of an assistant line (`kind`) that reports one (not a synthetic line), from its
