@@ -287,6 +287,20 @@ impl Document {
         self.source.original_text(conv, message)
     }
 
+    /// [`Document::original_text`], where `at` is where `message` may stand in the conversation
+    /// as read: when the message read there is value-equal to it, that message's text. Of
+    /// value-equal messages read from different texts (a line written again with another
+    /// spelling), the one at its place, not the first.
+    pub fn original_text_at(
+        &self,
+        conv: usize,
+        message: &condense_model::Message,
+        at: usize,
+    ) -> Option<&str> {
+        self.source.finish(&self.conversations);
+        self.source.original_text_at(conv, message, Some(at))
+    }
+
     /// The fingerprint ([`condense_model::fingerprint::fingerprint`]) of each message of
     /// conversation `conv` as read, in order: made once per document (the writer matches
     /// messages to their texts by them), for a caller that would otherwise hash the input's

@@ -251,14 +251,19 @@ impl Source {
 
     /// The text a single message had, when a message value-equal to it was read.
     pub fn original_text(&self, i: usize, message: &Message) -> Option<&str> {
+        self.original_text_at(i, message, None)
+    }
+
+    /// [`Source::original_text`], preferring the text of the message read at `at` (its index
+    /// in the conversation as read) when that message is value-equal to `message`.
+    pub fn original_text_at(&self, i: usize, message: &Message, at: Option<usize>) -> Option<&str> {
         let (src, prints) = (self.convs.get(i)?, self.prints(i)?);
         let fp = self.print_of(i, message);
-        let unit = prints
-            .by_fp
-            .get(&fp)?
-            .iter()
-            .map(|u| &src.units[u])
-            .find(|u| u.count == 1)?;
+        let units = prints.by_fp.get(&fp)?;
+        let single = || units.iter().map(|u| &src.units[u]).filter(|u| u.count == 1);
+        let unit = single()
+            .find(|u| Some(u.first) == at)
+            .or_else(|| single().next())?;
         self.text.get(unit.span.clone())
     }
 

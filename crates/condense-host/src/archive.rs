@@ -82,8 +82,11 @@ pub struct ReadAs {
 }
 
 /// The original bytes of a message, when the caller has them (the exact text the input held
-/// for a message no stage had changed yet); `None` otherwise.
-pub type OriginalTexts<'a> = dyn Fn(&Message) -> Option<Original> + 'a;
+/// for a message no stage had changed yet); `None` otherwise. With the message comes its place
+/// in the conversation the stage was given: of value-equal messages read from different texts
+/// (a line written again with another spelling), the text read at that place is the one
+/// (`condense_formats::Document::original_text_at`).
+pub type OriginalTexts<'a> = dyn Fn(&Message, usize) -> Option<Original> + 'a;
 
 /// A message's original bytes, as [`OriginalTexts`] gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,14 +253,15 @@ fn header_hash(h: &Header) -> Result<String, StoreError> {
 struct Draft<'m, 't> {
     /// Output hash -> entries for that output message.
     entries: BTreeMap<String, Vec<Entry>>,
-    messages: Vec<&'m Message>,
+    /// The originals, each with its place in the conversation the stage was given.
+    messages: Vec<(&'m Message, usize)>,
     header: Option<Header>,
     texts: Option<&'t OriginalTexts<'t>>,
 }
 
 impl<'m> Draft<'m, '_> {
-    fn keep(&mut self, m: &'m Message) -> usize {
-        self.messages.push(m);
+    fn keep(&mut self, m: &'m Message, at: usize) -> usize {
+        self.messages.push((m, at));
         self.messages.len() - 1
     }
 
@@ -274,9 +278,13 @@ impl<'m> Draft<'m, '_> {
         Ok(())
     }
 
-    /// `before`, changed in place into `after`.
-    fn replace(&mut self, before: &'m Message, after: &Message) -> Result<(), StoreError> {
-        let original = self.keep(before);
+    /// `before` (at `at` in the stage's input), changed in place into `after`.
+    fn replace(
+        &mut self,
+        (before, at): (&'m Message, usize),
+        after: &Message,
+    ) -> Result<(), StoreError> {
+        let original = self.keep(before, at);
         self.add(message_hash(after)?, Entry::Replace { original });
         Ok(())
     }
@@ -300,21 +308,21 @@ pub fn archive_stage(
 }
 
 /// [`archive_stage_named`] for a stage that replaced messages in place
-/// ([`condense_abi::Change::Replaced`]): `replaced` gives each changed message as it was and as
-/// it is, in conversation order. The same entries as archiving the two whole conversations,
-/// without either being copied.
+/// ([`condense_abi::Change::Replaced`]): `replaced` gives each changed message's place, as it
+/// was and as it is, in conversation order. The same entries as archiving the two whole
+/// conversations, without either being copied.
 pub(crate) fn archive_replaced<'m>(
     store: &Store,
     session: &str,
-    replaced: impl IntoIterator<Item = (&'m Message, &'m Message)>,
+    replaced: impl IntoIterator<Item = (usize, &'m Message, &'m Message)>,
     opts: ArchiveOptions<'_>,
 ) -> Result<(usize, Vec<String>), StoreError> {
     let mut seg = Draft {
         texts: opts.texts,
         ..Draft::default()
     };
-    for (before, after) in replaced {
-        seg.replace(before, after)?;
+    for (at, before, after) in replaced {
+        seg.replace((before, at), after)?;
     }
     write_segments(store, session, seg, opts.format)
 }
@@ -337,7 +345,7 @@ pub(crate) fn archive_stage_named(
 
     // Changed messages.
     for (b, a) in pairing.changed_in_place() {
-        seg.replace(&before.messages[b], &after.messages[a])?;
+        seg.replace((&before.messages[b], b), &after.messages[a])?;
     }
 
     // Runs of removed messages, each anchored to the output message that follows it.
@@ -376,14 +384,14 @@ pub(crate) fn archive_stage_named(
         }
         Ok(())
     };
-    for (m, kept_at) in before.messages.iter().zip(&pairing.after_of) {
+    for (b, (m, kept_at)) in before.messages.iter().zip(&pairing.after_of).enumerate() {
         match kept_at {
             Some(pos) => {
                 flush(&mut seg, &mut run, last_kept, &mut anchored_new)?;
                 last_kept = Some(*pos);
             }
             None => {
-                let i = seg.keep(m);
+                let i = seg.keep(m, b);
                 run.push(i);
             }
         }
@@ -485,7 +493,8 @@ fn archive_reread(
         }
         let key = message_hash(r)?;
         if message_hash(p)? != key {
-            let original = seg.keep(p);
+            // A produced message has no text of its own (no texts are asked for here).
+            let original = seg.keep(p, i);
             seg.add(key.clone(), Entry::Replace { original });
         }
         keys.push(key);

@@ -222,7 +222,7 @@ impl<'a> ReadFrom<'a> {
     /// Nothing known: no texts, every message hashed by the run.
     pub fn nothing() -> ReadFrom<'static> {
         ReadFrom {
-            texts: &|_| None,
+            texts: &|_, _| None,
             fingerprints: None,
             unread: None,
         }

@@ -159,8 +159,8 @@ pub fn run(
     let conv = std::mem::take(&mut doc.conversations_mut()[0]);
     let (mut result, point) = {
         let doc = &doc;
-        let texts = |m: &condense_model::Message| {
-            doc.original_text(0, m)
+        let texts = |m: &condense_model::Message, at: usize| {
+            doc.original_text_at(0, m, at)
                 .map(condense_host::archive::Original::of)
         };
         let read_all = || doc.read_unread(0).map_err(|e| e.to_string());

@@ -298,8 +298,8 @@ pub(crate) fn compress_input(
         // `original_text`, so the archive keeps the exact bytes of what it removes.
         let conv = std::mem::take(&mut input.doc.conversations_mut()[i]);
         let doc = &input.doc;
-        let texts = |m: &condense_model::Message| {
-            doc.original_text(i, m)
+        let texts = |m: &condense_model::Message, at: usize| {
+            doc.original_text_at(i, m, at)
                 .map(condense_host::archive::Original::of)
         };
         let read_all = || doc.read_unread(i).map_err(|e| e.to_string());

@@ -386,3 +386,21 @@ fn message_fingerprints_are_those_of_the_messages_as_read() {
     assert_eq!(doc.message_fingerprints(0), Some(as_read.as_slice()));
     assert_eq!(doc.message_fingerprints(1), None);
 }
+
+/// Two lines that read as the same message from different texts (one spells `h` as `\u0068`;
+/// their parent is not in the file, so both are the context): by value the first text is
+/// found; at its place, each line's own.
+#[test]
+fn value_equal_messages_from_different_texts_are_told_apart_by_place() {
+    let one = r#"{"type":"user","uuid":"u1","parentUuid":"p0","slug":"hedgehog","message":{"role":"user","content":"hi"}}"#;
+    let two = one.replace("hedgehog", r"hedge\u0068og");
+    let bytes = format!("{one}\n{two}\n").into_bytes();
+    let doc = read(&bytes, "s.jsonl", &auto()).unwrap();
+    let messages = &doc.conversations()[0].messages;
+    assert_eq!(messages[0], messages[1], "value-equal");
+    assert_eq!(doc.original_text(0, &messages[1]), Some(one));
+    assert_eq!(doc.original_text_at(0, &messages[0], 0), Some(one));
+    assert_eq!(doc.original_text_at(0, &messages[1], 1), Some(two.as_str()));
+    // A place where another message stands: the first, as by value.
+    assert_eq!(doc.original_text_at(0, &messages[1], 7), Some(one));
+}

@@ -52,7 +52,7 @@ impl<'m, 't> Draft<'m, 't> {
     /// This draft as segments of about `limit` bytes of originals each (see the
     /// [module docs](self)); itself when it is within the limit.
     pub(super) fn split(mut self, limit: usize) -> Vec<Draft<'m, 't>> {
-        let message_bytes = |i: usize| self.messages.get(i).map_or(0, |m| approx_bytes(m));
+        let message_bytes = |i: usize| self.messages.get(i).map_or(0, |(m, _)| approx_bytes(m));
         let total: usize = (0..self.messages.len()).map(message_bytes).sum();
         if total <= limit {
             return vec![self];
@@ -135,11 +135,11 @@ mod tests {
         let messages: Vec<Message> = (0..10).map(|i| message(i, 1000)).collect();
         let mut draft = Draft::default();
         for (i, m) in messages.iter().enumerate() {
-            let at = draft.keep(m);
+            let at = draft.keep(m, i);
             // Keys in reverse of the conversation: the split must reorder them.
             draft.add(format!("k{}", 9 - i), Entry::Replace { original: at });
         }
-        let at = draft.keep(&messages[0]);
+        let at = draft.keep(&messages[0], 0);
         draft.add(
             "k9".into(),
             Entry::InsertAfter {
@@ -163,7 +163,7 @@ mod tests {
                 seen.push(key.clone());
                 for e in entries {
                     for &i in originals_of(e) {
-                        let m = part.messages[i];
+                        let (m, _) = part.messages[i];
                         if key != "removed" {
                             // k9 names message 0 twice (replace and insert after).
                             let n: usize = key[1..].parse().unwrap();
@@ -179,6 +179,6 @@ mod tests {
         want.sort();
         assert_eq!(seen, want, "every key exactly once");
         // The first segment holds the start of the conversation.
-        assert!(parts[0].messages.iter().any(|m| m.id == "m0"));
+        assert!(parts[0].messages.iter().any(|(m, _)| m.id == "m0"));
     }
 }

@@ -51,7 +51,7 @@ impl Draft<'_, '_> {
         }
         put_len(&mut buf, self.messages.len());
         let mut message = Vec::new();
-        for m in &self.messages {
+        for (m, _) in &self.messages {
             message.clear();
             packed::pack_message_into(&mut message, m);
             put_len(&mut buf, message.len());
@@ -72,7 +72,7 @@ impl Draft<'_, '_> {
         }
         let texts = self.texts.into_iter().flat_map(|texts| {
             let pairs = self.messages.iter().enumerate();
-            pairs.filter_map(move |(i, m)| texts(m).map(|original| (i, original)))
+            pairs.filter_map(move |(i, (m, at))| texts(m, *at).map(|original| (i, original)))
         });
         for (i, original) in texts {
             buf.push(1);

@@ -199,7 +199,7 @@ fn original_texts_come_back_with_the_messages_they_belong_to() {
     let mut after = before.clone();
     after.messages[1] = result("#1", "t1", CLEARED);
     after.messages.remove(2);
-    let texts = |m: &Message| {
+    let texts = |m: &Message, _: usize| {
         Some(Original {
             text: format!("{{ \"id\" : \"{}\" }}", m.id),
         })
@@ -333,7 +333,7 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
     let mut after = before.clone();
     after.messages[1] = result("#1", "t1", CLEARED);
     after.messages.remove(2);
-    let texts = |m: &Message| (m.id == "#1").then(|| Original::of(r##"{"raw":"#1"}"##));
+    let texts = |m: &Message, _: usize| (m.id == "#1").then(|| Original::of(r##"{"raw":"#1"}"##));
     let batch = store.batch();
     let opts = ArchiveOptions {
         format: Some("anthropic"),
@@ -343,7 +343,7 @@ fn a_segment_is_streamed_into_the_store_named_by_its_bytes() {
         archive_stage(&store, "s", &before, &after, opts).unwrap(),
         2
     );
-    let no_texts = |_: &Message| None;
+    let no_texts = |_: &Message, _: usize| None;
     let opts = ArchiveOptions {
         format: Some("anthropic"),
         texts: Some(&no_texts),
@@ -512,13 +512,13 @@ fn an_original_reads_back_as_its_bytes_packed_or_from_a_json_segment() {
     let message = text("#0", Role::User, "m");
     let before = text("#1", Role::Assistant, "before");
     for original in texts {
-        let texts = |_: &Message| {
+        let texts = |_: &Message, _: usize| {
             Some(Original {
                 text: original.to_string(),
             })
         };
         let mut draft = Draft {
-            messages: vec![&message, &before],
+            messages: vec![(&message, 0), (&before, 1)],
             texts: Some(&texts),
             header: Some(Header {
                 system: Some(Content::string("be brief")),

@@ -126,7 +126,7 @@ impl Accepted {
                     .filter(|(i, old)| *old != current[*i])
                     .collect();
                 if archived && !olds.is_empty() {
-                    let pairs = olds.iter().map(|(i, old)| (old, &current[*i]));
+                    let pairs = olds.iter().map(|(i, old)| (*i, old, &current[*i]));
                     let (_, segment) = archive_replaced(store, session, pairs, archive)?;
                     state.segments.extend(segment);
                 }

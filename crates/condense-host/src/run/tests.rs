@@ -461,7 +461,7 @@ fn a_readers_fingerprints_match_the_resume_point_in_place_of_hashing() {
         .collect();
     let mut wrong = right.clone();
     wrong[0] ^= 1;
-    let texts = |_: &Message| None;
+    let texts = |_: &Message, _: usize| None;
     let second_run = |fingerprints: Option<&[u128]>| {
         let (dir, st) = store();
         loaded.run(conversation(), &st, "s", &resuming()).unwrap();

@@ -28,7 +28,7 @@ fn reading<T>(
             Ok(input.clone())
         }
     };
-    let texts = |_: &Message| None;
+    let texts = |_: &Message, _: usize| None;
     let read = ReadFrom {
         texts: &texts,
         fingerprints: Some(&prints),
