@@ -331,11 +331,7 @@ fn not_utf8(bytes: &[u8], offset: usize, source: &str) -> FormatError {
 
 /// A Codex rollout: its lines are the messages.
 fn codex_document(lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<Document> {
-    if lines.values.is_empty() {
-        return Err(ctx.detect("the input is empty"));
-    }
-    let style = Style::lines(lines.body);
-    let mut source = Source::of_len(lines.body.len());
+    let (style, mut source) = session_start(&lines, ctx)?;
     let spans = lines.spans;
     let rollout = codex::read(lines.values, ctx)?;
     let mut first = 0;
@@ -361,11 +357,7 @@ fn codex_document(lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<Document> {
 
 /// A Claude Code session: its lines are the messages.
 fn claude_document(lines: Lines<'_, claude_code::Line>, ctx: &Ctx<'_>) -> Result<Document> {
-    if lines.values.is_empty() {
-        return Err(ctx.detect("the input is empty"));
-    }
-    let style = Style::lines(lines.body);
-    let mut source = Source::of_len(lines.body.len());
+    let (style, mut source) = session_start(&lines, ctx)?;
     let spans = lines.spans;
     let texts: Vec<&str> = spans.iter().map(|s| &lines.body[s.clone()]).collect();
     let (conv, usage) = claude_code::read(lines.values, &texts, ctx)?;
@@ -380,6 +372,14 @@ fn claude_document(lines: Lines<'_, claude_code::Line>, ctx: &Ctx<'_>) -> Result
         lines.body,
         lines.tail,
     ))
+}
+
+/// A session's lines: refused when there are none, else their style and an empty source.
+fn session_start<T>(lines: &Lines<'_, T>, ctx: &Ctx<'_>) -> Result<(Style, Source)> {
+    if lines.values.is_empty() {
+        return Err(ctx.detect("the input is empty"));
+    }
+    Ok((Style::lines(lines.body), Source::of_len(lines.body.len())))
 }
 
 /// The document of a session read (`parts`: its conversation, reported usage, layout and
