@@ -78,16 +78,9 @@ pub(crate) fn is_line(value: &Value) -> bool {
 /// to a read of every line. Lets a session be read with [`parse_line`] from the start.
 pub(crate) fn sniff(text: &str) -> bool {
     let mut head = Vec::with_capacity(SNIFF_LINES);
-    for (i, line) in text.split('\n').enumerate() {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() {
-            continue;
-        }
-        if head.len() == SNIFF_LINES {
-            break;
-        }
+    for (number, _, _, line) in crate::lines::non_empty(text).take(SNIFF_LINES) {
         match serde_json::from_str::<Value>(line) {
-            Ok(value) => head.push((i + 1, value)),
+            Ok(value) => head.push((number, value)),
             Err(_) => return false,
         }
     }
@@ -285,14 +278,8 @@ fn read_line(
 /// [`hollow`] leaves, when the line is its own compact form (`None` otherwise).
 fn hollowed_text(text: &str) -> Option<String> {
     let members = RawJson::canonical_members(text)?;
-    let (_, value) = members
-        .iter()
-        .find(|(key, _)| text.get(key.clone()) == Some(r#""message""#))?;
-    let mut hollowed = String::with_capacity(text.len() - value.len() + 4);
-    hollowed.push_str(&text[..value.start]);
-    hollowed.push_str("null");
-    hollowed.push_str(&text[value.end..]);
-    Some(hollowed)
+    let message = line::member(&members, text, "message")?;
+    Some(line::hollowed(text, message))
 }
 
 /// The session's lines, one per message: original text for what is as read, values for the

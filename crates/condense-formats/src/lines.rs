@@ -45,6 +45,18 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
     parse_with(text, ctx, |line| serde_json::from_str::<Value>(line))
 }
 
+/// Every non-empty line of `text`: its 1-based number, where it starts, where the line after
+/// it starts, and its text without its line end (`\n`, or `\r\n`).
+pub(crate) fn non_empty(text: &str) -> impl Iterator<Item = (usize, usize, usize, &str)> {
+    let mut start = 0;
+    text.split('\n').enumerate().filter_map(move |(i, line)| {
+        let line_start = start;
+        start += line.len() + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        (!line.trim().is_empty()).then_some((i + 1, line_start, start, line))
+    })
+}
+
 /// [`parse`], each line read by `read` (which fails as `serde_json::from_str` does on a line
 /// that is not JSON: the error and the tail are decided by it).
 pub(crate) fn parse_with<'t, T: Send>(
@@ -55,16 +67,7 @@ pub(crate) fn parse_with<'t, T: Send>(
     // Each line is a JSON text of its own: they are parsed on every core (a Claude Code
     // session's lines were half of a turn's instructions, on one), then taken in order, so the
     // first bad line is the one reported, as when they were parsed one by one.
-    let mut found = Vec::new();
-    let mut start = 0;
-    for (i, line) in text.split('\n').enumerate() {
-        let line_start = start;
-        start += line.len() + 1;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if !line.trim().is_empty() {
-            found.push((i + 1, line_start, start, line));
-        }
-    }
+    let found: Vec<(usize, usize, usize, &str)> = non_empty(text).collect();
     let parsed = crate::parallel::map_in_order(found.iter().map(|f| f.3).collect(), read);
     let mut values = Vec::with_capacity(found.len());
     let mut spans = Vec::with_capacity(found.len());

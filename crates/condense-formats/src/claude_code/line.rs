@@ -61,20 +61,14 @@ impl Light {
             .uuid
             .unwrap_or_else(|| condense_model::synthetic_id(index));
         match (self.chat, self.message_span) {
-            (Some((role, content, extra)), Some(span)) if in_context => {
-                let mut hollowed = String::with_capacity(text.len() - span.len() + 4);
-                hollowed.push_str(&text[..span.start]);
-                hollowed.push_str("null");
-                hollowed.push_str(&text[span.end..]);
-                Message {
-                    id,
-                    role,
-                    timestamp: self.timestamp,
-                    content,
-                    extra: RawJson::from_map(extra),
-                    envelope: RawJson::from_string_unchecked(hollowed),
-                }
-            }
+            (Some((role, content, extra)), Some(span)) if in_context => Message {
+                id,
+                role,
+                timestamp: self.timestamp,
+                content,
+                extra: RawJson::from_map(extra),
+                envelope: RawJson::from_string_unchecked(hollowed(text, span)),
+            },
             (chat, _) => Message {
                 id,
                 role: Role::Event,
@@ -100,17 +94,10 @@ pub(crate) fn read_compact(
     text: &str,
     ctx: &Ctx<'_>,
 ) -> Option<(Facts, Light)> {
-    // A canonical key has no escapes where the wanted one has none: comparing the text
-    // between the quotes compares the keys.
-    let value = |key: &str| {
-        members
-            .iter()
-            .find(|(k, _)| text.get(k.start + 1..k.end - 1) == Some(key))
-            .map(|(_, v)| &text[v.clone()])
-    };
+    let value = |key: &str| member(members, text, key).map(|v| &text[v]);
     let kind = string(value("type")?)?;
-    let message_text = value("message");
-    if message_text.is_some() && !matches!(kind.as_str(), "user" | "assistant") {
+    let message_span = member(members, text, "message");
+    if message_span.is_some() && !matches!(kind.as_str(), "user" | "assistant") {
         return None; // a message on a line of another type: rare, read whole
     }
     let preserved = match value("compactMetadata") {
@@ -144,17 +131,39 @@ pub(crate) fn read_compact(
         message_span: None,
         chat: None,
     };
-    if let Some(message) = message_text.filter(|m| m.starts_with('{')) {
-        // `message` is a slice of `text` (a member's value).
-        let start = message.as_ptr() as usize - text.as_ptr() as usize;
-        light.message_span = Some(start..start + message.len());
-        let read = read_message(message, ctx)?;
+    if let Some(span) = message_span.filter(|s| text[s.clone()].starts_with('{')) {
+        let read = read_message(&text[span.clone()], ctx)?;
+        light.message_span = Some(span);
         facts.chat_role = read.chat.is_some();
         facts.message_id = read.id;
         facts.blocks = read.blocks;
         light.chat = read.chat;
     }
     Some((facts, light))
+}
+
+/// The span of the value of member `key` among a compact line's `members`. A canonical key has
+/// no escapes where the wanted one has none: comparing the text between the quotes compares
+/// the keys.
+pub(crate) fn member(
+    members: &[(Range<usize>, Range<usize>)],
+    text: &str,
+    key: &str,
+) -> Option<Range<usize>> {
+    members
+        .iter()
+        .find(|(k, _)| text.get(k.start + 1..k.end - 1) == Some(key))
+        .map(|(_, v)| v.clone())
+}
+
+/// `text` with the value at `span` written `null`: a chat line's envelope, its message's place
+/// kept.
+pub(crate) fn hollowed(text: &str, span: Range<usize>) -> String {
+    let mut out = String::with_capacity(text.len() - span.len() + 4);
+    out.push_str(&text[..span.start]);
+    out.push_str("null");
+    out.push_str(&text[span.end..]);
+    out
 }
 
 /// A message object read from its text ([`read_message`]).
