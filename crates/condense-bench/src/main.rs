@@ -14,6 +14,7 @@ use condense_tokens::{TokenCounter, TokenizerKind};
 use std::path::PathBuf;
 
 mod gen;
+mod http;
 mod peers;
 mod process;
 mod profile;

@@ -1,11 +1,13 @@
 //! `condense serve` figures (issue 14): the release binary as a child proxy in front of a fake
 //! upstream on 127.0.0.1 (a thread answering a small JSON body), driven by a plain HTTP/1.1
-//! client over loopback.
+//! client over loopback ([`crate::http`]). The client and the upstream keep their connections
+//! alive, as the SDKs and the APIs do.
 //!
 //! - added latency p50 / p99 on a turn that needs no compression: each request timed through
 //!   the proxy and straight to the upstream, alternately; the figures are the differences;
 //!   with `x-condense-session` and without it (as the SDKs, Claude Code and Codex send it:
-//!   the proxy finds the session from the body);
+//!   the proxy finds the session from the body); and from a client on a new connection for
+//!   every request;
 //! - cost per turn of one session growing turn by turn to 200k tokens (the generated agent
 //!   session; its tool results over 4 KiB make snip act on most turns), sent without
 //!   `x-condense-session` as the real clients send it: each turn's request
@@ -20,21 +22,21 @@
 //!   and over the next turns past it, where context-collapse commits.
 
 use crate::gen::{anthropic_file, plugin_dir, turn};
+use crate::http::{fake_upstream, get, post, Connection, Connection::Kept};
 use anyhow::{bail, Context, Result};
 use condense_model::{Block, Conversation, Message, Role};
 use condense_text::thousands;
 use condense_tokens::{TokenCounter, TokenizerKind};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-const UPSTREAM_ANSWER: &str = r#"{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}"#;
+/// The Anthropic Messages route.
+const MESSAGES: &str = "/v1/messages";
 
 pub(crate) fn run(runs: usize) -> Result<()> {
-    let upstream = fake_upstream()?;
+    let upstream = fake_upstream(None)?;
     let store = tempfile::tempdir()?;
     let mut proxy = Proxy::start(&upstream, store.path(), &[])?;
     let result = figures(&proxy, &upstream, runs);
@@ -62,9 +64,9 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     let body = anthropic_file(&plain)?;
     let n = (runs * 30).max(100);
     for _ in 0..5 {
-        post(&proxy.url, &body, "latency")?;
+        post(&proxy.url, MESSAGES, &body, Some("latency"), Kept)?;
     }
-    let named = latencies((&proxy.url, upstream), &body, n, Some("latency"))?;
+    let named = latencies((&proxy.url, upstream), &body, n, (Some("latency"), Kept))?;
     let dp50 = named[2];
     out.push((
         format!(
@@ -77,7 +79,19 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     // it: the proxy finds its session from the body.
     out.push((
         format!("added latency, the same turn without the session header ({n} requests)"),
-        latency_row(latencies((&proxy.url, upstream), &body, n, None)?),
+        latency_row(latencies((&proxy.url, upstream), &body, n, (None, Kept))?),
+    ));
+    // 1c. The same turn from a client that opens a new connection for every request, to the
+    // proxy and straight to the upstream alike (the proxy's own connection to the upstream is
+    // kept either way).
+    out.push((
+        format!("added latency, the same turn, the client on a new connection for every request ({n} requests)"),
+        latency_row(latencies(
+            (&proxy.url, upstream),
+            &body,
+            n,
+            (Some("latency"), Connection::Fresh),
+        )?),
     ));
 
     // 2. One session growing turn by turn to 200k tokens: with a one-line system prompt, then
@@ -117,7 +131,7 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     let mut conv = conv;
     for k in 0..NEAR_THE_WINDOW {
         conv.messages.extend(turn(i + k));
-        post_to(&proxy.url, "/v1/messages", &anthropic_file(&conv)?, None)?;
+        post(&proxy.url, MESSAGES, &anthropic_file(&conv)?, None, Kept)?;
     }
     let past = stability(&proxy.url, &growing)?;
     out.push((
@@ -135,7 +149,7 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
             std::thread::spawn(move || -> Result<()> {
                 let body = body?;
                 for _ in 0..per {
-                    post(&url, &body, &format!("c{s}"))?;
+                    post(&url, MESSAGES, &body, Some(&format!("c{s}")), Kept)?;
                 }
                 Ok(())
             })
@@ -267,10 +281,10 @@ fn growing_session(
         i += 1;
         let (path, body) = with.request(&conv)?;
         let t = Instant::now();
-        let saved = post_to(&proxy.url, path, &body, None)?;
+        let saved = post(&proxy.url, path, &body, None, Kept)?;
         let via = ms(t);
         let t = Instant::now();
-        post_to(upstream, path, &body, Some("growing"))?;
+        post(upstream, path, &body, Some("growing"), Kept)?;
         firsts.push(via - ms(t));
         smalls.push(via - dp50);
         if i % 25 == 0 || total_tokens >= 200_000 {
@@ -308,20 +322,21 @@ fn push_turn_rows(out: &mut Vec<(String, String)>, samples: &[TurnSample], what:
 }
 
 /// `n` requests of `body` through the proxy (in `session`, or with no session header) and as
-/// many straight to the upstream, alternately: the p50 and p99 of each, in ms.
+/// many straight to the upstream, alternately, each way on `connection`: the p50 and p99 of
+/// each, in ms.
 fn latencies(
     (proxy, upstream): (&str, &str),
     body: &[u8],
     n: usize,
-    session: Option<&str>,
+    (session, connection): (Option<&str>, Connection),
 ) -> Result<[f64; 4]> {
     let (mut via, mut direct) = (Vec::new(), Vec::new());
     for _ in 0..n {
         let t = Instant::now();
-        post_as(proxy, body, session)?;
+        post(proxy, MESSAGES, body, session, connection)?;
         via.push(ms(t));
         let t = Instant::now();
-        post(upstream, body, "latency")?;
+        post(upstream, MESSAGES, body, Some("latency"), connection)?;
         direct.push(ms(t));
     }
     Ok([
@@ -538,7 +553,7 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
         .unwrap_or_default();
     let record = std::env::var_os("CONDENSE_BENCH_RECORD").map(PathBuf::from);
     let (tx, received) = std::sync::mpsc::channel();
-    let upstream = fake_upstream_recording(record.is_some().then_some(tx))?;
+    let upstream = fake_upstream(record.is_some().then_some(tx))?;
     let mut recorded = String::new();
     let store = tempfile::tempdir()?;
     let mut proxy = Proxy::start(&upstream, store.path(), &wrap)?;
@@ -558,7 +573,7 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
         }
         let (path, body) = with.request(&conv)?;
         let t = Instant::now();
-        let saved = post_to(&proxy.url, path, &body, None)?;
+        let saved = post(&proxy.url, path, &body, None, Kept)?;
         println!(
             "turn {i}: {} tokens, {} bytes, {:.2} ms, {} tokens saved",
             thousands(tokens),
@@ -578,110 +593,6 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
         std::fs::write(&file, recorded).with_context(|| file.display().to_string())?;
     }
     proxy.interrupt()
-}
-
-fn fake_upstream() -> Result<String> {
-    fake_upstream_recording(None)
-}
-
-/// [`fake_upstream`], sending the fingerprint of every body it receives to `record`.
-fn fake_upstream_recording(record: Option<Sender<u128>>) -> Result<String> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let url = format!("http://{}", listener.local_addr()?);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let record = record.clone();
-            std::thread::spawn(move || {
-                let _ = answer_one(stream, record);
-            });
-        }
-    });
-    Ok(url)
-}
-
-fn answer_one(stream: TcpStream, record: Option<Sender<u128>>) -> Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let len = read_head(&mut reader)?.1;
-    let mut body = vec![0; len];
-    reader.read_exact(&mut body)?;
-    if let Some(record) = record {
-        let _ = record.send(condense_model::fingerprint::fingerprint(&body));
-    }
-    let mut w = stream;
-    write!(
-        w,
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{UPSTREAM_ANSWER}",
-        UPSTREAM_ANSWER.len()
-    )?;
-    Ok(())
-}
-
-/// The status line and content length of a request or answer whose head `reader` is at, plus
-/// `x-condense-tokens-saved`.
-fn read_head(reader: &mut impl BufRead) -> Result<(String, usize, usize)> {
-    let mut first = String::new();
-    reader.read_line(&mut first)?;
-    let (mut len, mut saved) = (0, 0);
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            match k.trim().to_ascii_lowercase().as_str() {
-                "content-length" => len = v.trim().parse().unwrap_or(0),
-                "x-condense-tokens-saved" => saved = v.trim().parse().unwrap_or(0),
-                _ => {}
-            }
-        }
-    }
-    Ok((first, len, saved))
-}
-
-/// POSTs an Anthropic body in `session`; the tokens the proxy saved.
-fn post(url: &str, body: &[u8], session: &str) -> Result<usize> {
-    post_as(url, body, Some(session))
-}
-
-/// [`post`], naming the session in `x-condense-session` or not (`None`: the proxy finds it).
-fn post_as(url: &str, body: &[u8], session: Option<&str>) -> Result<usize> {
-    post_to(url, "/v1/messages", body, session)
-}
-
-/// [`post_as`] to `path`.
-fn post_to(url: &str, path: &str, body: &[u8], session: Option<&str>) -> Result<usize> {
-    let addr = url.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr)?;
-    s.set_nodelay(true)?;
-    let named = session.map_or_else(String::new, |s| format!("x-condense-session: {s}\r\n"));
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nx-api-key: bench\r\nauthorization: Bearer bench\r\nanthropic-version: 2023-06-01\r\n{named}content-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    )?;
-    s.write_all(body)?;
-    let mut reader = BufReader::new(s);
-    let (status, len, saved) = read_head(&mut reader)?;
-    let mut answer = vec![0; len];
-    reader.read_exact(&mut answer)?;
-    if !status.contains(" 200") {
-        bail!("{url}: {}", status.trim());
-    }
-    Ok(saved)
-}
-
-fn get(url: &str, path: &str) -> Result<String> {
-    let addr = url.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr)?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
-    )?;
-    let mut reader = BufReader::new(s);
-    let (_, len, _) = read_head(&mut reader)?;
-    let mut answer = vec![0; len];
-    reader.read_exact(&mut answer)?;
-    Ok(String::from_utf8_lossy(&answer).into_owned())
 }
 
 /// Turns the growing session is carried on past 200k tokens for the cache-stability share

@@ -57,6 +57,17 @@ pub struct Proxy {
     pub log: bool,
 }
 
+/// The TCP connector under the upstream client's TLS: with Nagle off, as on the connections
+/// the proxy accepts, so that a request written in more than one piece on a kept connection is
+/// not held until the upstream acknowledges the first (which it may delay by tens of
+/// milliseconds); `http` and `https` URLs both (the builder's `https_or_http`).
+fn upstream_connector() -> HttpConnector {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http
+}
+
 impl Proxy {
     pub fn new(
         settings: Settings,
@@ -68,7 +79,7 @@ impl Proxy {
             .map_err(|e| ServeError::Tls(e.to_string()))?
             .https_or_http()
             .enable_http1()
-            .build();
+            .wrap_connector(upstream_connector());
         let client = Client::builder(TokioExecutor::new()).build(https);
         Ok(Proxy {
             settings,
