@@ -335,12 +335,12 @@ const READ_BUFFER: usize = 256 * 1024;
 
 /// How many threads run the async side (accepting, reading and writing bodies, the upstream's
 /// TLS): half the cores, at least one. The stages run on the blocking pool, so the other half
-/// is theirs. With tokio's default, a worker per core, the async workers and the thread running
-/// a request's stages took turns on the same cores and handed tasks across threads. On 2 cores
-/// (`condense-bench proxy 5`, four alternate runs each, medians): one worker took the latency
-/// added on a turn needing no compression from 0.53 to 0.44 ms (p50), and on the growing
-/// session's turn at 62k tokens from 1.63 to 1.27 ms, with as many requests per second (32
-/// sessions: 1,941-2,182 against 1,764-2,223). Larger machines were not measured.
+/// is theirs; with tokio's default, a worker per core, the async workers and the thread running
+/// a request's stages took turns on the same cores. On 2 cores (`condense-bench proxy 5`, six
+/// runs with one worker against five with two, medians): the growing session's turn at 62k
+/// tokens added 1.37 ms against 1.58, a turn needing no compression 0.50 ms against 0.54
+/// (p50); requests per second the same (32 sessions: 1,761-2,182 against 1,764-2,223); the
+/// proxy's peak 50.4-51.4 MiB against 49.7-56.2. Larger machines were not measured.
 fn async_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
