@@ -23,6 +23,7 @@
 
 use crate::gen::{anthropic_file, plugin_dir, turn};
 use crate::http::{fake_upstream, get, post, Connection, Connection::Kept};
+use crate::speed::Row;
 use anyhow::{bail, Context, Result};
 use condense_model::{Block, Conversation, Message, Role};
 use condense_text::thousands;
@@ -42,7 +43,7 @@ pub(crate) fn run(runs: usize) -> Result<()> {
     let result = figures(&proxy, &upstream, runs);
     let peak = proxy.peak_kib();
     proxy.stop();
-    let lines = result?;
+    let (lines, judged) = result?;
     println!("\n## condense serve (issue 14)\n");
     println!("| figure | value |\n|---|---|");
     for (k, v) in lines {
@@ -52,10 +53,90 @@ pub(crate) fn run(runs: usize) -> Result<()> {
         "| proxy peak memory (VmHWM, the whole run above) | {} MiB |",
         peak.map_or("?".into(), |k| format!("{:.1}", k as f64 / 1024.0))
     );
+    crate::speed::print_done_when(14, &judged.rows());
     Ok(())
 }
 
-fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, String)>> {
+/// What issue 14's targets are judged on, from one run of [`figures`].
+struct Judged {
+    /// The latency added at p50 on the turn needing no compression: with the session header,
+    /// and without it.
+    idle_p50: [f64; 2],
+    /// Each growing session's samples, with what it was sent as.
+    sessions: Vec<(&'static str, Vec<TurnSample>)>,
+}
+
+/// A compressing turn within this many cold counts of its request (issue 14).
+const COMPRESSING_TARGET: f64 = 1.5;
+/// A turn needing no compression adds less than this at p50, in ms (issue 14).
+const IDLE_TARGET_MS: f64 = 5.0;
+/// The cost of a turn "grows with the new turn, not with the whole conversation" when the
+/// last sample of the one-line session (about 200k tokens) adds at most this many times what
+/// its first (about 13k) adds: the turns are alike, the conversation 15 times larger.
+const FLAT_WITHIN: f64 = 1.5;
+
+impl Judged {
+    fn rows(&self) -> Vec<Row> {
+        let idle = self.idle_p50[0].max(self.idle_p50[1]);
+        let compressing: Vec<(&str, &TurnSample)> = self
+            .sessions
+            .iter()
+            .flat_map(|(what, samples)| samples.iter().map(move |s| (*what, s)))
+            .filter(|(_, (_, _, _, _, saved))| *saved > 0)
+            .collect();
+        let ratio = |(_, added, _, cold, _): &TurnSample| added / cold;
+        let within = compressing
+            .iter()
+            .filter(|(_, s)| ratio(s) <= COMPRESSING_TARGET)
+            .count();
+        let worst = compressing
+            .iter()
+            .max_by(|a, b| ratio(a.1).total_cmp(&ratio(b.1)));
+        let mut rows = vec![
+            Row {
+                what: "added latency, a turn needing no compression, p50 (with the session header, without)".into(),
+                measured: format!("{:.2} / {:.2} ms", self.idle_p50[0], self.idle_p50[1]),
+                target: "< 5 ms",
+                met: Some(idle < IDLE_TARGET_MS),
+            },
+            Row {
+                what: "a compressing turn (tokens saved) / one cold count of its request, every growing session".into(),
+                measured: match worst {
+                    Some((what, s)) => format!(
+                        "{within} of {} rows within 1.5x; the worst {:.2}x (the turn at {} tokens{what})",
+                        compressing.len(),
+                        ratio(s),
+                        thousands(s.0)
+                    ),
+                    None => "no turn compressed".into(),
+                },
+                target: "<= 1.5x",
+                met: Some(worst.is_some() && within == compressing.len()),
+            },
+        ];
+        if let Some((_, plain)) = self.sessions.first() {
+            if let (Some(first), Some(last)) = (plain.first(), plain.last()) {
+                let grows = last.1 / first.1;
+                rows.push(Row {
+                    what: "cost per turn as the session grows (the one-line session, its first and last samples)".into(),
+                    measured: format!(
+                        "{:.2} ms at {} tokens -> {:.2} ms at {} ({grows:.2}x, the conversation {:.1}x)",
+                        first.1,
+                        thousands(first.0),
+                        last.1,
+                        thousands(last.0),
+                        last.0 as f64 / first.0 as f64
+                    ),
+                    target: "grows with the new turn: the last within 1.5x the first",
+                    met: Some(grows <= FLAT_WITHIN),
+                });
+            }
+        }
+        rows
+    }
+}
+
+fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<(Vec<(String, String)>, Judged)> {
     let mut out = Vec::new();
     let counter = TokenCounter::new(TokenizerKind::O200k);
 
@@ -77,9 +158,10 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
     ));
     // 1b. The same body without `x-condense-session`, as the SDKs, Claude Code and Codex send
     // it: the proxy finds its session from the body.
+    let unnamed = latencies((&proxy.url, upstream), &body, n, (None, Kept))?;
     out.push((
         format!("added latency, the same turn without the session header ({n} requests)"),
-        latency_row(latencies((&proxy.url, upstream), &body, n, (None, Kept))?),
+        latency_row(unnamed),
     ));
     // 1c. The same turn from a client that opens a new connection for every request, to the
     // proxy and straight to the upstream alike (the proxy's own connection to the upstream is
@@ -168,7 +250,16 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<Vec<(String, St
         ),
         format!("{:.0}", (32 * per) as f64 / secs),
     ));
-    Ok(out)
+    let judged = Judged {
+        idle_p50: [named[0] - named[2], unnamed[0] - unnamed[2]],
+        sessions: vec![
+            ("", samples),
+            (", a Claude Code-like frame", cc_samples),
+            (", an OpenAI Chat body", chat_samples),
+            (", an OpenAI Responses body", responses_samples),
+        ],
+    };
+    Ok((out, judged))
 }
 
 /// One growing turn's figures: tokens, added ms, added ms less the small body's direct time,

@@ -361,7 +361,13 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
         None => rows.push(Row::peers_missing()),
     }
 
-    println!("\n### Done when (issue 13), this run\n");
+    print_done_when(13, &rows);
+    Ok(())
+}
+
+/// The closing table of an issue's figures, `rows` judged against its "Done when".
+pub(crate) fn print_done_when(issue: u32, rows: &[Row]) {
+    println!("\n### Done when (issue {issue}), this run\n");
     println!("| figure | measured | target | met |\n|---|---|---|---|");
     for r in rows {
         let met = match r.met {
@@ -371,7 +377,6 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
         };
         println!("| {} | {} | {} | {met} |", r.what, r.measured, r.target);
     }
-    Ok(())
 }
 
 impl Row {
