@@ -62,8 +62,8 @@ struct Judged {
     /// The latency added at p50 on the turn needing no compression: with the session header,
     /// and without it.
     idle_p50: [f64; 2],
-    /// Each growing session's samples, with what it was sent as.
-    sessions: Vec<(&'static str, Vec<TurnSample>)>,
+    /// Each growing session's samples, with the frame it was sent with.
+    sessions: Vec<(Frame, Vec<TurnSample>)>,
 }
 
 /// A compressing turn within this many cold counts of its request (issue 14).
@@ -78,20 +78,19 @@ const FLAT_WITHIN: f64 = 1.5;
 impl Judged {
     fn rows(&self) -> Vec<Row> {
         let idle = self.idle_p50[0].max(self.idle_p50[1]);
-        let compressing: Vec<(&str, &TurnSample)> = self
+        let compressing: Vec<(Frame, &TurnSample)> = self
             .sessions
             .iter()
-            .flat_map(|(what, samples)| samples.iter().map(move |s| (*what, s)))
-            .filter(|(_, (_, _, _, _, saved))| *saved > 0)
+            .flat_map(|(frame, samples)| samples.iter().map(move |s| (*frame, s)))
+            .filter(|(_, s)| s.saved > 0)
             .collect();
-        let ratio = |(_, added, _, cold, _): &TurnSample| added / cold;
         let within = compressing
             .iter()
-            .filter(|(_, s)| ratio(s) <= COMPRESSING_TARGET)
+            .filter(|(_, s)| s.ratio() <= COMPRESSING_TARGET)
             .count();
         let worst = compressing
             .iter()
-            .max_by(|a, b| ratio(a.1).total_cmp(&ratio(b.1)));
+            .max_by(|a, b| a.1.ratio().total_cmp(&b.1.ratio()));
         let mut rows = vec![
             Row {
                 what: "added latency, a turn needing no compression, p50 (with the session header, without)".into(),
@@ -102,11 +101,12 @@ impl Judged {
             Row {
                 what: "a compressing turn (tokens saved) / one cold count of its request, every growing session".into(),
                 measured: match worst {
-                    Some((what, s)) => format!(
-                        "{within} of {} rows within 1.5x; the worst {:.2}x (the turn at {} tokens{what})",
+                    Some((frame, s)) => format!(
+                        "{within} of {} rows within {COMPRESSING_TARGET}x; the worst {:.2}x (the turn at {} tokens{})",
                         compressing.len(),
-                        ratio(s),
-                        thousands(s.0)
+                        s.ratio(),
+                        thousands(s.tokens),
+                        frame.label()
                     ),
                     None => "no turn compressed".into(),
                 },
@@ -114,23 +114,25 @@ impl Judged {
                 met: Some(worst.is_some() && within == compressing.len()),
             },
         ];
-        if let Some((_, plain)) = self.sessions.first() {
-            if let (Some(first), Some(last)) = (plain.first(), plain.last()) {
-                let grows = last.1 / first.1;
-                rows.push(Row {
-                    what: "cost per turn as the session grows (the one-line session, its first and last samples)".into(),
-                    measured: format!(
-                        "{:.2} ms at {} tokens -> {:.2} ms at {} ({grows:.2}x, the conversation {:.1}x)",
-                        first.1,
-                        thousands(first.0),
-                        last.1,
-                        thousands(last.0),
-                        last.0 as f64 / first.0 as f64
-                    ),
-                    target: "grows with the new turn: the last within 1.5x the first",
-                    met: Some(grows <= FLAT_WITHIN),
-                });
-            }
+        let plain = self
+            .sessions
+            .iter()
+            .find(|(frame, _)| *frame == Frame::Plain);
+        if let Some((first, last)) = plain.and_then(|(_, s)| s.first().zip(s.last())) {
+            let grows = last.added / first.added;
+            rows.push(Row {
+                what: "cost per turn as the session grows (the one-line session, its first and last samples)".into(),
+                measured: format!(
+                    "{:.2} ms at {} tokens -> {:.2} ms at {} ({grows:.2}x, the conversation {:.1}x)",
+                    first.added,
+                    thousands(first.tokens),
+                    last.added,
+                    thousands(last.tokens),
+                    last.tokens as f64 / first.tokens as f64
+                ),
+                target: "grows with the new turn: the last within 1.5x the first",
+                met: Some(grows <= FLAT_WITHIN),
+            });
         }
         rows
     }
@@ -176,24 +178,26 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<(Vec<(String, S
         )?),
     ));
 
-    // 2. One session growing turn by turn to 200k tokens: with a one-line system prompt, then
-    // with a frame as Claude Code sends it (a long system prompt, tool definitions and the
-    // session in `metadata.user_id`), then as an OpenAI Chat body.
-    let (samples, conv, i) =
-        growing_session((proxy, upstream), runs, &counter, dp50, Frame::Plain)?;
-    push_turn_rows(&mut out, &samples, "");
-    let (cc_samples, _, _) =
-        growing_session((proxy, upstream), runs, &counter, dp50, Frame::ClaudeCode)?;
-    push_turn_rows(&mut out, &cc_samples, ", a Claude Code-like frame");
-    // The SDK-like frame (no metadata) as an OpenAI Chat Completions body (the OpenAI SDK,
-    // LangChain).
-    let (chat_samples, _, _) =
-        growing_session((proxy, upstream), runs, &counter, dp50, Frame::OpenAiChat)?;
-    push_turn_rows(&mut out, &chat_samples, ", an OpenAI Chat body");
-    // And as an OpenAI Responses body (Codex).
-    let (responses_samples, _, _) =
-        growing_session((proxy, upstream), runs, &counter, dp50, Frame::Responses)?;
-    push_turn_rows(&mut out, &responses_samples, ", an OpenAI Responses body");
+    // 2. One session growing turn by turn to 200k tokens, sent with each frame in turn: a
+    // one-line system prompt; as Claude Code sends it; the SDK-like frame as an OpenAI Chat
+    // body (the OpenAI SDK, LangChain); and as an OpenAI Responses body (Codex).
+    let mut sessions = Vec::new();
+    let mut plain_session = None;
+    for with in [
+        Frame::Plain,
+        Frame::ClaudeCode,
+        Frame::OpenAiChat,
+        Frame::Responses,
+    ] {
+        let (samples, conv, turns) =
+            growing_session((proxy, upstream), runs, &counter, dp50, with)?;
+        push_turn_rows(&mut out, &samples, with.label());
+        if with == Frame::Plain {
+            plain_session = Some((conv, turns));
+        }
+        sessions.push((with, samples));
+    }
+    let (conv, i) = plain_session.context("the one-line growing session")?;
     let growing = condense_serve::session::quick_session(
         &anthropic_file(&conv)?,
         condense_serve::Api::Anthropic,
@@ -251,20 +255,32 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<(Vec<(String, S
         format!("{:.0}", (32 * per) as f64 / secs),
     ));
     let judged = Judged {
-        idle_p50: [named[0] - named[2], unnamed[0] - unnamed[2]],
-        sessions: vec![
-            ("", samples),
-            (", a Claude Code-like frame", cc_samples),
-            (", an OpenAI Chat body", chat_samples),
-            (", an OpenAI Responses body", responses_samples),
-        ],
+        idle_p50: [added(named).0, added(unnamed).0],
+        sessions,
     };
     Ok((out, judged))
 }
 
-/// One growing turn's figures: tokens, added ms, added ms less the small body's direct time,
-/// cold count ms, tokens saved.
-type TurnSample = (usize, f64, f64, f64, usize);
+/// One growing turn's figures (each the median of the turn and the four before it).
+struct TurnSample {
+    /// The conversation's tokens at the turn.
+    tokens: usize,
+    /// What the proxy added, ms: the time through it less the same body sent straight.
+    added: f64,
+    /// The same, less the small body's direct time (how the row was measured before).
+    small: f64,
+    /// One cold count of the turn's request, ms.
+    cold: f64,
+    /// The tokens the proxy said it saved.
+    saved: usize,
+}
+
+impl TurnSample {
+    /// What the proxy added, in cold counts of the request.
+    fn ratio(&self) -> f64 {
+        self.added / self.cold
+    }
+}
 
 /// What a growing session's bodies carry besides their messages.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -286,6 +302,18 @@ pub(crate) enum Frame {
 }
 
 impl Frame {
+    /// How a growing session's rows say they were sent with this frame (nothing for the
+    /// first, one-line session).
+    fn label(self) -> &'static str {
+        match self {
+            Frame::Plain => "",
+            Frame::ClaudeCode => ", a Claude Code-like frame",
+            Frame::Sdk => ", an SDK-like frame",
+            Frame::OpenAiChat => ", an OpenAI Chat body",
+            Frame::Responses => ", an OpenAI Responses body",
+        }
+    }
+
     /// Where a body with this frame goes, and the body of `conv`.
     fn request(self, conv: &Conversation) -> Result<(&'static str, Vec<u8>)> {
         Ok(match self {
@@ -384,13 +412,13 @@ fn growing_session(
             let mut added = firsts[firsts.len().saturating_sub(5)..].to_vec();
             let mut small = smalls[smalls.len().saturating_sub(5)..].to_vec();
             let mut cold = cold_counts(&conv, runs);
-            samples.push((
-                total_tokens,
-                pct(&mut added, 50),
-                pct(&mut small, 50),
-                pct(&mut cold, 50),
+            samples.push(TurnSample {
+                tokens: total_tokens,
+                added: pct(&mut added, 50),
+                small: pct(&mut small, 50),
+                cold: pct(&mut cold, 50),
                 saved,
-            ));
+            });
         }
     }
     Ok((samples, conv, i))
@@ -398,15 +426,19 @@ fn growing_session(
 
 /// A row for each sample of a growing session (`what` says which).
 fn push_turn_rows(out: &mut Vec<(String, String)>, samples: &[TurnSample], what: &str) {
-    for (tokens, added, small, cold, saved) in samples {
+    for s in samples {
         out.push((
             format!(
                 "turn at {} tokens (session growing turn by turn{what}; median of 5 turns)",
-                thousands(*tokens)
+                thousands(s.tokens)
             ),
             format!(
-                "{added:.2} ms added ({small:.2} ms less the small body's direct time), {saved} tokens saved; one cold count {cold:.2} ms ({:.2}x)",
-                added / cold
+                "{:.2} ms added ({:.2} ms less the small body's direct time), {} tokens saved; one cold count {:.2} ms ({:.2}x)",
+                s.added,
+                s.small,
+                s.saved,
+                s.cold,
+                s.ratio()
             ),
         ));
     }
@@ -439,12 +471,17 @@ fn latencies(
 }
 
 /// What the proxy adds at p50 and p99, from [`latencies`].
-fn latency_row([vp50, vp99, dp50, dp99]: [f64; 4]) -> String {
+fn latency_row(l: [f64; 4]) -> String {
+    let [vp50, vp99, dp50, dp99] = l;
+    let (p50, p99) = added(l);
     format!(
-        "p50 {:.2} ms, p99 {:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50:.2} / {dp99:.2})",
-        vp50 - dp50,
-        vp99 - dp99
+        "p50 {p50:.2} ms, p99 {p99:.2} ms (through the proxy {vp50:.2} / {vp99:.2}, direct {dp50:.2} / {dp99:.2})"
     )
+}
+
+/// What the proxy adds at p50 and p99, from [`latencies`]: through it less straight.
+fn added([vp50, vp99, dp50, dp99]: [f64; 4]) -> (f64, f64) {
+    (vp50 - dp50, vp99 - dp99)
 }
 
 /// `conv` with its first message made unique to session `s` (its own hash session).
