@@ -36,6 +36,10 @@ pub enum FormatError {
     /// No conversation could be found (auto-detection failed, or the forced format does not fit).
     #[error("{at}: {reason}")]
     Detect { at: String, reason: String },
+    /// The file a document's text was sent back to ([`crate::Document::send_text_away`]) no
+    /// longer holds it.
+    #[error("{at}: the file changed while condense held it ({reason})")]
+    Changed { at: String, reason: String },
     /// The model holds something the format cannot express, or a stage left invalid raw JSON.
     #[error("cannot write {at}: {reason}")]
     Write { at: String, reason: String },

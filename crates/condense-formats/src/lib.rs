@@ -100,6 +100,7 @@
 //! ```
 
 mod anthropic;
+mod away;
 mod body;
 pub mod claude_code;
 mod cline;
@@ -138,6 +139,7 @@ pub use memo::WriteMemo;
 pub use read_back::{ReadBack, Written};
 
 use condense_model::Conversation;
+use std::borrow::Cow;
 
 pub use condense_model::{Format, UnknownFormat};
 
@@ -282,7 +284,11 @@ impl Document {
     /// Codex replacement-history item, a Responses `input` string) or read from none at all.
     /// When value-equal messages were read from several texts, the first one. The text is
     /// always one JSON value the reader parsed (callers embed it unchecked: the archive).
-    pub fn original_text(&self, conv: usize, message: &condense_model::Message) -> Option<&str> {
+    pub fn original_text(
+        &self,
+        conv: usize,
+        message: &condense_model::Message,
+    ) -> Option<Cow<'_, str>> {
         self.source.finish(&self.conversations);
         self.source.original_text(conv, message)
     }
@@ -296,7 +302,7 @@ impl Document {
         conv: usize,
         message: &condense_model::Message,
         at: usize,
-    ) -> Option<&str> {
+    ) -> Option<Cow<'_, str>> {
         self.source.finish(&self.conversations);
         self.source.original_text_at(conv, message, Some(at))
     }
@@ -335,6 +341,50 @@ impl Document {
 }
 
 impl Document {
+    /// Lets the text the document was read from go while the stages run, to be read again
+    /// from `file` (named `source` in errors), which it was read from ([`away`]). Texts asked
+    /// of [`Document::original_text_at`] meanwhile are read from the file; [`Document::write`]
+    /// and the other calls that need the whole text fail until [`Document::bring_text_back`].
+    /// Nothing is let go (`false`) when the text is shared (a proxy forwards the body it read)
+    /// or already away.
+    pub fn send_text_away(&mut self, file: std::fs::File, source: &str) -> bool {
+        if self.source.away.is_some() {
+            return false;
+        }
+        let Some(text) = std::sync::Arc::get_mut(&mut self.source.text) else {
+            return false;
+        };
+        let text = std::mem::take(text);
+        let offset = if self.bom { "\u{feff}".len() as u64 } else { 0 };
+        self.source.away = Some(std::sync::Arc::new(away::Away::new(
+            file, source, offset, &text,
+        )));
+        true
+    }
+
+    /// Takes back the text sent away ([`Document::send_text_away`]) from its file: an error,
+    /// naming the file, when the file no longer holds it (or any read of it on the way failed);
+    /// the text then stays away. Nothing to do when it is not away.
+    pub fn bring_text_back(&mut self) -> Result<(), FormatError> {
+        let Some(away) = &self.source.away else {
+            return Ok(());
+        };
+        self.source.text = std::sync::Arc::new(away.bring_back()?);
+        self.source.away = None;
+        Ok(())
+    }
+
+    /// An error for a call that needs the whole text while it is away.
+    fn text_here(&self) -> Result<(), FormatError> {
+        match self.source.away {
+            Some(_) => Err(FormatError::Write {
+                at: "the input".into(),
+                reason: "its text is away (bring_text_back first)".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Per message of conversation `conv`: whether it was left unread ([`known`]), a
     /// placeholder standing in for a message an earlier read knew. `None` when every message
     /// was read. A conversation with unread messages must not be handed to stages: a run that
@@ -359,6 +409,9 @@ impl Document {
     /// Whether `bytes` are exactly the input this document was read from (what [`Document::write`]
     /// gives when nothing changed).
     pub fn is_input(&self, bytes: &[u8]) -> bool {
+        if self.text_here().is_err() {
+            return false;
+        }
         let mut rest = bytes;
         let each = self.input_parts().into_iter().all(|part| {
             let after = rest.strip_prefix(part);
@@ -382,7 +435,15 @@ impl Document {
             format: Some(self.format),
             select: None,
         };
-        let mut doc = container::read_owned(self.input_parts().concat(), "<input>", &opts, None)?;
+        let bytes = match &self.source.away {
+            // Read again whole for this once, then let go again.
+            Some(away) => {
+                let bom: &[u8] = if self.bom { "\u{feff}".as_bytes() } else { &[] };
+                [bom, away.bring_back()?.as_bytes(), &self.tail].concat()
+            }
+            None => self.input_parts().concat(),
+        };
+        let mut doc = container::read_owned(bytes, "<input>", &opts, None)?;
         match doc.conversations.get_mut(conv) {
             Some(c) => Ok(std::mem::take(c)),
             None => Err(FormatError::Write {
@@ -410,6 +471,7 @@ impl Document {
     /// What a later read of this input's message list may leave unread ([`known`]), with the
     /// key to keep it under ([`Document::known_record`]).
     pub fn known_list(&self, output: &[u128]) -> Option<(u64, known::KnownList)> {
+        self.text_here().ok()?;
         let stubs = self.quick_stubs.clone()?;
         let units = &self.source.convs.first()?.units;
         let prints = self.message_fingerprints(0)?;

@@ -9,6 +9,7 @@
 //!
 //! Texts given by [`crate::Document::set_original_text`] (what `expand` restores) come first.
 
+use crate::away::Away;
 use crate::json::{Result, Style};
 use crate::memo::WriteMemo;
 use crate::parallel::Unread;
@@ -75,6 +76,9 @@ pub(crate) struct Source {
     pub text: Arc<String>,
     /// The length of that text: known while reading, before the text is moved in at the end.
     pub body_len: usize,
+    /// Where the text is while it is away ([`crate::Document::send_text_away`]): `text` is
+    /// then empty.
+    pub away: Option<Arc<Away>>,
     pub convs: Vec<ConvSource>,
     /// The messages of the first conversation left unread ([`crate::known`]), whose
     /// fingerprints are the known ones.
@@ -250,13 +254,19 @@ impl Source {
     }
 
     /// The text a single message had, when a message value-equal to it was read.
-    pub fn original_text(&self, i: usize, message: &Message) -> Option<&str> {
+    pub fn original_text(&self, i: usize, message: &Message) -> Option<Cow<'_, str>> {
         self.original_text_at(i, message, None)
     }
 
     /// [`Source::original_text`], preferring the text of the message read at `at` (its index
-    /// in the conversation as read) when that message is value-equal to `message`.
-    pub fn original_text_at(&self, i: usize, message: &Message, at: Option<usize>) -> Option<&str> {
+    /// in the conversation as read) when that message is value-equal to `message`. While the
+    /// text is away, read from its file.
+    pub fn original_text_at(
+        &self,
+        i: usize,
+        message: &Message,
+        at: Option<usize>,
+    ) -> Option<Cow<'_, str>> {
         let (src, prints) = (self.convs.get(i)?, self.prints(i)?);
         let fp = self.print_of(i, message);
         let units = prints.by_fp.get(&fp)?;
@@ -264,7 +274,10 @@ impl Source {
         let unit = single()
             .find(|u| Some(u.first) == at)
             .or_else(|| single().next())?;
-        self.text.get(unit.span.clone())
+        match &self.away {
+            Some(away) => away.read(unit.span.clone()).map(Cow::Owned),
+            None => self.text.get(unit.span.clone()).map(Cow::Borrowed),
+        }
     }
 
     pub fn set_original_text(&mut self, i: usize, message: &Message, text: String) {

@@ -31,6 +31,7 @@ const ARRAY_PLACEHOLDER: &str = "\u{1}condense:messages\u{2}";
 
 impl Document {
     pub(crate) fn write_bytes(&self, memo: &mut WriteMemo) -> Result<Vec<u8>> {
+        self.text_here()?;
         self.source.finish(&self.conversations);
         *memo.echo_mut() = None;
         memo.start();

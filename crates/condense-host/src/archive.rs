@@ -98,10 +98,8 @@ pub struct Original {
 impl Original {
     /// The exact text the input held for a message (what
     /// `condense_formats::Document::original_text` gives).
-    pub fn of(text: &str) -> Original {
-        Original {
-            text: text.to_string(),
-        }
+    pub fn of(text: impl Into<String>) -> Original {
+        Original { text: text.into() }
     }
 }
 

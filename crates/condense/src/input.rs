@@ -29,6 +29,10 @@ pub struct Input {
     pub path: Option<PathBuf>,
     /// The `--select` pointer it was read with.
     pub select: Option<String>,
+    /// The file it was read from, still open (None for stdin): `compress` lets the document's
+    /// text go while the stages run and reads it back from here
+    /// ([`Document::send_text_away`]).
+    pub file: Option<std::fs::File>,
 }
 
 /// The folder the default store of the input at `path` lives in: beside it (the current folder
@@ -55,9 +59,9 @@ impl Input {
     }
 }
 
-/// The bytes of `path`, or one line naming it. As `std::fs::read`, into a buffer of the
-/// file's size made for it ([`crate::memory::input_buffer`]).
-fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
+/// The bytes of `path`, or one line naming it, and the file still open. As `std::fs::read`,
+/// into a buffer of the file's size made for it ([`crate::memory::input_buffer`]).
+fn read_file(path: &Path) -> Result<(Vec<u8>, std::fs::File), Failure> {
     let fail = |e: std::io::Error| Failure::run(format!("{}: cannot read: {e}", path.display()));
     let mut file = std::fs::File::open(path).map_err(fail)?;
     let size = file.metadata().map_or(0, |m| m.len());
@@ -67,7 +71,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
     let mut bytes = crate::memory::input_buffer(want)
         .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
     file.read_to_end(&mut bytes).map_err(fail)?;
-    Ok(bytes)
+    Ok((bytes, file))
 }
 
 /// Parses `bytes`, which the document keeps as its text (no second copy of the input).
@@ -92,7 +96,7 @@ fn parse_knowing(
 /// Reads and parses the transcript at `path`, its format detected.
 pub fn read_path(path: &Path) -> Result<Document, Failure> {
     parse(
-        read_file(path)?,
+        read_file(path)?.0,
         &path.display().to_string(),
         &ReadOptions::default(),
     )
@@ -111,10 +115,12 @@ pub fn read_at_knowing(
     known: Option<Known<'_>>,
 ) -> Result<Input, Failure> {
     let opts = read_options(args);
+    let (bytes, file) = read_file(path)?;
     Ok(Input {
-        doc: parse_knowing(read_file(path)?, &path.display().to_string(), &opts, known)?,
+        doc: parse_knowing(bytes, &path.display().to_string(), &opts, known)?,
         path: Some(path.to_path_buf()),
         select: opts.select,
+        file: Some(file),
     })
 }
 
@@ -153,6 +159,7 @@ pub fn read_input_knowing(args: &InputArgs, known: Option<Known<'_>>) -> Result<
         doc: parse_knowing(buf, "-", &opts, known)?,
         path: None,
         select: opts.select,
+        file: None,
     })
 }
 

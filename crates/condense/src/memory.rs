@@ -40,6 +40,23 @@ pub(crate) fn tune_malloc() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub(crate) fn tune_malloc() {}
 
+/// Gives the heap's free pages back to the system (glibc's `malloc_trim`): the heap's top is
+/// kept past a run ([`TRIM_THRESHOLD`]) so that its pages are reused, but before a large
+/// block is asked for in a heap full of small free holes (the input's text read again for
+/// the write, after the stages freed what they held), those holes would stay resident beside
+/// the new pages.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub(crate) fn return_free_pages() {
+    // SAFETY: malloc_trim only returns free memory of the allocator's own to the system.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn return_free_pages() {}
+
 /// Blocks from this size on are mappings of their own ([`tune_malloc`]): a 32 MiB input still
 /// goes back to the system whole when it is freed.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -398,9 +398,18 @@ fn value_equal_messages_from_different_texts_are_told_apart_by_place() {
     let doc = read(&bytes, "s.jsonl", &auto()).unwrap();
     let messages = &doc.conversations()[0].messages;
     assert_eq!(messages[0], messages[1], "value-equal");
-    assert_eq!(doc.original_text(0, &messages[1]), Some(one));
-    assert_eq!(doc.original_text_at(0, &messages[0], 0), Some(one));
-    assert_eq!(doc.original_text_at(0, &messages[1], 1), Some(two.as_str()));
+    assert_eq!(doc.original_text(0, &messages[1]).as_deref(), Some(one));
+    assert_eq!(
+        doc.original_text_at(0, &messages[0], 0).as_deref(),
+        Some(one)
+    );
+    assert_eq!(
+        doc.original_text_at(0, &messages[1], 1).as_deref(),
+        Some(two.as_str())
+    );
     // A place where another message stands: the first, as by value.
-    assert_eq!(doc.original_text_at(0, &messages[1], 7), Some(one));
+    assert_eq!(
+        doc.original_text_at(0, &messages[1], 7).as_deref(),
+        Some(one)
+    );
 }

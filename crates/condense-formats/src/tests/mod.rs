@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod away;
 mod claude_code;
 mod claude_code_light;
 mod cline;

@@ -179,8 +179,14 @@ fn identical_lines_and_original_texts() {
     let jsonl = format!("{line}\n{spaced}\n{spaced}\n");
     let mut doc = read(jsonl.as_bytes(), "s.jsonl", &auto()).unwrap();
     let conv = doc.conversations()[0].clone();
-    assert_eq!(doc.original_text(0, &conv.messages[0]), Some(line));
-    assert_eq!(doc.original_text(0, &conv.messages[2]), Some(spaced));
+    assert_eq!(
+        doc.original_text(0, &conv.messages[0]).as_deref(),
+        Some(line)
+    );
+    assert_eq!(
+        doc.original_text(0, &conv.messages[2]).as_deref(),
+        Some(spaced)
+    );
     // A message no one read has no text.
     let mut other = conv.messages[0].clone();
     other.content = Content::string("bye");
@@ -212,7 +218,7 @@ fn original_texts_of_json_elements() {
     let mut doc = read(body.as_bytes(), "l.json", &auto()).unwrap();
     let msgs = doc.conversations()[0].messages.clone();
     assert_eq!(
-        doc.original_text(0, &msgs[1]),
+        doc.original_text(0, &msgs[1]).as_deref(),
         Some("{\"role\": \"assistant\",\n   \"content\": \"b\"}")
     );
     // An element's text may span lines in a JSON file.
@@ -310,7 +316,7 @@ fn every_original_text_is_one_json_value() {
                 for m in &conv.messages {
                     if let Some(t) = doc.original_text(i, m) {
                         assert!(
-                            serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok(),
+                            serde_json::from_str::<serde::de::IgnoredAny>(&t).is_ok(),
                             "{name}: {}",
                             &t[..t.len().min(80)]
                         );

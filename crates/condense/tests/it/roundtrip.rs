@@ -362,3 +362,64 @@ fn expand_restores_every_transcript_after_all_five_levels() {
         .count();
     assert!(heavy >= 3, "levels 4-5 acted on only {heavy} transcripts");
 }
+
+/// A large input's text is let go while the stages run and read from its file again
+/// (`send_text_away` in `commands.rs`, from 4 MB): the texts the archive keeps come from the
+/// file, and the output is the one standard input gives, where the text stays. Each expands
+/// to the input, byte for byte. The input is the tau-bench transcript (4.1 MB) with every `_`
+/// spelled `\u005f`: a message written again would spell it `_`, so only the texts read from
+/// the file give the input back.
+#[test]
+fn a_large_file_compresses_as_from_standard_input_and_expands_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = "transcripts/sierra-research__tau-bench/gpt-4o-airline.json";
+    let text = std::fs::read_to_string(crate::support::fixture(transcript)).unwrap();
+    let original = text.replace('_', "\\u005f").into_bytes();
+    assert!(original.len() >= 4_000_000, "{} bytes", original.len());
+    let input = dir.path().join("airline.json");
+    std::fs::write(&input, &original).unwrap();
+    let p = write_pipeline(dir.path(), ALL_LEVELS_SMALL_WINDOW);
+    let path = |what: &str| dir.path().join(what).display().to_string();
+    let (store, out, back) = (path("store"), path("out.json"), path("back.json"));
+    let args = ["--pipeline", &p, "--now", LATE];
+    let file_args = [
+        "compress",
+        input.to_str().unwrap(),
+        "--store",
+        &store,
+        "--out",
+        &out,
+    ];
+    let run = condense(&[&file_args[..], &args].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    let (piped_store, piped_out) = (path("piped-store"), path("piped.json"));
+    let piped_args = [
+        "compress",
+        "-",
+        "--store",
+        &piped_store,
+        "--out",
+        &piped_out,
+    ];
+    let piped = std::process::Command::new(crate::support::bin())
+        .args([&piped_args[..], &args].concat())
+        .env_remove("CONDENSE_PLUGIN_PATH")
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(piped.status.success(), "{stderr}");
+
+    let compressed = std::fs::read(&out).unwrap();
+    assert!(
+        compressed.len() < original.len(),
+        "{} bytes",
+        compressed.len()
+    );
+    let same = compressed == std::fs::read(&piped_out).unwrap();
+    assert!(same, "the file's output is not stdin's");
+    crate::support::assert_expands_to(&out, &store, &back, &original);
+    let piped_back = path("piped-back.json");
+    crate::support::assert_expands_to(&piped_out, &piped_store, &piped_back, &original);
+}
