@@ -317,6 +317,18 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
             f.max_rss as f64 / 1e6
         );
     }
+    // What each byte more of input adds, apart from what a run that compresses pays once: the
+    // tiny input compresses nothing, so its run maps less of the stages' code and the
+    // tokenizer's tables, and starts no second thread. Shown, not judged.
+    if let (Some((_, b1, one)), Some((_, b4, four))) = (memory.runs.get(1), memory.runs.last()) {
+        let slope = four.max_rss.saturating_sub(one.max_rss) as f64 / b4.saturating_sub(*b1) as f64;
+        let meets_zero = one.max_rss as f64 - slope * *b1 as f64;
+        println!(
+            "\nPeak RSS added per input byte, 1x to 4x: {slope:.2}x (that line meets zero input at {:.1} MB; the tiny input's run, which compresses nothing, peaks at {:.1} MB)",
+            meets_zero / 1e6,
+            fixed as f64 / 1e6
+        );
+    }
     rows.push(Row {
         what: format!(
             "peak memory up to 4x: (RSS - fixed {:.0} MB) / input size, worst",
