@@ -1,4 +1,5 @@
-//! The input's text, sent back to its file while the stages run ([`Document::send_text_away`]).
+//! The input's text, sent back to its file while the stages run
+//! ([`crate::Document::send_text_away`]).
 //!
 //! A document keeps the bytes it was read from to write back what no stage changed. Between the
 //! read and the write only a few of them are wanted: the exact text of each message the archive
@@ -10,7 +11,8 @@
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let file = std::fs::File::open("session.jsonl")?;
-//! let mut doc = condense_formats::read_owned(std::fs::read("session.jsonl")?, "session.jsonl", &Default::default())?;
+//! let bytes = std::fs::read("session.jsonl")?;
+//! let mut doc = condense_formats::read_owned(bytes, "session.jsonl", &Default::default())?;
 //! doc.send_text_away(file, "session.jsonl");
 //! // ... the stages run; `original_text_at` reads each text it gives from the file ...
 //! doc.bring_text_back()?; // fails, in one line, if the file no longer holds those bytes

@@ -342,9 +342,10 @@ impl Document {
 
 impl Document {
     /// Lets the text the document was read from go while the stages run, to be read again
-    /// from `file` (named `source` in errors), which it was read from ([`away`]). Texts asked
-    /// of [`Document::original_text_at`] meanwhile are read from the file; [`Document::write`]
-    /// and the other calls that need the whole text fail until [`Document::bring_text_back`].
+    /// from `file` (named `source` in errors), which it was read from (see the `away`
+    /// module). Texts asked of [`Document::original_text_at`] meanwhile are read from the file;
+    /// [`Document::write`] and the other calls that need the whole text fail until
+    /// [`Document::bring_text_back`].
     /// Nothing is let go (`false`) when the text is shared (a proxy forwards the body it read)
     /// or already away.
     pub fn send_text_away(&mut self, file: std::fs::File, source: &str) -> bool {
