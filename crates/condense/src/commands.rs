@@ -424,8 +424,9 @@ pub(crate) fn compress_input(
 /// was the largest single thing live at the run's peak (12.8 MB of 43). Whether it went.
 ///
 /// A run with messages left unread (a turn of a session compressed before) keeps it: its
-/// stages hold little, so the write, which needs the text back, is its peak anyway (at 1M
-/// tokens such a turn peaked 1.3 MB higher and took 1.09x the time with the text sent away).
+/// stages hold little, so the write, which needs the text back, is its peak anyway (with the
+/// text sent away, a turn at 1M tokens peaked at 26.1 MiB against 26.0 and took 1.14x the
+/// time).
 fn send_text_away(input: &mut Input) -> bool {
     let Some(file) = input.file.take() else {
         return false;
@@ -439,9 +440,9 @@ fn send_text_away(input: &mut Input) -> bool {
 
 /// From this size on, [`send_text_away`] lets the input's text go. Below it the write's peak
 /// (the text back, the output, the archive's texts) is the run's peak anyway: a first run at
-/// 1M tokens (3.2 MB) peaked at 34.3 MB against 34.5 with the text kept, for 1.04x the time;
-/// at 2M tokens (6.4 MB) 3.2 MB lower, at 4M (12.8 MB) 10.4 MB lower (54.9 against 65.3 MB),
-/// 1.02-1.04x the time.
+/// 1M tokens (3.2 MB) peaked at 34.3 MiB against 34.5 with the text kept, for 1.04x the time;
+/// at 2M tokens (6.4 MB) 2.8 MiB lower, at 4M (12.8 MB) 10.4 MiB lower (54.9 against 65.3),
+/// for 1.02-1.04x the time.
 const AWAY_FROM: u64 = 4_000_000;
 
 /// From this size on, `compress` writes its output file on a second thread while it commits
