@@ -319,7 +319,7 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
     }
     // What each byte more of input adds, apart from what a run that compresses pays once: the
     // tiny input compresses nothing, so its run maps less of the stages' code and the
-    // tokenizer's tables, and starts no second thread. Shown, not judged.
+    // tokenizer's tables, and runs fewer threads (2 against 4). Shown, not judged.
     if let (Some((_, b1, one)), Some((_, b4, four))) = (memory.runs.get(1), memory.runs.last()) {
         let slope = four.max_rss.saturating_sub(one.max_rss) as f64 / b4.saturating_sub(*b1) as f64;
         let meets_zero = one.max_rss as f64 - slope * *b1 as f64;
