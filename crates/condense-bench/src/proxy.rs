@@ -95,7 +95,7 @@ impl Judged {
             Row {
                 what: "added latency, a turn needing no compression, p50 (with the session header, without)".into(),
                 measured: format!("{:.2} / {:.2} ms", self.idle_p50[0], self.idle_p50[1]),
-                target: "< 5 ms",
+                target: format!("< {IDLE_TARGET_MS} ms"),
                 met: Some(idle < IDLE_TARGET_MS),
             },
             Row {
@@ -110,7 +110,7 @@ impl Judged {
                     ),
                     None => "no turn compressed".into(),
                 },
-                target: "<= 1.5x",
+                target: format!("<= {COMPRESSING_TARGET}x"),
                 met: Some(worst.is_some() && within == compressing.len()),
             },
         ];
@@ -130,7 +130,7 @@ impl Judged {
                     thousands(last.tokens),
                     last.tokens as f64 / first.tokens as f64
                 ),
-                target: "grows with the new turn: the last within 1.5x the first",
+                target: format!("grows with the new turn: the last within {FLAT_WITHIN}x the first"),
                 met: Some(grows <= FLAT_WITHIN),
             });
         }

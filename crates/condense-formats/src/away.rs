@@ -92,9 +92,13 @@ impl Away {
             at: self.source.clone(),
             reason,
         };
-        let failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(reason) = failed.as_ref() {
-            return Err(changed(reason.clone()));
+        let failed = self
+            .failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(reason) = failed {
+            return Err(changed(reason));
         }
         let bytes = self.read_at(0, self.len).map_err(changed)?;
         if xxhash_rust::xxh3::xxh3_128(&bytes) != self.print {

@@ -128,7 +128,7 @@ pub(crate) fn read_shared(
     Ok(doc)
 }
 
-const BOM: &str = "\u{feff}";
+pub(crate) const BOM: &str = "\u{feff}";
 
 /// How errors name the input `source` (`-`: standard input).
 fn display_name(source: &str) -> &str {

@@ -356,7 +356,7 @@ impl Document {
             return false;
         };
         let text = std::mem::take(text);
-        let offset = if self.bom { "\u{feff}".len() as u64 } else { 0 };
+        let offset = self.bom_text().len() as u64;
         self.source.away = Some(std::sync::Arc::new(away::Away::new(
             file, source, offset, &text,
         )));
@@ -410,7 +410,7 @@ impl Document {
     /// Whether `bytes` are exactly the input this document was read from (what [`Document::write`]
     /// gives when nothing changed).
     pub fn is_input(&self, bytes: &[u8]) -> bool {
-        if self.text_here().is_err() {
+        if self.source.away.is_some() {
             return false;
         }
         let mut rest = bytes;
@@ -425,8 +425,21 @@ impl Document {
     /// The input this document was read from, in the pieces it keeps: the byte order mark (or
     /// nothing), the text read, the incomplete last line carried through (or nothing).
     fn input_parts(&self) -> [&[u8]; 3] {
-        let bom: &[u8] = if self.bom { "\u{feff}".as_bytes() } else { &[] };
-        [bom, self.source.text.as_bytes(), &self.tail]
+        self.input_parts_with(&self.source.text)
+    }
+
+    /// [`Document::input_parts`] with `text` as the text read (brought back from its file).
+    fn input_parts_with<'a>(&'a self, text: &'a str) -> [&'a [u8]; 3] {
+        [self.bom_text().as_bytes(), text.as_bytes(), &self.tail]
+    }
+
+    /// The byte order mark the input started with, or nothing.
+    fn bom_text(&self) -> &'static str {
+        if self.bom {
+            container::BOM
+        } else {
+            ""
+        }
     }
 
     /// Conversation `conv` read again from the document's text, every message read (what the
@@ -438,10 +451,7 @@ impl Document {
         };
         let bytes = match &self.source.away {
             // Read again whole for this once, then let go again.
-            Some(away) => {
-                let bom: &[u8] = if self.bom { "\u{feff}".as_bytes() } else { &[] };
-                [bom, away.bring_back()?.as_bytes(), &self.tail].concat()
-            }
+            Some(away) => self.input_parts_with(&away.bring_back()?).concat(),
             None => self.input_parts().concat(),
         };
         let mut doc = container::read_owned(bytes, "<input>", &opts, None)?;
@@ -472,7 +482,9 @@ impl Document {
     /// What a later read of this input's message list may leave unread ([`known`]), with the
     /// key to keep it under ([`Document::known_record`]).
     pub fn known_list(&self, output: &[u128]) -> Option<(u64, known::KnownList)> {
-        self.text_here().ok()?;
+        if self.source.away.is_some() {
+            return None;
+        }
         let stubs = self.quick_stubs.clone()?;
         let units = &self.source.convs.first()?.units;
         let prints = self.message_fingerprints(0)?;
