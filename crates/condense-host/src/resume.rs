@@ -38,7 +38,6 @@
 use crate::archive::KeyMemo;
 use crate::pipeline::Pipeline;
 use crate::run::{HostError, LoadedSpec, RunOptions, Unread};
-use crate::services::state_slot;
 use condense_model::fingerprint::{self, Fingerprinter};
 use condense_model::prehashed::PrehashedMap;
 use condense_model::{Conversation, Message};
@@ -283,7 +282,7 @@ pub(crate) fn settings_hash(
         let spec = &loaded.spec;
         (&spec.name, &spec.plugin, spec.enabled).hash(&mut h);
         if spec.enabled {
-            state_slot(pipeline, spec).ok()?.hash(&mut h);
+            loaded.slot(pipeline).ok()?.hash(&mut h);
         }
         if let Some(path) = &loaded.path {
             let (len, modified) = loaded.file()?;

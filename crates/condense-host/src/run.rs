@@ -71,12 +71,25 @@ pub struct LoadedSpec {
     /// that runs is the file as it was loaded. `None` when it could not be read.
     file: Option<(u64, u128)>,
     stage: Option<LoadedStage>,
+    /// The stage's `[stage.config]` as the TOML text it was configured with (enabled stages):
+    /// its state slot is named from it at every run ([`LoadedSpec::slot`]), and serializing
+    /// the table each time was a tenth of a small proxied request.
+    config: Option<String>,
 }
 
 impl LoadedSpec {
     /// The plugin file's size and modification time at load ([`LoadedSpec::path`]).
     pub(crate) fn file(&self) -> Option<(u64, u128)> {
         self.file
+    }
+
+    /// The slot its state is kept in under `pipeline`'s settings ([`state_slot`]), from the
+    /// config text it was loaded with.
+    pub(crate) fn slot(&self, pipeline: &Pipeline) -> Result<String, String> {
+        match &self.config {
+            Some(config) => crate::services::state_slot_of(pipeline, &self.spec, config),
+            None => crate::services::state_slot(pipeline, &self.spec),
+        }
     }
 }
 
@@ -295,21 +308,23 @@ impl LoadedPipeline {
     ) -> Result<LoadedPipeline, HostError> {
         let mut stages = Vec::new();
         for spec in &pipeline.stages {
-            let (path, stage) = if spec.enabled {
-                let (path, stage) = make(&pipeline, spec, &config_text(spec)?)?;
+            let (path, stage, config) = if spec.enabled {
+                let config = config_text(spec)?;
+                let (path, stage) = make(&pipeline, spec, &config)?;
                 let stage = stage.map_err(|message| HostError::Config {
                     stage: spec.name.clone(),
                     message: pipeline.locate_config_error(spec, &message),
                 })?;
-                (path, Some(stage))
+                (path, Some(stage), Some(config))
             } else {
-                (None, None)
+                (None, None, None)
             };
             stages.push(LoadedSpec {
                 spec: spec.clone(),
                 file: path.as_deref().and_then(file_identity),
                 path,
                 stage,
+                config,
             });
         }
         let counter = Arc::new(TokenCounter::new(pipeline.tokenizer));

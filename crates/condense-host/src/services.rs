@@ -42,9 +42,19 @@ const SLOT_SEPARATOR: &str = "--";
 /// settings are serialized to be hashed; that failing is an error, never an empty text (which
 /// would merge the slots of different settings).
 pub(crate) fn state_slot(pipeline: &Pipeline, spec: &StageSpec) -> Result<String, String> {
-    let b = &pipeline.budget;
     let config = toml::to_string(&spec.config)
         .map_err(|e| format!("cannot name its state slot (config): {e}"))?;
+    state_slot_of(pipeline, spec, &config)
+}
+
+/// [`state_slot`] with `spec`'s config already serialized to TOML (`config`), as a loaded
+/// stage keeps it.
+pub(crate) fn state_slot_of(
+    pipeline: &Pipeline,
+    spec: &StageSpec,
+    config: &str,
+) -> Result<String, String> {
+    let b = &pipeline.budget;
     let settings = serde_json::to_string(&(
         b.output_reserve,
         pipeline.tokenizer.as_str(),

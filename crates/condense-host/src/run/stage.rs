@@ -13,7 +13,7 @@ use super::state::RunState;
 use super::{HostError, LoadedPipeline, LoadedSpec, RunOptions, StageRun};
 use crate::archive::{ArchiveOptions, OriginalTexts};
 use crate::pipeline::OnError;
-use crate::services::{state_slot, Services};
+use crate::services::Services;
 use condense_abi::{
     Change, RunContext, RunFlags, StageCallError, StageInput, StageOutput, StageReport,
 };
@@ -155,10 +155,12 @@ impl LoadedPipeline {
                 signals: state.signals.clone(),
             },
         };
-        let slot = state_slot(&self.pipeline, spec).map_err(|message| HostError::Config {
-            stage: spec.name.clone(),
-            message,
-        })?;
+        let slot = loaded
+            .slot(&self.pipeline)
+            .map_err(|message| HostError::Config {
+                stage: spec.name.clone(),
+                message,
+            })?;
         let services = Services {
             counter: &self.counter,
             store,
