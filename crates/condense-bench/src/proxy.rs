@@ -72,7 +72,10 @@ const COMPRESSING_TARGET: f64 = 1.5;
 const IDLE_TARGET_MS: f64 = 5.0;
 /// The cost of a turn "grows with the new turn, not with the whole conversation" when the
 /// last sample of the one-line session (about 200k tokens) adds at most this many times what
-/// its first (about 13k) adds: the turns are alike, the conversation 15 times larger.
+/// its first (about 13k) adds: each turn adds one line, the conversation is 15 times larger.
+/// The first samples need no compression and the last ones compress, so this also counts
+/// what compressing costs over passing a body on; the row after it compares compressing
+/// turns only ([`Judged::compressing_growth`]).
 const FLAT_WITHIN: f64 = 1.5;
 
 impl Judged {
@@ -134,7 +137,31 @@ impl Judged {
                 met: Some(grows <= FLAT_WITHIN),
             });
         }
+        rows.extend(plain.and_then(|(_, samples)| Self::compressing_growth(samples)));
         rows
+    }
+
+    /// The one-line session's cost per turn between its first and last samples that saved
+    /// tokens: turns of one kind, so what it shows is what the conversation's size costs.
+    /// Shown beside the judged row, not judged.
+    fn compressing_growth(samples: &[TurnSample]) -> Option<Row> {
+        let mut compressing = samples.iter().filter(|s| s.saved > 0);
+        let first = compressing.next()?;
+        let last = compressing.next_back()?;
+        Some(Row {
+            what: "the same between its first and last compressing samples (turns alike)".into(),
+            measured: format!(
+                "{:.2} ms at {} tokens -> {:.2} ms at {} ({:.2}x, the conversation {:.1}x)",
+                first.added,
+                thousands(first.tokens),
+                last.added,
+                thousands(last.tokens),
+                last.added / first.added,
+                last.tokens as f64 / first.tokens as f64
+            ),
+            target: "shown, not judged".into(),
+            met: None,
+        })
     }
 }
 
@@ -779,4 +806,40 @@ fn ms(t: Instant) -> f64 {
 fn pct(v: &mut [f64], p: usize) -> f64 {
     v.sort_by(f64::total_cmp);
     v[((v.len() - 1) * p / 100).min(v.len() - 1)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(tokens: usize, added: f64, saved: usize) -> TurnSample {
+        TurnSample {
+            tokens,
+            added,
+            small: added,
+            cold: 1.0,
+            saved,
+        }
+    }
+
+    #[test]
+    fn compressing_growth_compares_the_first_and_last_turns_that_saved_tokens() {
+        let samples = [
+            sample(13_000, 0.5, 0),
+            sample(62_000, 2.0, 1_000),
+            sample(140_000, 9.0, 20_000),
+            sample(200_000, 3.0, 40_000),
+        ];
+        let row = Judged::compressing_growth(&samples).map(|r| (r.measured, r.met));
+        assert_eq!(
+            row,
+            Some((
+                "2.00 ms at 62,000 tokens -> 3.00 ms at 200,000 (1.50x, the conversation 3.2x)"
+                    .to_string(),
+                None
+            ))
+        );
+        // Fewer than two compressing turns: nothing to compare.
+        assert!(Judged::compressing_growth(&samples[..2]).is_none());
+    }
 }
