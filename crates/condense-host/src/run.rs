@@ -71,9 +71,10 @@ pub struct LoadedSpec {
     /// that runs is the file as it was loaded. `None` when it could not be read.
     file: Option<(u64, u128)>,
     stage: Option<LoadedStage>,
-    /// The stage's `[stage.config]` as the TOML text it was configured with (enabled stages):
-    /// its state slot is named from it at every run ([`LoadedSpec::slot`]), and serializing
-    /// the table each time was a tenth of a small proxied request.
+    /// The stage's `[stage.config]` as the TOML text the stage was made with (enabled
+    /// stages): its state slot is named from it at every run ([`LoadedSpec::slot`]) instead of
+    /// serializing the table again, twice a stage (a proxied turn: 22 K of 1.7 M instructions
+    /// at 3k tokens, 65 K of 6.3 M at 62k).
     config: Option<String>,
 }
 
