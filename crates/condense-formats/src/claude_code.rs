@@ -30,7 +30,10 @@
 
 mod fields;
 pub(crate) mod line;
+mod read_back;
 mod thread;
+
+pub(crate) use read_back::read_back;
 
 pub(crate) use line::{parse_line, Line};
 
@@ -89,13 +92,32 @@ pub(crate) fn sniff(text: &str) -> bool {
     head.len() == SNIFF_LINES && !crate::codex::head_looks_like(&head) && looks_like(&head)
 }
 
+/// What a read of a session knew of each line: what the thread walk read of it, and whether it
+/// was context. A document keeps it, so that its output reads back without the lines written
+/// as they were read being parsed again ([`read_back`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReadLines {
+    facts: Vec<Facts>,
+    context: Vec<bool>,
+}
+
 /// Reads the lines (1-based line number, line) of a session into one conversation, with the
 /// usage the session reported for its last model call. `texts`: each line's text, as read.
+#[cfg(test)]
 pub(crate) fn read(
     lines: Vec<(usize, Line)>,
     texts: &[&str],
     ctx: &Ctx<'_>,
 ) -> Result<(Conversation, Option<ReportedUsage>)> {
+    read_keeping(lines, texts, ctx).map(|(conv, usage, _)| (conv, usage))
+}
+
+/// [`read`], with what it knew of each line.
+pub(crate) fn read_keeping(
+    lines: Vec<(usize, Line)>,
+    texts: &[&str],
+    ctx: &Ctx<'_>,
+) -> Result<(Conversation, Option<ReportedUsage>, ReadLines)> {
     // Each line's facts and, for a compact one, its message, on every core for a long session.
     let items: Vec<(usize, Line, &str)> = lines
         .into_iter()
@@ -106,7 +128,7 @@ pub(crate) fn read(
         Ok(prepare(line, read, text, &ctx.at_line(line)))
     })?;
     let (facts, reads): (Vec<Facts>, Vec<Prepared<'_>>) = prepared.into_iter().unzip();
-    let context = thread::context_lines(&facts);
+    let context = thread::context_lines(&facts.iter().collect::<Vec<_>>());
     let usage = reads
         .iter()
         .zip(&context)
@@ -116,28 +138,19 @@ pub(crate) fn read(
     // as a read in order gives them).
     let items: Vec<(Prepared<'_>, bool, bool)> = reads
         .into_iter()
-        .zip(context)
+        .zip(context.iter().copied())
         .zip(&facts)
         .map(|((read, in_context), facts)| (read, in_context, facts.is_chat()))
         .collect();
-    let messages = crate::parallel::read_all(
-        items,
-        ctx,
-        |(read, in_context, chat), index, ctx| match read.read {
-            Read::Light(light) => Ok(light.into_message(read.text, index, in_context)),
-            Read::Tree(value) => read_line(
-                value,
-                read.text,
-                (index, in_context, chat),
-                &ctx.at_line(read.line),
-            ),
-        },
-    )?;
+    let messages =
+        crate::parallel::read_all(items, ctx, |(read, in_context, chat), index, ctx| {
+            read.into_message((index, in_context, chat), ctx)
+        })?;
     let conversation = Conversation {
         messages,
         ..Conversation::default()
     };
-    Ok((conversation, usage))
+    Ok((conversation, usage, ReadLines { facts, context }))
 }
 
 /// A line between its facts and its message ([`read`]).
@@ -147,6 +160,26 @@ struct Prepared<'t> {
     /// The usage an assistant line reports (see [`usage_in`]).
     usage: Option<ReportedUsage>,
     read: Read,
+}
+
+impl Prepared<'_> {
+    /// The line's message, the line being the `index`th of the session, context or not, a chat
+    /// line or not (`ctx`: the session's).
+    fn into_message(
+        self,
+        (index, in_context, chat): (usize, bool, bool),
+        ctx: &Ctx<'_>,
+    ) -> Result<Message> {
+        match self.read {
+            Read::Light(light) => Ok(light.into_message(self.text, index, in_context)),
+            Read::Tree(value) => read_line(
+                value,
+                self.text,
+                (index, in_context, chat),
+                &ctx.at_line(self.line),
+            ),
+        }
+    }
 }
 
 /// How a line's message is made.

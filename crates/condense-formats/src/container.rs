@@ -360,18 +360,15 @@ fn claude_document(lines: Lines<'_, claude_code::Line>, ctx: &Ctx<'_>) -> Result
     let (style, mut source) = session_start(&lines, ctx)?;
     let spans = lines.spans;
     let texts: Vec<&str> = spans.iter().map(|s| &lines.body[s.clone()]).collect();
-    let (conv, usage) = claude_code::read(lines.values, &texts, ctx)?;
+    let (conv, usage, known) = claude_code::read_keeping(lines.values, &texts, ctx)?;
     for (i, span) in spans.iter().enumerate() {
         source.add_unit(0, i, 1, span.clone());
     }
     let layout = Layout::ClaudeCode { style, spans };
     let parts = (conv, usage, layout, source);
-    Ok(session_document(
-        Format::ClaudeCode,
-        parts,
-        lines.body,
-        lines.tail,
-    ))
+    let mut doc = session_document(Format::ClaudeCode, parts, lines.body, lines.tail);
+    doc.claude_lines = Some(known);
+    Ok(doc)
 }
 
 /// A session's lines: refused when there are none, else their style and an empty source.
@@ -654,6 +651,7 @@ impl Document {
             quick_stubs: None,
             known_hashed: None,
             vouched: Vec::new(),
+            claude_lines: None,
         }
     }
 

@@ -185,6 +185,9 @@ pub struct Document {
     /// By conversation index: the fingerprint of each of its messages as they are now, when the
     /// caller handed them over ([`Document::vouch_fingerprints`]); forgotten at any change.
     vouched: Vec<Option<Vec<u128>>>,
+    /// A Claude Code session's: what its read knew of each line, for reading its output back
+    /// ([`Document::read_back`]).
+    claude_lines: Option<claude_code::ReadLines>,
 }
 
 /// The usage a session reported for a model call: what the model really received, to compare

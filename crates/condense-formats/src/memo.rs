@@ -50,6 +50,8 @@ pub struct WriteMemo {
     made: PrehashedMap<u128, Vec<String>>,
     /// What the last write copied as read, for [`crate::Document::read_back`].
     echo: Option<crate::read_back::Echo>,
+    /// The same for a JSONL session's lines.
+    lines_echo: Option<crate::read_back::LinesEcho>,
     /// Texts that read back as the message they were written from (by
     /// [`crate::read_back::text_key`]): a later write leaves them out of what is read back.
     /// Only those the last read back used or checked are kept.
@@ -200,6 +202,14 @@ impl WriteMemo {
 
     pub(crate) fn echo_mut(&mut self) -> &mut Option<crate::read_back::Echo> {
         &mut self.echo
+    }
+
+    pub(crate) fn lines_echo(&self) -> Option<&crate::read_back::LinesEcho> {
+        self.lines_echo.as_ref()
+    }
+
+    pub(crate) fn lines_echo_mut(&mut self) -> &mut Option<crate::read_back::LinesEcho> {
+        &mut self.lines_echo
     }
 }
 

@@ -22,7 +22,10 @@
 //! Anthropic's, OpenAI Chat's and Responses' readers read each element on its own (only the
 //! `#n` id depends on the place; an OpenAI system prompt is an element like the others, and
 //! one a stage set changes the frame; a Responses message a stage built as several items has
-//! no echo); other formats (Codex's and OpenHands's grouped items, JSONL sessions) read the
+//! no echo). A Claude Code session's line reads as its text and its place in the thread: its
+//! write notes which lines it copied ([`LinesEcho`]), and [`crate::claude_code::read_back`]
+//! parses only the others (on a 15 MB session the whole output read again was a third of a
+//! turn). Other formats (Codex's and OpenHands's grouped items, other JSONL files) read the
 //! whole output again, as before.
 
 use crate::container::Layout;
@@ -102,6 +105,44 @@ pub(crate) struct Echo {
     reused: Vec<u128>,
     /// The write the echo belongs to, once its output is whole ([`Written`]).
     output: Option<u64>,
+}
+
+/// What a write of a Claude Code session copied as read: for each line written, the input
+/// line whose exact text it is (`None`: a line serialized, or a text set for expand), for
+/// [`crate::claude_code::read_back`].
+#[derive(Debug, Clone)]
+pub(crate) struct LinesEcho {
+    copied: Vec<Option<usize>>,
+    /// The write it belongs to, once its output is whole ([`Written`]).
+    output: Option<u64>,
+}
+
+impl LinesEcho {
+    /// Each line's input line (for tests).
+    #[cfg(test)]
+    pub(crate) fn copied(&self) -> &[Option<usize>] {
+        &self.copied
+    }
+
+    /// The echo of the lines `pieces`, written from an input `text` whose lines are at `spans`
+    /// (in order).
+    pub(crate) fn of(text: &str, spans: &[Range<usize>], pieces: &[Piece<'_>]) -> LinesEcho {
+        // A piece that is an input line is a slice of `text` at that line's span: found by
+        // where it starts (addresses compared, nothing read).
+        let base = text.as_ptr() as usize;
+        let line_of = |piece: &Piece<'_>| {
+            let Piece::Text(t) = piece else {
+                return None;
+            };
+            let start = (t.as_ptr() as usize).checked_sub(base)?;
+            let at = spans.binary_search_by_key(&start, |s| s.start).ok()?;
+            (spans[at].len() == t.len()).then_some(at)
+        };
+        LinesEcho {
+            copied: pieces.iter().map(line_of).collect(),
+            output: None,
+        }
+    }
 }
 
 /// The key of a text written for a message: the message's fingerprint and the text.
@@ -231,7 +272,8 @@ impl ReadBack {
     }
 
     /// The conversation a read of the whole output gives: the messages left out copied from
-    /// `produced` (the document's conversation), numbered by their place.
+    /// `produced` (the document's conversation), those with a synthetic id numbered by their
+    /// place (a message's own id, a Claude Code line's `uuid`, reads back as it is).
     pub fn into_conversation(mut self, produced: &Conversation) -> Conversation {
         let left_out = self.same.iter().enumerate().filter(|(_, s)| **s);
         for (i, _) in left_out {
@@ -240,7 +282,9 @@ impl ReadBack {
                 produced.messages.get(i),
             ) {
                 *m = p.clone();
-                m.id = condense_model::synthetic_id(i);
+                if m.id.starts_with('#') {
+                    m.id = condense_model::synthetic_id(i);
+                }
             }
         }
         self.conversation
@@ -261,6 +305,9 @@ impl Document {
         if let Some(echo) = memo.echo_mut() {
             echo.written(write);
         }
+        if let Some(echo) = memo.lines_echo_mut() {
+            echo.output = Some(write);
+        }
         Ok(Written { bytes, write })
     }
 
@@ -278,16 +325,49 @@ impl Document {
     ) -> Result<Vec<ReadBack>, FormatError> {
         let (read, verified) = match self.read_serialized(out, memo, opts) {
             Some((read, verified)) => (vec![read], verified),
-            None => {
-                let whole = crate::read(out, source, opts)?.conversations;
-                (
-                    whole.into_iter().map(ReadBack::whole).collect(),
-                    PrehashedSet::default(),
-                )
-            }
+            None => match self.read_lines_back(out, memo, opts) {
+                Some(read) => (vec![read], PrehashedSet::default()),
+                None => {
+                    let whole = crate::read(out, source, opts)?.conversations;
+                    (
+                        whole.into_iter().map(ReadBack::whole).collect(),
+                        PrehashedSet::default(),
+                    )
+                }
+            },
         };
         memo.trust(verified);
         Ok(read)
+    }
+
+    /// [`read_back`](Self::read_back) of a Claude Code session's output, parsing only the lines
+    /// its write serialized ([`crate::claude_code::read_back`]), when the write of `out` noted
+    /// which lines it copied. Not for a file with a byte order mark or an incomplete last line
+    /// carried through (read whole, as before).
+    pub(crate) fn read_lines_back(
+        &self,
+        out: &Written,
+        memo: &WriteMemo,
+        opts: &ReadOptions,
+    ) -> Option<ReadBack> {
+        let (Some(echo), Some(known), None, Some(Format::ClaudeCode), [produced]) = (
+            memo.lines_echo(),
+            &self.claude_lines,
+            &opts.select,
+            opts.format,
+            &self.conversations[..],
+        ) else {
+            return None;
+        };
+        if echo.output != Some(out.write)
+            || !matches!(self.layout, Layout::ClaudeCode { .. })
+            || self.bom
+            || !self.tail.is_empty()
+        {
+            return None;
+        }
+        let text = crate::utf8::str_of(&out.bytes)?;
+        crate::claude_code::read_back(text, &echo.copied, known, produced)
     }
 
     /// [`read_back`](Self::read_back) from the echo of the write, when it has one for `out`;

@@ -16,7 +16,7 @@ use crate::container::{codec, one_conversation, Layout, Placed, Root};
 use crate::json::{Result, Style};
 use crate::lines;
 use crate::memo::WriteMemo;
-use crate::read_back::Echo;
+use crate::read_back::{Echo, LinesEcho};
 use crate::scan;
 use crate::source::{join_lines, serialize_at, splice_array, Fp, Piece};
 use crate::{anthropic, items};
@@ -34,6 +34,7 @@ impl Document {
         self.text_here()?;
         self.source.finish(&self.conversations);
         *memo.echo_mut() = None;
+        *memo.lines_echo_mut() = None;
         memo.start();
         let mut out = self.write_layout(memo)?;
         out.extend_from_slice(&self.tail);
@@ -53,6 +54,7 @@ impl Document {
                     return Err(one_conversation(self.format));
                 };
                 let pieces = claude_code::write(conv, &mut self.source.texts(0))?;
+                *memo.lines_echo_mut() = Some(LinesEcho::of(text, spans, &pieces));
                 out.reserve(text.len());
                 join_lines(text, spans, &pieces, style, self.crlf, &mut out)?;
             }

@@ -158,8 +158,9 @@ impl Facts {
 }
 
 /// For each line, whether it is a message of the context Claude Code would send (see the module
-/// docs). Non-chat lines are never context.
-pub(crate) fn context_lines(lines: &[Facts]) -> Vec<bool> {
+/// docs). Non-chat lines are never context. Borrowed facts, so that a read back can take those
+/// of the lines written as read from the read that made them ([`super::read_back`]).
+pub(crate) fn context_lines(lines: &[&Facts]) -> Vec<bool> {
     let walk = Walk::new(lines);
     let Some(leaf) = (0..lines.len()).rposition(|i| walk.main[i]) else {
         return vec![false; lines.len()];
@@ -173,7 +174,7 @@ pub(crate) fn context_lines(lines: &[Facts]) -> Vec<bool> {
 
 /// The parent links of a session.
 struct Walk<'a> {
-    lines: &'a [Facts],
+    lines: &'a [&'a Facts],
     /// By line: a chat line of the main thread (of the sub-agent, in a sub-agent's own file).
     main: Vec<bool>,
     by_uuid: HashMap<&'a str, usize>,
@@ -182,7 +183,7 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn new(lines: &'a [Facts]) -> Self {
+    fn new(lines: &'a [&'a Facts]) -> Self {
         let sub_agent_file = lines.iter().filter(|l| l.is_chat()).all(|l| l.sidechain);
         let main = lines
             .iter()
@@ -305,7 +306,7 @@ mod tests {
 
     fn context(lines: &[Value]) -> Vec<bool> {
         let facts: Vec<Facts> = lines.iter().map(Facts::of_value).collect();
-        context_lines(&facts)
+        context_lines(&facts.iter().collect::<Vec<_>>())
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod memo;
 mod passthrough;
 mod quick;
 mod read_back;
+mod read_back_lines;
 mod responses;
 mod robust;
 mod roundtrip;
