@@ -127,6 +127,84 @@ pub(crate) fn turn(i: usize) -> [Message; 3] {
     msgs
 }
 
+/// A long Claude Code session made of a real one: `session` (JSONL) `copies` times after its
+/// first line, each copy's uuids renumbered (every uuid-shaped token, so links and references
+/// stay within the copy) and its first main-thread root line continuing from the copy before
+/// it; then the first `more` lines of one copy more, a turn appended. Every line stays the
+/// compact line Claude Code wrote but for those roots' `parentUuid`. Gives the session without
+/// the turn and with it.
+pub(crate) fn tiled_claude_code(session: &str, copies: usize, more: usize) -> (String, String) {
+    let mut lines = session.lines().filter(|l| !l.trim().is_empty());
+    let head = lines.next().unwrap_or_default();
+    let body: Vec<&str> = lines.collect();
+    let mut out = format!("{head}\n");
+    let mut last: Option<String> = None;
+    let mut copy = |k: usize, take: usize, out: &mut String| {
+        for line in body.iter().take(take) {
+            let mut line = renumbered(line, k);
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            let chat = matches!(value["type"].as_str(), Some("user" | "assistant"))
+                && value["isSidechain"] != serde_json::Value::Bool(true);
+            if chat && value["parentUuid"].is_null() {
+                if let Some(parent) = &last {
+                    line = line.replacen(
+                        "\"parentUuid\":null",
+                        &format!("\"parentUuid\":\"{parent}\""),
+                        1,
+                    );
+                }
+            }
+            if chat {
+                last = value["uuid"].as_str().map(str::to_string);
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    };
+    for k in 0..copies {
+        copy(k, body.len(), &mut out);
+    }
+    let before = out.clone();
+    copy(copies, more, &mut out);
+    (before, out)
+}
+
+/// `line` with the last four hex digits of every uuid-shaped token (8-4-4-4-12 lowercase hex)
+/// moved by a step per `copy`: the same length, so nothing else in the line moves.
+fn renumbered(line: &str, copy: usize) -> String {
+    let bytes = line.as_bytes();
+    let is_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    let uuid_at = |i: usize| {
+        bytes.get(i..i + 36).is_some_and(|w| {
+            w.iter().enumerate().all(|(k, &b)| {
+                if matches!(k, 8 | 13 | 18 | 23) {
+                    b == b'-'
+                } else {
+                    is_hex(b)
+                }
+            })
+        })
+    };
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if uuid_at(i) {
+            let tail = &line[i + 32..i + 36];
+            let n = u16::from_str_radix(tail, 16).unwrap_or(0);
+            // 7919: a prime step, so copies do not collide within 65,536 of them.
+            let moved = n.wrapping_add((copy as u16).wrapping_mul(7919));
+            out.push_str(&line[i..i + 32]);
+            out.push_str(&format!("{moved:04x}"));
+            i += 36;
+        } else {
+            let ch = line[i..].chars().next().unwrap_or_default();
+            out.push(ch);
+            i += ch.len_utf8().max(1);
+        }
+    }
+    out
+}
+
 /// `conv` as an Anthropic Messages request body, the file the whole-process figures read (an
 /// agent sends one of these every turn).
 pub(crate) fn anthropic_file(conv: &Conversation) -> anyhow::Result<Vec<u8>> {
@@ -255,5 +333,36 @@ mod tests {
         assert_eq!(kinds(back), kinds(&conv));
         let appended = turn(conv.messages.len() / 3);
         assert_eq!(appended[0].role, Role::User);
+    }
+
+    /// The long Claude Code session is one thread through every copy: each copy's context
+    /// messages, the shipped session's, once per copy, and the turn appended after them.
+    #[test]
+    fn a_tiled_session_is_one_thread_through_its_copies() {
+        let session =
+            std::fs::read_to_string(repo().join("examples/claude-code-session.jsonl")).unwrap();
+        let opts = condense_formats::ReadOptions {
+            format: Some(condense_model::Format::ClaudeCode),
+            ..Default::default()
+        };
+        let context = |text: &str| {
+            let doc = condense_formats::read(text.as_bytes(), "s.jsonl", &opts).unwrap();
+            let conv = &doc.conversations()[0];
+            let chat = conv.messages.iter().filter(|m| m.role != Role::Event);
+            (chat.count(), conv.messages.len())
+        };
+        let (one, lines) = context(&session);
+        let (before, whole) = tiled_claude_code(&session, 3, 12);
+        assert!(whole.starts_with(&before));
+        assert_eq!(context(&before), (3 * one, 3 * (lines - 1) + 1));
+        let (with_turn, all) = context(&whole);
+        assert_eq!(all, 3 * (lines - 1) + 1 + 12);
+        assert!(with_turn > 3 * one, "{with_turn} context messages");
+        // Renumbering keeps a line's length and moves only its uuids.
+        let line = r#"{"uuid":"62e0bdc0-a1e4-4d5c-8509-3b9d0d57cc67","n":"x"}"#;
+        let moved = renumbered(line, 1);
+        assert_eq!(moved.len(), line.len());
+        assert_ne!(moved, line);
+        assert_eq!(renumbered(line, 0), line);
     }
 }

@@ -81,29 +81,54 @@ struct JsonlTurn {
     turn: Finished,
 }
 
-fn claude_code_turn(files: &Files, runs: usize) -> Result<JsonlTurn> {
-    let session = std::fs::read(gen::repo().join("examples/claude-code-session.jsonl"))
+/// How many times over the long Claude Code session holds the shipped one's lines, and how
+/// many lines of one copy more its appended turn is.
+const TILED_COPIES: usize = 20;
+const TILED_TURN: usize = 12;
+
+/// The shipped Claude Code session, its last tenth appended as a turn; and a long session made
+/// of it ([`gen::tiled_claude_code`]: 15.5 MB, compressed at every run, where the shipped one
+/// is under the window).
+fn claude_code_turns(files: &Files, runs: usize) -> Result<[JsonlTurn; 2]> {
+    let session = std::fs::read_to_string(gen::repo().join("examples/claude-code-session.jsonl"))
         .context("reading examples/claude-code-session.jsonl")?;
-    let lines: Vec<&[u8]> = session.split_inclusive(|&b| b == b'\n').collect();
+    let lines: Vec<&str> = session.split_inclusive('\n').collect();
     // The last tenth of the lines: a few turns of the session's own.
     let appended = lines.len() / 10;
-    let (before, whole) = (files.path("cc-before.jsonl"), files.path("cc.jsonl"));
-    std::fs::write(&before, lines[..lines.len() - appended].concat())?;
-    std::fs::write(&whole, &session)?;
-    let (store, out) = (files.path("cc-store"), files.path("cc-out.jsonl"));
-    let first = cold_compress(runs, &whole, &store, &out)?;
+    let before = lines[..lines.len() - appended].concat();
+    let shipped = jsonl_turn(files, "cc", (&before, &session), appended, runs)?;
+    let (before, whole) = gen::tiled_claude_code(&session, TILED_COPIES, TILED_TURN);
+    let tiled = jsonl_turn(files, "cc-tiled", (&before, &whole), TILED_TURN, runs)?;
+    Ok([shipped, tiled])
+}
+
+/// A JSONL session's first run on a fresh store (`whole`), and a run on it after one on
+/// `before` (all but its last `appended` lines), named `name` in the files.
+fn jsonl_turn(
+    files: &Files,
+    name: &str,
+    (before, whole): (&str, &str),
+    appended: usize,
+    runs: usize,
+) -> Result<JsonlTurn> {
+    let path = |what: &str| files.path(&format!("{name}-{what}"));
+    let (before_file, whole_file) = (path("before.jsonl"), path("whole.jsonl"));
+    std::fs::write(&before_file, before)?;
+    std::fs::write(&whole_file, whole)?;
+    let (store, out) = (path("store"), path("out.jsonl"));
+    let first = cold_compress(runs, &whole_file, &store, &out)?;
     let turn = process::median(
         runs,
         |_| {
             if store.exists() {
                 std::fs::remove_dir_all(&store)?;
             }
-            process::run(&mut compress(&before, &store, &out)?).map(|_| ())
+            process::run(&mut compress(&before_file, &store, &out)?).map(|_| ())
         },
-        |_| compress(&whole, &store, &out),
+        |_| compress(&whole_file, &store, &out),
     )?;
     Ok(JsonlTurn {
-        bytes: session.len(),
+        bytes: whole.len(),
         appended,
         first,
         turn,
@@ -245,7 +270,7 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
     turns.sort_by(f64::total_cmp);
     let turn_after_turn = turns[turns.len() / 2];
     let stats_small = process::median(runs.max(21), |_| Ok(()), |_| condense(&["stats", s(&ft)]))?;
-    let jsonl = claude_code_turn(&files, whole)?;
+    let [jsonl, tiled] = claude_code_turns(&files, whole)?;
     println!(
         "| `condense stats`, 1M-token request body ({:.1} MB), whole process | {:.1} ms | |",
         b1 as f64 / 1e6,
@@ -281,6 +306,14 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
         jsonl.first.ms,
         jsonl.turn.ms,
         jsonl.turn.ms / jsonl.first.ms * 100.0
+    );
+    println!(
+        "| Claude Code session, the shipped one's lines {TILED_COPIES} times over ({:.1} MB of JSONL, compressed at every run): first run on a fresh store / one appended turn ({} lines), whole process | {:.1} ms / {:.1} ms | the turn {:.1}% of the first run |",
+        tiled.bytes as f64 / 1e6,
+        tiled.appended,
+        tiled.first.ms,
+        tiled.turn.ms,
+        tiled.turn.ms / tiled.first.ms * 100.0
     );
     rows.push(Row {
         what: "one turn appended: new `condense compress` process / the cold run".into(),
