@@ -89,6 +89,19 @@ const TILED_TURN: usize = 12;
 /// The shipped Claude Code session, its last tenth appended as a turn; and a long session made
 /// of it ([`gen::tiled_claude_code`]: 15.5 MB, compressed at every run, where the shipped one
 /// is under the window).
+impl JsonlTurn {
+    /// Its row of the figures, the session described as `what`.
+    fn row(&self, what: &str) -> String {
+        format!(
+            "| {what}: first run on a fresh store / one appended turn ({} lines), whole process | {:.1} ms / {:.1} ms | the turn {:.1}% of the first run |",
+            self.appended,
+            self.first.ms,
+            self.turn.ms,
+            self.turn.ms / self.first.ms * 100.0
+        )
+    }
+}
+
 fn claude_code_turns(files: &Files, runs: usize) -> Result<[JsonlTurn; 2]> {
     let session = std::fs::read_to_string(gen::repo().join("examples/claude-code-session.jsonl"))
         .context("reading examples/claude-code-session.jsonl")?;
@@ -300,20 +313,18 @@ pub(crate) fn run(runs: usize, python: Option<&Path>, memory: Memory) -> Result<
         stats_small.ms
     );
     println!(
-        "| Claude Code session (the shipped example, {:.0} KB of JSONL): first run on a fresh store / one appended turn (its last {} lines), whole process | {:.1} ms / {:.1} ms | the turn {:.1}% of the first run |",
-        jsonl.bytes as f64 / 1e3,
-        jsonl.appended,
-        jsonl.first.ms,
-        jsonl.turn.ms,
-        jsonl.turn.ms / jsonl.first.ms * 100.0
+        "{}",
+        jsonl.row(&format!(
+            "Claude Code session (the shipped example, {:.0} KB of JSONL)",
+            jsonl.bytes as f64 / 1e3
+        ))
     );
     println!(
-        "| Claude Code session, the shipped one's lines {TILED_COPIES} times over ({:.1} MB of JSONL, compressed at every run): first run on a fresh store / one appended turn ({} lines), whole process | {:.1} ms / {:.1} ms | the turn {:.1}% of the first run |",
-        tiled.bytes as f64 / 1e6,
-        tiled.appended,
-        tiled.first.ms,
-        tiled.turn.ms,
-        tiled.turn.ms / tiled.first.ms * 100.0
+        "{}",
+        tiled.row(&format!(
+            "Claude Code session, the shipped one's lines {TILED_COPIES} times over ({:.1} MB of JSONL, compressed at every run)",
+            tiled.bytes as f64 / 1e6
+        ))
     );
     rows.push(Row {
         what: "one turn appended: new `condense compress` process / the cold run".into(),
