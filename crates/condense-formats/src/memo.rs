@@ -50,7 +50,7 @@ pub struct WriteMemo {
     made: PrehashedMap<u128, Vec<String>>,
     /// What the last write copied as read, for [`crate::Document::read_back`].
     echo: Option<crate::read_back::Echo>,
-    /// The same for a JSONL session's lines.
+    /// The same for a Claude Code session's lines ([`crate::claude_code::read_back`]).
     lines_echo: Option<crate::read_back::LinesEcho>,
     /// Texts that read back as the message they were written from (by
     /// [`crate::read_back::text_key`]): a later write leaves them out of what is read back.
