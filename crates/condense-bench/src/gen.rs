@@ -133,16 +133,26 @@ pub(crate) fn turn(i: usize) -> [Message; 3] {
 /// it; then the first `more` lines of one copy more, a turn appended. Every line stays the
 /// compact line Claude Code wrote but for those roots' `parentUuid`. Gives the session without
 /// the turn and with it.
-pub(crate) fn tiled_claude_code(session: &str, copies: usize, more: usize) -> (String, String) {
+pub(crate) fn tiled_claude_code(
+    session: &str,
+    copies: usize,
+    more: usize,
+) -> anyhow::Result<(String, String)> {
     let mut lines = session.lines().filter(|l| !l.trim().is_empty());
     let head = lines.next().unwrap_or_default();
     let body: Vec<&str> = lines.collect();
     let mut out = format!("{head}\n");
+    let mut before = String::new();
     let mut last: Option<String> = None;
-    let mut copy = |k: usize, take: usize, out: &mut String| {
+    for k in 0..=copies {
+        if k == copies {
+            before.clone_from(&out);
+        }
+        let take = if k == copies { more } else { body.len() };
         for line in body.iter().take(take) {
             let mut line = renumbered(line, k);
-            let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            let value: serde_json::Value = serde_json::from_str(&line)
+                .map_err(|e| anyhow::anyhow!("a line of the session does not parse: {e}"))?;
             let chat = matches!(value["type"].as_str(), Some("user" | "assistant"))
                 && value["isSidechain"] != serde_json::Value::Bool(true);
             if chat && value["parentUuid"].is_null() {
@@ -160,13 +170,8 @@ pub(crate) fn tiled_claude_code(session: &str, copies: usize, more: usize) -> (S
             out.push_str(&line);
             out.push('\n');
         }
-    };
-    for k in 0..copies {
-        copy(k, body.len(), &mut out);
     }
-    let before = out.clone();
-    copy(copies, more, &mut out);
-    (before, out)
+    Ok((before, out))
 }
 
 /// `line` with the last four hex digits of every uuid-shaped token (8-4-4-4-12 lowercase hex)
@@ -352,7 +357,7 @@ mod tests {
             (chat.count(), conv.messages.len())
         };
         let (one, lines) = context(&session);
-        let (before, whole) = tiled_claude_code(&session, 3, 12);
+        let (before, whole) = tiled_claude_code(&session, 3, 12).unwrap();
         assert!(whole.starts_with(&before));
         assert_eq!(context(&before), (3 * one, 3 * (lines - 1) + 1));
         let (with_turn, all) = context(&whole);

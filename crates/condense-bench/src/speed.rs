@@ -110,7 +110,7 @@ fn claude_code_turns(files: &Files, runs: usize) -> Result<[JsonlTurn; 2]> {
     let appended = lines.len() / 10;
     let before = lines[..lines.len() - appended].concat();
     let shipped = jsonl_turn(files, "cc", (&before, &session), appended, runs)?;
-    let (before, whole) = gen::tiled_claude_code(&session, TILED_COPIES, TILED_TURN);
+    let (before, whole) = gen::tiled_claude_code(&session, TILED_COPIES, TILED_TURN)?;
     let tiled = jsonl_turn(files, "cc-tiled", (&before, &whole), TILED_TURN, runs)?;
     Ok([shipped, tiled])
 }
