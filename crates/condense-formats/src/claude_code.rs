@@ -102,18 +102,9 @@ pub(crate) struct ReadLines {
 }
 
 /// Reads the lines (1-based line number, line) of a session into one conversation, with the
-/// usage the session reported for its last model call. `texts`: each line's text, as read.
-#[cfg(test)]
+/// usage the session reported for its last model call and what the read knew of each line.
+/// `texts`: each line's text, as read.
 pub(crate) fn read(
-    lines: Vec<(usize, Line)>,
-    texts: &[&str],
-    ctx: &Ctx<'_>,
-) -> Result<(Conversation, Option<ReportedUsage>)> {
-    read_keeping(lines, texts, ctx).map(|(conv, usage, _)| (conv, usage))
-}
-
-/// [`read`], with what it knew of each line.
-pub(crate) fn read_keeping(
     lines: Vec<(usize, Line)>,
     texts: &[&str],
     ctx: &Ctx<'_>,

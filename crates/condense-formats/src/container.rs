@@ -360,7 +360,7 @@ fn claude_document(lines: Lines<'_, claude_code::Line>, ctx: &Ctx<'_>) -> Result
     let (style, mut source) = session_start(&lines, ctx)?;
     let spans = lines.spans;
     let texts: Vec<&str> = spans.iter().map(|s| &lines.body[s.clone()]).collect();
-    let (conv, usage, known) = claude_code::read_keeping(lines.values, &texts, ctx)?;
+    let (conv, usage, known) = claude_code::read(lines.values, &texts, ctx)?;
     for (i, span) in spans.iter().enumerate() {
         source.add_unit(0, i, 1, span.clone());
     }

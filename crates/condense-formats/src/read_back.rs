@@ -359,11 +359,8 @@ impl Document {
         ) else {
             return None;
         };
-        if echo.output != Some(out.write)
-            || !matches!(self.layout, Layout::ClaudeCode { .. })
-            || self.bom
-            || !self.tail.is_empty()
-        {
+        // Only a Claude Code session's read keeps its lines.
+        if echo.output != Some(out.write) || self.bom || !self.tail.is_empty() {
             return None;
         }
         let text = crate::utf8::str_of(&out.bytes)?;

@@ -38,9 +38,7 @@ impl Document {
         memo.start();
         let mut out = self.write_layout(memo)?;
         out.extend_from_slice(&self.tail);
-        if self.bom {
-            out.splice(0..0, "\u{feff}".bytes());
-        }
+        out.splice(0..0, self.bom_text().bytes());
         Ok(out)
     }
 

@@ -32,40 +32,30 @@ pub(crate) fn read_back(
         return None;
     }
     let ctx = Ctx::new("<output>");
-    let parse = |number: usize, line| parsed(number, line, &ctx);
     // The lines serialized, parsed; the copied ones taken as the input's read made them.
-    let mut written = Vec::with_capacity(lines.len());
+    let mut from = Vec::with_capacity(lines.len());
     for ((number, _, _, line), copy) in lines.iter().zip(copied) {
-        written.push(match copy {
-            Some(at) => {
-                known.facts.get(*at)?;
-                None
-            }
-            None => Some(parse(*number, line)?),
+        from.push(match copy {
+            Some(at) => Origin::Copied(*at),
+            None => Origin::Written(Box::new(parsed(*number, line, &ctx)?)),
         });
     }
-    let facts: Vec<&thread::Facts> = copied
+    let facts: Vec<&thread::Facts> = from
         .iter()
-        .zip(&written)
-        .map(|(copy, read)| match (copy, read) {
-            (_, Some((facts, _))) => Some(facts),
-            (Some(at), None) => known.facts.get(*at),
-            (None, None) => None,
+        .map(|line| match line {
+            Origin::Copied(at) => known.facts.get(*at),
+            Origin::Written(read) => Some(&read.0),
         })
         .collect::<Option<_>>()?;
     let context = thread::context_lines(&facts);
     let mut messages = Vec::with_capacity(lines.len());
     let mut same = Vec::with_capacity(lines.len());
-    for (index, ((((number, _, _, line), copy), read), produced)) in lines
-        .iter()
-        .zip(copied)
-        .zip(written)
-        .zip(&produced.messages)
-        .enumerate()
+    for (index, (((number, _, _, line), from), produced)) in
+        lines.iter().zip(from).zip(&produced.messages).enumerate()
     {
         let in_context = context[index];
-        let read = match (copy, read) {
-            (Some(at), None) if known.context.get(*at) == Some(&in_context) => {
+        let (facts, prepared) = match from {
+            Origin::Copied(at) if known.context.get(at) == Some(&in_context) => {
                 // Read as the input's line was: the message written from. Empty: nothing
                 // allocated.
                 messages.push(Message::new(String::new(), produced.role, Vec::new()));
@@ -73,17 +63,11 @@ pub(crate) fn read_back(
                 continue;
             }
             // Copied, but its place in the thread changed: read as a whole read would.
-            (Some(_), None) => parse(*number, line)?,
-            (_, Some(read)) => read,
-            (None, None) => return None,
+            Origin::Copied(_) => parsed(*number, line, &ctx)?,
+            Origin::Written(read) => *read,
         };
-        let (facts, prepared) = read;
-        let chat = facts.is_chat();
-        messages.push(
-            prepared
-                .into_message((index, in_context, chat), &ctx)
-                .ok()?,
-        );
+        let read = (index, in_context, facts.is_chat());
+        messages.push(prepared.into_message(read, &ctx).ok()?);
         same.push(false);
     }
     Some(ReadBack {
@@ -95,7 +79,16 @@ pub(crate) fn read_back(
     })
 }
 
-/// Line `number` (`line`: its text) parsed and prepared as [`super::read_keeping`] does.
+/// Where a line of the output comes from.
+enum Origin<'t> {
+    /// Copied from input line `.0`, as read.
+    Copied(usize),
+    /// Written anew: its facts and what its message is made of, parsed (boxed: most lines
+    /// of an output are copied).
+    Written(Box<(thread::Facts, Prepared<'t>)>),
+}
+
+/// Line `number` (`line`: its text) parsed and prepared as [`super::read`] does.
 fn parsed<'t>(
     number: usize,
     line: &'t str,

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 /// line's tree; and how many lines were compact.
 fn both_ways(text: &str) -> (Result<String, String>, Result<String, String>, usize) {
     let ctx = Ctx::new("s.jsonl");
-    let show = |read: crate::json::Result<(Conversation, Option<crate::ReportedUsage>)>| {
-        read.map(|(conv, usage)| format!("{conv:#?}\n{usage:?}"))
+    let show = |read: crate::json::Result<(Conversation, Option<crate::ReportedUsage>, _)>| {
+        read.map(|(conv, usage, _)| format!("{conv:#?}\n{usage:?}"))
             .map_err(|e| e.to_string())
     };
     let light = lines::parse_with(text, &ctx, parse_line).unwrap();

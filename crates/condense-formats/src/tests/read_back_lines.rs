@@ -162,14 +162,29 @@ fn what_the_short_way_does_not_cover_is_read_whole() {
     // Read without the format said, or with a pointer.
     let guessed = ReadOptions::default();
     assert!(doc.read_lines_back(&out, &memo, &guessed).is_none());
-    // A line that does not parse: read whole, which reports it.
-    let mut bad = out.to_vec();
-    let first_end = bad.iter().position(|b| *b == b'\n').unwrap();
-    bad.splice(first_end..first_end, *b"\n{not json");
-    let bad = Written::unmarked(bad);
-    assert!(doc
-        .read_back((&bad, "out.jsonl"), &mut memo, &claude_code())
-        .is_err());
+    // A line written anew that does not parse: the short way gives up, and the read of the
+    // whole output reports it.
+    let (doc, out) = written(&bytes, &mut memo, &|c: &mut Conversation| {
+        c.messages[1].content = Content::string("changed");
+    });
+    let copied = memo.lines_echo().unwrap().copied().to_vec();
+    let at = copied.iter().position(Option::is_none).unwrap();
+    let text = std::str::from_utf8(&out).unwrap();
+    let bad: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            if i == at {
+                "{not json\n".to_string()
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    let (known, produced) = (doc.claude_lines.as_ref().unwrap(), &doc.conversations()[0]);
+    assert!(crate::claude_code::read_back(text, &copied, known, produced).is_some());
+    assert!(crate::claude_code::read_back(&bad, &copied, known, produced).is_none());
+    assert!(read(bad.as_bytes(), "out.jsonl", &claude_code()).is_err());
     // A session with an incomplete last line carried through.
     let mut cut = bytes.clone();
     cut.extend_from_slice(br#"{"type":"user","uuid":"x"#);
