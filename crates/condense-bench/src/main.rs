@@ -76,8 +76,9 @@ fn main() -> Result<()> {
             scaling::table(&sizes, opts.runs.min(5))?;
             return Ok(());
         }
-        // The generated sessions at 1x, 2x, 4x as request bodies in DIR, to profile the
-        // binary on them (`perf record target/release/condense compress DIR/x4.json ...`).
+        // The generated sessions at 1x, 2x, 4x as request bodies in DIR, and the long Claude
+        // Code session, to profile the binary on them (`perf record target/release/condense
+        // compress DIR/x4.json ...`).
         Some("inputs") => {
             let dir = PathBuf::from(std::env::args().nth(2).unwrap_or_else(|| ".".into()));
             let counter = TokenCounter::new(TokenizerKind::O200k);
@@ -95,6 +96,10 @@ fn main() -> Result<()> {
             let mut tiny = Conversation::default();
             tiny.messages.extend(gen::turn(0));
             std::fs::write(dir.join("tiny.json"), gen::anthropic_file(&tiny)?)?;
+            // The long Claude Code session of `issue13`, before and after its appended turn.
+            let (before, whole) = speed::tiled_session()?;
+            std::fs::write(dir.join("cc-tiled-before.jsonl"), before)?;
+            std::fs::write(dir.join("cc-tiled.jsonl"), whole)?;
             return Ok(());
         }
         _ => {}

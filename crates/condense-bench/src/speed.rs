@@ -102,15 +102,26 @@ impl JsonlTurn {
     }
 }
 
+/// The shipped Claude Code session (`examples/claude-code-session.jsonl`).
+fn shipped_session() -> Result<String> {
+    std::fs::read_to_string(gen::repo().join("examples/claude-code-session.jsonl"))
+        .context("reading examples/claude-code-session.jsonl")
+}
+
+/// The long Claude Code session ([`gen::tiled_claude_code`]): before its appended turn, and
+/// whole.
+pub(crate) fn tiled_session() -> Result<(String, String)> {
+    gen::tiled_claude_code(&shipped_session()?, TILED_COPIES, TILED_TURN)
+}
+
 fn claude_code_turns(files: &Files, runs: usize) -> Result<[JsonlTurn; 2]> {
-    let session = std::fs::read_to_string(gen::repo().join("examples/claude-code-session.jsonl"))
-        .context("reading examples/claude-code-session.jsonl")?;
+    let session = shipped_session()?;
     let lines: Vec<&str> = session.split_inclusive('\n').collect();
     // The last tenth of the lines: a few turns of the session's own.
     let appended = lines.len() / 10;
     let before = lines[..lines.len() - appended].concat();
     let shipped = jsonl_turn(files, "cc", (&before, &session), appended, runs)?;
-    let (before, whole) = gen::tiled_claude_code(&session, TILED_COPIES, TILED_TURN)?;
+    let (before, whole) = tiled_session()?;
     let tiled = jsonl_turn(files, "cc-tiled", (&before, &whole), TILED_TURN, runs)?;
     Ok([shipped, tiled])
 }
