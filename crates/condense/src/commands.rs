@@ -175,8 +175,8 @@ fn compress(args: CompressArgs) -> Result<(), Failure> {
     let path = (args.input.file.as_os_str() != "-").then_some(args.input.file.as_path());
     let store_dir = store_dir_for(&args, &pipeline, path);
     // The store is opened beside the plugins' loading too: opening it (the database, its
-    // schema, its log) took 0.7-1.3 ms before the loading started, a sixth of a run on a
-    // small input.
+    // schema, its log) took 0.7-1.3 ms before the loading started, up to a sixth of `main` on
+    // a small input.
     let ((input, run_store), loaded) = crate::input::read_while_loading(pipeline, || {
         let run_store = crate::known::RunStore::at(&store_dir, &args);
         let input = run_store.read(|known| read_input_knowing(&args.input, known));
