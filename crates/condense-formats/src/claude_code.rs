@@ -47,6 +47,7 @@ use crate::source::{Piece, Texts};
 use crate::{FormatError, ReportedUsage};
 use condense_model::{Content, ContentShape, Conversation, Message, RawJson, Role};
 use serde_json::Value;
+use std::sync::Arc;
 use thread::Facts;
 
 /// How many leading lines detection looks at.
@@ -104,9 +105,12 @@ pub(crate) struct ReadLines {
 /// Reads the lines (1-based line number, line) of a session into one conversation, with the
 /// usage the session reported for its last model call and what the read knew of each line.
 /// `texts`: each line's text, as read.
+/// `texts`: each line's text; `shared`: the whole text they are pieces of, when the caller
+/// shares it (an event's envelope, its line as it was, is then a piece of it, not a copy: most
+/// of a long session's lines are events).
 pub(crate) fn read(
     lines: Vec<(usize, Line)>,
-    texts: &[&str],
+    (texts, shared): (&[&str], Option<&Arc<String>>),
     ctx: &Ctx<'_>,
 ) -> Result<(Conversation, Option<ReportedUsage>, ReadLines)> {
     // Each line's facts and, for a compact one, its message, on every core for a long session.
@@ -135,7 +139,7 @@ pub(crate) fn read(
         .collect();
     let messages =
         crate::parallel::read_all(items, ctx, |(read, in_context, chat), index, ctx| {
-            read.into_message((index, in_context, chat), ctx)
+            read.into_message((index, in_context, chat), shared, ctx)
         })?;
     let conversation = Conversation {
         messages,
@@ -159,10 +163,11 @@ impl Prepared<'_> {
     fn into_message(
         self,
         (index, in_context, chat): (usize, bool, bool),
+        shared: Option<&Arc<String>>,
         ctx: &Ctx<'_>,
     ) -> Result<Message> {
         match self.read {
-            Read::Light(light) => Ok(light.into_message(self.text, index, in_context)),
+            Read::Light(light) => Ok(light.into_message((self.text, shared), index, in_context)),
             Read::Tree(value) => read_line(
                 value,
                 self.text,

@@ -77,7 +77,7 @@ pub(crate) struct Placed {
 
 pub(crate) fn read(bytes: &[u8], source: &str, opts: &ReadOptions) -> Result<Document> {
     let (text, cut_char) = utf8(bytes, display_name(source))?;
-    let mut doc = read_valid(text, cut_char, source, opts, None)?;
+    let mut doc = read_valid(text, cut_char, source, opts, (None, None))?;
     let start = if doc.bom { BOM.len() } else { 0 };
     let body = start..start + doc.source.body_len;
     // The text checked once: the body is a slice of it.
@@ -116,7 +116,11 @@ pub(crate) fn read_shared(
     opts: &ReadOptions,
     known: Option<Lookup<'_>>,
 ) -> Result<Document> {
-    let mut doc = read_valid(&text, &[], source, opts, known)?;
+    // Readers keep pieces of the text (`shared`) only when the document will keep it whole:
+    // with a byte order mark or an incomplete last line cut off below, the pieces would keep
+    // the uncut text alive beside the document's copy.
+    let whole = !text.starts_with(BOM) && text.ends_with('\n');
+    let mut doc = read_valid(&text, &[], source, opts, (known, whole.then_some(&text)))?;
     let start = if doc.bom { BOM.len() } else { 0 };
     let end = start + doc.source.body_len;
     if start > 0 || end < text.len() {
@@ -141,12 +145,14 @@ fn display_name(source: &str) -> &str {
 
 /// A read of bytes already checked as UTF-8: `text`, then `cut_char`, the bytes of a UTF-8
 /// character cut short at the very end (see [`utf8`]).
+/// `shared`: the text as the caller shares it, when it does ([`read_shared`]): what a reader
+/// keeps of it as it was (a Claude Code event's line) is then a piece of it, not a copy.
 fn read_valid(
     text: &str,
     cut_char: &[u8],
     source: &str,
     opts: &ReadOptions,
-    known: Option<Lookup<'_>>,
+    (known, shared): (Option<Lookup<'_>>, Option<&Arc<String>>),
 ) -> Result<Document> {
     let source = display_name(source);
     let notes = Notes::default();
@@ -179,13 +185,14 @@ fn read_valid(
             if format == Format::ClaudeCode {
                 claude_document(
                     lines::parse_with(text, &ctx, claude_code::parse_line)?,
+                    shared,
                     &ctx,
                 )?
             } else {
                 codex_document(lines::parse(text, &ctx)?, &ctx)?
             }
         }
-        _ => read_auto(text, select.as_ref(), opts.format, &ctx, known)?,
+        _ => read_auto(text, select.as_ref(), opts.format, &ctx, (known, shared))?,
     };
     doc.bom = bom;
     if !cut_char.is_empty() {
@@ -223,7 +230,7 @@ fn read_auto(
     select: Option<&Select>,
     format: Option<Format>,
     ctx: &Ctx<'_>,
-    known: Option<Lookup<'_>>,
+    (known, shared): (Option<Lookup<'_>>, Option<&Arc<String>>),
 ) -> Result<Document> {
     let jsonl_name = [".jsonl", ".ndjson"]
         .iter()
@@ -231,7 +238,11 @@ fn read_auto(
     let guess = select.is_none() && format.is_none();
     let lines = if jsonl_name {
         if guess && claude_code::sniff(text) {
-            return claude_document(lines::parse_with(text, ctx, claude_code::parse_line)?, ctx);
+            return claude_document(
+                lines::parse_with(text, ctx, claude_code::parse_line)?,
+                shared,
+                ctx,
+            );
         }
         match lines::parse(text, ctx) {
             Ok(lines) => lines,
@@ -263,7 +274,7 @@ fn read_auto(
                 if let Some(session) = session {
                     if quick.as_ref().is_some_and(QuickList::stands_for_unparsed) {
                         // Unread messages have no JSON to put back: read it all.
-                        return read_auto(text, select, format, ctx, None);
+                        return read_auto(text, select, format, ctx, (None, shared));
                     }
                     if let Some(list) = quick {
                         list.restore(&mut root);
@@ -277,19 +288,19 @@ fn read_auto(
                     };
                     return match session {
                         Format::Codex => codex_document(one, ctx),
-                        _ => claude_document(one.map(claude_code::Line::Tree), ctx),
+                        _ => claude_document(one.map(claude_code::Line::Tree), shared, ctx),
                     };
                 }
                 let document = json_document((root, quick), finder, text, select, format, ctx)?;
                 return match document {
                     Some(doc) => Ok(doc),
-                    None => read_auto(text, select, format, ctx, None),
+                    None => read_auto(text, select, format, ctx, (None, shared)),
                 };
             }
             Err(e) if !lines::first_line_parses(text) => return Err(ctx.invalid_json(&e)),
             Err(_) if guess && claude_code::sniff(text) => {
                 let lines = lines::parse_with(text, ctx, claude_code::parse_line)?;
-                return claude_document(lines, ctx);
+                return claude_document(lines, shared, ctx);
             }
             Err(_) => lines::parse(text, ctx)?,
         }
@@ -298,7 +309,7 @@ fn read_auto(
         return codex_document(lines, ctx);
     }
     if guess && claude_code::looks_like(&lines.values) {
-        return claude_document(lines.map(claude_code::Line::Tree), ctx);
+        return claude_document(lines.map(claude_code::Line::Tree), shared, ctx);
     }
     lines_document(lines, select, format, ctx)
 }
@@ -356,11 +367,15 @@ fn codex_document(lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<Document> {
 }
 
 /// A Claude Code session: its lines are the messages.
-fn claude_document(lines: Lines<'_, claude_code::Line>, ctx: &Ctx<'_>) -> Result<Document> {
+fn claude_document(
+    lines: Lines<'_, claude_code::Line>,
+    shared: Option<&Arc<String>>,
+    ctx: &Ctx<'_>,
+) -> Result<Document> {
     let (style, mut source) = session_start(&lines, ctx)?;
     let spans = lines.spans;
     let texts: Vec<&str> = spans.iter().map(|s| &lines.body[s.clone()]).collect();
-    let (conv, usage, known) = claude_code::read(lines.values, &texts, ctx)?;
+    let (conv, usage, known) = claude_code::read(lines.values, (&texts, shared), ctx)?;
     for (i, span) in spans.iter().enumerate() {
         source.add_unit(0, i, 1, span.clone());
     }

@@ -1,8 +1,10 @@
 //! [`RawJson`]: JSON text carried verbatim through the model.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Range;
+use std::sync::Arc;
 
 mod canonical;
 mod compact;
@@ -11,15 +13,66 @@ mod compact;
 ///
 /// An empty string means "nothing" (no unknown fields). For `extra` fields the text is a JSON
 /// object whose keys the writer merges back into the object it came from.
-#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct RawJson(String);
+///
+/// The text is a string of its own, or a piece of a larger text it shares
+/// ([`RawJson::shared_slice`]): a reader that keeps whole lines of its input as they were (a
+/// Claude Code event's envelope is its line) takes them from the input's text without a copy.
+/// Either way it is the same text: equal, hashed and serialized as its `&str`.
+#[derive(Clone, Default)]
+pub struct RawJson(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Owned(String),
+    /// `range` of `text` (on character boundaries, checked when made).
+    Shared {
+        text: Arc<String>,
+        range: Range<usize>,
+    },
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Owned(String::new())
+    }
+}
 
 impl RawJson {
     /// Wraps JSON text without checking it. Readers and the plugin boundary use this: the text
     /// came from a parser or from a previous `RawJson`, and writers re-parse it anyway.
     pub fn from_string_unchecked(text: String) -> Self {
-        RawJson(text)
+        RawJson(Repr::Owned(text))
+    }
+
+    /// `slice`, a piece of `text`, without checking it is JSON (as
+    /// [`from_string_unchecked`](Self::from_string_unchecked)) and without copying it: the
+    /// `RawJson` keeps `text` alive. A `slice` that is not a piece of `text` is copied.
+    ///
+    /// ```
+    /// use condense_model::RawJson;
+    /// use std::sync::Arc;
+    /// let text = Arc::new(String::from(r#"[{"a":1},{"b":2}]"#));
+    /// let second = RawJson::shared_slice(&text, &text[9..16]);
+    /// assert_eq!(second.as_str(), r#"{"b":2}"#);
+    /// assert_eq!(second, RawJson::from_string_unchecked(r#"{"b":2}"#.into()));
+    /// // Not a piece of `text`: copied.
+    /// let other = RawJson::shared_slice(&text, r#"{"c":3}"#);
+    /// assert_eq!(other.as_str(), r#"{"c":3}"#);
+    /// ```
+    pub fn shared_slice(text: &Arc<String>, slice: &str) -> Self {
+        let start = (slice.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+        let range = start..start.wrapping_add(slice.len());
+        if text
+            .get(range.clone())
+            .is_some_and(|s| s.as_ptr() == slice.as_ptr())
+        {
+            RawJson(Repr::Shared {
+                text: Arc::clone(text),
+                range,
+            })
+        } else {
+            RawJson::from_string_unchecked(slice.to_string())
+        }
     }
 
     /// Serializes a value. An empty object becomes the empty `RawJson`.
@@ -31,7 +84,7 @@ impl RawJson {
             other => {
                 let mut out = String::with_capacity(compact::size_hint(other));
                 compact::write(other, &mut out);
-                RawJson(out)
+                RawJson::from_string_unchecked(out)
             }
         }
     }
@@ -53,7 +106,7 @@ impl RawJson {
             // As `from_value` has it: no fields.
             return Some(RawJson::default());
         }
-        canonical::is_canonical(text).then(|| RawJson(text.to_string()))
+        canonical::is_canonical(text).then(|| RawJson::from_string_unchecked(text.to_string()))
     }
 
     /// The members of a JSON object text that [`RawJson::from_canonical_text`] would copy: the
@@ -71,7 +124,7 @@ impl RawJson {
         } else {
             let mut out = String::with_capacity(compact::map_size_hint(map));
             compact::write_map(map, &mut out);
-            RawJson(out)
+            RawJson::from_string_unchecked(out)
         }
     }
 
@@ -86,10 +139,10 @@ impl RawJson {
 
     /// Parses the text. The empty `RawJson` parses as an empty object.
     pub fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
-        if self.0.is_empty() {
+        if self.is_empty() {
             Ok(serde_json::Value::Object(serde_json::Map::new()))
         } else {
-            serde_json::from_str(&self.0)
+            serde_json::from_str(self.as_str())
         }
     }
 
@@ -106,31 +159,66 @@ impl RawJson {
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            Repr::Owned(text) => text,
+            // The range was checked against the text when the `RawJson` was made.
+            Repr::Shared { text, range } => text.get(range.clone()).unwrap_or_default(),
+        }
     }
 
     pub fn into_string(self) -> String {
-        self.0
+        match self.0 {
+            Repr::Owned(text) => text,
+            Repr::Shared { .. } => self.as_str().to_string(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_str().is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.as_str().len()
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for RawJson {}
+
+/// As its `&str` (so as the `String` it was before it could be shared: fingerprints of the
+/// model, kept in stores, do not change).
+impl Hash for RawJson {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(RawJson::from_string_unchecked)
     }
 }
 
 impl fmt::Debug for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RawJson({})", self.0)
+        write!(f, "RawJson({})", self.as_str())
     }
 }
 
 impl fmt::Display for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -160,5 +248,39 @@ mod tests {
     fn non_object_extra_is_rejected() {
         let raw = RawJson::from_value(&serde_json::json!([1, 2]));
         assert!(raw.to_map().is_err());
+    }
+
+    /// A piece of a shared text is the text it holds, to everything that looks at it: equal,
+    /// hashed (so fingerprinted, and fingerprints are kept in stores) and serialized as a
+    /// string of its own.
+    #[test]
+    fn a_shared_piece_is_its_text() {
+        let text = Arc::new(String::from("{\"a\":\"é\"}\n{\"b\":[1,2]}\n"));
+        let piece = RawJson::shared_slice(&text, &text[11..22]);
+        let owned = RawJson::from_string_unchecked(r#"{"b":[1,2]}"#.to_string());
+        assert!(matches!(piece.0, Repr::Shared { .. }));
+        assert_eq!(piece, owned);
+        assert_eq!(piece.as_str(), owned.as_str());
+        assert_eq!(piece.len(), 11);
+        let print = |r: &RawJson| crate::fingerprint::fingerprint(r);
+        assert_eq!(print(&piece), print(&owned));
+        assert_eq!(
+            serde_json::to_string(&piece).unwrap(),
+            serde_json::to_string(&owned).unwrap()
+        );
+        let back: RawJson = serde_json::from_str(&serde_json::to_string(&piece).unwrap()).unwrap();
+        assert_eq!(back, owned);
+        assert_eq!(piece.to_map().unwrap(), owned.to_map().unwrap());
+        assert_eq!(piece.clone().into_string(), owned.clone().into_string());
+        assert_eq!(format!("{piece} {piece:?}"), format!("{owned} {owned:?}"));
+        // The text lives as long as a piece of it.
+        drop(text);
+        assert_eq!(piece.as_str(), r#"{"b":[1,2]}"#);
+        // Not a piece of the text (another string, or not on its bytes): a copy.
+        let text = Arc::new(String::from(r#"{"a":1}"#));
+        let elsewhere = String::from(r#"{"a":1}"#);
+        let copied = RawJson::shared_slice(&text, &elsewhere);
+        assert!(matches!(copied.0, Repr::Owned(_)));
+        assert_eq!(copied.as_str(), r#"{"a":1}"#);
     }
 }

@@ -19,6 +19,7 @@ use crate::json::Map;
 use condense_model::{Content, ContentShape, Message, RawJson, Role};
 use serde_json::Value;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A line as the JSONL pass leaves it ([`parse_line`]).
 pub(crate) enum Line {
@@ -55,8 +56,14 @@ impl Light {
 
     /// The line's message, as [`super::read_line`] makes it of the line's tree: in the context,
     /// the chat message with the line (its `message` a `null` placeholder) as its envelope;
-    /// else an event whose envelope is the whole line (with a chat line's content).
-    pub(crate) fn into_message(self, text: &str, index: usize, in_context: bool) -> Message {
+    /// else an event whose envelope is the whole line (with a chat line's content), a piece of
+    /// `shared` (the text `text` is a piece of) when there is one.
+    pub(crate) fn into_message(
+        self,
+        (text, shared): (&str, Option<&Arc<String>>),
+        index: usize,
+        in_context: bool,
+    ) -> Message {
         let id = self
             .uuid
             .unwrap_or_else(|| condense_model::synthetic_id(index));
@@ -81,7 +88,10 @@ impl Light {
                     |(_, content, _)| content,
                 ),
                 extra: RawJson::default(),
-                envelope: RawJson::from_string_unchecked(text.to_string()),
+                envelope: match shared {
+                    Some(shared) => RawJson::shared_slice(shared, text),
+                    None => RawJson::from_string_unchecked(text.to_string()),
+                },
             },
         }
     }

@@ -67,7 +67,7 @@ pub(crate) fn read_back(
             Origin::Written(read) => *read,
         };
         let read = (index, in_context, facts.is_chat());
-        messages.push(prepared.into_message(read, &ctx).ok()?);
+        messages.push(prepared.into_message(read, None, &ctx).ok()?);
         same.push(false);
     }
     Some(ReadBack {

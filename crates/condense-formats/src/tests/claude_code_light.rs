@@ -8,27 +8,67 @@ use crate::error::Ctx;
 use crate::lines;
 use condense_model::Conversation;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The session read with its compact lines read light (as the reader does), and with every
-/// line's tree; and how many lines were compact.
+/// line's tree; and how many lines were compact. The light read is made twice, its events'
+/// lines copied and taken as pieces of the text shared: both must read the same.
 fn both_ways(text: &str) -> (Result<String, String>, Result<String, String>, usize) {
     let ctx = Ctx::new("s.jsonl");
     let show = |read: crate::json::Result<(Conversation, Option<crate::ReportedUsage>, _)>| {
         read.map(|(conv, usage, _)| format!("{conv:#?}\n{usage:?}"))
             .map_err(|e| e.to_string())
     };
-    let light = lines::parse_with(text, &ctx, parse_line).unwrap();
+    let shared = Arc::new(text.to_string());
+    let light = lines::parse_with(&shared, &ctx, parse_line).unwrap();
     let compact = light
         .values
         .iter()
         .filter(|(_, l)| matches!(l, Line::Compact(_)))
         .count();
     let texts: Vec<&str> = light.spans.iter().map(|s| &light.body[s.clone()]).collect();
-    let light = show(read(light.values, &texts, &ctx));
+    let again = lines::parse_with(&shared, &ctx, parse_line).unwrap();
+    let copied = show(read(again.values, (&texts, None), &ctx));
+    let light = show(read(light.values, (&texts, Some(&shared)), &ctx));
+    assert_eq!(light, copied);
     let tree = lines::parse(text, &ctx).unwrap().map(Line::Tree);
     let texts: Vec<&str> = tree.spans.iter().map(|s| &tree.body[s.clone()]).collect();
-    let tree = show(read(tree.values, &texts, &ctx));
+    let tree = show(read(tree.values, (&texts, None), &ctx));
     (light, tree, compact)
+}
+
+#[test]
+fn events_keep_their_lines_as_pieces_of_the_text_read() {
+    let bytes = fixture!(
+        "transcripts/d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    );
+    let opts = crate::ReadOptions::default();
+    let shared = crate::read_owned(bytes.clone(), "s.jsonl", &opts).unwrap();
+    let copied = crate::read(&bytes, "s.jsonl", &opts).unwrap();
+    let events = shared.conversations()[0]
+        .messages
+        .iter()
+        .filter(|m| m.role == condense_model::Role::Event)
+        .count();
+    assert!(events > 10, "{events} events");
+    // The document holds its text once more for each event whose line it kept as a piece of
+    // it; the read of borrowed bytes copies them.
+    assert!(Arc::strong_count(&shared.source.text) > events / 2);
+    assert_eq!(Arc::strong_count(&copied.source.text), 1);
+    // The same messages, the same fingerprints (kept in stores), the same output.
+    assert_eq!(shared.conversations(), copied.conversations());
+    assert_eq!(
+        shared.message_fingerprints(0),
+        copied.message_fingerprints(0)
+    );
+    assert_eq!(shared.write().unwrap(), bytes);
+    // A text the document cuts (an incomplete last line, a session still being written) reads
+    // the same, and its output keeps the cut line.
+    let mut cut = bytes.clone();
+    cut.extend_from_slice(br#"{"type":"user","mess"#);
+    let doc = crate::read_owned(cut.clone(), "s.jsonl", &opts).unwrap();
+    assert_eq!(doc.conversations(), copied.conversations());
+    assert_eq!(doc.write().unwrap(), cut);
 }
 
 fn jsonl(lines: &[Value]) -> String {
