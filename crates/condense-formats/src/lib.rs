@@ -349,8 +349,8 @@ impl Document {
     /// module). Texts asked of [`Document::original_text_at`] meanwhile are read from the file;
     /// [`Document::write`] and the other calls that need the whole text fail until
     /// [`Document::bring_text_back`].
-    /// Nothing is let go (`false`) when the text is shared (a proxy forwards the body it read)
-    /// or already away.
+    /// Nothing is let go (`false`) when the text is shared (a proxy forwards the body it read;
+    /// a Claude Code session's events hold their lines as pieces of it) or already away.
     pub fn send_text_away(&mut self, file: std::fs::File, source: &str) -> bool {
         if self.source.away.is_some() {
             return false;
