@@ -104,10 +104,9 @@ pub(crate) struct ReadLines {
 
 /// Reads the lines (1-based line number, line) of a session into one conversation, with the
 /// usage the session reported for its last model call and what the read knew of each line.
-/// `texts`: each line's text, as read.
-/// `texts`: each line's text; `shared`: the whole text they are pieces of, when the caller
-/// shares it (an event's envelope, its line as it was, is then a piece of it, not a copy: most
-/// of a long session's lines are events).
+/// `texts`: each line's text, as read; `shared`: the whole text they are pieces of, when the
+/// caller shares it (an event's envelope, its line as it was, is then a piece of it, not a
+/// copy: most of a long session's lines are events).
 pub(crate) fn read(
     lines: Vec<(usize, Line)>,
     (texts, shared): (&[&str], Option<&Arc<String>>),
