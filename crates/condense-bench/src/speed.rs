@@ -86,9 +86,6 @@ struct JsonlTurn {
 const TILED_COPIES: usize = 20;
 const TILED_TURN: usize = 12;
 
-/// The shipped Claude Code session, its last tenth appended as a turn; and a long session made
-/// of it ([`gen::tiled_claude_code`]: 15.5 MB, compressed at every run, where the shipped one
-/// is under the window).
 impl JsonlTurn {
     /// Its row of the figures, the session described as `what`.
     fn row(&self, what: &str) -> String {
@@ -114,6 +111,9 @@ pub(crate) fn tiled_session() -> Result<(String, String)> {
     gen::tiled_claude_code(&shipped_session()?, TILED_COPIES, TILED_TURN)
 }
 
+/// The shipped Claude Code session, its last tenth appended as a turn; and a long session made
+/// of it ([`gen::tiled_claude_code`]: 15.5 MB, compressed at every run, where the shipped one
+/// is under the window).
 fn claude_code_turns(files: &Files, runs: usize) -> Result<[JsonlTurn; 2]> {
     let session = shipped_session()?;
     let lines: Vec<&str> = session.split_inclusive('\n').collect();

@@ -128,15 +128,14 @@ impl LinesEcho {
     /// (in order).
     pub(crate) fn of(text: &str, spans: &[Range<usize>], pieces: &[Piece<'_>]) -> LinesEcho {
         // A piece that is an input line is a slice of `text` at that line's span: found by
-        // where it starts (addresses compared, nothing read).
-        let base = text.as_ptr() as usize;
+        // where it lies (addresses compared, nothing read).
         let line_of = |piece: &Piece<'_>| {
             let Piece::Text(t) = piece else {
                 return None;
             };
-            let start = (t.as_ptr() as usize).checked_sub(base)?;
-            let at = spans.binary_search_by_key(&start, |s| s.start).ok()?;
-            (spans[at].len() == t.len()).then_some(at)
+            let range = condense_text::range_in(text, t)?;
+            let at = spans.binary_search_by_key(&range.start, |s| s.start).ok()?;
+            (spans[at] == range).then_some(at)
         };
         LinesEcho {
             copied: pieces.iter().map(line_of).collect(),
@@ -323,18 +322,15 @@ impl Document {
         memo: &mut WriteMemo,
         opts: &ReadOptions,
     ) -> Result<Vec<ReadBack>, FormatError> {
-        let (read, verified) = match self.read_serialized(out, memo, opts) {
-            Some((read, verified)) => (vec![read], verified),
-            None => match self.read_lines_back(out, memo, opts) {
-                Some(read) => (vec![read], PrehashedSet::default()),
-                None => {
-                    let whole = crate::read(out, source, opts)?.conversations;
-                    (
-                        whole.into_iter().map(ReadBack::whole).collect(),
-                        PrehashedSet::default(),
-                    )
-                }
-            },
+        let (read, verified) = if let Some((read, verified)) = self.read_serialized(out, memo, opts)
+        {
+            (vec![read], verified)
+        } else if let Some(read) = self.read_lines_back(out, memo, opts) {
+            (vec![read], PrehashedSet::default())
+        } else {
+            let whole = crate::read(out, source, opts)?.conversations;
+            let whole = whole.into_iter().map(ReadBack::whole).collect();
+            (whole, PrehashedSet::default())
         };
         memo.trust(verified);
         Ok(read)
@@ -350,6 +346,7 @@ impl Document {
         memo: &WriteMemo,
         opts: &ReadOptions,
     ) -> Option<ReadBack> {
+        // Only a Claude Code session's read keeps its lines (`claude_lines`): no layout to check.
         let (Some(echo), Some(known), None, Some(Format::ClaudeCode), [produced]) = (
             memo.lines_echo(),
             &self.claude_lines,
@@ -359,7 +356,6 @@ impl Document {
         ) else {
             return None;
         };
-        // Only a Claude Code session's read keeps its lines.
         if echo.output != Some(out.write) || self.bom || !self.tail.is_empty() {
             return None;
         }

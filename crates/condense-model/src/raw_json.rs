@@ -60,21 +60,12 @@ impl RawJson {
     /// assert_eq!(other.as_str(), r#"{"c":3}"#);
     /// ```
     pub fn shared_slice(text: &Arc<String>, slice: &str) -> Self {
-        // Where `slice` would start in `text`: for a slice of other memory the range falls
-        // outside `text` (the subtraction wraps) or onto bytes at another address, and is
-        // refused below.
-        let start = (slice.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-        let range = start..start.wrapping_add(slice.len());
-        if text
-            .get(range.clone())
-            .is_some_and(|s| s.as_ptr() == slice.as_ptr())
-        {
-            RawJson(Repr::Shared {
+        match condense_text::range_in(text, slice) {
+            Some(range) => RawJson(Repr::Shared {
                 text: Arc::clone(text),
                 range,
-            })
-        } else {
-            RawJson::from_string_unchecked(slice.to_string())
+            }),
+            None => RawJson::from_string_unchecked(slice.to_string()),
         }
     }
 

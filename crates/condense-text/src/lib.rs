@@ -111,6 +111,22 @@ pub fn has_chars(text: &str, n: usize) -> bool {
     bytes >= n && (bytes / 4 >= n || text.chars().count() >= n)
 }
 
+/// Where `piece` lies in `text`, when it is a slice of `text`'s own bytes (not merely equal to
+/// some of them): found from the two addresses, nothing compared. A reader that hands out
+/// slices of its input finds their places this way.
+///
+/// ```
+/// let text = "ab\ncd\n";
+/// assert_eq!(condense_text::range_in(text, &text[3..5]), Some(3..5));
+/// assert_eq!(condense_text::range_in(text, "cd"), None);
+/// ```
+pub fn range_in(text: &str, piece: &str) -> Option<std::ops::Range<usize>> {
+    let start = (piece.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    // Both are whole strings: a piece inside `text`'s bytes starts and ends on its character
+    // boundaries.
+    (start <= text.len() && piece.len() <= text.len() - start).then(|| start..start + piece.len())
+}
+
 /// The first `max` characters of `text` (a count of characters, not bytes), nothing appended.
 pub fn prefix_chars(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
