@@ -30,6 +30,7 @@
 
 mod fields;
 pub(crate) mod line;
+pub(crate) mod message;
 mod read_back;
 mod thread;
 
@@ -43,7 +44,7 @@ use crate::anthropic;
 use crate::body::{conversation_name, write_event};
 use crate::error::Ctx;
 use crate::json::{hollow, into_object, raw_map, str_at, Map, Result};
-use crate::source::{Piece, Texts};
+use crate::source::{Fp, Piece, Texts};
 use crate::{FormatError, ReportedUsage};
 use condense_model::{Content, ContentShape, Conversation, Message, RawJson, Role};
 use serde_json::Value;
@@ -312,7 +313,15 @@ fn hollowed_text(text: &str) -> Option<String> {
 
 /// The session's lines, one per message: original text for what is as read, values for the
 /// rest.
-pub(crate) fn write<'s>(conv: &Conversation, texts: &mut Texts<'s>) -> Result<Vec<Piece<'s>>> {
+/// Writes the session's lines: each message's text as read when it is unchanged (looked up by
+/// its fingerprint, `prints`: one per message, made by the caller, which knows most of them
+/// already; hashing every message here again was 3% of a long session's turn), else the line
+/// made of it.
+pub(crate) fn write<'s>(
+    conv: &Conversation,
+    prints: &[Fp],
+    texts: &mut Texts<'s>,
+) -> Result<Vec<Piece<'s>>> {
     if conv.system.is_some() || !conv.tools.is_empty() || !conv.extra.is_empty() {
         return Err(FormatError::Write {
             at: conversation_name(""),
@@ -321,8 +330,12 @@ pub(crate) fn write<'s>(conv: &Conversation, texts: &mut Texts<'s>) -> Result<Ve
         });
     }
     let mut lines = Vec::with_capacity(conv.messages.len());
-    for msg in &conv.messages {
-        lines.extend(texts.piece(msg, || Ok(vec![write_line(msg)?]))?);
+    for (i, msg) in conv.messages.iter().enumerate() {
+        let fp = prints
+            .get(i)
+            .copied()
+            .unwrap_or_else(|| crate::source::fingerprint(msg));
+        lines.extend(texts.piece_fp(msg, fp, || Ok(vec![write_line(msg)?]))?);
     }
     Ok(lines)
 }

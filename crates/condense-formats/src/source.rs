@@ -250,7 +250,7 @@ impl Source {
 
     /// The fingerprint of each message of `conv`, conversation `i` as it is now.
     pub fn prints_now(&self, i: usize, conv: &Conversation) -> Vec<Fp> {
-        conv.messages.iter().map(|m| self.print_of(i, m)).collect()
+        crate::parallel::map_in_order(conv.messages.iter().collect(), |m| self.print_of(i, m))
     }
 
     /// The text a single message had, when a message value-equal to it was read.
@@ -303,12 +303,12 @@ impl ConvPrints {
     /// The fingerprints of `conv` as read, whose texts are `units`; an unread message's is the
     /// one known for it.
     fn of(conv: &Conversation, units: &[Unit], unread: Option<&Unread>) -> ConvPrints {
-        let fps: Vec<Fp> = conv
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| print_as_read(unread, i, m))
-            .collect();
+        // On every core for a long conversation: a long Claude Code session's messages took
+        // 25 M instructions to hash, on the critical path of its read.
+        let fps: Vec<Fp> =
+            crate::parallel::map_in_order(conv.messages.iter().enumerate().collect(), |(i, m)| {
+                print_as_read(unread, i, m)
+            });
         let frame = frame(conv);
         let mut prints = ConvPrints {
             whole: whole(frame, &fps),
@@ -425,17 +425,8 @@ impl<'s> Texts<'s> {
         self.text.get(unit.span.clone())
     }
 
-    /// The piece for a message: its text, or what `write` makes of it (numbers spelled as in
-    /// the text it was read from).
-    pub fn piece(
-        &mut self,
-        message: &Message,
-        write: impl FnOnce() -> Result<Vec<Value>>,
-    ) -> Result<Vec<Piece<'s>>> {
-        self.piece_fp(message, fingerprint(message), write)
-    }
-
-    /// [`Texts::piece`] for a message whose [`fingerprint`] is `fp`.
+    /// The piece for a message whose [`fingerprint`] is `fp`: its text, or what `write` makes
+    /// of it (numbers spelled as in the text it was read from).
     pub fn piece_fp(
         &mut self,
         message: &Message,

@@ -51,7 +51,8 @@ impl Document {
                 let [conv] = self.conversations.as_slice() else {
                     return Err(one_conversation(self.format));
                 };
-                let pieces = claude_code::write(conv, &mut self.source.texts(0))?;
+                let prints = self.prints_now(0, conv);
+                let pieces = claude_code::write(conv, &prints, &mut self.source.texts(0))?;
                 *memo.lines_echo_mut() = Some(LinesEcho::of(text, spans, &pieces));
                 out.reserve(text.len());
                 join_lines(text, spans, &pieces, style, self.crlf, &mut out)?;

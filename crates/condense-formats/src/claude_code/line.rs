@@ -177,7 +177,8 @@ pub(crate) fn hollowed(text: &str, span: Range<usize>) -> String {
 }
 
 /// A message object read from its text ([`read_message`]).
-struct ReadMessage {
+#[derive(Debug)]
+pub(crate) struct ReadMessage {
     /// A chat message's role (`user` or `assistant`), content and other keys.
     chat: Option<(Role, Content, Map)>,
     /// Its `id`, when a string.
@@ -190,10 +191,24 @@ struct ReadMessage {
 /// when its role is `user` or `assistant`; the id and blocks either way). `None`: the reader
 /// refuses it, so the line is read whole and the error given there.
 ///
-/// Not [`crate::quick`]: it takes only `{"role", "content"}` objects with blocks in the API's
-/// key order, and Claude Code writes tool results `tool_use_id` first, so nearly every message
+/// A chat message is read straight from its text ([`super::message`]) unless that declines it;
+/// not by [`crate::quick`], which takes only `{"role", "content"}` objects with blocks in the
+/// API's key order: Claude Code writes tool results `tool_use_id` first, so nearly every message
 /// was read twice (a session's appended turn 51.7 M instructions with it, 48.4 M without).
-fn read_message(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> {
+pub(crate) fn read_message(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> {
+    if let Some(direct) = super::message::read(message) {
+        return Some(ReadMessage {
+            chat: Some((direct.role, direct.content, direct.rest)),
+            id: direct.id,
+            blocks: direct.blocks,
+        });
+    }
+    read_message_map(message, ctx)
+}
+
+/// [`read_message`] the map way: the object parsed into a map, the Anthropic reader taking
+/// the role, the content and its blocks out of it.
+pub(crate) fn read_message_map(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> {
     let mut map: Map = serde_json::from_str(message).ok()?;
     let id = map.get("id").and_then(Value::as_str).map(str::to_string);
     let blocks = map

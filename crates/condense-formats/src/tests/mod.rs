@@ -6,6 +6,7 @@
 mod away;
 mod claude_code;
 mod claude_code_light;
+mod claude_code_message;
 mod cline;
 mod codex;
 mod edge;

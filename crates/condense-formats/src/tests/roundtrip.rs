@@ -147,3 +147,41 @@ fn pretty_input_keeps_its_indent() {
     let out = String::from_utf8(doc.write().unwrap()).unwrap();
     assert!(out.starts_with("{\n  \"environment\": \"swe_main\",\n  \"trajectory\": [\n    {"));
 }
+
+/// A JSONL input's style is its whole text's (byte order, last newline) with no indent and the
+/// first line's separators, found without looking for an indent line by line.
+#[test]
+fn a_jsonl_style_is_its_texts_with_the_first_lines_separators() {
+    use crate::json::Style;
+    let mut texts: Vec<String> = super::support::fixture_files()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(texts.len() >= 4);
+    texts.extend(
+        [
+            "{\"a\": 1, \"b\": \"é\"}\n{\"a\":2}",
+            "\n\n{\"a\":1,\"b\":2}\n  {\"c\": 3}\n",
+            "{\"a\":\"\\u00e9\"}\n",
+            "",
+        ]
+        .map(String::from),
+    );
+    for text in texts {
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let (spaced_colon, spaced_comma) = crate::scan::spaced_separators(first);
+        let expected = Style {
+            indent: None,
+            spaced_colon,
+            spaced_comma,
+            ..Style::detect(&text)
+        };
+        assert_eq!(
+            Style::lines(&text),
+            expected,
+            "{}",
+            &text[..text.len().min(80)]
+        );
+    }
+}
