@@ -49,14 +49,14 @@ pub(crate) fn read_block(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block
             let text = require_string(&mut map, "text", ctx, ptr)?;
             Block::Text(TextBlock {
                 text,
-                extra: leftover(&keys, &["type", "text"], map),
+                extra: leftover(keys, &["type", "text"], map),
             })
         }
         "thinking" => {
             let thinking = require_string(&mut map, "thinking", ctx, ptr)?;
             Block::Thinking(ThinkingBlock {
                 thinking,
-                extra: leftover(&keys, &["type", "thinking"], map),
+                extra: leftover(keys, &["type", "thinking"], map),
             })
         }
         "tool_use" => {
@@ -68,7 +68,7 @@ pub(crate) fn read_block(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block
                 id,
                 name,
                 input: RawJson::from_value(&input),
-                extra: leftover(&keys, &["type", "id", "name", "input"], map),
+                extra: leftover(keys, &["type", "id", "name", "input"], map),
             })
         }
         "tool_result" => {
@@ -90,7 +90,7 @@ pub(crate) fn read_block(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block
                 tool_use_id,
                 content,
                 is_error,
-                extra: leftover(&keys, &["type", "tool_use_id", "content", "is_error"], map),
+                extra: leftover(keys, &["type", "tool_use_id", "content", "is_error"], map),
             })
         }
         _ => {
@@ -98,7 +98,7 @@ pub(crate) fn read_block(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block
                 .ok_or_else(|| ctx.missing(ptr, "an image block with a `source`"))?;
             Block::Image(Image {
                 source: read_image_source(source),
-                extra: leftover(&keys, &["type", "source"], map),
+                extra: leftover(keys, &["type", "source"], map),
             })
         }
     })
@@ -210,7 +210,7 @@ pub(crate) fn read_role_and_content(
     let content = read_content(take(map, "content"), ctx, &content_ptr, &mut |v, p| {
         read_block(v, ctx, p)
     })?;
-    remember_order(&keys, &["role", "content"], map);
+    remember_order(keys, &["role", "content"], map);
     Ok((role, content))
 }
 

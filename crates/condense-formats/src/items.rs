@@ -180,7 +180,7 @@ fn read_message(mut map: Map, id: String, ctx: &Ctx<'_>, ptr: &str) -> Result<Me
     let content = read_content(take(&mut map, "content"), ctx, &content_ptr, &mut |v, p| {
         read_part(v, default_part, ctx, p)
     })?;
-    remember_order(&keys, &["type", "role", "content"], &mut map);
+    remember_order(keys, &["type", "role", "content"], &mut map);
     if !typed {
         set_hint(&mut map, HINT_UNTYPED, Value::Bool(true));
     }
@@ -224,7 +224,7 @@ fn read_part(value: Value, default: &str, ctx: &Ctx<'_>, ptr: &str) -> Result<Bl
             }
             Ok(Block::Text(TextBlock {
                 text,
-                extra: leftover(&keys, &["type", "text"], map),
+                extra: leftover(keys, &["type", "text"], map),
             }))
         }
         "input_image" if map.get("image_url").is_some_and(Value::is_string) => {
@@ -241,7 +241,7 @@ fn read_part(value: Value, default: &str, ctx: &Ctx<'_>, ptr: &str) -> Result<Bl
             };
             Ok(Block::Image(Image {
                 source,
-                extra: leftover(&keys, &["type", "image_url"], map),
+                extra: leftover(keys, &["type", "image_url"], map),
             }))
         }
         _ => Ok(Block::Opaque(Opaque {
@@ -300,7 +300,7 @@ fn read_call(mut map: Map, kind: &str, id: &str) -> std::result::Result<Message,
         id: call_id,
         name,
         input,
-        extra: leftover(&keys, known, map),
+        extra: leftover(keys, known, map),
     });
     Ok(Message::new(id, Role::Assistant, vec![block]))
 }
@@ -331,7 +331,7 @@ fn read_output(
         tool_use_id: call_id,
         content,
         is_error: None,
-        extra: leftover(&keys, &["type", "call_id", "output"], map),
+        extra: leftover(keys, &["type", "call_id", "output"], map),
     });
     Ok(Ok(Message::new(id, Role::Tool, vec![block])))
 }

@@ -87,7 +87,7 @@ fn read_message(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<
         }
     }
     remember_order(
-        &keys,
+        keys,
         &["role", "tool_call_id", "content", "tool_calls"],
         &mut map,
     );
@@ -137,9 +137,9 @@ fn read_tool_call(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block> {
             RawJson::default()
         }
     };
-    remember_order(&function_keys, &["arguments", "name"], &mut function);
+    remember_order(function_keys, &["arguments", "name"], &mut function);
     // Before the function's leftovers go in: the writer merges them into the function it writes.
-    remember_order(&keys, &["id", "function"], &mut call);
+    remember_order(keys, &["id", "function"], &mut call);
     if !function.is_empty() {
         call.insert("function".into(), Value::Object(function));
     }
@@ -168,7 +168,7 @@ fn read_part(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block> {
             let text = require_string(&mut map, "text", ctx, ptr)?;
             Ok(Block::Text(TextBlock {
                 text,
-                extra: leftover(&keys, &["type", "text"], map),
+                extra: leftover(keys, &["type", "text"], map),
             }))
         }
         "image_url" => {
@@ -186,22 +186,22 @@ fn read_part(value: Value, ctx: &Ctx<'_>, ptr: &str) -> Result<Block> {
                         let source = ImageSource::Base64 { media_type, data };
                         let url_keys = keys_of(&obj);
                         take(&mut obj, "url");
-                        remember_order(&url_keys, &["url"], &mut obj);
-                        remember_order(&keys, &["type", "image_url"], &mut map);
+                        remember_order(url_keys, &["url"], &mut obj);
+                        remember_order(keys, &["type", "image_url"], &mut map);
                         if !obj.is_empty() {
                             map.insert("image_url".into(), Value::Object(obj));
                         }
                         source
                     }
                     None => {
-                        remember_order(&keys, &["type", "image_url"], &mut map);
+                        remember_order(keys, &["type", "image_url"], &mut map);
                         ImageSource::Reference {
                             json: RawJson::from_value(&Value::Object(obj)),
                         }
                     }
                 },
                 other => {
-                    remember_order(&keys, &["type", "image_url"], &mut map);
+                    remember_order(keys, &["type", "image_url"], &mut map);
                     ImageSource::Reference {
                         json: RawJson::from_value(&other),
                     }

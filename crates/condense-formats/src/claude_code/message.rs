@@ -113,7 +113,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
             ),
         };
         let id = rest.get("id").and_then(Value::as_str).map(str::to_string);
-        remember_order(&keys, &["role", "content"], &mut rest);
+        remember_order(keys, &["role", "content"], &mut rest);
         Ok(Direct {
             role,
             content,
@@ -191,18 +191,18 @@ impl<'de> Visitor<'de> for BlockSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut keys: Vec<String> = Vec::new();
-        // Every key but `content`, in order; `content` read into the model.
-        let mut fields = Fields(Vec::new());
+        let mut fields = Fields::default();
         let mut content = None;
         while let Some(key) = map.next_key::<String>()? {
-            repeated(&keys, &key)?;
+            repeated(&fields.keys, &key)?;
             if key == "content" {
                 content = Some(map.next_value_seed(ContentSeed)?.0);
             } else {
-                fields.0.push((key.clone(), map.next_value::<Value>()?));
+                fields
+                    .values
+                    .push((fields.keys.len(), map.next_value::<Value>()?));
             }
-            keys.push(key);
+            fields.keys.push(key);
         }
         let kind = match fields.get("type") {
             Some(Value::String(kind)) => kind.clone(),
@@ -229,11 +229,11 @@ impl<'de> Visitor<'de> for BlockSeed {
         let block = match (facts.kind.as_deref(), content) {
             (Some("text"), None) => Block::Text(TextBlock {
                 text: fields.take_string("text")?,
-                extra: fields.leftover(&keys, &["type", "text"]),
+                extra: fields.leftover(&["type", "text"]),
             }),
             (Some("thinking"), None) => Block::Thinking(ThinkingBlock {
                 thinking: fields.take_string("thinking")?,
-                extra: fields.leftover(&keys, &["type", "thinking"]),
+                extra: fields.leftover(&["type", "thinking"]),
             }),
             (Some("tool_use"), None) => {
                 let id = fields.take_string("id")?;
@@ -243,7 +243,7 @@ impl<'de> Visitor<'de> for BlockSeed {
                     id,
                     name,
                     input: RawJson::from_value(&input),
-                    extra: fields.leftover(&keys, &["type", "id", "name", "input"]),
+                    extra: fields.leftover(&["type", "id", "name", "input"]),
                 })
             }
             (Some("tool_result"), content) => {
@@ -264,7 +264,7 @@ impl<'de> Visitor<'de> for BlockSeed {
                         blocks: Vec::new(),
                     }),
                     is_error,
-                    extra: fields.leftover(&keys, &["type", "tool_use_id", "content", "is_error"]),
+                    extra: fields.leftover(&["type", "tool_use_id", "content", "is_error"]),
                 })
             }
             // An image's source is read the map way; a key its type does not read is a
@@ -280,17 +280,28 @@ impl<'de> Visitor<'de> for BlockSeed {
     }
 }
 
-/// A block's keys besides `content`, with their values, in order.
-struct Fields(Vec<(String, Value)>);
+/// A block's keys, in order, and the values of all but `content`. The keys are kept once: a
+/// leftover key is copied into the extra's map, and the keys move into its order hint when it
+/// needs one (a text or a tool use block copies none).
+#[derive(Default)]
+struct Fields {
+    keys: Vec<String>,
+    /// Each value with the index of its key.
+    values: Vec<(usize, Value)>,
+}
 
 impl Fields {
+    fn position(&self, key: &str) -> Option<usize> {
+        self.values.iter().position(|(k, _)| self.keys[*k] == key)
+    }
+
     fn get(&self, key: &str) -> Option<&Value> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.position(key).map(|at| &self.values[at].1)
     }
 
     fn take(&mut self, key: &str) -> Option<Value> {
-        let at = self.0.iter().position(|(k, _)| k == key)?;
-        Some(self.0.remove(at).1)
+        let at = self.position(key)?;
+        Some(self.values.remove(at).1)
     }
 
     /// The string at `key`, taken out; declined when there is none (the map read refuses the
@@ -305,12 +316,22 @@ impl Fields {
         }
     }
 
-    fn into_map(self) -> Map {
-        self.0.into_iter().collect()
+    /// Every value left with its key (the keys moved out: for a block kept whole).
+    fn into_map(mut self) -> Map {
+        let mut map = Map::with_capacity(self.values.len());
+        for (k, value) in self.values {
+            map.insert(std::mem::take(&mut self.keys[k]), value);
+        }
+        map
     }
 
     /// What is left, as the block's extra (the keys the map read maps were `known`).
-    fn leftover(self, keys: &[String], known: &[&str]) -> RawJson {
-        leftover(keys, known, self.into_map())
+    fn leftover(self, known: &[&str]) -> RawJson {
+        let map = self
+            .values
+            .into_iter()
+            .map(|(k, value)| (self.keys[k].clone(), value))
+            .collect();
+        leftover(self.keys, known, map)
     }
 }
