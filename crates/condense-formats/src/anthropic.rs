@@ -3,6 +3,8 @@
 //! The block reader and writer here are shared with the Claude Code format, whose `message`
 //! objects are Anthropic messages.
 
+pub(crate) mod direct;
+
 use crate::body::{verbatim_json, verbatim_message, MessageCodec, HINT_ROLE};
 use crate::error::Ctx;
 use crate::json::{

@@ -30,9 +30,8 @@
 
 mod fields;
 pub(crate) mod line;
-pub(crate) mod message;
 mod read_back;
-mod thread;
+pub(crate) mod thread;
 
 pub(crate) use read_back::read_back;
 

@@ -262,7 +262,9 @@ fn parse_messages(
             }
             let element = text.get(span)?;
             let quick = if try_quick {
-                quick::message(element, index).ok()?
+                quick::message(element, index)
+                    .ok()?
+                    .or_else(|| quick::message_any_order(element, index))
             } else {
                 None
             };

@@ -1,10 +1,10 @@
-//! A chat line's message read straight from its text (`claude_code::message`) against the map
+//! A chat line's message read straight from its text (`anthropic::direct`) against the map
 //! read: the same role, content, extras (order hints included), id and block facts, on every
 //! chat message of the shipped sessions and on messages made to take every turn.
 
 use super::support::fixture_files;
+use crate::anthropic::direct;
 use crate::claude_code::line::{member, read_message, read_message_map};
-use crate::claude_code::message;
 use crate::error::Ctx;
 use condense_model::RawJson;
 
@@ -15,7 +15,7 @@ fn direct_and_same(text: &str) -> bool {
     let read = format!("{:?}", read_message(text, &ctx));
     let map = format!("{:?}", read_message_map(text, &ctx));
     assert_eq!(read, map, "{text}");
-    message::read(text).is_some()
+    direct::read(text).is_some()
 }
 
 #[test]

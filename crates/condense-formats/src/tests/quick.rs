@@ -3,7 +3,7 @@
 //! and both must give the same format, conversations, warnings, errors and output bytes.
 
 use crate::error::Ctx;
-use crate::quick::{may_be_cline, message, stubs, to_value};
+use crate::quick::{may_be_cline, message, message_any_order, stubs, to_value};
 use crate::{read, ReadOptions};
 use condense_model::Message;
 use serde_json::Value;
@@ -84,13 +84,24 @@ fn large_bodies_and_lists_read_as_through_a_json_tree() {
         })
     };
     for with in [
-        r#"{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}"#,
         r#"{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"n","input":{"f":-1.5e3}}]}"#,
-        r#"{"content":"x","role":"user"}"#,
+        r#"{"role":"user","content":"x","name":"n"}"#,
         r#"{"role":"weird","content":"x"}"#,
     ] {
         let messages = odd(500, with);
         assert_eq!(quick_messages(&messages), None, "{with}");
+        assert_eq!(same_as_slow(&messages), Some(Format::Anthropic), "{with}");
+        let body = format!(r#"{{"messages": {messages}}}"#);
+        assert_eq!(same_as_slow(&body), Some(Format::Anthropic), "{with}");
+    }
+    // Keys in another order, `cache_control`, thinking: read in any order, the list quick.
+    for with in [
+        r#"{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}"#,
+        r#"{"content":"x","role":"user"}"#,
+        r#"{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"ok"}]}"#,
+    ] {
+        let messages = odd(500, with);
+        assert_eq!(quick_messages(&messages), Some(900), "{with}");
         assert_eq!(same_as_slow(&messages), Some(Format::Anthropic), "{with}");
         let body = format!(r#"{{"messages": {messages}}}"#);
         assert_eq!(same_as_slow(&body), Some(Format::Anthropic), "{with}");
@@ -172,6 +183,45 @@ fn a_quick_message_is_the_readers_message_and_gives_back_its_value() {
             serde_json::from_str::<Value>(text).unwrap(),
             "{text}"
         );
+    }
+}
+
+/// Messages as Claude Code and the SDKs send them: what the strict reader refuses for their
+/// key order, a `cache_control` or a thinking block is read in any order, as the Anthropic
+/// reader reads it, and gives back its exact value (its keys in their order).
+#[test]
+fn a_message_in_any_order_is_the_readers_message_and_gives_back_its_value() {
+    let any_order = [
+        r#"{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"x","is_error":false}]}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral","ttl":"5m"}}]}"#,
+        r#"{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"t","name":"n","input":{"a":[1,{"b":"-1.5e3"}]},"cache_control":{"type":"ephemeral"}}]}"#,
+        r#"{"content":[{"text":"a","type":"text"}],"role":"user"}"#,
+        r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"y","cache_control":{"type":"ephemeral"}}]}]}"#,
+    ];
+    for (i, text) in any_order.iter().enumerate() {
+        assert_eq!(message(text, i).unwrap(), None, "quick already: {text}");
+        let m = message_any_order(text, i).expect(text);
+        assert_eq!(m, slow(text, i), "{text}");
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            serde_json::to_string(&to_value(m)).unwrap(),
+            serde_json::to_string(&value).unwrap(),
+            "{text}"
+        );
+    }
+    let still_not = [
+        r#"{"role":"user","content":"x","name":"n"}"#,
+        r#"{"role":"system","content":"x"}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"a","citations":[]}]}"#,
+        r#"{"role":"user","content":[{"type":"image","source":{"type":"url","url":"u"}}]}"#,
+        r#"{"role":"user","content":[{"type":"server_tool_use","id":"s","name":"n","input":{}}]}"#,
+        r#"{"role":"user","content":[{"id":"t","type":"tool_use","name":"n","input":{"x":-1}}]}"#,
+        r#"{"role":"user","content":[{"id":"t","type":"tool_use","name":"n","input":[1.5]}]}"#,
+        r#"{"role":"user","content":[{"id":"t","type":"tool_use","name":"n","input":{"x":2e3}}]}"#,
+        r#"{"role":"user","content":[{"type":"text","text":"a","cache_control":{"n":-1}}]}"#,
+    ];
+    for (i, text) in still_not.iter().enumerate() {
+        assert_eq!(message_any_order(text, i), None, "{text}");
     }
 }
 

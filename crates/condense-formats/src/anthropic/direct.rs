@@ -1,7 +1,10 @@
-//! A chat line's `message` read straight from its text into the model: serde visits the object
-//! once, with no `serde_json::Value` tree of its content.
+//! An Anthropic message object read straight from its text into the model: serde visits the
+//! object once, with no `serde_json::Value` tree of its content. A Claude Code chat line's
+//! `message` is read so ([`crate::claude_code::line`]), and so is a message of a request body
+//! that the stricter [`crate::quick`] reader refuses only for its key order or its
+//! `cache_control` ([`crate::quick::message_any_order`]).
 //!
-//! The map read ([`super::line`]'s fallback) parses the object into a map, then takes the role,
+//! The map read (the line reader's fallback) parses the object into a map, then takes the role,
 //! the content and each block out of it ([`crate::anthropic::read_role_and_content`]): a map
 //! built for every block, then taken apart key by key. On a long session that was about a third
 //! of the read's instructions. Here each key the Anthropic reader maps goes to its place as it
@@ -23,7 +26,7 @@
 //!      `tool_use_id` first again; no other keys
 //! ```
 
-use super::thread::BlockFacts;
+use crate::claude_code::thread::BlockFacts;
 use crate::json::{leftover, remember_order, Map};
 use condense_model::{Block, Content, ContentShape, Opaque, RawJson, Role};
 use condense_model::{TextBlock, ThinkingBlock, ToolResult, ToolUse};
