@@ -16,7 +16,9 @@
 //!
 //! Anything else (another key, another order, a repeated key, another block type, a `system`
 //! role) makes the element "not quick": it is consumed all the same and parsed by serde_json as
-//! before. A message read here has no unknown fields and no hints, which is exactly when the
+//! before, unless [`message_any_order`] reads it: the same shapes in any key order, with a
+//! block's `cache_control` and thinking blocks, as Claude Code sends them (the Anthropic
+//! reader's order hints in `extra`). A message read here has no unknown fields and no hints, which is exactly when the
 //! Anthropic reader's `extra` is empty. [`crate::parallel`] keeps the result only when every
 //! element of the list is quick; otherwise the quick ones are turned back into their exact
 //! `Value`s ([`to_value`]) and the list is read as before.
