@@ -7,7 +7,7 @@
 //! The map read (the line reader's fallback) parses the object into a map, then takes the role,
 //! the content and each block out of it ([`crate::anthropic::read_role_and_content`]): a map
 //! built for every block, then taken apart key by key. On a long session that was about a third
-//! of the read's instructions. Here each key the Anthropic reader maps goes to its place as it
+//! of a turn's instructions (the maps 170 M, taking them apart 145 M, of 892 M). Here each key the Anthropic reader maps goes to its place as it
 //! is read, a block's content is read into the model directly (a tool result's output is most
 //! of a session's bytes), and every other key is kept, in order, as the leftovers the map read
 //! would have left; the same [`leftover`] and [`remember_order`] make the extras and their order
