@@ -272,10 +272,7 @@ fn read_line(
             let mut message = into_object(message, ctx, "/message", "a message object")?;
             anthropic::read_role_and_content(&mut message, ctx, "/message")?.1
         } else {
-            Content {
-                shape: ContentShape::Absent,
-                blocks: Vec::new(),
-            }
+            Content::empty(ContentShape::Absent)
         };
         return Ok(Message {
             id,
@@ -310,12 +307,10 @@ fn hollowed_text(text: &str) -> Option<String> {
     Some(line::hollowed(text, message))
 }
 
-/// The session's lines, one per message: original text for what is as read, values for the
+/// The session's lines, one per message: original text for what is as read (looked up by its
+/// fingerprint, `prints`: one per message, made by the caller, which knows most of them
+/// already; hashing every message here again was 3% of a long session's turn), values for the
 /// rest.
-/// Writes the session's lines: each message's text as read when it is unchanged (looked up by
-/// its fingerprint, `prints`: one per message, made by the caller, which knows most of them
-/// already; hashing every message here again was 3% of a long session's turn), else the line
-/// made of it.
 pub(crate) fn write<'s>(
     conv: &Conversation,
     prints: &[Fp],

@@ -384,10 +384,7 @@ fn take_instructions(line: &mut Map) -> Option<(&'static str, String)> {
 /// A line kept whole.
 fn event(id: String, timestamp: Option<String>, line: Map, content: Content) -> Message {
     let content = if content.blocks.is_empty() {
-        Content {
-            shape: ContentShape::Absent,
-            blocks: Vec::new(),
-        }
+        Content::empty(ContentShape::Absent)
     } else {
         content
     };

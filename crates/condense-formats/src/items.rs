@@ -96,10 +96,7 @@ pub(crate) fn read_item(value: Value, id: String, ctx: &Ctx<'_>, ptr: &str) -> R
             id,
             role: Role::Event,
             timestamp: None,
-            content: Content {
-                shape: ContentShape::Absent,
-                blocks: Vec::new(),
-            },
+            content: Content::empty(ContentShape::Absent),
             extra: RawJson::default(),
             envelope: RawJson::from_map(map),
         });

@@ -228,14 +228,8 @@ pub(crate) fn read_content(
     read_block: &mut dyn FnMut(Value, &str) -> Result<Block>,
 ) -> Result<Content> {
     match value {
-        None => Ok(Content {
-            shape: ContentShape::Absent,
-            blocks: Vec::new(),
-        }),
-        Some(Value::Null) => Ok(Content {
-            shape: ContentShape::Null,
-            blocks: Vec::new(),
-        }),
+        None => Ok(Content::empty(ContentShape::Absent)),
+        Some(Value::Null) => Ok(Content::empty(ContentShape::Null)),
         Some(Value::String(s)) => Ok(Content::string(s)),
         Some(Value::Array(items)) => {
             let mut blocks = Vec::with_capacity(items.len());

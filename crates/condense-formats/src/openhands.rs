@@ -159,13 +159,7 @@ fn read_event(value: Value, index: usize, ctx: &Ctx<'_>, ptr: &str) -> Result<Me
             });
             (Role::Tool, Content::blocks(vec![block]))
         }
-        Kind::Event => (
-            Role::Event,
-            Content {
-                shape: ContentShape::Absent,
-                blocks: Vec::new(),
-            },
-        ),
+        Kind::Event => (Role::Event, Content::empty(ContentShape::Absent)),
     };
     Ok(Message {
         id,

@@ -16,12 +16,13 @@
 //!
 //! Anything else (another key, another order, a repeated key, another block type, a `system`
 //! role) makes the element "not quick": it is consumed all the same and parsed by serde_json as
-//! before, unless [`message_any_order`] reads it: the same shapes in any key order, with a
-//! block's `cache_control` and thinking blocks, as Claude Code sends them (the Anthropic
-//! reader's order hints in `extra`). A message read here has no unknown fields and no hints, which is exactly when the
-//! Anthropic reader's `extra` is empty. [`crate::parallel`] keeps the result only when every
-//! element of the list is quick; otherwise the quick ones are turned back into their exact
-//! `Value`s ([`to_value`]) and the list is read as before.
+//! before. A message [`message`] reads has no unknown fields and no hints, which is exactly
+//! when the Anthropic reader's `extra` is empty. [`message_any_order`] also reads the same
+//! shapes in any key order, with a block's `cache_control` and thinking blocks, as Claude Code
+//! sends them (with the Anthropic reader's order hints and extras). [`crate::parallel`] keeps
+//! the result only when every element of the list is read one way or the other; otherwise
+//! those read are turned back into their exact `Value`s ([`to_value`]) and the list is read as
+//! before.
 //!
 //! The format is still decided on JSON ([`crate::detect`]): the list holds stubs ([`stubs`]) with
 //! everything detection reads of it (which roles and block types occur); a list with a user text
@@ -103,8 +104,9 @@ fn plain_block(block: &Block) -> bool {
     }
 }
 
-/// Whether compact JSON `text` has no number but non-negative integers ([`exact_numbers`] of
-/// its value, read off the text): outside its strings, no `-`, `.`, or exponent after a digit.
+/// Whether compact JSON `text` has no number but non-negative integers, so that it parses back
+/// to an equal value (serde_json may read a fraction one unit off in its last place, and write
+/// it back otherwise): outside its strings, no `-`, `.`, or exponent after a digit.
 fn integers_only(text: &str) -> bool {
     let (mut in_string, mut escaped, mut after_digit) = (false, false, false);
     for b in text.bytes() {
@@ -182,23 +184,13 @@ pub(crate) fn may_be_cline(message: &Message) -> bool {
 
 /// The exact JSON a quick message was read from (the same `Value` serde_json gives for its
 /// text): what the readers get when the list is not kept quick. The Anthropic writer writes a
-/// quick message's keys in the order they were read (a quick message has no `extra`), and its
-/// tool inputs parse back to themselves: their numbers are all non-negative integers (see
-/// `exact_numbers`), written and read exactly.
+/// quick message's keys in the order they were read (in the known order, or as its order hints
+/// say), and its tool inputs and extras parse back to themselves: their numbers are all
+/// non-negative integers ([`integers_only`]), written and read exactly.
 pub(crate) fn to_value(message: Message) -> Value {
-    // A quick message has nothing the writer can refuse (no `extra`, known blocks only).
+    // A quick message has nothing the writer can refuse: known blocks only, and extras that
+    // are objects (made by `RawJson::from_map`).
     Value::Object(crate::anthropic::write_message_object(&message).unwrap_or_default())
-}
-
-/// A JSON value whose every number is a non-negative integer: its compact text parses back to
-/// an equal value.
-fn exact_numbers(value: &Value) -> bool {
-    match value {
-        Value::Number(n) => n.is_u64(),
-        Value::Array(items) => items.iter().all(exact_numbers),
-        Value::Object(map) => map.values().all(exact_numbers),
-        Value::Null | Value::Bool(_) | Value::String(_) => true,
-    }
 }
 
 /// Consumes whatever remains of a map.
@@ -332,10 +324,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut order = Order::new(&[Key::Role, Key::Content]);
         let mut role = None;
-        let mut content = Content {
-            shape: ContentShape::Absent,
-            blocks: Vec::new(),
-        };
+        let mut content = Content::empty(ContentShape::Absent);
         while let Some(key) = map.next_key::<Key>()? {
             if !order.admit(key) {
                 drain_value_and_rest(&mut map)?;
@@ -397,10 +386,7 @@ impl<'de> Visitor<'de> for ContentVisitor {
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(QuickContent(Some(Content {
-            shape: ContentShape::Null,
-            blocks: Vec::new(),
-        })))
+        Ok(QuickContent(Some(Content::empty(ContentShape::Null))))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
@@ -532,7 +518,7 @@ fn tool_use_block<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Block>, 
         match (key, value) {
             (Key::Id, Value::String(s)) => id = Some(s),
             (Key::Name, Value::String(s)) => name = Some(s),
-            (Key::Input, v) if exact_numbers(&v) => input = Some(RawJson::from_value(&v)),
+            (Key::Input, v) => input = Some(RawJson::from_value(&v)),
             _ => {
                 drain_map(map)?;
                 return Ok(None);
@@ -540,12 +526,14 @@ fn tool_use_block<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Block>, 
         }
     }
     Ok(match (id, name, input) {
-        (Some(id), Some(name), Some(input)) => Some(Block::ToolUse(ToolUse {
-            id,
-            name,
-            input,
-            extra: RawJson::default(),
-        })),
+        (Some(id), Some(name), Some(input)) if integers_only(input.as_str()) => {
+            Some(Block::ToolUse(ToolUse {
+                id,
+                name,
+                input,
+                extra: RawJson::default(),
+            }))
+        }
         _ => None,
     })
 }
@@ -554,10 +542,7 @@ fn tool_use_block<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Block>, 
 fn tool_result_block<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Block>, A::Error> {
     let mut order = Order::new(&[Key::ToolUseId, Key::Content, Key::IsError]);
     let mut tool_use_id = None;
-    let mut content = Content {
-        shape: ContentShape::Absent,
-        blocks: Vec::new(),
-    };
+    let mut content = Content::empty(ContentShape::Absent);
     let mut is_error = None;
     while let Some(key) = map.next_key::<Key>()? {
         if !order.admit(key) {

@@ -266,6 +266,14 @@ pub struct Content {
 }
 
 impl Content {
+    /// No blocks, spelled as `shape` (`ContentShape::Absent`: no content key; `Null`: `null`).
+    pub fn empty(shape: ContentShape) -> Self {
+        Content {
+            shape,
+            blocks: Vec::new(),
+        }
+    }
+
     /// Array-shaped content.
     pub fn blocks(blocks: Vec<Block>) -> Self {
         Content {

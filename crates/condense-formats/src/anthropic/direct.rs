@@ -42,8 +42,6 @@ pub(crate) struct Direct {
     /// The message's keys besides `role` and `content`, in order, with an order hint when the
     /// writer would not put them back in that order.
     pub rest: Map,
-    /// The message's `id`, when a string.
-    pub id: Option<String>,
     /// The facts of its content's blocks, when the content is an array.
     pub blocks: Option<Vec<BlockFacts>>,
 }
@@ -107,21 +105,13 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let role = role.ok_or_else(declined)?;
         let (content, blocks) = match content {
             Some((content, facts)) => (content, facts),
-            None => (
-                Content {
-                    shape: ContentShape::Absent,
-                    blocks: Vec::new(),
-                },
-                None,
-            ),
+            None => (Content::empty(ContentShape::Absent), None),
         };
-        let id = rest.get("id").and_then(Value::as_str).map(str::to_string);
         remember_order(keys, &["role", "content"], &mut rest);
         Ok(Direct {
             role,
             content,
             rest,
-            id,
             blocks,
         })
     }
@@ -146,10 +136,7 @@ impl<'de> Visitor<'de> for ContentSeed {
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        let null = Content {
-            shape: ContentShape::Null,
-            blocks: Vec::new(),
-        };
+        let null = Content::empty(ContentShape::Null);
         Ok((null, None))
     }
 
@@ -262,10 +249,7 @@ impl<'de> Visitor<'de> for BlockSeed {
                 };
                 Block::ToolResult(ToolResult {
                     tool_use_id,
-                    content: content.unwrap_or(Content {
-                        shape: ContentShape::Absent,
-                        blocks: Vec::new(),
-                    }),
+                    content: content.unwrap_or(Content::empty(ContentShape::Absent)),
                     is_error,
                     extra: fields.leftover(&["type", "tool_use_id", "content", "is_error"]),
                 })

@@ -80,13 +80,9 @@ impl Light {
                 id,
                 role: Role::Event,
                 timestamp: self.timestamp,
-                content: chat.map_or(
-                    Content {
-                        shape: ContentShape::Absent,
-                        blocks: Vec::new(),
-                    },
-                    |(_, content, _)| content,
-                ),
+                content: chat.map_or(Content::empty(ContentShape::Absent), |(_, content, _)| {
+                    content
+                }),
                 extra: RawJson::default(),
                 envelope: match shared {
                     Some(shared) => RawJson::shared_slice(shared, text),
@@ -198,8 +194,8 @@ pub(crate) struct ReadMessage {
 pub(crate) fn read_message(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> {
     if let Some(direct) = crate::anthropic::direct::read(message) {
         return Some(ReadMessage {
+            id: string_id(&direct.rest),
             chat: Some((direct.role, direct.content, direct.rest)),
-            id: direct.id,
             blocks: direct.blocks,
         });
     }
@@ -210,7 +206,7 @@ pub(crate) fn read_message(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> 
 /// the role, the content and its blocks out of it.
 pub(crate) fn read_message_map(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> {
     let mut map: Map = serde_json::from_str(message).ok()?;
-    let id = map.get("id").and_then(Value::as_str).map(str::to_string);
+    let id = string_id(&map);
     let blocks = map
         .get("content")
         .and_then(Value::as_array)
@@ -226,6 +222,14 @@ pub(crate) fn read_message_map(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessa
         None
     };
     Some(ReadMessage { chat, id, blocks })
+}
+
+/// A message object's `id`, when it is a string (kept among the keys the reader does not map).
+fn string_id(message: &Map) -> Option<String> {
+    message
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// A canonical JSON value's string, when it is one.
