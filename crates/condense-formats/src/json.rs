@@ -16,7 +16,7 @@ pub(crate) type Result<T> = std::result::Result<T, FormatError>;
 /// original OpenAI role `developer`). Writers use them and never write them out.
 pub(crate) const HINT_PREFIX: &str = "condense:";
 /// Hint: the object's original key order, when the writer's own order would differ.
-const HINT_ORDER: &str = "order";
+pub(crate) const HINT_ORDER: &str = "order";
 
 /// `ptr/token`: the JSON pointer one level down. Readers make one for every message and block
 /// (an error must be able to name it), so it is built without the formatting machinery.

@@ -302,7 +302,29 @@ pub fn archive_stage(
     opts: ArchiveOptions<'_>,
 ) -> Result<usize, StoreError> {
     let pairing = Pairing::of(before, after);
-    archive_stage_named(store, session, before, after, &pairing, opts).map(|(count, _)| count)
+    archive_stage_named(store, session, before, after, &pairing, opts).map(|a| a.entries)
+}
+
+/// What archiving one stage's change wrote.
+#[derive(Debug, Default)]
+pub(crate) struct Archived {
+    /// The number of entries (0: nothing changed, nothing written).
+    pub(crate) entries: usize,
+    /// The segments' names, for the run's record.
+    pub(crate) segments: Vec<String>,
+    /// The output messages (by index) that runs of removed messages were anchored to: each
+    /// stands for more than the input message it may be (see [`crate::resume`]'s origins).
+    pub(crate) anchors: Vec<usize>,
+}
+
+impl Archived {
+    fn written((entries, segments): (usize, Vec<String>), anchors: Vec<usize>) -> Archived {
+        Archived {
+            entries,
+            segments,
+            anchors,
+        }
+    }
 }
 
 /// [`archive_stage_named`] for a stage that replaced messages in place
@@ -314,7 +336,7 @@ pub(crate) fn archive_replaced<'m>(
     session: &str,
     replaced: impl IntoIterator<Item = (usize, &'m Message, &'m Message)>,
     opts: ArchiveOptions<'_>,
-) -> Result<(usize, Vec<String>), StoreError> {
+) -> Result<Archived, StoreError> {
     let mut seg = Draft {
         texts: opts.texts,
         ..Draft::default()
@@ -322,11 +344,12 @@ pub(crate) fn archive_replaced<'m>(
     for (at, before, after) in replaced {
         seg.replace((before, at), after)?;
     }
-    write_segments(store, session, seg, opts.format)
+    // Every entry is keyed by a changed message: none by one left as it was.
+    write_segments(store, session, seg, opts.format).map(|w| Archived::written(w, Vec::new()))
 }
 
-/// [`archive_stage`], also giving the names of the segments written (for the run's record);
-/// `pairing` is [`Pairing::of`] the two conversations.
+/// [`archive_stage`], also giving the names of the segments written (for the run's record) and
+/// the messages insertions are keyed by; `pairing` is [`Pairing::of`] the two conversations.
 pub(crate) fn archive_stage_named(
     store: &Store,
     session: &str,
@@ -334,7 +357,7 @@ pub(crate) fn archive_stage_named(
     after: &Conversation,
     pairing: &Pairing,
     opts: ArchiveOptions<'_>,
-) -> Result<(usize, Vec<String>), StoreError> {
+) -> Result<Archived, StoreError> {
     let mut seg = Draft {
         texts: opts.texts,
         ..Draft::default()
@@ -348,12 +371,13 @@ pub(crate) fn archive_stage_named(
 
     // Runs of removed messages, each anchored to the output message that follows it.
     let mut anchored_new: std::collections::HashSet<usize> = Default::default();
+    let mut anchors: Vec<usize> = Vec::new();
     let mut run: Vec<usize> = Vec::new();
     let mut last_kept: Option<usize> = None;
-    let flush = |seg: &mut Draft<'_, '_>,
-                 run: &mut Vec<usize>,
-                 last_kept: Option<usize>,
-                 anchored: &mut std::collections::HashSet<usize>|
+    let mut flush = |seg: &mut Draft<'_, '_>,
+                     run: &mut Vec<usize>,
+                     last_kept: Option<usize>,
+                     anchored: &mut std::collections::HashSet<usize>|
      -> Result<(), StoreError> {
         if run.is_empty() {
             return Ok(());
@@ -366,11 +390,13 @@ pub(crate) fn archive_stage_named(
         // next to one resumed from an earlier output), a changed one only with runs that made
         // it, so expand never applies this run's insertion where another run's output stands.
         if let Some(i) = last_kept.filter(|&i| pairing.changed[i]) {
+            anchors.push(i);
             seg.add(
                 message_hash(&after.messages[i])?,
                 Entry::InsertAfter { originals },
             );
         } else if let Some(anchor) = after.messages.get(next) {
+            anchors.push(next);
             if pairing.before_of[next].is_some() {
                 seg.add(message_hash(anchor)?, Entry::InsertBefore { originals });
             } else {
@@ -378,6 +404,7 @@ pub(crate) fn archive_stage_named(
                 seg.add(message_hash(anchor)?, Entry::ReplaceNew { originals });
             }
         } else if let Some(last) = after.messages.last() {
+            anchors.push(after.messages.len() - 1);
             seg.add(message_hash(last)?, Entry::InsertAfter { originals });
         }
         Ok(())
@@ -403,7 +430,7 @@ pub(crate) fn archive_stage_named(
         }
     }
 
-    write_segments(store, session, seg, opts.format)
+    write_segments(store, session, seg, opts.format).map(|w| Archived::written(w, anchors))
 }
 
 /// Archives how the written output reads back: a stage-made message (a summary) may come back
@@ -461,11 +488,10 @@ fn archive_reread(
             texts: None,
         };
         let pairing = Pairing::of(produced, reread);
-        let (count, segments) =
-            archive_stage_named(store, session, produced, reread, &pairing, opts)?;
+        let archived = archive_stage_named(store, session, produced, reread, &pairing, opts)?;
         return Ok(Reread {
-            count,
-            segments,
+            count: archived.entries,
+            segments: archived.segments,
             keys: None,
         });
     }

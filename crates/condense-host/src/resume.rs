@@ -50,6 +50,7 @@ use std::hash::{Hash, Hasher};
 use xxhash_rust::xxh3::xxh3_128;
 
 mod blocks;
+mod marks;
 mod memory;
 mod output;
 pub(crate) use memory::PointMemory;
@@ -69,8 +70,9 @@ fn messages_namespace(session: &str) -> String {
 /// Bumped when the record's meaning changes: an older point is then not used. 2: the input's
 /// hash is taken over each message's own hash, and the output refers to input messages. 3: the
 /// output's other messages are records of their own, which the point names. 4: those records
-/// are packed ([`condense_model::packed`]), not JSON.
-const VERSION: u32 = 4;
+/// are packed ([`condense_model::packed`]), not JSON. 5: messages are hashed without their
+/// prompt-cache marks ([`marks`]).
+const VERSION: u32 = 5;
 
 /// What a resumed run started from (reported with the run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -124,6 +126,14 @@ struct Point<'a> {
     output_blocks: Vec<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     key_blocks: Vec<Cow<'a, str>>,
+    /// The input messages the point covers that had prompt-cache marks ([`marks`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    marks: Vec<marks::Mark>,
+    /// Per output message: the input message it stands for alone, as it is or changed in
+    /// place, with no run of removed messages anchored to it; -1 for any other
+    /// ([`marks::places`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    origins: Vec<i64>,
 }
 
 impl Point<'_> {
@@ -155,6 +165,11 @@ pub(crate) struct InputHash {
     pub(crate) output_count: Option<ConversationCount>,
     /// The blocks the point the run resumed from names ([`blocks`]): stored already.
     point_blocks: Option<HashSet<String>>,
+    /// The input's messages with prompt-cache marks ([`marks`]).
+    marks: Vec<marks::Mark>,
+    /// Per output message, once the run has them: the input message it stands for alone
+    /// ([`Point::origins`]).
+    pub(crate) origins: Vec<Option<usize>>,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -163,13 +178,21 @@ fn hex(h: &Fingerprinter) -> String {
 
 impl InputHash {
     /// `given`: each message's fingerprint when the reader made them (used only when there is
-    /// one per message, [`fingerprint::each`]).
-    fn of(conv: &Conversation, given: Option<&[u128]>, point_inputs: Option<usize>) -> InputHash {
+    /// one per message, [`fingerprint::each`]). `point`: how many input messages the stored
+    /// point covers, and the marks they had. Messages are hashed without their marks.
+    fn of(
+        conv: &Conversation,
+        given: Option<&[u128]>,
+        point: Option<(usize, &[marks::Mark])>,
+    ) -> InputHash {
         let each = fingerprint::each(&conv.messages, given.unwrap_or_default()).into_owned();
+        let (point_inputs, before) = point.map_or((None, &[][..]), |(n, m)| (Some(n), m));
+        let marks = marks::marks_of(&conv.messages, &each, before);
+        let compared = marks::compared(&each, &marks);
         let mut h = Fingerprinter::new();
         (&conv.system, &conv.tools).hash(&mut h);
         let mut at_point = None;
-        for (i, own) in each.iter().enumerate() {
+        for (i, own) in compared.iter().enumerate() {
             if point_inputs == Some(i) {
                 at_point = Some(hex(&h));
             }
@@ -187,6 +210,8 @@ impl InputHash {
             stored: PrehashedMap::default(),
             output_count: None,
             point_blocks: None,
+            marks,
+            origins: Vec::new(),
         }
     }
 }
@@ -328,15 +353,17 @@ fn read_all(
 }
 
 /// Whether a run starting from `point` drops every unread message (`mask`): each is one the
-/// point covers, and none is one its output keeps but for those remembered in `kept`.
-fn drops_unread(point: &Point<'_>, mask: &[bool], kept: &InputsKept) -> bool {
+/// point covers, and none is one its output keeps but for those remembered in `kept`, nor one
+/// whose marks moved (`remarked`: taken from the input).
+fn drops_unread(point: &Point<'_>, mask: &[bool], kept: &InputsKept, remarked: &[usize]) -> bool {
     let at_hand =
         |i: usize| mask.get(i) == Some(&false) || (i < mask.len() && kept.contains_key(&i));
     let kept_read = point
         .layout
         .iter()
         .all(|&i| i < 0 || usize::try_from(i).is_ok_and(at_hand));
-    kept_read && !mask.iter().skip(point.inputs).any(|&m| m)
+    let remarked_read = remarked.iter().all(|&i| mask.get(i) == Some(&false));
+    kept_read && remarked_read && !mask.iter().skip(point.inputs).any(|&m| m)
 }
 
 /// The conversation the stages start from: `input` itself, or the stored point's output
@@ -366,7 +393,7 @@ pub(crate) fn start(
         Some(settings) => load(store, session, memory)?.map(|l| (settings, l)),
         None => None,
     };
-    let (point, remembered, kept, output_count) = match loaded {
+    let (point, remembered, mut kept, output_count) = match loaded {
         Some((
             settings,
             Loaded {
@@ -383,12 +410,29 @@ pub(crate) fn start(
         }
         None => (None, None, InputsKept::new(), None),
     };
-    let mut hash = InputHash::of(&input, fingerprints, point.as_ref().map(|p| p.inputs));
+    let mut hash = InputHash::of(
+        &input,
+        fingerprints,
+        point.as_ref().map(|p| (p.inputs, &p.marks[..])),
+    );
     let point = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix));
+    // The messages whose marks moved: the start takes them from this input (not from memory,
+    // which has their old form) where the point's output stands for each alone.
+    let remarked = point.as_ref().map_or_else(Vec::new, |p| {
+        marks::changed(&p.marks, &hash.marks, &hash.each, p.inputs)
+    });
+    let places = point
+        .as_ref()
+        .and_then(|p| marks::places(&remarked, &p.layout, &p.origins));
+    let point = point.filter(|_| places.is_some());
+    let places = places.unwrap_or_default();
+    for i in &remarked {
+        kept.remove(i);
+    }
     if let Some(u) = unread {
         if !point
             .as_ref()
-            .is_some_and(|p| drops_unread(p, u.mask, &kept))
+            .is_some_and(|p| drops_unread(p, u.mask, &kept, &remarked))
         {
             input = read_all(input, unread.take())?;
         }
@@ -407,6 +451,7 @@ pub(crate) fn start(
         layout,
         input_tokens: covered,
         keys,
+        origins,
         ..
     } = point;
     let stored_prints: Vec<u128> = stored.iter().map(|(fp, _)| *fp).collect();
@@ -424,10 +469,19 @@ pub(crate) fn start(
     let tokens_before = covered + counted.total;
     hash.message_tokens = Some(covered + counted.in_messages());
     let mut new = std::mem::replace(&mut input.messages, covering);
-    let Some((output, moved)) = output_of(output, &layout, &mut input.messages, kept) else {
+    let Some((mut output, mut moved)) = output_of(output, &layout, &mut input.messages, kept)
+    else {
         input.messages.append(&mut new);
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
+    // A message whose marks moved, where the output held a stage's change of it: the stages
+    // make their change again, from the message as the input has it now.
+    let retaken: Vec<(usize, usize)> = places
+        .iter()
+        .filter(|place| place.changed)
+        .map(|place| (place.at, place.input))
+        .collect();
+    output::take_inputs(&mut output, &mut input.messages, &retaken, &mut moved);
     let output_messages = output.len();
     // The output messages that are input messages kept as they were have the reader's
     // fingerprints: only those the stages changed or made are fingerprinted here.
@@ -440,12 +494,22 @@ pub(crate) fn start(
             Err(_) => stored_prints.next().copied(),
         })
         .collect();
+    for &(at, i) in &retaken {
+        prints[at] = hash.each.get(i).copied();
+    }
     let keys = (keys.len() == output_messages).then(|| {
         let prints = output
             .iter()
             .zip(&prints)
             .map(|(m, p)| p.unwrap_or_else(|| fingerprint::fingerprint(m)));
-        KeyMemo::seeded(prints.zip(keys.into_iter().map(Cow::into_owned)))
+        // A message whose marks moved is another message than the one its key was made of.
+        let pairs = prints
+            .zip(keys.into_iter().map(Cow::into_owned))
+            .enumerate();
+        KeyMemo::seeded(pairs.filter_map(|(at, pair)| {
+            let moved_here = places.iter().any(|place| place.at == at);
+            (!moved_here).then_some(pair)
+        }))
     });
     // The new messages' are the input's.
     prints.extend(
@@ -457,9 +521,20 @@ pub(crate) fn start(
     );
     let prefix = std::mem::replace(&mut input.messages, output);
     input.messages.extend(new);
+    // The new messages stand for themselves.
+    let origins: Vec<Option<usize>> = if origins.len() == output_messages {
+        let output_origins = origins.iter().map(|&o| usize::try_from(o).ok());
+        output_origins
+            .chain((inputs..hash.messages).map(Some))
+            .collect()
+    } else {
+        Vec::new()
+    };
     // The remembered output's counts are the prefix's (the same messages): only the frame and
     // the new messages were counted.
-    let started = match output_count.filter(|c| c.messages.len() == output_messages) {
+    let counts_hold = retaken.is_empty();
+    let started = match output_count.filter(|c| counts_hold && c.messages.len() == output_messages)
+    {
         Some(prefix_count) => {
             let started = counted.after(&prefix_count);
             debug_assert!(
@@ -495,6 +570,7 @@ pub(crate) fn start(
         parent_run: run.map(Cow::into_owned),
         keys,
         prints,
+        origins,
     })
 }
 
@@ -515,6 +591,9 @@ pub(crate) struct Start {
     /// Each message's [`fingerprint`](fingerprint::fingerprint) where it is known already (the
     /// reader's, the stored messages'), in order; empty when none is.
     pub(crate) prints: Vec<Option<u128>>,
+    /// Per message: the input message it stands for alone ([`Point::origins`]); empty when
+    /// not known.
+    pub(crate) origins: Vec<Option<usize>>,
 }
 
 impl Start {
@@ -527,6 +606,7 @@ impl Start {
             _ => Vec::new(),
         };
         Start {
+            origins: (0..conversation.messages.len()).map(Some).collect(),
             conversation,
             hash,
             resumed: None,
@@ -607,7 +687,14 @@ pub(crate) fn save(
     let Some(input_tokens) = hash.message_tokens else {
         return Ok(());
     };
-    let (stored, layout) = layout(&hash.each, &output.messages, prints);
+    let output_prints = fingerprint::each(&output.messages, prints);
+    let (stored, layout) = layout(&hash.each, &output.messages, &output_prints);
+    let origins: Vec<i64> = if hash.origins.len() == layout.len() {
+        let origin = |o: Option<usize>| o.and_then(|i| i64::try_from(i).ok()).unwrap_or(-1);
+        hash.origins.iter().map(|&o| origin(o)).collect()
+    } else {
+        Vec::new()
+    };
     // Each stored message's record: the one the run started from when it is unchanged, else
     // written now, packed (named by its bytes' hash: the same message is one record, written
     // once).
@@ -657,6 +744,8 @@ pub(crate) fn save(
         keys: key_tail.to_vec(),
         output_blocks: blocks::names(&output_blocks),
         key_blocks: blocks::names(&key_blocks),
+        marks: hash.marks.clone(),
+        origins,
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -675,6 +764,8 @@ pub(crate) fn save(
             keys: Vec::new(),
             output_blocks: owned(&point.output_blocks),
             key_blocks: owned(&point.key_blocks),
+            marks: point.marks,
+            origins: point.origins,
         };
         // The messages come once the caller is done with the output (`PointMemory::fill`):
         // the input messages it kept, so the next request need not parse them, and those it

@@ -21,6 +21,7 @@
 //! ```
 
 mod block;
+pub mod cache_marks;
 pub mod duplicate;
 pub mod fingerprint;
 mod format;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod away;
+mod cache_marks;
 mod claude_code;
 mod claude_code_light;
 mod claude_code_message;

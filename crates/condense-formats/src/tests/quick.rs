@@ -56,7 +56,7 @@ fn same_as_slow(text: &str) -> Option<crate::Format> {
 
 /// How many messages of `text` the parallel parse reads quick (`None`: it reads the list as
 /// JSON).
-fn quick_messages(text: &str) -> Option<usize> {
+pub(super) fn quick_messages(text: &str) -> Option<usize> {
     let mut finder = crate::scan::Finder::default();
     finder.scan(text, crate::scan::trimmed(text.as_bytes(), 0..text.len()));
     let (_, list) = crate::parallel::parse(text, &finder, true, (None, None))?;

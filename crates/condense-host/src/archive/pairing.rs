@@ -47,6 +47,11 @@ impl Pairing {
         }
     }
 
+    /// The input message output message `after` is (changed in place or not), if any.
+    pub(crate) fn input_of(&self, after: usize) -> Option<usize> {
+        self.before_of.get(after).copied().flatten()
+    }
+
     /// `(input index, output index)` of each message the stage changed in place, in output
     /// order.
     pub(crate) fn changed_in_place(&self) -> impl Iterator<Item = (usize, usize)> + '_ {

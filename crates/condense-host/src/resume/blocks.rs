@@ -35,7 +35,7 @@ pub(super) fn hex(h: u128) -> String {
 }
 
 /// A name as 16 bytes, when it is 32 hex digits.
-fn parse(name: &str) -> Option<u128> {
+pub(super) fn parse(name: &str) -> Option<u128> {
     (name.len() == 32)
         .then(|| u128::from_str_radix(name, 16).ok())
         .flatten()

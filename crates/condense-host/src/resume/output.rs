@@ -71,6 +71,33 @@ pub(super) fn output_of(
     Some((messages, moved))
 }
 
+/// Moves each input message `(at, i)` names out of `covered` into `output` at `at`, in place of
+/// what the output held there, and notes it in `moved` ([`put_back`] puts it back). A message
+/// named twice is moved once, then copied.
+pub(super) fn take_inputs(
+    output: &mut [Message],
+    covered: &mut [Message],
+    places: &[(usize, usize)],
+    moved: &mut Moved,
+) {
+    for &(at, i) in places {
+        if at >= output.len() {
+            continue;
+        }
+        let first = moved.iter().find(|&&(j, _)| j == i).map(|&(_, pos)| pos);
+        let message = match first {
+            Some(pos) => output.get(pos).cloned(),
+            None => covered.get_mut(i).map(|m| std::mem::replace(m, hole())),
+        };
+        if let (Some(message), Some(slot)) = (message, output.get_mut(at)) {
+            if first.is_none() {
+                moved.push((i, at));
+            }
+            *slot = message;
+        }
+    }
+}
+
 /// What a message moved out of a list leaves behind: an empty event, made without allocating.
 fn hole() -> Message {
     Message::new(String::new(), condense_model::Role::Event, Vec::new())

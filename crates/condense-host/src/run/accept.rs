@@ -95,8 +95,9 @@ impl Accepted {
             Accepted::Unchanged => Ok(None),
             Accepted::Whole(conversation, checked) => {
                 let pairing = Pairing::of(&state.current, &conversation);
+                let mut anchors = Vec::new();
                 if archived {
-                    let (_, segment) = archive_stage_named(
+                    let archived = archive_stage_named(
                         store,
                         session,
                         &state.current,
@@ -104,10 +105,12 @@ impl Accepted {
                         &pairing,
                         archive,
                     )?;
-                    state.segments.extend(segment);
+                    state.segments.extend(archived.segments);
+                    anchors = archived.anchors;
                 }
                 let before = std::mem::replace(&mut state.current, conversation);
                 state.prints = vec![None; state.current.messages.len()];
+                state.follow_origins(&pairing, &anchors);
                 record_rewrites(
                     &mut state.services,
                     before,
@@ -127,8 +130,8 @@ impl Accepted {
                     .collect();
                 if archived && !olds.is_empty() {
                     let pairs = olds.iter().map(|(i, old)| (*i, old, &current[*i]));
-                    let (_, segment) = archive_replaced(store, session, pairs, archive)?;
-                    state.segments.extend(segment);
+                    let archived = archive_replaced(store, session, pairs, archive)?;
+                    state.segments.extend(archived.segments);
                 }
                 state.forget_prints(olds.iter().map(|(i, _)| *i));
                 record_replaced(&mut state.services, olds, &state.current, archived);

@@ -28,6 +28,10 @@ pub(super) struct RunState {
     pub(super) parent_run: Option<String>,
     /// The archive segments this run wrote, in order.
     pub(super) segments: Vec<String>,
+    /// Per message of `current`: the input message it stands for alone, as it is or changed
+    /// in place by a stage, with no run of removed messages anchored to it (the resume point
+    /// keeps them, [`crate::resume`]'s marks); `None` for any other.
+    pub(super) origins: Vec<Option<usize>>,
     pub(super) current: Conversation,
     /// The token count of `current` (kept whole: the budget is computed from it).
     pub(super) count: ConversationCount,
@@ -58,9 +62,13 @@ impl RunState {
             parent_run,
             keys,
             mut prints,
+            mut origins,
         } = start;
         if prints.len() != conversation.messages.len() {
             prints = vec![None; conversation.messages.len()];
+        }
+        if origins.len() != conversation.messages.len() {
+            origins = vec![None; conversation.messages.len()];
         }
         let count = count.unwrap_or_else(|| counter.count_conversation(&conversation));
         if let Some(hash) = hash.as_mut().filter(|h| h.message_tokens.is_none()) {
@@ -78,6 +86,7 @@ impl RunState {
             input_hash: hash,
             parent_run,
             segments: Vec::new(),
+            origins,
             count,
             violations: guard::violations(&conversation),
             current: conversation,
@@ -86,6 +95,25 @@ impl RunState {
             services: RunServices::default(),
             point_keys: keys,
             prints,
+        }
+    }
+
+    /// Follows the messages' origins through a stage that made `current` anew: each output
+    /// message keeps its input message's (`pairing`), but for those `anchors` names (runs of
+    /// removed messages were archived next to them).
+    pub(super) fn follow_origins(&mut self, pairing: &crate::archive::Pairing, anchors: &[usize]) {
+        let before = std::mem::take(&mut self.origins);
+        self.origins = (0..self.current.messages.len())
+            .map(|a| {
+                pairing
+                    .input_of(a)
+                    .and_then(|b| before.get(b).copied().flatten())
+            })
+            .collect();
+        for &a in anchors {
+            if let Some(origin) = self.origins.get_mut(a) {
+                *origin = None;
+            }
         }
     }
 
@@ -156,6 +184,7 @@ impl RunState {
         };
         let hash = self.input_hash.map(|mut h| {
             h.output_count = Some(self.count);
+            h.origins = self.origins;
             h
         });
         Ok((result, hash))

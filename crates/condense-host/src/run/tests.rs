@@ -14,6 +14,7 @@ use condense_model::{Block, Content, Conversation, Format, Message, Role};
 use serde::{Deserialize, Serialize};
 
 mod deferred;
+mod marks;
 mod unread;
 
 /// The test stages' config: one behaviour per stage.
@@ -46,8 +47,8 @@ impl Stage for Probe {
 
     fn new(config: Config) -> Result<Self, StageError> {
         match config.mode.as_str() {
-            "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" | "replace"
-            | "replace-grow" | "replace-renamed" | "read" => Ok(Probe(config.mode)),
+            "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" | "drop"
+            | "replace" | "replace-grow" | "replace-renamed" | "read" => Ok(Probe(config.mode)),
             other => Err(format!(
                 "mode must be shrink, grow, fail, raise or observe, got `{other}`"
             )
@@ -106,6 +107,15 @@ impl Stage for Probe {
                 let sum = Message::new("sum", Role::User, vec![Block::text(ids.join(" "))]);
                 conversation.messages.insert(0, sum);
                 report.blocks_changed = 1;
+                Ok(StageOutput::changed(conversation, report))
+            }
+            "drop" => {
+                // Drops every message before the last 3 (the archive anchors them to the
+                // first one it keeps).
+                let mut conversation = input.into_conversation()?;
+                let keep = conversation.messages.len().saturating_sub(3);
+                conversation.messages.drain(..keep);
+                report.blocks_changed = keep;
                 Ok(StageOutput::changed(conversation, report))
             }
             "grow" => {

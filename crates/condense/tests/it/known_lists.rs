@@ -64,7 +64,7 @@ pub(crate) fn body(messages: &[Value], n: usize) -> Vec<u8> {
 
 /// [`crate::resume::compress`] at a fixed time, with its report as JSON: the output and the
 /// report.
-fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> (Vec<u8>, Value) {
+pub(crate) fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -> (Vec<u8>, Value) {
     let mut args = vec!["--now", "1893456000000", "--report", "json"];
     args.extend_from_slice(extra);
     let stderr = crate::resume::compress(input, store, out, &args);
@@ -264,7 +264,7 @@ fn lists_kept(store: &Path) -> usize {
 }
 
 /// `condense expand` of `sent` with the proxy's store and `session` gives `client`.
-fn assert_expands_from(sent: &[u8], store: &Path, session: &str, client: &[u8]) {
+pub(crate) fn assert_expands_from(sent: &[u8], store: &Path, session: &str, client: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
     let (at, back) = (dir.path().join("sent.json"), dir.path().join("back.json"));
     std::fs::write(&at, sent).unwrap();

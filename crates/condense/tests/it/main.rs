@@ -6,6 +6,7 @@
 // Test helpers outside #[test] functions may unwrap: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cache_marks;
 mod claude_code;
 mod cli;
 mod cli_polish;

@@ -1,0 +1,109 @@
+//! A client that marks its newest message `cache_control` (SWE-agent, mini-swe-agent, the SDKs'
+//! caching examples) moves the mark every turn. Compressed once per turn, a real session
+//! still resumes every turn from the previous output; each output carries the client's mark
+//! and no stale one, and expands to the client's body byte for byte. Through `condense serve`
+//! too, where the proxy takes the kept history from memory.
+
+use crate::known_lists::{assert_expands_from, compress, messages};
+use crate::serve_fake::{anthropic_answer, post, Reply, Serve, Upstream};
+use crate::support::assert_expands_to;
+use serde_json::{json, Value};
+
+/// The request body of the session's first `n` messages, the last one's last block marked (a
+/// string content sent as one marked text block, as a client must to mark it).
+fn marked_body(messages: &[Value], n: usize) -> Vec<u8> {
+    let mut messages = messages[..n].to_vec();
+    let mark = json!({"type": "ephemeral"});
+    if let Some(last) = messages.last_mut() {
+        match &mut last["content"] {
+            Value::String(text) => {
+                let block = json!([{"type": "text", "text": text, "cache_control": mark}]);
+                last["content"] = block;
+            }
+            Value::Array(blocks) => {
+                if let Some(Value::Object(block)) = blocks.last_mut() {
+                    block.insert("cache_control".into(), mark);
+                }
+            }
+            _ => {}
+        }
+    }
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 8192, "messages": messages});
+    serde_json::to_vec_pretty(&body).unwrap()
+}
+
+fn marks(bytes: &[u8]) -> usize {
+    String::from_utf8_lossy(bytes)
+        .matches("\"cache_control\"")
+        .count()
+}
+
+/// The turns: the session at three fifths, two and four messages on, four fifths, whole.
+fn turns(n: usize) -> [usize; 5] {
+    [n * 3 / 5, n * 3 / 5 + 2, n * 3 / 5 + 4, n * 4 / 5, n]
+}
+
+#[test]
+fn a_moved_mark_resumes_every_turn_and_each_output_expands_to_its_body() {
+    let messages = messages();
+    let dir = tempfile::tempdir().unwrap();
+    let (store, input, out) = (
+        dir.path().join("store"),
+        dir.path().join("request.json"),
+        dir.path().join("out.json"),
+    );
+    let mut previous = 0;
+    for (turn, n) in turns(messages.len()).into_iter().enumerate() {
+        let body = marked_body(&messages, n);
+        std::fs::write(&input, &body).unwrap();
+        let (output, report) = compress(&input, &store, &out, &[]);
+        let resumed = &report["runs"][0]["resumed"];
+        if turn > 0 {
+            assert_eq!(resumed["input_messages"], previous, "turn {turn}: {report}");
+        }
+        assert_eq!(
+            marks(&output),
+            1,
+            "turn {turn}: the client's mark, no stale one"
+        );
+        assert!(output.len() < body.len(), "turn {turn}");
+        assert_expands_to(
+            out.to_str().unwrap(),
+            store.to_str().unwrap(),
+            dir.path().join("back.json").to_str().unwrap(),
+            &body,
+        );
+        previous = n;
+    }
+}
+
+#[test]
+fn through_the_proxy_a_moved_mark_resumes_every_turn() {
+    use crate::serve::ANTHROPIC_HEADERS;
+    let messages = messages();
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let serve = Serve::start(&up.url, &[]);
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("x-condense-session", "marks"));
+    let turns = turns(messages.len());
+    let mut last = Vec::new();
+    for (turn, &n) in turns.iter().enumerate() {
+        last = marked_body(&messages, n);
+        let answer = post(&serve.url, "/v1/messages", &headers, &last);
+        assert_eq!(answer.status, 200, "{}", serve.log());
+        let sent = up.requests()[turn].body.clone();
+        assert_eq!(marks(sent.as_bytes()), 1, "turn {turn}");
+    }
+    // One log line a request; every one after the first started from the one before.
+    let log = serve.log();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("session=marks model="))
+        .collect();
+    assert_eq!(lines.len(), turns.len(), "{log}");
+    for (turn, line) in lines.iter().enumerate() {
+        assert_eq!(line.contains("resumed"), turn > 0, "turn {turn}: {line}");
+    }
+    let sent = up.requests()[turns.len() - 1].body.clone();
+    assert_expands_from(sent.as_bytes(), serve.store.path(), "marks", &last);
+}
