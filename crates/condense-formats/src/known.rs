@@ -14,7 +14,10 @@
 //! first element's text ([`first_key`]). When one of them covers a prefix of the new list whose
 //! text is exactly the same (same length, same xxh3-128), the messages of that prefix are the
 //! same messages (a read is a function of the text), so the scan steps over that text and the
-//! ones not needed are left unread: each becomes a placeholder (`placeholder`) that keeps its
+//! ones not needed are left unread. A list also keeps the hashes of its first messages short of
+//! its [`SHORTER`] newest ones ([`KnownList::shorter`]): a client that moved its prompt-cache
+//! marks sends those changed, and the read still matches the messages before them, when the
+//! new list goes on past them. Each message left unread becomes a placeholder (`placeholder`) that keeps its
 //! position, its positional id and its fingerprint, and the [`crate::Document`] says which ones
 //! they are
 //! ([`crate::Document::unread`]). Its texts are still there: the writer copies any of them that
@@ -33,7 +36,7 @@
 use condense_model::{Content, Format, Message, RawJson, Role};
 use serde_json::Value;
 use std::ops::Range;
-use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 mod record;
 
@@ -43,6 +46,12 @@ pub use record::{decode_all, encode_all, KnownWrite, BLOCKS};
 /// The first messages of a list are always read: a session's id comes from them, and they cost
 /// little.
 pub const ALWAYS_READ: usize = 8;
+
+/// How many of a list's newest messages may have changed since for a read to still match the
+/// ones before them ([`KnownList::shorter`]): a client that marks its last two user messages
+/// for its prompt cache (SWE-agent) moves both marks every turn, and the older of the two is
+/// the third newest message (a tool result, the call, its result).
+pub const SHORTER: usize = 4;
 
 /// Where a caller keeps the records (a store namespace), each under [`record_name`].
 pub const RECORDS: &str = "known-lists";
@@ -74,6 +83,11 @@ pub struct KnownList {
     /// xxh3-128 of the list's text from its first message's first byte to its last message's
     /// last byte.
     pub bytes: u128,
+    /// The same hash of the text of its first messages, for the [`SHORTER`] lengths short of
+    /// the whole (ascending; each more than [`ALWAYS_READ`]): (messages, hash). A client that
+    /// moved its prompt-cache mark sends the newest messages changed, and the list still
+    /// matches up to them.
+    pub shorter: Vec<(usize, u128)>,
     /// Where each message's text is, from the first one's first byte (start, end): a read
     /// that finds the same text takes them instead of scanning it.
     pub spans: Vec<(u32, u32)>,
@@ -227,14 +241,22 @@ impl Matched {
     }
 }
 
-/// The spans of the elements `spans` relative to the first one's start, and the hash of their
-/// text (from the first one's start to the last one's end), going on from `hashed` when it
-/// hashed the start of that text; `None` for no elements.
+/// What a read's list is kept as ([`KnownList`]): its elements' spans relative to the first
+/// one's start, the hash of their text (from the first one's start to the last one's end), and
+/// the hashes of its [`KnownList::shorter`] prefixes.
+pub(crate) struct Prefix {
+    pub(crate) spans: Vec<(u32, u32)>,
+    pub(crate) bytes: u128,
+    pub(crate) shorter: Vec<(usize, u128)>,
+}
+
+/// The [`Prefix`] of the elements `spans`, hashing on from `hashed` when it hashed the start of
+/// their text up to no further than the shortest prefix kept; `None` for no elements.
 pub(crate) fn prefix_of(
     text: &str,
     spans: &[Range<usize>],
     hashed: Option<&Hashed>,
-) -> Option<(Vec<(u32, u32)>, u128)> {
+) -> Option<Prefix> {
     let (first, last) = (spans.first()?, spans.last()?);
     let rel = |at: usize| u32::try_from(at - first.start).ok();
     let relative = spans
@@ -242,20 +264,34 @@ pub(crate) fn prefix_of(
         .map(|s| Some((rel(s.start)?, rel(s.end)?)))
         .collect::<Option<Vec<_>>>()?;
     let bytes = text.as_bytes();
-    let hash = match hashed.filter(|h| h.start == first.start && h.end <= last.end) {
-        Some(h) => {
-            let mut state = h.state.clone();
-            state.update(bytes.get(h.end..last.end)?);
-            state.digest128()
-        }
-        None => xxh3_128(bytes.get(first.start..last.end)?),
+    let lengths: Vec<usize> = (spans.len().saturating_sub(SHORTER)..spans.len())
+        .filter(|&m| m > ALWAYS_READ)
+        .collect();
+    let first_cut = lengths.first().map_or(last.end, |&m| spans[m - 1].end);
+    let (mut state, mut at) = match hashed.filter(|h| h.start == first.start && h.end <= first_cut)
+    {
+        Some(h) => (h.state.clone(), h.end),
+        None => (Xxh3::new(), first.start),
     };
-    Some((relative, hash))
+    let mut shorter = Vec::with_capacity(lengths.len());
+    for m in lengths {
+        let end = spans[m - 1].end;
+        state.update(bytes.get(at..end)?);
+        at = end;
+        shorter.push((m, state.digest128()));
+    }
+    state.update(bytes.get(at..last.end)?);
+    Some(Prefix {
+        spans: relative,
+        bytes: state.digest128(),
+        shorter,
+    })
 }
 
 /// The longest of `known` whose text the array whose first element is at `first` starts with
-/// (hashed, not scanned), with its elements' spans in `text`. Only a list of more than
-/// [`ALWAYS_READ`] messages, each with its fingerprint, is a match.
+/// (hashed, not scanned), with its elements' spans in `text`: a list whole, or its first
+/// messages ([`KnownList::shorter`]) when its newest ones changed since. Only a list of more
+/// than [`ALWAYS_READ`] messages, each with its fingerprint, is a match.
 pub(crate) fn match_prefix(
     text: &[u8],
     first: &Range<usize>,
@@ -270,13 +306,39 @@ pub(crate) fn match_prefix(
         if !whole || list.spans.first() != Some(&(0, first_len)) {
             return None;
         }
-        let (_, end) = *list.spans.last()?;
-        let end = first.start.checked_add(usize::try_from(end).ok()?)?;
-        let mut state = Xxh3::new();
-        state.update(text.get(first.start..end)?);
-        if state.digest128() != list.bytes {
-            return None;
+        let end_of = |m: usize| -> Option<usize> {
+            let (_, end) = *list.spans.get(m.checked_sub(1)?)?;
+            first.start.checked_add(usize::try_from(end).ok()?)
+        };
+        // The whole list's hash and its shorter prefixes', in one pass: the longest that
+        // matches.
+        let mut cuts: Vec<(usize, u128)> = list
+            .shorter
+            .iter()
+            .copied()
+            .filter(|&(m, _)| ALWAYS_READ < m && m < list.messages)
+            .collect();
+        cuts.push((list.messages, list.bytes));
+        let (mut state, mut at) = (Xxh3::new(), first.start);
+        let mut matched = None;
+        for (m, hash) in cuts {
+            let Some(end) = end_of(m).filter(|&end| at <= end) else {
+                break;
+            };
+            let Some(piece) = text.get(at..end) else {
+                break;
+            };
+            state.update(piece);
+            at = end;
+            // A list's first messages only where the array goes on past them (a client moved
+            // its marks off the messages after them; one that ends there was cut short).
+            let whole_or_going_on = m == list.messages || goes_on(text, end);
+            if whole_or_going_on && state.digest128() == hash {
+                matched = Some((m, hash, state.clone(), end));
+            }
         }
+        let (m, hash, state, end) = matched?;
+        let list = list.first(m, hash);
         let at = |rel: u32| first.start + rel as usize;
         let spans: Vec<Range<usize>> = list.spans.iter().map(|&(s, e)| at(s)..at(e)).collect();
         let hashed = Hashed {
@@ -286,6 +348,28 @@ pub(crate) fn match_prefix(
         };
         separated(text, &spans).then_some((list, spans, hashed))
     })
+}
+
+impl KnownList {
+    /// Its first `m` messages (their text's hash `bytes`), as the list a read of them kept.
+    fn first(mut self, m: usize, bytes: u128) -> KnownList {
+        if m < self.messages {
+            self.messages = m;
+            self.bytes = bytes;
+            self.spans.truncate(m);
+            self.prints.truncate(m);
+            self.read.retain(|&i| i < m);
+            self.shorter.retain(|&(n, _)| n < m);
+        }
+        self
+    }
+}
+
+/// Whether the array whose element ends at `end` has another element after it: a comma
+/// follows, after JSON whitespace.
+fn goes_on(text: &[u8], end: usize) -> bool {
+    let rest = text.get(end..).unwrap_or_default();
+    rest.iter().find(|b| !crate::scan::is_ws(**b)) == Some(&b',')
 }
 
 /// Whether `spans` are non-empty values one after the other with only a comma and JSON

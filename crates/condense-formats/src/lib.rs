@@ -508,12 +508,12 @@ impl Document {
             .collect();
         let spans: Vec<_> = units.iter().map(|u| u.span.clone()).collect();
         let first = self.source.text.get(spans.first()?.clone())?;
-        let (relative, bytes) =
-            known::prefix_of(&self.source.text, &spans, self.known_hashed.as_ref())?;
+        let prefix = known::prefix_of(&self.source.text, &spans, self.known_hashed.as_ref())?;
         let list = known::KnownList {
             messages: spans.len(),
-            bytes,
-            spans: relative,
+            bytes: prefix.bytes,
+            shorter: prefix.shorter,
+            spans: prefix.spans,
             prints: prints.to_vec(),
             read,
             stubs,

@@ -15,8 +15,8 @@ use std::collections::HashSet;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// Bumped when the encoding changes: an older record is then ignored (the list is read whole
-/// once, and kept in this encoding).
-const VERSION: u8 = 2;
+/// once, and kept in this encoding). 3: the hashes of a list's shorter prefixes.
+const VERSION: u8 = 3;
 
 /// Where a caller keeps the lists' blocks (a store namespace), each under the name a list's
 /// record gives it.
@@ -117,6 +117,11 @@ pub fn encode_all(key: u64, lists: &[KnownList]) -> (Vec<u8>, Vec<(String, Vec<u
         let n = list.messages.min(list.spans.len()).min(list.prints.len());
         put_len(&mut out, n);
         out.extend_from_slice(&list.bytes.to_le_bytes());
+        put_len(&mut out, list.shorter.len());
+        for &(m, hash) in &list.shorter {
+            put_len(&mut out, m);
+            out.extend_from_slice(&hash.to_le_bytes());
+        }
         put_len(&mut out, list.read.len());
         for &i in &list.read {
             put_len(&mut out, i);
@@ -180,6 +185,7 @@ fn lists_of(
             Some(KnownList {
                 messages: p.messages,
                 bytes: p.bytes,
+                shorter: p.shorter,
                 spans,
                 prints,
                 read: p.read,
@@ -209,6 +215,7 @@ fn read_entries(
 struct Parsed<'b> {
     messages: usize,
     bytes: u128,
+    shorter: Vec<(usize, u128)>,
     read: Vec<usize>,
     stubs: Vec<Value>,
     blocks: Vec<u128>,
@@ -245,6 +252,13 @@ fn parse(bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
     for _ in 0..count {
         let messages = r.len()?;
         let hash = r.u128()?;
+        let shorter_count = r.len()?;
+        if r.0.len() < shorter_count.checked_mul(20)? {
+            return None;
+        }
+        let shorter = (0..shorter_count)
+            .map(|_| Some((r.len()?, r.u128()?)))
+            .collect::<Option<Vec<_>>>()?;
         let reads = r.len()?;
         // Sizes are checked against what is left before anything is allocated for them.
         if r.0.len() < reads.checked_mul(4)? {
@@ -262,6 +276,7 @@ fn parse(bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
         lists.push(Parsed {
             messages,
             bytes: hash,
+            shorter,
             read,
             stubs,
             blocks,

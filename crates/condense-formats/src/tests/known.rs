@@ -206,10 +206,72 @@ fn a_list_whose_known_prefix_changed_by_one_byte_is_read_whole() {
     let doc = read_knowing(&text, &known);
     assert_eq!(doc.unread(0), None);
     assert_eq!(doc.conversations(), read_plain(&text).conversations());
-    // A shorter list, or one under another key, is not one it covers either.
-    assert_eq!(read_knowing(&body(399, ""), &known).unread(0), None);
+    // A list under another key is not one it covers either; a shorter one only up to its
+    // messages another one follows (its last one is read).
+    let shorter = read_knowing(&body(399, ""), &known);
+    assert_eq!(
+        shorter.unread(0).map(|u| (u.len(), u[397], u[398])),
+        Some((399, true, false))
+    );
+    assert_eq!(
+        shorter.read_unread(0).unwrap(),
+        read_plain(&body(399, "")).conversations()[0]
+    );
+    // No known prefix but the list's own end: read whole.
+    assert_eq!(read_knowing(&body(396, ""), &known).unread(0), None);
     let other_key = [(known[0].0 ^ 1, known[0].1.clone())];
     assert_eq!(read_knowing(&body(403, ""), &other_key).unread(0), None);
+}
+
+/// A client that marks its newest messages for its prompt cache moves the marks every turn:
+/// the next list's newest known messages changed. The messages before them are left unread,
+/// and the document reads, fingerprints and writes as a full read's. Marks moved off the two
+/// newest user messages are covered ([`crate::known::SHORTER`]); off older ones, the list is
+/// read whole.
+#[test]
+fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread() {
+    // Tool results are the messages `i % 3 == 2`: 395, 398, 401, 404.
+    let marked = |n: usize, at: &[usize]| {
+        let items: Vec<String> = (0..n)
+            .map(|i| {
+                let m = message(i);
+                if at.contains(&i) {
+                    m.replacen("}]}", r#", "cache_control": {"type": "ephemeral"}}]}"#, 1)
+                } else {
+                    m
+                }
+            })
+            .collect();
+        format!(
+            "{{\"messages\": [\n  {}\n], \"max_tokens\": 5}}",
+            items.join(",\n  ")
+        )
+    };
+    // 402 messages, then 405: the last marked, then the last two.
+    for (before, after, unread_to) in [
+        (&[401][..], &[404][..], 401),
+        (&[398, 401], &[401, 404], 398),
+    ] {
+        let earlier = marked(402, before);
+        assert_eq!(earlier.matches("cache_control").count(), before.len());
+        let known = [read_plain(&earlier).known_list(&[]).unwrap()];
+        let text = marked(405, after);
+        let doc = read_knowing(&text, &known);
+        let unread = doc.unread(0).unwrap();
+        let last_unread = unread.iter().rposition(|&u| u).unwrap();
+        assert_eq!(
+            last_unread + 1,
+            unread_to,
+            "marks {before:?} then {after:?}"
+        );
+        let plain = read_plain(&text);
+        assert_eq!(doc.read_unread(0).unwrap(), plain.conversations()[0]);
+        assert_eq!(doc.message_fingerprints(0), plain.message_fingerprints(0));
+        assert_eq!(doc.write().unwrap(), text.as_bytes());
+    }
+    // A mark moved off an older message: read whole.
+    let known = [read_plain(&marked(402, &[395])).known_list(&[]).unwrap()];
+    assert_eq!(read_knowing(&marked(405, &[]), &known).unread(0), None);
 }
 
 #[test]

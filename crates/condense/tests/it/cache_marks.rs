@@ -60,6 +60,9 @@ fn a_moved_mark_resumes_every_turn_and_each_output_expands_to_its_body() {
         let resumed = &report["runs"][0]["resumed"];
         if turn > 0 {
             assert_eq!(resumed["input_messages"], previous, "turn {turn}: {report}");
+            // The history before the message that lost its mark is not parsed again.
+            let unread = resumed["unread_messages"].as_u64().unwrap();
+            assert!(unread * 2 > previous as u64, "turn {turn}: {report}");
         }
         assert_eq!(
             marks(&output),
