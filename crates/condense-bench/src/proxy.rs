@@ -14,7 +14,8 @@
 //!   timed through the proxy, then the same body straight to the upstream; the difference,
 //!   against one cold count of the request (a fresh counter; the median of 11 or more, taken
 //!   once the proxy is idle, [`cold_counts`]); then the same session with a Claude Code-like
-//!   frame (a long system prompt, tool definitions, the session in `metadata.user_id`), and
+//!   frame (a long system prompt, tool definitions, the session in `metadata.user_id`, the
+//!   newest message marked `cache_control`, the mark moving every turn), and
 //!   with that frame, without the metadata, as an OpenAI Chat Completions body;
 //! - requests per second with 32 concurrent sessions;
 //! - the proxy's peak memory (`VmHWM` of the child);
@@ -314,8 +315,10 @@ impl TurnSample {
 pub(crate) enum Frame {
     /// A one-line system prompt, no tools (the bench's first growing session).
     Plain,
-    /// A 30 KB system prompt, 20 tool definitions and the session in `metadata.user_id`, as
-    /// Claude Code sends its turns (about 14k tokens).
+    /// A 30 KB system prompt, 20 tool definitions, the session in `metadata.user_id` and the
+    /// newest message's last block marked `cache_control` (the mark moving to the new newest
+    /// every turn, as a client caching its whole conversation does), as Claude Code sends its
+    /// turns (about 14k tokens).
     ClaudeCode,
     /// The same system prompt and tools without the metadata, as an agent on the SDKs sends
     /// them (the proxy finds the session from the system prompt and first user message).
@@ -334,7 +337,7 @@ impl Frame {
     fn label(self) -> &'static str {
         match self {
             Frame::Plain => "",
-            Frame::ClaudeCode => ", a Claude Code-like frame",
+            Frame::ClaudeCode => ", a Claude Code-like frame, the newest message marked",
             Frame::Sdk => ", an SDK-like frame",
             Frame::OpenAiChat => ", an OpenAI Chat body",
             Frame::Responses => ", an OpenAI Responses body",
@@ -346,9 +349,29 @@ impl Frame {
         Ok(match self {
             Frame::OpenAiChat => ("/v1/chat/completions", crate::gen::openai_file(conv)?),
             Frame::Responses => ("/v1/responses", crate::gen::responses_file(conv)?),
+            Frame::ClaudeCode => ("/v1/messages", anthropic_file(&marked_newest(conv))?),
             _ => ("/v1/messages", anthropic_file(conv)?),
         })
     }
+}
+
+/// `conv` with its newest message's last block marked `cache_control`.
+fn marked_newest(conv: &Conversation) -> Conversation {
+    let mut conv = conv.clone();
+    let mark = condense_model::RawJson::from_value(&serde_json::json!({
+        "cache_control": {"type": "ephemeral"}
+    }));
+    let last = conv
+        .messages
+        .last_mut()
+        .and_then(|m| m.content.blocks.last_mut());
+    match last {
+        Some(Block::Text(b)) => b.extra = mark,
+        Some(Block::ToolUse(b)) => b.extra = mark,
+        Some(Block::ToolResult(b)) => b.extra = mark,
+        _ => {}
+    }
+    conv
 }
 
 /// An empty conversation with `frame`.

@@ -342,12 +342,23 @@ pub fn archive_as_written(
 }
 
 /// One hash for the system prompt and tools, then one per message (64 bits of each one's
-/// fingerprint; `prints`: those fingerprints when the run made them, else empty).
+/// fingerprint; `prints`: those fingerprints when the run made them, else empty). A message is
+/// hashed without its prompt-cache marks ([`condense_model::cache_marks`]): a client that
+/// moves its mark to its newest message every turn changes no cached prefix (the provider
+/// reads one back up to an earlier breakpoint), so the turn keeps the prefix stable.
 pub fn prefix_hashes(conv: &Conversation, prints: &[u128]) -> Vec<u64> {
     let mut out = Vec::with_capacity(conv.messages.len() + 1);
     out.push(fingerprint(&(&conv.system, &conv.tools)) as u64);
     let prints = condense_model::fingerprint::each(&conv.messages, prints);
-    out.extend(prints.iter().map(|p| *p as u64));
+    let unmarked = |(m, p): (&condense_model::Message, &u128)| {
+        condense_model::cache_marks::unmarked_fingerprint(m).unwrap_or(*p)
+    };
+    out.extend(
+        conv.messages
+            .iter()
+            .zip(prints.iter())
+            .map(|mp| unmarked(mp) as u64),
+    );
     out
 }
 
