@@ -53,8 +53,10 @@ mod blocks;
 mod marks;
 mod memory;
 mod output;
+mod save;
 pub(crate) use memory::PointMemory;
 use output::{output_of, put_back, split_output};
+pub(crate) use save::save;
 
 /// Store namespace of the resume points, one record per session.
 const NAMESPACE: &str = "resume";
@@ -214,36 +216,6 @@ impl InputHash {
             origins: Vec::new(),
         }
     }
-}
-
-/// `output`'s messages as a point keeps them: each one that is a message of the input (by its
-/// hash in `each`) as that message's index, the others stored (with their fingerprint).
-/// `prints`: each output message's [`fingerprint`](fingerprint::fingerprint) when made already
-/// (else empty).
-fn layout<'a>(
-    each: &[u128],
-    output: &'a [Message],
-    prints: &[u128],
-) -> (Vec<(u128, &'a Message)>, Vec<i64>) {
-    let mut index: PrehashedMap<u128, usize> =
-        PrehashedMap::with_capacity_and_hasher(each.len(), Default::default());
-    for (i, own) in each.iter().enumerate() {
-        index.entry(*own).or_insert(i);
-    }
-    let prints = fingerprint::each(output, prints);
-    let mut stored = Vec::new();
-    let layout = output
-        .iter()
-        .zip(prints.iter())
-        .map(|(m, own)| match index.get(own) {
-            Some(&i) => i as i64,
-            None => {
-                stored.push((*own, m));
-                -1
-            }
-        })
-        .collect();
-    (stored, layout)
 }
 
 /// The input messages a point's output kept as they were, by index, when a long-lived pipeline
@@ -652,132 +624,4 @@ fn load(
         count: None,
         awaiting: None,
     }))
-}
-
-/// The names of the blocks `session`'s stored point names (none when it has no point, or one
-/// that does not read).
-fn stored_blocks(store: &Store, session: &str) -> HashSet<String> {
-    let bytes = store.record_get(NAMESPACE, session).ok().flatten();
-    bytes
-        .and_then(|b| {
-            serde_json::from_slice::<Point<'_>>(&b)
-                .ok()
-                .map(|p| p.block_names())
-        })
-        .unwrap_or_default()
-}
-
-fn owned(names: &[Cow<'_, str>]) -> Vec<Cow<'static, str>> {
-    names.iter().map(|n| Cow::Owned(n.to_string())).collect()
-}
-
-/// Stores `output` as the session's resume point for the input `hash` was taken of.
-/// With `memory`, the point is also kept there for the session's next run.
-pub(crate) fn save(
-    store: &Store,
-    session: &str,
-    settings: &str,
-    hash: &InputHash,
-    (run, keys): (&str, &[String]),
-    (output, prints): (&Conversation, &[u128]),
-    memory: Option<&PointMemory>,
-) -> Result<(), StoreError> {
-    // Every run sets it (`resume::start`, else `RunState::new` from the input's count); a point
-    // without it would make the next run's count wrong, so none is kept then.
-    let Some(input_tokens) = hash.message_tokens else {
-        return Ok(());
-    };
-    let output_prints = fingerprint::each(&output.messages, prints);
-    let (stored, layout) = layout(&hash.each, &output.messages, &output_prints);
-    let origins: Vec<i64> = if hash.origins.len() == layout.len() {
-        let origin = |o: Option<usize>| o.and_then(|i| i64::try_from(i).ok()).unwrap_or(-1);
-        hash.origins.iter().map(|&o| origin(o)).collect()
-    } else {
-        Vec::new()
-    };
-    // Each stored message's record: the one the run started from when it is unchanged, else
-    // written now, packed (named by its bytes' hash: the same message is one record, written
-    // once).
-    let namespace = messages_namespace(session);
-    let mut names = Vec::with_capacity(stored.len());
-    for (fp, m) in &stored {
-        let name = match hash.stored.get(fp) {
-            Some(name) => name.clone(),
-            None => {
-                let packed = condense_model::packed::pack_message(m);
-                let name = format!("{:032x}", xxh3_128(&packed));
-                store.record_put(&namespace, &name, &packed)?;
-                name
-            }
-        };
-        names.push(name);
-    }
-    let names: Vec<Cow<'_, str>> = names.iter().map(|n| Cow::Borrowed(n.as_str())).collect();
-    // One per output message, or none (a point without them is read as before).
-    let keys: Vec<Cow<'_, str>> = if keys.len() == output.messages.len() {
-        keys.iter().map(|k| Cow::Borrowed(k.as_str())).collect()
-    } else {
-        Vec::new()
-    };
-    let (output_blocks, output_tail) = blocks::split(&names);
-    let (key_blocks, key_tail) = blocks::split(&keys);
-    // Stored already: the blocks of the point the run resumed from (read back whole). Not
-    // resumed, those of the stored point may be missing or damaged: none is taken as stored,
-    // and the ones no longer named are removed.
-    let none = HashSet::new();
-    let kept = hash.point_blocks.as_ref().unwrap_or(&none);
-    let old = match &hash.point_blocks {
-        Some(kept) => Cow::Borrowed(kept),
-        None => Cow::Owned(stored_blocks(store, session)),
-    };
-    let all: Vec<&blocks::Block> = output_blocks.iter().chain(&key_blocks).collect();
-    blocks::keep(store, session, &all, (kept, &old))?;
-    let point = Point {
-        version: VERSION,
-        settings: Cow::Borrowed(settings),
-        inputs: hash.messages,
-        prefix: Cow::Borrowed(&hash.whole),
-        run: Some(Cow::Borrowed(run)),
-        output: output_tail.to_vec(),
-        layout,
-        input_tokens,
-        keys: key_tail.to_vec(),
-        output_blocks: blocks::names(&output_blocks),
-        key_blocks: blocks::names(&key_blocks),
-        marks: hash.marks.clone(),
-        origins,
-    };
-    let bytes = crate::archive::encode("a resume point", &point)?;
-    store.record_put(NAMESPACE, session, &bytes)?;
-    if let Some(memory) = memory {
-        let owned = Point {
-            version: VERSION,
-            settings: Cow::Owned(settings.to_string()),
-            inputs: hash.messages,
-            prefix: Cow::Owned(hash.whole.clone()),
-            run: Some(Cow::Owned(run.to_string())),
-            output: owned(&names),
-            layout: point.layout,
-            input_tokens,
-            // A pipeline that keeps points in memory keeps the archive keys there too (its
-            // `KeyMemo`): not copied, nor fingerprinted again at the next start.
-            keys: Vec::new(),
-            output_blocks: owned(&point.output_blocks),
-            key_blocks: owned(&point.key_blocks),
-            marks: point.marks,
-            origins: point.origins,
-        };
-        // The messages come once the caller is done with the output (`PointMemory::fill`):
-        // the input messages it kept, so the next request need not parse them, and those it
-        // stored, so it need not read them back.
-        let loaded = Loaded {
-            point: owned,
-            stored: None,
-            kept: InputsKept::new(),
-            count: hash.output_count.clone(),
-            awaiting: Some(stored.iter().map(|(fp, _)| *fp).collect()),
-        };
-        memory.keep(store, session, xxh3_128(&bytes), loaded);
-    }
-    Ok(())
 }
