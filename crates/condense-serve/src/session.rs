@@ -205,14 +205,19 @@ fn head_of_members(cut: &ListCut<'_>) -> Option<Head> {
 }
 
 /// A stable hash of the system prompt (top-level, or the system messages before the first
-/// user message) and the first user message.
+/// user message) and the first user message, that one without its prompt-cache marks
+/// ([`condense_model::cache_marks::unmarked`]): a client that marks its newest message marks
+/// the first one at the first turn only, and its session stays one.
 pub fn hashed_session(conv: &Conversation) -> String {
     let mut basis = model_bytes(&conv.system);
     for m in &conv.messages {
         match m.role {
             Role::System => basis.extend(model_bytes(&m.content)),
             Role::User => {
-                basis.extend(model_bytes(&m.content));
+                match condense_model::cache_marks::unmarked(m) {
+                    Some(unmarked) => basis.extend(model_bytes(&unmarked.content)),
+                    None => basis.extend(model_bytes(&m.content)),
+                }
                 break;
             }
             _ => {}
@@ -403,6 +408,36 @@ mod tests {
         let expected = full_session(longer, Api::Anthropic);
         assert_ne!(expected, full_session(no_user, Api::Anthropic));
         assert_eq!(with(longer, Api::Anthropic), Some(expected));
+    }
+
+    /// A client that marks its newest message: at the first turn that is the first user
+    /// message (a string sent as one marked text block), at the next it comes back unmarked,
+    /// as a string or as the block. One session throughout, found quick or read whole; another
+    /// first message is another session.
+    #[test]
+    fn a_first_message_marked_at_the_first_turn_only_stays_one_session() {
+        let body = |first: &str, more: &str| {
+            format!(
+                r#"{{"model":"claude-x","system":"S","messages":[{{"role":"user","content":{first}}}{more}]}}"#
+            )
+        };
+        let marked = r#"[{"type":"text","text":"fix it","cache_control":{"type":"ephemeral"}}]"#;
+        let more = r#",{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"text","text":"go","cache_control":{"type":"ephemeral"}}]}"#;
+        let turns = [
+            body(marked, ""),
+            body(r#""fix it""#, more),
+            body(r#"[{"type":"text","text":"fix it"}]"#, more),
+        ];
+        let first = full_session(&turns[0], Api::Anthropic);
+        for turn in &turns {
+            assert_eq!(full_session(turn, Api::Anthropic), first, "{turn}");
+            let quick = quick_session(turn.as_bytes(), Api::Anthropic, None, (None, None, None));
+            assert_eq!(quick.session.as_deref(), Some(first.as_str()), "{turn}");
+        }
+        assert_ne!(
+            full_session(&body(r#""fix that""#, more), Api::Anthropic),
+            first
+        );
     }
 
     #[test]
