@@ -183,6 +183,37 @@ mod tests {
         }
     }
 
+    /// Input messages taken into an output in place of what it held there (a stage's change
+    /// of them) are moved once, copied where named again, and put back whole.
+    #[test]
+    fn inputs_taken_into_an_output_are_moved_once_and_put_back() {
+        let input: Vec<Message> = (0..4)
+            .map(|i| message(&format!("#{i}"), "as sent"))
+            .collect();
+        let stored = vec![
+            message("#1", "cut"),
+            message("#1", "cut"),
+            message("#3", "cut"),
+        ];
+        let layout = [0, -1, -1, -1];
+        let mut covered = input.clone();
+        let (mut output, mut moved) =
+            output_of(stored, &layout, &mut covered, InputsKept::new()).unwrap();
+        take_inputs(
+            &mut output,
+            &mut covered,
+            &[(1, 1), (2, 1), (3, 3), (9, 2)],
+            &mut moved,
+        );
+        let expected = [&input[0], &input[1], &input[1], &input[3]];
+        assert_eq!(output.iter().collect::<Vec<_>>(), expected);
+        assert_eq!(moved, [(0, 0), (1, 1), (3, 3)]);
+        // A place past the output takes nothing.
+        assert_eq!(covered[2], input[2]);
+        put_back(&mut covered, output, &moved);
+        assert_eq!(covered, input);
+    }
+
     /// An output handed back to a point in memory splits as its layout says: input messages
     /// kept by index, stored ones with their fingerprints in order; what does not add up (another
     /// length, too few or too many fingerprints) gives nothing.
