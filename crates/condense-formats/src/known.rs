@@ -145,6 +145,10 @@ pub(crate) struct Hashed {
     start: usize,
     end: usize,
     state: Xxh3,
+    /// The hashes of the matched list's first messages it kept, by their number (its shorter
+    /// prefixes and itself, [`KnownList::shorter`]): a new list's own shorter prefixes that
+    /// end before `end` are among them, where hashing from the first byte again is 3.2 MB.
+    prefixes: Vec<(usize, u128)>,
 }
 
 impl std::fmt::Debug for Hashed {
@@ -263,29 +267,52 @@ pub(crate) fn prefix_of(
         .iter()
         .map(|s| Some((rel(s.start)?, rel(s.end)?)))
         .collect::<Option<Vec<_>>>()?;
-    let bytes = text.as_bytes();
     let lengths: Vec<usize> = (spans.len().saturating_sub(SHORTER)..spans.len())
         .filter(|&m| m > ALWAYS_READ)
         .collect();
-    let first_cut = lengths.first().map_or(last.end, |&m| spans[m - 1].end);
-    let (mut state, mut at) = match hashed.filter(|h| h.start == first.start && h.end <= first_cut)
-    {
-        Some(h) => (h.state.clone(), h.end),
-        None => (Xxh3::new(), first.start),
-    };
+    let usable = hashed.filter(|h| h.start == first.start && h.end <= last.end);
+    let (bytes, shorter) = usable
+        .and_then(|h| hashes_from(text.as_bytes(), spans, &lengths, h))
+        .or_else(|| {
+            let from_start = Hashed {
+                start: first.start,
+                end: first.start,
+                state: Xxh3::new(),
+                prefixes: Vec::new(),
+            };
+            hashes_from(text.as_bytes(), spans, &lengths, &from_start)
+        })?;
+    Some(Prefix {
+        spans: relative,
+        bytes,
+        shorter,
+    })
+}
+
+/// The hash of the text of `spans` and of their first `m` for each of `lengths` (ascending),
+/// going on from `hashed`: a prefix that ends where `hashed` ends or before it takes the
+/// matched list's own hash of it; `None` when it kept none.
+fn hashes_from(
+    bytes: &[u8],
+    spans: &[Range<usize>],
+    lengths: &[usize],
+    hashed: &Hashed,
+) -> Option<(u128, Vec<(usize, u128)>)> {
+    let (mut state, mut at) = (hashed.state.clone(), hashed.end);
     let mut shorter = Vec::with_capacity(lengths.len());
-    for m in lengths {
-        let end = spans[m - 1].end;
+    for &m in lengths {
+        let end = spans.get(m.checked_sub(1)?)?.end;
+        if end <= hashed.end {
+            let known = hashed.prefixes.iter().find(|&&(n, _)| n == m)?;
+            shorter.push((m, known.1));
+            continue;
+        }
         state.update(bytes.get(at..end)?);
         at = end;
         shorter.push((m, state.digest128()));
     }
-    state.update(bytes.get(at..last.end)?);
-    Some(Prefix {
-        spans: relative,
-        bytes: state.digest128(),
-        shorter,
-    })
+    state.update(bytes.get(at..spans.last()?.end)?);
+    Some((state.digest128(), shorter))
 }
 
 /// The longest of `known` whose text the array whose first element is at `first` starts with
@@ -341,10 +368,13 @@ pub(crate) fn match_prefix(
         let list = list.first(m, hash);
         let at = |rel: u32| first.start + rel as usize;
         let spans: Vec<Range<usize>> = list.spans.iter().map(|&(s, e)| at(s)..at(e)).collect();
+        let mut prefixes = list.shorter.clone();
+        prefixes.push((list.messages, list.bytes));
         let hashed = Hashed {
             start: first.start,
             end,
             state,
+            prefixes,
         };
         separated(text, &spans).then_some((list, spans, hashed))
     })

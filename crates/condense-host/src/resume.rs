@@ -182,14 +182,15 @@ impl InputHash {
     /// `given`: each message's fingerprint when the reader made them (used only when there is
     /// one per message, [`fingerprint::each`]). `point`: how many input messages the stored
     /// point covers, and the marks they had. Messages are hashed without their marks.
+    /// `unread`: per message, whether the reader left it unread (empty when none).
     fn of(
         conv: &Conversation,
-        given: Option<&[u128]>,
+        (given, unread): (Option<&[u128]>, &[bool]),
         point: Option<(usize, &[marks::Mark])>,
     ) -> InputHash {
         let each = fingerprint::each(&conv.messages, given.unwrap_or_default()).into_owned();
         let (point_inputs, before) = point.map_or((None, &[][..]), |(n, m)| (Some(n), m));
-        let marks = marks::marks_of(&conv.messages, &each, before);
+        let marks = marks::marks_of(&conv.messages, &each, before, unread);
         let compared = marks::compared(&each, &marks);
         let mut h = Fingerprinter::new();
         (&conv.system, &conv.tools).hash(&mut h);
@@ -384,7 +385,7 @@ pub(crate) fn start(
     };
     let mut hash = InputHash::of(
         &input,
-        fingerprints,
+        (fingerprints, unread.as_ref().map_or(&[][..], |u| u.mask)),
         point.as_ref().map(|p| (p.inputs, &p.marks[..])),
     );
     let point = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix));

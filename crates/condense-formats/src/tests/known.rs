@@ -268,7 +268,31 @@ fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread()
         assert_eq!(doc.read_unread(0).unwrap(), plain.conversations()[0]);
         assert_eq!(doc.message_fingerprints(0), plain.message_fingerprints(0));
         assert_eq!(doc.write().unwrap(), text.as_bytes());
+        // What the read keeps for the next turn is what a full read keeps: the hashes of the
+        // list and of its shorter prefixes, some taken from the list it matched.
+        let (kept, full) = (doc.known_list(&[]).unwrap(), plain.known_list(&[]).unwrap());
+        assert_eq!(kept.0, full.0);
+        assert_eq!(
+            (kept.1.bytes, &kept.1.shorter),
+            (full.1.bytes, &full.1.shorter)
+        );
+        assert_eq!(kept.1.shorter.len(), crate::known::SHORTER);
     }
+    // The next turn unchanged but for one more message: the list it matched whole is one of
+    // its shorter prefixes.
+    let earlier = read_plain(&marked(404, &[404 - 3]));
+    let known = [earlier.known_list(&[]).unwrap()];
+    let text = marked(405, &[404 - 3]);
+    let doc = read_knowing(&text, &known);
+    assert!(doc.unread(0).is_some());
+    let (kept, full) = (
+        doc.known_list(&[]).unwrap(),
+        read_plain(&text).known_list(&[]).unwrap(),
+    );
+    assert_eq!(
+        (kept.1.bytes, &kept.1.shorter),
+        (full.1.bytes, &full.1.shorter)
+    );
     // A mark moved off an older message: read whole.
     let known = [read_plain(&marked(402, &[395])).known_list(&[]).unwrap()];
     assert_eq!(read_knowing(&marked(405, &[]), &known).unread(0), None);

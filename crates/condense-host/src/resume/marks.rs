@@ -66,8 +66,15 @@ impl Mark {
 /// all (`before`: that input's marks), is not hashed again: the reader may have left it
 /// unread, and its unmarked fingerprint is the one kept. One that had marks there and has
 /// none now compares [`unmarked`](cache_marks::unmarked) too: a content the client marked as
-/// one text block may have come back as a list of it.
-pub(super) fn marks_of(messages: &[Message], each: &[u128], before: &[Mark]) -> Vec<Mark> {
+/// one text block may have come back as a list of it. A message the reader left unread
+/// (`unread`, per message; empty when none is) is known by its fingerprint alone: its marks are
+/// the previous input's at its place, or none.
+pub(super) fn marks_of(
+    messages: &[Message],
+    each: &[u128],
+    before: &[Mark],
+    unread: &[bool],
+) -> Vec<Mark> {
     let mut before = before.iter().peekable();
     let mut marks = Vec::new();
     for (i, (m, &exact)) in messages.iter().zip(each).enumerate() {
@@ -75,6 +82,7 @@ pub(super) fn marks_of(messages: &[Message], each: &[u128], before: &[Mark]) -> 
         let was_marked = before.next_if(|b| b.at() == i);
         let unmarked = match was_marked {
             Some(b) if b.exact() == exact => Some(b.unmarked()),
+            _ if unread.get(i) == Some(&true) => None,
             Some(_) => cache_marks::unmarked(m).map(|u| fingerprint(&u)),
             None => cache_marks::unmarked_fingerprint(m),
         };
@@ -202,20 +210,20 @@ mod tests {
     #[test]
     fn a_moved_mark_compares_equal_and_is_the_change() {
         let (m1, e1) = read(4, &[3]);
-        let before = marks_of(&m1, &e1, &[]);
+        let before = marks_of(&m1, &e1, &[], &[]);
         assert_eq!(before.len(), 1);
         let (m2, e2) = read(6, &[5]);
-        let now = marks_of(&m2, &e2, &before);
+        let now = marks_of(&m2, &e2, &before, &[]);
         assert_eq!(compared(&e1, &before)[..], compared(&e2, &now)[..4]);
         assert_ne!(e1[3], e2[3]);
         assert_eq!(changed(&before, &now, &e2, 4), [3]);
         // Marks that stay where they were, or sit past the covered messages: no change.
         let (m3, e3) = read(6, &[3, 5]);
-        let now = marks_of(&m3, &e3, &before);
+        let now = marks_of(&m3, &e3, &before, &[]);
         assert!(changed(&before, &now, &e3, 4).is_empty());
         // A mark put on an old message that had none.
         let (m4, e4) = read(6, &[1, 3]);
-        let now = marks_of(&m4, &e4, &before);
+        let now = marks_of(&m4, &e4, &before, &[]);
         assert_eq!(changed(&before, &now, &e4, 4), [1]);
     }
 
@@ -240,11 +248,11 @@ mod tests {
         string.content = condense_model::Content::string("fix it");
         let first = [message(0, false), block(true)];
         let e1: Vec<u128> = first.iter().map(fingerprint).collect();
-        let before = marks_of(&first, &e1, &[]);
+        let before = marks_of(&first, &e1, &[], &[]);
         for back in [string, block(false)] {
             let now_messages = [message(0, false), back, message(2, true)];
             let e2: Vec<u128> = now_messages.iter().map(fingerprint).collect();
-            let now = marks_of(&now_messages, &e2, &before);
+            let now = marks_of(&now_messages, &e2, &before, &[]);
             assert_eq!(compared(&e1, &before)[..], compared(&e2, &now)[..2]);
             assert_eq!(changed(&before, &now, &e2, 2), [1]);
         }
@@ -255,15 +263,21 @@ mod tests {
     #[test]
     fn an_unread_marked_message_takes_the_kept_unmarked_fingerprint() {
         let (m1, e1) = read(4, &[2]);
-        let before = marks_of(&m1, &e1, &[]);
+        let before = marks_of(&m1, &e1, &[], &[]);
         let placeholder = Message::new("#2", Role::User, Vec::new());
         let mut m2 = m1.clone();
         m2[2] = placeholder;
-        assert_eq!(marks_of(&m2, &e1, &before), before);
+        let unread = [false, false, true, false];
+        assert_eq!(marks_of(&m2, &e1, &before, &unread), before);
         // Not the same message (another fingerprint): nothing is taken.
         let mut e2 = e1.clone();
         e2[2] ^= 1;
-        assert!(marks_of(&m2, &e2, &before).is_empty());
+        assert!(marks_of(&m2, &e2, &before, &unread).is_empty());
+        // Unread messages are not looked into: one with a mark of its own (a reader's
+        // placeholder has none) counts as unmarked.
+        let (m3, e3) = read(4, &[1]);
+        assert_eq!(marks_of(&m3, &e3, &[], &unread).len(), 1);
+        assert!(marks_of(&m3, &e3, &[], &[false, true]).is_empty());
     }
 
     /// A message whose marks moved is placed where the output stands for it alone: kept as it
