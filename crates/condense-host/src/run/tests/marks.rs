@@ -55,6 +55,33 @@ fn expands_to(st: &Store, output: &Conversation, input: &Conversation) {
     assert_eq!(&restored, input);
 }
 
+/// `run` (resumed on `st` from `input`) made what a run over the whole input makes, names its
+/// output in its record by each message's own archive key (not the key of a message's marked
+/// form, which the point kept), and expands to `input`.
+fn is_the_whole_runs_and_expands(
+    loaded: &LoadedPipeline,
+    run: &RunResult,
+    (st, input): (&Store, &Conversation),
+) {
+    let (_whole_dir, whole_store) = store();
+    let whole = loaded
+        .run(input.clone(), &whole_store, "s", &options())
+        .unwrap();
+    assert_eq!(run.conversation, whole.conversation);
+    assert_eq!(
+        (run.tokens_before, run.tokens_after),
+        (whole.tokens_before, whole.tokens_after)
+    );
+    let keys: Vec<String> = run
+        .conversation
+        .messages
+        .iter()
+        .map(|m| crate::archive::message_hash(m).unwrap())
+        .collect();
+    assert_eq!(run.archive_run.keys(), keys);
+    expands_to(st, &run.conversation, input);
+}
+
 #[test]
 fn a_moved_mark_resumes_and_the_output_holds_the_inputs_marks() {
     for loaded in [
@@ -73,22 +100,7 @@ fn a_moved_mark_resumes_and_the_output_holds_the_inputs_marks() {
             assert_eq!(resumed.input_messages, input.messages.len() - 4, "turn {n}");
             // The last turn's question as the input has it now, unmarked; the new one marked.
             assert_eq!(marks(&run.conversation), 1, "turn {n}");
-            let (_whole_dir, whole_store) = store();
-            let whole = loaded
-                .run(input.clone(), &whole_store, "s", &options())
-                .unwrap();
-            assert_eq!(run.conversation, whole.conversation, "turn {n}");
-            assert_eq!(run.tokens_before, whole.tokens_before, "turn {n}");
-            // The run's record names its output by each message's own archive key (not the
-            // key of the message's marked form, which the point kept).
-            let keys: Vec<String> = run
-                .conversation
-                .messages
-                .iter()
-                .map(|m| crate::archive::message_hash(m).unwrap())
-                .collect();
-            assert_eq!(run.archive_run.keys(), keys, "turn {n}");
-            expands_to(&st, &run.conversation, &input);
+            is_the_whole_runs_and_expands(&loaded, &run, (&st, &input));
             // As `condense serve` does: the next turn takes the kept messages from memory.
             loaded.keep_output(&st, "s", run.conversation);
         }
@@ -118,22 +130,8 @@ fn a_moved_mark_on_a_message_a_stage_changed_is_changed_again() {
         let mut second = with_turn(second, 2);
         second.messages.push(asking("q2", true));
         let run = loaded.run(second.clone(), &st, "s", &resuming()).unwrap();
-        assert_eq!(run.resumed.map(|r| r.input_messages), Some(3));
-        let (_whole_dir, whole_store) = store();
-        let whole = loaded
-            .run(second.clone(), &whole_store, "s", &options())
-            .unwrap();
-        assert_eq!(run.conversation, whole.conversation);
-        assert_eq!(run.tokens_before, whole.tokens_before);
-        assert_eq!(run.tokens_after, whole.tokens_after);
-        let keys: Vec<String> = run
-            .conversation
-            .messages
-            .iter()
-            .map(|m| crate::archive::message_hash(m).unwrap())
-            .collect();
-        assert_eq!(run.archive_run.keys(), keys);
-        expands_to(&st, &run.conversation, &second);
+        assert_eq!(run.resumed.as_ref().map(|r| r.input_messages), Some(3));
+        is_the_whole_runs_and_expands(&loaded, &run, (&st, &second));
     }
 }
 
