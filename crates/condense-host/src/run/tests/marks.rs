@@ -167,3 +167,94 @@ fn a_moved_mark_on_a_message_an_entry_is_anchored_to_runs_whole() {
         expands_to(&st, &run.conversation, &second);
     }
 }
+
+/// `conv` with the last block of the messages at `marked` marked, and no other mark.
+fn marked_at(mut conv: Conversation, marked: &[usize]) -> Conversation {
+    for (i, m) in conv.messages.iter_mut().enumerate() {
+        let mark = if marked.contains(&i) { MARK } else { "" };
+        let extra = RawJson::from_string_unchecked(mark.into());
+        match m.content.blocks.last_mut() {
+            Some(Block::Text(b)) => b.extra = extra,
+            Some(Block::ToolUse(b)) => b.extra = extra,
+            Some(Block::ToolResult(b)) => b.extra = extra,
+            _ => {}
+        }
+    }
+    conv
+}
+
+/// Sessions whose client moves its marks at random, mostly over its newest messages and now
+/// and then to an old one, under pipelines that cut results, replace them in place, fold old
+/// messages into a summary or drop them, with and without serve's memory: every turn expands
+/// to its input exactly, and the output carries no mark the input does not (a stage's change
+/// of a message kept with the mark it had when it was made would).
+#[test]
+fn marks_moved_at_random_never_lose_a_byte_nor_leave_a_stale_mark() {
+    let pipelines: [&[(&str, &str, &str)]; 5] = [
+        &[("cut", "shrink", "fail")],
+        &[("swap", "replace", "fail")],
+        &[("cut", "shrink", "fail"), ("fold", "fold", "fail")],
+        &[("drop", "drop", "fail")],
+        &[("swap", "replace", "fail"), ("nest", "nest", "fail")],
+    ];
+    // A small linear congruential generator: the same sessions every run.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut below = |n: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n.max(1)
+    };
+    let mut resumed_with_moved_marks = 0;
+    for session in 0..30 {
+        let stages = pipelines[session % pipelines.len()];
+        let loaded = if session % 2 == 0 {
+            pipeline(stages)
+        } else {
+            pipeline(stages).keeping_points()
+        };
+        let (_dir, st) = store();
+        let mut plain = conversation();
+        let mut before: Vec<usize> = Vec::new();
+        for turn in 2..8 {
+            plain = with_turn(plain, turn);
+            let n = plain.messages.len();
+            let mut marks: Vec<usize> = (0..1 + below(2)).map(|_| n - 1 - below(4)).collect();
+            if below(5) == 0 {
+                marks.push(below(n));
+            }
+            let input = marked_at(plain.clone(), &marks);
+            let run = loaded.run(input.clone(), &st, "s", &resuming()).unwrap();
+            let moved = before.iter().any(|i| !marks.contains(i));
+            if run.resumed.is_some() && moved {
+                resumed_with_moved_marks += 1;
+            }
+            let what = format!("session {session} turn {turn}, marks {before:?} -> {marks:?}");
+            let mut restored = run.conversation.clone();
+            crate::expand(&st, "s", &mut restored).unwrap();
+            assert!(restored == input, "{what}: does not expand to its input");
+            for m in &run.conversation.messages {
+                let marked = |m: &Message| {
+                    m.content.blocks.iter().any(|b| match b {
+                        Block::Text(t) => t.extra.as_str() == MARK,
+                        Block::ToolUse(t) => t.extra.as_str() == MARK,
+                        Block::ToolResult(t) => t.extra.as_str() == MARK,
+                        _ => false,
+                    })
+                };
+                if marked(m) {
+                    let sent = input.messages.iter().find(|i| i.id == m.id);
+                    assert!(
+                        sent.is_some_and(marked),
+                        "{what}: {} marked, not in the input",
+                        m.id
+                    );
+                }
+            }
+            loaded.keep_output(&st, "s", run.conversation);
+            before = marks;
+        }
+    }
+    // Most turns moved a mark, and most of those still resumed.
+    assert!(resumed_with_moved_marks > 60, "{resumed_with_moved_marks}");
+}
