@@ -18,7 +18,7 @@
 //! write them in another order) loses the mark's name too: a mark added last, as clients add
 //! it, leaves the hint the unmarked object has. A client can only mark a string content by
 //! sending it as a list of one text block; unmarked, the content may come back as a string
-//! (mini-swe-agent marks a copy of its history), so a content of one plain text block
+//! (as from a client that marks a copy of its history), so a content of one plain text block
 //! compares as a string.
 //!
 //! ```

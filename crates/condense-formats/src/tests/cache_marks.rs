@@ -86,7 +86,7 @@ fn a_marked_message_read_fingerprints_unmarked_as_read_without_marks() {
     };
     assert_eq!(check(&chat(MARK), &chat("")), 1);
 
-    // mini-swe-agent's way: the last two user and tool messages' string contents sent as one
+    // mini-swe-agent's way: its newest user and tool messages' string contents sent as one
     // marked text block (a tool message marked itself), the others as the strings they are.
     let mini = |marked: bool| {
         let (user, tool) = if marked {
