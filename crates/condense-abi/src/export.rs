@@ -65,7 +65,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, StageError>) -> RResult<T, RString> 
     }
 }
 
-/// What a [`Context`](crate::Context) calls: any [`Host`] of this process (by the blanket
+/// What a [`Context`] calls: any [`Host`] of this process (by the blanket
 /// impl below), or the host across the boundary ([`PluginHost`]). Crate-private: stages see
 /// the context's methods, hosts implement [`Host`]; this only lets the context hold either
 /// without naming the FFI object's lifetimes.

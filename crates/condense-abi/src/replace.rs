@@ -2,8 +2,8 @@
 //!
 //! A stage that rewrites some messages in place (a tool result truncated, an old output
 //! cleared) reads the conversation through its [`View`] and copies in only the messages it
-//! changes; [`Replacements::into_output`] hands back just those ([`Change::Replaced`]), and the
-//! host checks, counts and archives only them.
+//! changes; [`Replacements::into_output`] hands back just those
+//! ([`crate::sdk::Change::Replaced`]), and the host checks, counts and archives only them.
 //!
 //! ```
 //! use condense_abi::testing::{apply, MemoryHost};

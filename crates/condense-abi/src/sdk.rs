@@ -3,7 +3,7 @@
 //! A stage author implements [`Stage`] and writes one [`export_stage!`](crate::export_stage)
 //! line; the crate does the rest (conversion, config parsing with unknown keys rejected,
 //! metadata, and `catch_unwind` around every entry point). A stage reads the facts of the call
-//! and the host's services from its [`Context`](crate::Context), keeps its decisions across
+//! and the host's services from its [`Context`], keeps its decisions across
 //! runs in a [`Versioned`](crate::Versioned) state, and fails with a [`StageError`].
 
 use crate::context::{Context, Signal};

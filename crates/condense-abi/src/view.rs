@@ -428,7 +428,7 @@ impl<'v> ContentView<'v> {
     }
 }
 
-/// One block, read in place (the model's [`Block`](condense_model::Block) with borrowed
+/// One block, read in place (the model's [`Block`] with borrowed
 /// strings; raw JSON fields as their text).
 #[derive(Clone, Copy, Debug)]
 pub enum BlockView<'v> {

@@ -95,7 +95,7 @@ pub(crate) fn sniff(text: &str) -> bool {
 
 /// What a read of a session knew of each line: what the thread walk read of it, and whether it
 /// was context. A document keeps it, so that its output reads back without the lines written
-/// as they were read being parsed again ([`read_back`]).
+/// as they were read being parsed again ([`read_back()`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReadLines {
     facts: Vec<Facts>,

@@ -53,7 +53,7 @@ pub struct WriteMemo {
     /// The same for a Claude Code session's lines ([`crate::claude_code::read_back`]).
     lines_echo: Option<crate::read_back::LinesEcho>,
     /// Texts that read back as the message they were written from (by
-    /// [`crate::read_back::text_key`]): a later write leaves them out of what is read back.
+    /// `read_back`'s `text_key`): a later write leaves them out of what is read back.
     /// Only those the last read back used or checked are kept.
     verified: PrehashedSet<u128>,
     /// The keys of the texts this write serialized (not taken from the memo): what a process

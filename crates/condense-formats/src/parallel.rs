@@ -137,7 +137,7 @@ impl QuickList {
 
 /// The value of the whole `text`, as `serde_json::from_str` gives it, parsed on every core;
 /// `None` when it cannot be done that way (see the module docs). `finder` holds the scan of the
-/// text's root ([`scan::Finder::scan`]). With `quick`, a long message list (the root's
+/// text's root ([`scan::Finder::scan_knowing`]). With `quick`, a long message list (the root's
 /// `messages`, or the root array) whose every element [`crate::quick`] reads is returned as
 /// messages, its stubs in the value; then `frames` gives the root's `system` and `tools` when
 /// their bytes were read before ([`crate::frames`]), and keeps them when not.

@@ -24,7 +24,7 @@
 //! those read are turned back into their exact `Value`s ([`to_value`]) and the list is read as
 //! before.
 //!
-//! The format is still decided on JSON ([`crate::detect`]): the list holds stubs ([`stubs`]) with
+//! The format is still decided on JSON ([`crate::detect()`]): the list holds stubs ([`stubs`]) with
 //! everything detection reads of it (which roles and block types occur); a list with a user text
 //! that starts with a Cline result marker (`[name] Result:`, [`crate::cline`]) is never kept
 //! quick, since telling Cline apart reads the texts. (Other user texts starting with `[` are

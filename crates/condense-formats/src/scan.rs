@@ -186,9 +186,10 @@ pub(crate) fn members(text: &[u8], span: Range<usize>) -> Option<Vec<Member>> {
     members_keeping_arrays(text, span, &mut HashMap::new())
 }
 
-/// [`members`], putting the elements of each member that is an array into `arrays` by the
-/// array's start: scanning a member's value to find its end finds its elements on the way, so
-/// a request body's message array is scanned once, not once for the body and again for it.
+/// The members of the object at `span` (as the test-only `members` gives them), putting the
+/// elements of each member that is an array into `arrays` by the array's start: scanning a
+/// member's value to find its end finds its elements on the way, so a request body's message
+/// array is scanned once, not once for the body and again for it.
 fn members_keeping_arrays(
     text: &[u8],
     span: Range<usize>,
@@ -281,7 +282,7 @@ pub(crate) fn known_prefix(
 pub(crate) struct Finder {
     elements: HashMap<usize, Vec<Range<usize>>>,
     members: HashMap<usize, Vec<Member>>,
-    /// What [`Finder::scan`] found: the value's span and how deep it nests.
+    /// What [`Finder::scan_knowing`] found: the value's span and how deep it nests.
     scanned: Option<(Range<usize>, usize)>,
     /// The message list a scan found known from an earlier read ([`crate::known`]), by the
     /// array's start, with the hash of the text it matched on.
@@ -326,7 +327,7 @@ impl Finder {
         self.scan_knowing(text, span, None);
     }
 
-    /// [`Finder::scan`], stepping over the known prefix of the message list (the root's
+    /// Scans the object or array at `span` as `scan` does (test-only), stepping over the known prefix of the message list (the root's
     /// `messages`, a Responses body's `input`, or the root array) when `lookup` knows its text
     /// ([`crate::known`]).
     pub fn scan_knowing(&mut self, text: &str, span: Range<usize>, lookup: Option<Lookup<'_>>) {
@@ -377,7 +378,7 @@ impl Finder {
         self.known.take().map(|(.., hashed)| hashed)
     }
 
-    /// The value [`Finder::scan`] found (its span, how deep it nests), with its members (an
+    /// The value [`Finder::scan_knowing`] found (its span, how deep it nests), with its members (an
     /// object) or elements (an array).
     pub fn scanned(&self) -> Option<(Range<usize>, usize, Scanned<'_>)> {
         let (span, depth) = self.scanned.clone()?;

@@ -134,7 +134,7 @@ enum Entry {
     Header,
 }
 
-/// What one stage run archived, as [`expand`] reads it back ([`Draft`] writes it).
+/// What one stage run archived, as [`expand()`] reads it back ([`Draft`] writes it).
 #[derive(Debug, Default, Deserialize)]
 struct Segment {
     /// Output hash -> entries for that output message.

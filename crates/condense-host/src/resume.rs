@@ -341,7 +341,7 @@ fn drops_unread(point: &Point<'_>, mask: &[bool], kept: &InputsKept, remarked: &
 
 /// The conversation the stages start from: `input` itself, or the stored point's output
 /// followed by `input`'s new messages when `input` extends that point's input (see the
-/// [module docs](self)). Also gives the input's hash, for [`save`].
+/// [module docs](self)). Also gives the input's hash, for [`save()`].
 /// `count` counts a conversation: the resumed run reports the whole input's count as its count
 /// before, does not resume when the start would not be smaller, and keeps the start's count.
 /// `memory`: the points a long-lived pipeline keeps ([`PointMemory`]).
@@ -547,7 +547,7 @@ pub(crate) fn start(
     })
 }
 
-/// The conversation a run starts from, and what [`save`] needs after it.
+/// The conversation a run starts from, and what [`save()`] needs after it.
 pub(crate) struct Start {
     pub(crate) conversation: Conversation,
     /// `None` when the run keeps no resume point ([`RunOptions::resume`] off).

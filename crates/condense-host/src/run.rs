@@ -84,7 +84,7 @@ impl LoadedSpec {
         self.file
     }
 
-    /// The slot its state is kept in under `pipeline`'s settings ([`state_slot`]), from the
+    /// The slot its state is kept in under `pipeline`'s settings ([`crate::services::state_slot`]), from the
     /// config text it was loaded with.
     pub(crate) fn slot(&self, pipeline: &Pipeline) -> Result<String, String> {
         match &self.config {

@@ -26,7 +26,7 @@
 //!
 //! Nor is a running summary's record copied at each commit: when a stage extends a summary this
 //! same call wrote, its record is handed over and the span merged into it in place
-//! ([`summarize_onto`]); the predecessor keeps only what takes that merge back
+//! ([`condense_summarize::retaining::summarize_onto`]); the predecessor keeps only what takes that merge back
 //! ([`Kept::Before`]), and is rebuilt from its successor's record if it is asked for again (a
 //! stage refused the new summary and kept it, or its record is stored at the end of the run).
 //! A commit then costs its span, not the whole record.

@@ -71,7 +71,7 @@ pub(crate) fn code_span(text: &str) -> String {
     out
 }
 
-/// [`code_span`] appended to `out`: a running summary renders hundreds of paths at every
+/// A code span (as the test-only `code_span` makes it) appended to `out`: a running summary renders hundreds of paths at every
 /// commit, and a string for each was most of what rendering them cost.
 pub(crate) fn push_code_span(out: &mut String, text: &str) {
     let fence = longest_backtick_run(text) + 1;
@@ -161,7 +161,7 @@ pub(crate) fn read_code_spans(line: &str) -> Vec<Piece<'_>> {
     pieces
 }
 
-/// A code span's content as [`code_span`] wrote it: one padding space stripped from each side
+/// A code span's content as [`push_code_span`] wrote it: one padding space stripped from each side
 /// when both are there and the content is not all spaces.
 pub(crate) fn read_code_span(inner: &str) -> String {
     let padded = inner.len() >= 2

@@ -7,7 +7,7 @@
 //! in intake order takes its place in the session's line. So the requests of one session are
 //! compressed and sent upstream in the order their bodies arrived, even when a later one reads
 //! faster. The session's lock is held until the body has been handed to the upstream
-//! connection ([`crate::wire::ReleaseAtEnd`]), not for the model's answer: sessions that share
+//! connection (`wire`'s `ReleaseAtEnd`), not for the model's answer: sessions that share
 //! an id (Claude Code's sub-agents) still wait for each other only while being compressed.
 
 use crate::backend::Turn;

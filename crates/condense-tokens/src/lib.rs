@@ -2,7 +2,7 @@
 //! budget arithmetic they feed (window, reserve, image estimates, the per-message overhead)
 //! is `condense-budget`'s, so that stages can use it without linking a tokenizer.
 //!
-//! - [`Tokenizer`] / [`TokenizerKind`] / [`tokenizer`]: `o200k_base` (the default) and
+//! - [`Tokenizer`] / [`TokenizerKind`] / [`tokenizer()`]: `o200k_base` (the default) and
 //!   `cl100k_base` from static tables laid out at build time, with a hand-written pre-tokenizer
 //!   and tiktoken's merge (nothing to build at start-up; pieces over 512 bytes, rare, go to
 //!   `bpe-openai`, built on that first need; the same counts as `bpe-openai` and `tiktoken-rs`;

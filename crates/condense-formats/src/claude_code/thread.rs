@@ -159,7 +159,7 @@ impl Facts {
 
 /// For each line, whether it is a message of the context Claude Code would send (see the module
 /// docs). Non-chat lines are never context. Borrowed facts, so that a read back can take those
-/// of the lines written as read from the read that made them ([`super::read_back`]).
+/// of the lines written as read from the read that made them ([`super::read_back()`]).
 pub(crate) fn context_lines(lines: &[&Facts]) -> Vec<bool> {
     let walk = Walk::new(lines);
     let Some(leaf) = (0..lines.len()).rposition(|i| walk.main[i]) else {

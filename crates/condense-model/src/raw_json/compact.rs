@@ -32,7 +32,7 @@ pub(super) fn write(value: &Value, out: &mut String) {
     }
 }
 
-/// Appends an object's compact JSON to `out` (as [`write`] of the object).
+/// Appends an object's compact JSON to `out` (as [`write`](fn@write) of the object).
 pub(super) fn write_map(map: &Map<String, Value>, out: &mut String) {
     out.push('{');
     for (i, (key, item)) in map.iter().enumerate() {

@@ -17,8 +17,9 @@ pub(crate) fn bullet(text: &str) -> String {
     out
 }
 
-/// [`bullet`] appended to `out` (pieces are written where they go, never into a string of
-/// their own: see [`forms`]).
+/// A bullet (`- ` and the first line, further lines indented by two spaces) appended to `out`
+/// (pieces are written where they go, never into a string of their own: see
+/// [`super::forms`]).
 pub(crate) fn push_bullet(out: &mut String, text: &str) {
     for (i, line) in text.split('\n').enumerate() {
         out.push_str(if i == 0 { "- " } else { "  " });
