@@ -9,20 +9,30 @@ use crate::serve_fake::{anthropic_answer, post, Reply, Serve, Upstream};
 use crate::support::assert_expands_to;
 use serde_json::{json, Value};
 
-/// The request body of the session's first `n` messages, the last one's last block marked (a
-/// string content sent as one marked text block, as a client must to mark it).
-fn marked_body(messages: &[Value], n: usize) -> Vec<u8> {
+/// The request body of the session's first `n` messages, the last block of its last message
+/// marked, or (`marked` 2) of its last two user messages, as SWE-agent marks them (a string
+/// content sent as one marked text block, as a client must to mark it).
+fn marked_body(messages: &[Value], n: usize, marked: usize) -> Vec<u8> {
     let mut messages = messages[..n].to_vec();
     let mark = json!({"type": "ephemeral"});
-    if let Some(last) = messages.last_mut() {
-        match &mut last["content"] {
+    let at: Vec<usize> = match marked {
+        1 => vec![n - 1],
+        _ => (0..n)
+            .rev()
+            .filter(|&i| messages[i]["role"] == "user")
+            .take(marked)
+            .collect(),
+    };
+    for i in at {
+        let message = &mut messages[i];
+        match &mut message["content"] {
             Value::String(text) => {
                 let block = json!([{"type": "text", "text": text, "cache_control": mark}]);
-                last["content"] = block;
+                message["content"] = block;
             }
             Value::Array(blocks) => {
                 if let Some(Value::Object(block)) = blocks.last_mut() {
-                    block.insert("cache_control".into(), mark);
+                    block.insert("cache_control".into(), mark.clone());
                 }
             }
             _ => {}
@@ -45,6 +55,13 @@ fn turns(n: usize) -> [usize; 5] {
 
 #[test]
 fn a_moved_mark_resumes_every_turn_and_each_output_expands_to_its_body() {
+    for marked in [1, 2] {
+        moved_marks_resume(marked);
+    }
+}
+
+/// Each turn of the session compressed, its last `marked` messages marked ([`marked_body`]).
+fn moved_marks_resume(marked: usize) {
     let messages = messages();
     let dir = tempfile::tempdir().unwrap();
     let (store, input, out) = (
@@ -54,7 +71,7 @@ fn a_moved_mark_resumes_every_turn_and_each_output_expands_to_its_body() {
     );
     let mut previous = 0;
     for (turn, n) in turns(messages.len()).into_iter().enumerate() {
-        let body = marked_body(&messages, n);
+        let body = marked_body(&messages, n, marked);
         std::fs::write(&input, &body).unwrap();
         let (output, report) = compress(&input, &store, &out, &[]);
         let resumed = &report["runs"][0]["resumed"];
@@ -66,8 +83,8 @@ fn a_moved_mark_resumes_every_turn_and_each_output_expands_to_its_body() {
         }
         assert_eq!(
             marks(&output),
-            1,
-            "turn {turn}: the client's mark, no stale one"
+            marked,
+            "turn {turn}: the client's marks, no stale one"
         );
         assert!(output.len() < body.len(), "turn {turn}");
         assert_expands_to(
@@ -91,7 +108,7 @@ fn through_the_proxy_a_moved_mark_resumes_every_turn() {
     let turns = turns(messages.len());
     let mut last = Vec::new();
     for (turn, &n) in turns.iter().enumerate() {
-        last = marked_body(&messages, n);
+        last = marked_body(&messages, n, 1);
         let answer = post(&serve.url, "/v1/messages", &headers, &last);
         assert_eq!(answer.status, 200, "{}", serve.log());
         let sent = up.requests()[turn].body.clone();
