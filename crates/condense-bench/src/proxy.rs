@@ -365,11 +365,8 @@ fn marked_newest(conv: &Conversation) -> Conversation {
         .messages
         .last_mut()
         .and_then(|m| m.content.blocks.last_mut());
-    match last {
-        Some(Block::Text(b)) => b.extra = mark,
-        Some(Block::ToolUse(b)) => b.extra = mark,
-        Some(Block::ToolResult(b)) => b.extra = mark,
-        _ => {}
+    if let Some(extra) = last.and_then(Block::extra_mut) {
+        *extra = mark;
     }
     conv
 }

@@ -89,7 +89,7 @@ fn plain_block(block: &Block) -> bool {
             || integers_only(extra.as_str())
                 && extra.to_map().is_ok_and(|map| {
                     map.keys().all(|k| {
-                        k == "cache_control"
+                        k == condense_model::cache_marks::CACHE_CONTROL
                             || k == "signature"
                             || k.starts_with(crate::json::HINT_PREFIX)
                     })

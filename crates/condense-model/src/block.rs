@@ -123,6 +123,31 @@ impl Block {
         Block::ToolResult(ToolResult::new(tool_use_id, content))
     }
 
+    /// The block's unknown fields (`extra`); `None` for an opaque block, whose every field is in
+    /// its verbatim JSON.
+    pub fn extra(&self) -> Option<&RawJson> {
+        match self {
+            Block::Text(b) => Some(&b.extra),
+            Block::Thinking(b) => Some(&b.extra),
+            Block::ToolUse(b) => Some(&b.extra),
+            Block::ToolResult(b) => Some(&b.extra),
+            Block::Image(b) => Some(&b.extra),
+            Block::Opaque(_) => None,
+        }
+    }
+
+    /// [`Block::extra`], to change.
+    pub fn extra_mut(&mut self) -> Option<&mut RawJson> {
+        match self {
+            Block::Text(b) => Some(&mut b.extra),
+            Block::Thinking(b) => Some(&mut b.extra),
+            Block::ToolUse(b) => Some(&mut b.extra),
+            Block::ToolResult(b) => Some(&mut b.extra),
+            Block::Image(b) => Some(&mut b.extra),
+            Block::Opaque(_) => None,
+        }
+    }
+
     /// The block's type name as the Anthropic API spells it (`text`, `tool_use`, ...).
     pub fn kind(&self) -> &'static str {
         match self {

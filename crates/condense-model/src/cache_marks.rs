@@ -53,7 +53,7 @@ pub const ORDER_HINT: &str = "condense:order";
 /// `extra` that names one does not read as an object): its fingerprint is its own. Most
 /// messages are told apart without parsing or copying anything.
 pub fn unmarked_fingerprint(message: &Message) -> Option<u128> {
-    if !may_mark(&message.extra) && !content_marked(&message.content) {
+    if !may_mark(&message.extra) && !content_changes(&message.content, false) {
         return None;
     }
     unmarked(message).map(|m| fingerprint(&m))
@@ -65,6 +65,10 @@ pub fn unmarked_fingerprint(message: &Message) -> Option<u128> {
 /// as a block, and sends it as a string again once unmarked. `None` when that is `message`
 /// itself, or an `extra` that names a mark does not read as an object.
 pub fn unmarked(message: &Message) -> Option<Message> {
+    // Most messages have nothing to take out: told without copying them.
+    if !may_mark(&message.extra) && !content_changes(&message.content, true) {
+        return None;
+    }
     let mut unmarked = message.clone();
     let mut changed = false;
     if may_mark(&unmarked.extra) {
@@ -72,29 +76,6 @@ pub fn unmarked(message: &Message) -> Option<Message> {
     }
     unmark_content(&mut unmarked.content, &mut changed)?;
     changed.then_some(unmarked)
-}
-
-/// The `extra` of a block that may carry a mark (not an opaque one's: see the module docs).
-fn extra_of(block: &Block) -> Option<&RawJson> {
-    match block {
-        Block::Text(b) => Some(&b.extra),
-        Block::Thinking(b) => Some(&b.extra),
-        Block::ToolUse(b) => Some(&b.extra),
-        Block::ToolResult(b) => Some(&b.extra),
-        Block::Image(b) => Some(&b.extra),
-        Block::Opaque(_) => None,
-    }
-}
-
-fn extra_of_mut(block: &mut Block) -> Option<&mut RawJson> {
-    match block {
-        Block::Text(b) => Some(&mut b.extra),
-        Block::Thinking(b) => Some(&mut b.extra),
-        Block::ToolUse(b) => Some(&mut b.extra),
-        Block::ToolResult(b) => Some(&mut b.extra),
-        Block::Image(b) => Some(&mut b.extra),
-        Block::Opaque(_) => None,
-    }
 }
 
 /// Whether an `extra` may hold a mark: its text names the member. Most have no `extra` at
@@ -114,11 +95,20 @@ fn may_mark(extra: &RawJson) -> bool {
         })
 }
 
-fn content_marked(content: &Content) -> bool {
-    content.blocks.iter().any(|block| {
-        extra_of(block).is_some_and(may_mark)
-            || matches!(block, Block::ToolResult(r) if content_marked(&r.content))
-    })
+/// Whether unmarking `content` changes it: a block's `extra` names a mark, or (`shapes`) a
+/// content of one plain text block is a list, nested in tool results alike.
+fn content_changes(content: &Content, shapes: bool) -> bool {
+    (shapes && one_plain_text_list(content))
+        || content.blocks.iter().any(|block| {
+            block.extra().is_some_and(may_mark)
+                || matches!(block, Block::ToolResult(r) if content_changes(&r.content, shapes))
+        })
+}
+
+/// A content of one text block with nothing else, written as a list.
+fn one_plain_text_list(content: &Content) -> bool {
+    content.shape == ContentShape::Array
+        && matches!(&content.blocks[..], [Block::Text(t)] if t.extra.is_empty())
 }
 
 /// Takes the marks out of `content`'s blocks, and writes it as a string when one plain text
@@ -129,12 +119,11 @@ fn unmark_content(content: &mut Content, changed: &mut bool) -> Option<()> {
         if let Block::ToolResult(result) = block {
             unmark_content(&mut result.content, changed)?;
         }
-        if let Some(extra) = extra_of_mut(block).filter(|e| may_mark(e)) {
+        if let Some(extra) = block.extra_mut().filter(|e| may_mark(e)) {
             unmark_extra(extra, changed)?;
         }
     }
-    let one_plain_text = matches!(&content.blocks[..], [Block::Text(t)] if t.extra.is_empty());
-    if one_plain_text && content.shape == ContentShape::Array {
+    if one_plain_text_list(content) {
         content.shape = ContentShape::String;
         *changed = true;
     }

@@ -25,12 +25,15 @@ fn asking(id: &str, marked: bool) -> Message {
 
 /// How many blocks of `conv` carry a mark.
 fn marks(conv: &Conversation) -> usize {
-    let marked = |b: &Block| matches!(b, Block::Text(t) if t.extra.as_str() == MARK);
     conv.messages
         .iter()
         .flat_map(|m| &m.content.blocks)
-        .filter(|b| marked(b))
+        .filter(|b| is_marked(b))
         .count()
+}
+
+fn is_marked(block: &Block) -> bool {
+    block.extra().is_some_and(|e| e.as_str() == MARK)
 }
 
 /// Turn `n`: the previous turn with its mark taken off, a new exchange, and a new question
@@ -38,10 +41,8 @@ fn marks(conv: &Conversation) -> usize {
 fn next_turn(previous: &Conversation, n: usize) -> Conversation {
     let mut conv = previous.clone();
     for m in &mut conv.messages {
-        for b in &mut m.content.blocks {
-            if let Block::Text(t) = b {
-                t.extra = RawJson::default();
-            }
+        for extra in m.content.blocks.iter_mut().filter_map(Block::extra_mut) {
+            *extra = RawJson::default();
         }
     }
     let mut conv = with_turn(conv, n);
@@ -172,12 +173,8 @@ fn a_moved_mark_on_a_message_an_entry_is_anchored_to_runs_whole() {
 fn marked_at(mut conv: Conversation, marked: &[usize]) -> Conversation {
     for (i, m) in conv.messages.iter_mut().enumerate() {
         let mark = if marked.contains(&i) { MARK } else { "" };
-        let extra = RawJson::from_string_unchecked(mark.into());
-        match m.content.blocks.last_mut() {
-            Some(Block::Text(b)) => b.extra = extra,
-            Some(Block::ToolUse(b)) => b.extra = extra,
-            Some(Block::ToolResult(b)) => b.extra = extra,
-            _ => {}
+        if let Some(extra) = m.content.blocks.last_mut().and_then(Block::extra_mut) {
+            *extra = RawJson::from_string_unchecked(mark.into());
         }
     }
     conv
@@ -234,14 +231,7 @@ fn marks_moved_at_random_never_lose_a_byte_nor_leave_a_stale_mark() {
             crate::expand(&st, "s", &mut restored).unwrap();
             assert!(restored == input, "{what}: does not expand to its input");
             for m in &run.conversation.messages {
-                let marked = |m: &Message| {
-                    m.content.blocks.iter().any(|b| match b {
-                        Block::Text(t) => t.extra.as_str() == MARK,
-                        Block::ToolUse(t) => t.extra.as_str() == MARK,
-                        Block::ToolResult(t) => t.extra.as_str() == MARK,
-                        _ => false,
-                    })
-                };
+                let marked = |m: &Message| m.content.blocks.iter().any(is_marked);
                 if marked(m) {
                     let sent = input.messages.iter().find(|i| i.id == m.id);
                     assert!(
