@@ -19,8 +19,10 @@
 //!   still rebuilds the input exactly.
 //! - **Same settings only.** The point records a hash of everything that shapes the output: each
 //!   stage's plugin, settings slot and library file, the disabled stages, the tokenizer and the
-//!   budget. Any change, a shorter input, an edited or reordered earlier message, or a changed
-//!   system prompt or tool list means a run over the whole input, as before. Levels forced by
+//!   budget. Any change, a shorter input, a reordered, added or removed earlier message, or a
+//!   changed system prompt or tool list means a run over the whole input, as before. Earlier
+//!   messages the client edited in place (masked or cleared old observations) are taken from
+//!   the input where the output stands for each alone ([`inputs`], [`marks`]). Levels forced by
 //!   the recovery chain are not part of it: a request compressed harder after a prompt-too-long
 //!   answer is the right start for the next one.
 //! - **Counts stay whole.** The run still reports the input's full token count before the
@@ -50,6 +52,7 @@ use std::hash::{Hash, Hasher};
 use xxhash_rust::xxh3::xxh3_128;
 
 mod blocks;
+mod inputs;
 mod marks;
 mod memory;
 mod output;
@@ -73,8 +76,9 @@ fn messages_namespace(session: &str) -> String {
 /// hash is taken over each message's own hash, and the output refers to input messages. 3: the
 /// output's other messages are records of their own, which the point names. 4: those records
 /// are packed ([`condense_model::packed`]), not JSON. 5: messages are hashed without their
-/// prompt-cache marks ([`marks`]).
-const VERSION: u32 = 5;
+/// prompt-cache marks ([`marks`]). 6: the point keeps its frame's hash and each input
+/// message's fingerprint and tokens ([`inputs`]).
+const VERSION: u32 = 6;
 
 /// What a resumed run started from (reported with the run).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -88,6 +92,9 @@ pub struct Resumed {
     /// Of the first ones, those the reader left unread: their text was the previous input's,
     /// and the stages' start stands for them ([`crate::ReadFrom::unread`]).
     pub unread_messages: usize,
+    /// Of the first ones, those the client edited since the previous run (a masked or cleared
+    /// old observation): the start took them from the input.
+    pub edited_messages: usize,
     /// The tokens the stages started from: that output plus the new messages.
     pub tokens_started: usize,
 }
@@ -102,6 +109,10 @@ struct Point<'a> {
     inputs: usize,
     /// Hash of the input's frame (system prompt, tools) and those messages.
     prefix: Cow<'a, str>,
+    /// Hash of the input's frame alone: an input with that frame whose prefix hash differs is
+    /// compared message by message ([`inputs`]).
+    #[serde(default)]
+    frame: Cow<'a, str>,
     /// The record of the run that made the output ([`crate::archive::record_run`]).
     #[serde(default)]
     run: Option<Cow<'a, str>>,
@@ -136,13 +147,26 @@ struct Point<'a> {
     /// ([`marks::places`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     origins: Vec<i64>,
+    /// Each input message's fingerprint as compared and its tokens ([`inputs`]): the blocks
+    /// holding the first entries, and the entries past them (both empty when not kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    input_blocks: Vec<Cow<'a, str>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    input_list: Vec<inputs::Entry>,
 }
 
 impl Point<'_> {
     /// The names of the blocks it names.
     fn block_names(&self) -> HashSet<String> {
         let all = self.output_blocks.iter().chain(&self.key_blocks);
-        all.map(|b| b.to_string()).collect()
+        all.chain(&self.input_blocks)
+            .map(|b| b.to_string())
+            .collect()
+    }
+
+    /// Whether its input list covers every input message ([`inputs`]).
+    fn lists_inputs(&self) -> bool {
+        self.input_blocks.len() * inputs::BLOCK + self.input_list.len() == self.inputs
     }
 }
 
@@ -153,6 +177,8 @@ pub(crate) struct InputHash {
     at_point: Option<String>,
     /// The hash of the frame and every message.
     whole: String,
+    /// The hash of the frame alone.
+    frame: String,
     messages: usize,
     /// Each message's own hash ([`fingerprint`](fingerprint::fingerprint); not [`crate::archive::message_hash`], the
     /// archive's key of a message as written): what the output's messages are looked up by.
@@ -172,6 +198,8 @@ pub(crate) struct InputHash {
     /// Per output message, once the run has them: the input message it stands for alone
     /// ([`Point::origins`]).
     pub(crate) origins: Vec<Option<usize>>,
+    /// Every message's tokens, for the next point's input list ([`inputs`]), once known.
+    tokens: Option<inputs::Tokens>,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -194,6 +222,7 @@ impl InputHash {
         let compared = marks::compared(&each, &marks);
         let mut h = Fingerprinter::new();
         (&conv.system, &conv.tools).hash(&mut h);
+        let frame = hex(&h);
         let mut at_point = None;
         for (i, own) in compared.iter().enumerate() {
             if point_inputs == Some(i) {
@@ -207,6 +236,7 @@ impl InputHash {
         InputHash {
             at_point,
             whole: hex(&h),
+            frame,
             messages: each.len(),
             each,
             message_tokens: None,
@@ -215,7 +245,15 @@ impl InputHash {
             point_blocks: None,
             marks,
             origins: Vec::new(),
+            tokens: None,
         }
+    }
+
+    /// Takes a run over the whole input's `count` (its messages' tokens) for the point.
+    pub(crate) fn counted_whole(&mut self, count: &ConversationCount) {
+        self.message_tokens = Some(count.in_messages());
+        self.tokens =
+            (count.messages.len() == self.messages).then(|| inputs::Tokens::whole(&count.messages));
     }
 }
 
@@ -388,12 +426,28 @@ pub(crate) fn start(
         (fingerprints, unread.as_ref().map_or(&[][..], |u| u.mask)),
         point.as_ref().map(|p| (p.inputs, &p.marks[..])),
     );
-    let point = point.filter(|p| hash.at_point.as_deref() == Some(&*p.prefix));
-    // The messages whose marks moved: the start takes them from this input (not from memory,
-    // which has their old form) where the point's output stands for each alone.
+    // The input's first messages are the point's input (the same hash), or are but for those
+    // the client edited since: compared one by one when the frame is the point's ([`inputs`]).
+    let (point, edits) = match point {
+        Some(p) if hash.at_point.as_deref() == Some(&*p.prefix) => (Some(p), None),
+        Some(p) if *p.frame == hash.frame => match edits_of(store, session, &p, &hash) {
+            Some(edits) => (Some(p), Some(edits)),
+            None => (None, None),
+        },
+        _ => (None, None),
+    };
+    let edited: &[usize] = edits.as_ref().map_or(&[], |(e, _)| e);
+    // The messages whose marks moved, and those the client edited: the start takes them from
+    // this input (not from memory, which has their old form) where the point's output stands
+    // for each alone.
     let remarked = point.as_ref().map_or_else(Vec::new, |p| {
-        marks::changed(&p.marks, &hash.marks, &hash.each, p.inputs)
+        let mut changed = marks::changed(&p.marks, &hash.marks, &hash.each, p.inputs);
+        changed.extend_from_slice(edited);
+        changed.sort_unstable();
+        changed.dedup();
+        changed
     });
+    let edited_messages = edited.len();
     let places = point
         .as_ref()
         .and_then(|p| marks::places(&remarked, &p.layout, &p.origins));
@@ -417,6 +471,7 @@ pub(crate) fn start(
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
     hash.point_blocks = Some(point.block_names());
+    let lists_inputs = point.lists_inputs();
     let Point {
         inputs,
         run,
@@ -425,6 +480,8 @@ pub(crate) fn start(
         input_tokens: covered,
         keys,
         origins,
+        input_blocks,
+        input_list,
         ..
     } = point;
     let stored_prints: Vec<u128> = stored.iter().map(|(fp, _)| *fp).collect();
@@ -439,6 +496,36 @@ pub(crate) fn start(
     let new = input.messages.split_off(inputs);
     let covering = std::mem::replace(&mut input.messages, new);
     let counted = count(&input);
+    let new_tokens = counted.messages.iter().map(|&n| inputs::clamp(n));
+    // The edited messages' old tokens are the point's; their new ones are counted.
+    let (covered, tokens) = match edits {
+        None => {
+            let after = input_list.iter().map(|e| e.1).chain(new_tokens).collect();
+            let blocks = input_blocks.into_iter().map(Cow::into_owned).collect();
+            (
+                covered,
+                lists_inputs.then_some(inputs::Tokens { blocks, after }),
+            )
+        }
+        Some((edited, mut entries)) => {
+            let messages = edited.iter().filter_map(|&i| covering.get(i).cloned());
+            let now = count(&Conversation {
+                messages: messages.collect(),
+                ..Conversation::default()
+            });
+            let mut covered = covered;
+            for (&i, &n) in edited.iter().zip(&now.messages) {
+                if let Some(entry) = entries.get_mut(i) {
+                    covered = (covered + n).saturating_sub(entry.1 as usize);
+                    entry.1 = inputs::clamp(n);
+                }
+            }
+            let after = entries.iter().map(|e| e.1).chain(new_tokens).collect();
+            let blocks = Vec::new();
+            (covered, Some(inputs::Tokens { blocks, after }))
+        }
+    };
+    hash.tokens = tokens;
     let tokens_before = covered + counted.total;
     hash.message_tokens = Some(covered + counted.in_messages());
     let mut new = std::mem::replace(&mut input.messages, covering);
@@ -505,7 +592,7 @@ pub(crate) fn start(
     };
     // The remembered output's counts are the prefix's (the same messages): only the frame and
     // the new messages were counted.
-    let counts_hold = retaken.is_empty();
+    let counts_hold = retaken.is_empty() && edited_messages == 0;
     let started = match output_count.filter(|c| counts_hold && c.messages.len() == output_messages)
     {
         Some(prefix_count) => {
@@ -534,6 +621,7 @@ pub(crate) fn start(
             output_messages,
             new_messages: hash.messages - inputs,
             unread_messages: unread.map_or(0, |u| u.mask.iter().filter(|&&m| m).count()),
+            edited_messages,
             tokens_started,
         }),
         tokens_before: Some(tokens_before),
@@ -545,6 +633,23 @@ pub(crate) fn start(
         prints,
         origins,
     })
+}
+
+/// The messages of `point`'s input that `hash`'s input edited in place ([`inputs::edited`]),
+/// with the point's entries of its input list; `None` when its list is not whole (an older
+/// point's, or a block missing) or no message differs.
+fn edits_of(
+    store: &Store,
+    session: &str,
+    point: &Point<'_>,
+    hash: &InputHash,
+) -> Option<(Vec<usize>, Vec<inputs::Entry>)> {
+    if !point.lists_inputs() {
+        return None;
+    }
+    let entries = inputs::join(store, session, &point.input_blocks, &point.input_list)?;
+    let edited = inputs::edited(&entries, &marks::compared(&hash.each, &hash.marks))?;
+    Some((edited, entries))
 }
 
 /// The conversation a run starts from, and what [`save()`] needs after it.

@@ -177,11 +177,15 @@ pub fn run(
             .map_err(|e| e.to_string())?
     };
     // A request that started from the session's previous output says so first: the tokens it
-    // saves include what earlier requests' stages cut.
+    // saves include what earlier requests' stages cut. Earlier messages the client edited
+    // since (masked old observations) are said with it.
     let acted = result
         .resumed
         .iter()
-        .map(|_| "resumed".to_string())
+        .map(|r| match r.edited_messages {
+            0 => "resumed".to_string(),
+            n => format!("resumed ({n} edited)"),
+        })
         .chain(
             result
                 .stages

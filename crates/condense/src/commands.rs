@@ -516,8 +516,13 @@ fn resume_note(runs: &[RunResult]) -> Option<String> {
     match (runs, resumed.as_slice()) {
         (_, []) => None,
         ([_], [r]) => Some(format!(
-            "resumed: the first {} messages are the previous run's input, unchanged{}; the stages started from its output ({} messages){}: {} tokens ({how})",
+            "resumed: the first {} messages are the previous run's input, {}{}; the stages started from its output ({} messages){}: {} tokens ({how})",
             thousands(r.input_messages),
+            match r.edited_messages {
+                0 => "unchanged".to_string(),
+                1 => "one of them edited since (taken from this input)".to_string(),
+                n => format!("{} of them edited since (taken from this input)", thousands(n)),
+            },
             match r.unread_messages {
                 0 => String::new(),
                 n => format!(" ({} of them not parsed again)", thousands(n)),

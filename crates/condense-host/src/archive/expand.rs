@@ -169,10 +169,12 @@ impl<'s> Expander<'s> {
         // matches, or when that history leaves markers.
         let mut expansion = match super::runs::lineage(store, session, conv)? {
             Some(names) => {
-                let history: Vec<&Segment> = own
+                // In the history's order, newest first (see `runs::lineage`).
+                let by_name: HashMap<&str, &Segment> =
+                    own.iter().map(|(n, s)| (n.as_str(), s)).collect();
+                let history: Vec<&Segment> = names
                     .iter()
-                    .filter(|(n, _)| names.contains(n))
-                    .map(|(_, s)| s)
+                    .filter_map(|n| by_name.get(n.as_str()).copied())
                     .collect();
                 let mut first = expand_with(&history, conv)?;
                 let missing =

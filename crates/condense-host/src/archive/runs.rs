@@ -175,12 +175,18 @@ pub(super) fn record_run_keyed(
 }
 
 /// The names of the segments of the history that made `conv` (see the [module docs](self)),
-/// or `None` when no run record matches it.
+/// newest first: the run that made it, its last stage's segment first, then its parent's and
+/// so on. `None` when no run record matches it.
+///
+/// The order decides which of two runs' entries unwinds a message both made: a run that took
+/// an earlier message from its input again (the client edited it, or moved its cache marks)
+/// may make the very message the run before it made from that message's old form, and the
+/// output's message is the newer run's.
 pub(super) fn lineage(
     store: &Store,
     session: &str,
     conv: &Conversation,
-) -> Result<Option<HashSet<String>>, StoreError> {
+) -> Result<Option<Vec<String>>, StoreError> {
     let runs: HashMap<String, RunRecord> = store
         .records(&format!("{RUNS_PREFIX}{session}"))?
         .into_iter()
@@ -211,7 +217,8 @@ pub(super) fn lineage(
     else {
         return Ok(None);
     };
-    let mut segments = HashSet::new();
+    let mut segments = Vec::new();
+    let mut named = HashSet::new();
     let mut seen = HashSet::new();
     let mut next = Some(name.clone());
     while let Some(name) = next.take() {
@@ -220,7 +227,11 @@ pub(super) fn lineage(
             break;
         }
         let Some(run) = runs.get(&name) else { break };
-        segments.extend(run.segments.iter().cloned());
+        for segment in run.segments.iter().rev() {
+            if named.insert(segment.clone()) {
+                segments.push(segment.clone());
+            }
+        }
         next = run.parent.clone();
     }
     Ok(Some(segments))

@@ -17,8 +17,9 @@ const BLOCK: usize = 256;
 /// A block: its name and bytes.
 pub(super) type Block = (String, Vec<u8>);
 
-/// The store namespace of `session`'s blocks.
-fn namespace(session: &str) -> String {
+/// The store namespace of `session`'s blocks (also those of a point's input list,
+/// [`super::inputs`]).
+pub(super) fn namespace(session: &str) -> String {
     format!("resume-blocks-{session}")
 }
 
@@ -96,16 +97,18 @@ pub(super) fn join(
 
 /// Writes the blocks of `new` but those in `kept` (named by the point the run started from,
 /// read back whole, so stored already), and removes those of `old` (the names the session's
-/// stored point gave) no longer in `new`.
+/// stored point gave) no longer in `new` nor in `staying` (blocks the new point names that
+/// are stored already: its input list's, carried over unread).
 pub(super) fn keep(
     store: &Store,
     session: &str,
-    new: &[impl Borrow<Block>],
+    (new, staying): (&[impl Borrow<Block>], &[String]),
     (kept, old): (&HashSet<String>, &HashSet<String>),
 ) -> Result<(), StoreError> {
     let namespace = namespace(session);
     let new = new.iter().map(Borrow::borrow);
-    let named: HashSet<&str> = new.clone().map(|(n, _): &Block| n.as_str()).collect();
+    let mut named: HashSet<&str> = new.clone().map(|(n, _): &Block| n.as_str()).collect();
+    named.extend(staying.iter().map(String::as_str));
     for (name, bytes) in new {
         if !kept.contains(name) {
             store.record_put(&namespace, name, bytes)?;
@@ -144,7 +147,13 @@ mod tests {
         let list = names(BLOCK * 2 + 7, 0);
         let (blocks, tail) = split(&list);
         assert_eq!((blocks.len(), tail.len()), (2, 7));
-        keep(&store, "s", &blocks, (&HashSet::new(), &HashSet::new())).unwrap();
+        keep(
+            &store,
+            "s",
+            (&blocks, &[]),
+            (&HashSet::new(), &HashSet::new()),
+        )
+        .unwrap();
         let block_names: Vec<Cow<'_, str>> = blocks
             .iter()
             .map(|(n, _)| Cow::Borrowed(n.as_str()))
@@ -171,18 +180,18 @@ mod tests {
         let count = || store.records(&namespace("s")).unwrap().len();
         let first = names(BLOCK + 3, 0);
         let (a, _) = split(&first);
-        keep(&store, "s", &a, (&HashSet::new(), &HashSet::new())).unwrap();
+        keep(&store, "s", (&a, &[]), (&HashSet::new(), &HashSet::new())).unwrap();
         let stored: HashSet<String> = a.iter().map(|(n, _)| n.clone()).collect();
         let grown = names(BLOCK * 2 + 1, 0);
         let (b, _) = split(&grown);
         assert_eq!(b[0], a[0], "the full block is the same");
-        keep(&store, "s", &b, (&stored, &stored)).unwrap();
+        keep(&store, "s", (&b, &[]), (&stored, &stored)).unwrap();
         assert_eq!(count(), 2);
         // Another list altogether: the old blocks go.
         let other = names(BLOCK, 99);
         let (c, _) = split(&other);
         let stored: HashSet<String> = b.iter().map(|(n, _)| n.clone()).collect();
-        keep(&store, "s", &c, (&stored, &stored)).unwrap();
+        keep(&store, "s", (&c, &[]), (&stored, &stored)).unwrap();
         assert_eq!(count(), 1);
         let names: Vec<Cow<'_, str>> = vec![Cow::Borrowed(c[0].0.as_str())];
         assert_eq!(join(&store, "s", &names, Vec::new()).unwrap(), other);

@@ -143,7 +143,7 @@ pub(super) struct Place {
 }
 
 /// Every place where the point's output (`layout`, `origins`: [`Point`](super::Point)'s)
-/// stands for one of the `changed` messages; `None` when one of them is not stood for alone
+/// stands for one of the `changed` messages (sorted), in output order; `None` when one of them is not stood for alone
 /// anywhere (dropped, folded into a summary, or next to a run of removed messages the archive
 /// keyed by its old form), or its origins are not known.
 pub(super) fn places(changed: &[usize], layout: &[i64], origins: &[i64]) -> Option<Vec<Place>> {
@@ -153,26 +153,27 @@ pub(super) fn places(changed: &[usize], layout: &[i64], origins: &[i64]) -> Opti
     if origins.len() != layout.len() {
         return None;
     }
+    // One pass over the output (a client clearing old tool results may edit dozens of
+    // messages at once): `changed` is sorted.
+    let mut placed = vec![false; changed.len()];
     let mut places = Vec::new();
-    for &input in changed {
-        let wanted = i64::try_from(input).ok()?;
-        let before = places.len();
-        for (at, (&origin, &from)) in origins.iter().zip(layout).enumerate() {
-            if origin != wanted {
-                continue;
-            }
-            let changed = match from {
-                -1 => true,
-                i if i == wanted => false,
-                _ => return None,
-            };
-            places.push(Place { at, input, changed });
-        }
-        if places.len() == before {
-            return None;
-        }
+    for (at, (&origin, &from)) in origins.iter().zip(layout).enumerate() {
+        let Some(k) = usize::try_from(origin)
+            .ok()
+            .and_then(|o| changed.binary_search(&o).ok())
+        else {
+            continue;
+        };
+        let changed = match from {
+            -1 => true,
+            i if i == origin => false,
+            _ => return None,
+        };
+        placed[k] = true;
+        let input = usize::try_from(origin).ok()?;
+        places.push(Place { at, input, changed });
     }
-    Some(places)
+    placed.iter().all(|&p| p).then_some(places)
 }
 
 #[cfg(test)]

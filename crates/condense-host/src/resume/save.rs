@@ -1,8 +1,11 @@
 //! Saving a run's output as the session's resume point ([`save`]): the output's messages as
 //! the point keeps them (input messages by index, the others as packed records of their own),
-//! with the input's marks and the output messages' origins ([`super::marks`]), in the store
+//! with the input's marks, each input message's fingerprint and tokens ([`super::inputs`]) and
+//! the output messages' origins ([`super::marks`]), in the store
 //! and, for a long-lived pipeline, in memory.
 
+use super::inputs::{self, Entry};
+use super::marks::{self, Print};
 use super::{
     blocks, messages_namespace, InputHash, InputsKept, Loaded, Point, PointMemory, NAMESPACE,
     VERSION,
@@ -62,6 +65,26 @@ fn owned(names: &[Cow<'_, str>]) -> Vec<Cow<'static, str>> {
     names.iter().map(|n| Cow::Owned(n.to_string())).collect()
 }
 
+/// The point's input list ([`inputs`]): the names of the blocks stored already that hold its
+/// first entries, the new full blocks, and the entries past them; all empty when the run does
+/// not know every message's tokens.
+fn input_list(hash: &InputHash) -> (&[String], Vec<blocks::Block>, Vec<Entry>) {
+    let Some(tokens) = hash.tokens.as_ref().filter(|t| t.len() == hash.messages) else {
+        return (&[], Vec::new(), Vec::new());
+    };
+    let compared = marks::compared(&hash.each, &hash.marks);
+    let from = tokens.blocks.len() * inputs::BLOCK;
+    let entries: Vec<Entry> = compared
+        .get(from..)
+        .unwrap_or_default()
+        .iter()
+        .zip(&tokens.after)
+        .map(|(&print, &n)| Entry(Print(print), n))
+        .collect();
+    let (full, tail) = inputs::split(&entries);
+    (&tokens.blocks, full, tail.to_vec())
+}
+
 /// Stores `output` as the session's resume point for the input `hash` was taken of.
 /// With `memory`, the point is also kept there for the session's next run.
 pub(crate) fn save(
@@ -112,6 +135,7 @@ pub(crate) fn save(
     };
     let (output_blocks, output_tail) = blocks::split(&names);
     let (key_blocks, key_tail) = blocks::split(&keys);
+    let (input_stored, input_full, input_tail) = input_list(hash);
     // Stored already: the blocks of the point the run resumed from (read back whole). Not
     // resumed, those of the stored point may be missing or damaged: none is taken as stored,
     // and the ones no longer named are removed.
@@ -121,13 +145,23 @@ pub(crate) fn save(
         Some(kept) => Cow::Borrowed(kept),
         None => Cow::Owned(stored_blocks(store, session)),
     };
-    let all: Vec<&blocks::Block> = output_blocks.iter().chain(&key_blocks).collect();
-    blocks::keep(store, session, &all, (kept, &old))?;
+    let all: Vec<&blocks::Block> = output_blocks
+        .iter()
+        .chain(&key_blocks)
+        .chain(&input_full)
+        .collect();
+    blocks::keep(store, session, (&all, input_stored), (kept, &old))?;
+    let input_blocks: Vec<Cow<'_, str>> = input_stored
+        .iter()
+        .map(|n| Cow::Borrowed(n.as_str()))
+        .chain(blocks::names(&input_full))
+        .collect();
     let point = Point {
         version: VERSION,
         settings: Cow::Borrowed(settings),
         inputs: hash.messages,
         prefix: Cow::Borrowed(&hash.whole),
+        frame: Cow::Borrowed(&hash.frame),
         run: Some(Cow::Borrowed(run)),
         output: output_tail.to_vec(),
         layout,
@@ -137,6 +171,8 @@ pub(crate) fn save(
         key_blocks: blocks::names(&key_blocks),
         marks: hash.marks.clone(),
         origins,
+        input_blocks,
+        input_list: input_tail,
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -146,6 +182,7 @@ pub(crate) fn save(
             settings: Cow::Owned(settings.to_string()),
             inputs: hash.messages,
             prefix: Cow::Owned(hash.whole.clone()),
+            frame: Cow::Owned(hash.frame.clone()),
             run: Some(Cow::Owned(run.to_string())),
             output: owned(&names),
             layout: point.layout,
@@ -157,6 +194,8 @@ pub(crate) fn save(
             key_blocks: owned(&point.key_blocks),
             marks: point.marks,
             origins: point.origins,
+            input_blocks: owned(&point.input_blocks),
+            input_list: point.input_list,
         };
         // The messages come once the caller is done with the output (`PointMemory::fill`):
         // the input messages it kept, so the next request need not parse them, and those it

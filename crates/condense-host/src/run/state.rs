@@ -73,7 +73,7 @@ impl RunState {
         let count = count.unwrap_or_else(|| counter.count_conversation(&conversation));
         if let Some(hash) = hash.as_mut().filter(|h| h.message_tokens.is_none()) {
             // A run over the whole input: `count` is the input's.
-            hash.message_tokens = Some(count.in_messages());
+            hash.counted_whole(&count);
         }
         let tokens_before = tokens_before.unwrap_or(count.total);
         RunState {

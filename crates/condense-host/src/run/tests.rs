@@ -14,6 +14,7 @@ use condense_model::{Block, Content, Conversation, Format, Message, Role};
 use serde::{Deserialize, Serialize};
 
 mod deferred;
+mod edits;
 mod marks;
 mod unread;
 
@@ -423,6 +424,39 @@ fn the_recovery_chain_forces_levels_and_state_carries_across_runs() {
     );
 }
 
+fn expands_to(st: &Store, output: &Conversation, input: &Conversation) {
+    let mut restored = output.clone();
+    crate::expand(st, "s", &mut restored).unwrap();
+    assert_eq!(&restored, input);
+}
+
+/// `run` (resumed on `st` from `input`) made what a run over the whole input makes, names its
+/// output in its record by each message's own archive key (not the key of a message's marked
+/// form, which the point kept), and expands to `input`.
+fn is_the_whole_runs_and_expands(
+    loaded: &LoadedPipeline,
+    run: &RunResult,
+    (st, input): (&Store, &Conversation),
+) {
+    let (_whole_dir, whole_store) = store();
+    let whole = loaded
+        .run(input.clone(), &whole_store, "s", &options())
+        .unwrap();
+    assert_eq!(run.conversation, whole.conversation);
+    assert_eq!(
+        (run.tokens_before, run.tokens_after),
+        (whole.tokens_before, whole.tokens_after)
+    );
+    let keys: Vec<String> = run
+        .conversation
+        .messages
+        .iter()
+        .map(|m| crate::archive::message_hash(m).unwrap())
+        .collect();
+    assert_eq!(run.archive_run.keys(), keys);
+    expands_to(st, &run.conversation, input);
+}
+
 /// `conversation()` and one more turn: a request, a tool call and its long result.
 fn with_turn(mut conv: Conversation, n: usize) -> Conversation {
     let output = format!("output of turn {n}\n").repeat(100);
@@ -457,9 +491,9 @@ fn resuming() -> RunOptions {
 }
 
 /// The input's fingerprints from its reader stand in for the run's own hashing of the
-/// input's messages: the same start and output when they are right; no resuming when they
-/// disagree with the point (so they are what the point is matched with); ignored when they are
-/// not one per message.
+/// input's messages: the same start and output when they are right; a message taken as edited
+/// when they disagree with the point (so they are what the point is matched with); ignored
+/// when they are not one per message.
 #[test]
 fn a_readers_fingerprints_match_the_resume_point_in_place_of_hashing() {
     let loaded = pipeline(&[("cut", "shrink", "fail")]);
@@ -499,7 +533,10 @@ fn a_readers_fingerprints_match_the_resume_point_in_place_of_hashing() {
         .map(condense_model::fingerprint::fingerprint)
         .collect();
     assert_eq!(given.output_fingerprints, output);
-    assert_eq!(second_run(Some(&wrong)).resumed, None);
+    // A fingerprint the point does not have is a message the client edited: taken from the
+    // input.
+    let wrong_run = second_run(Some(&wrong)).resumed;
+    assert_eq!(wrong_run.map(|r| r.edited_messages), Some(1));
     assert_eq!(second_run(Some(&right[1..])).resumed, hashed.resumed);
 }
 
@@ -562,10 +599,8 @@ fn an_input_that_does_not_extend_the_previous_one_runs_whole() {
     let grown = with_turn(conversation(), 2);
     assert!(resumed_after(conversation(), &resuming(), grown.clone()).is_some());
 
-    // An earlier message edited, a shorter input, another system prompt: the whole input.
-    let mut edited = grown.clone();
-    edited.messages[0] = Message::new("u1", Role::User, vec![Block::text("list the dirs")]);
-    assert_eq!(resumed_after(conversation(), &resuming(), edited), None);
+    // A shorter input, another system prompt: the whole input. (Earlier messages edited in
+    // place resume where the output stands for each alone: `tests::edits`.)
     assert_eq!(
         resumed_after(grown.clone(), &resuming(), conversation()),
         None

@@ -114,8 +114,9 @@ fn through_the_proxy_a_moved_mark_resumes_every_turn() {
         let sent = up.requests()[turn].body.clone();
         assert_eq!(marks(sent.as_bytes()), 1, "turn {turn}");
     }
-    // One log line a request; every one after the first started from the one before.
-    let log = serve.log();
+    // One log line a request (written once the answer is sent: waited for); every one after
+    // the first started from the one before.
+    let log = serve.wait_log("session=marks model=", turns.len());
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("session=marks model="))

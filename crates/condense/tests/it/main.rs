@@ -15,6 +15,7 @@ mod expand_edges;
 mod folders;
 mod formats;
 mod fuzz;
+mod history_edits;
 mod kill;
 mod known_lists;
 mod plugin_edges;

@@ -50,39 +50,6 @@ fn next_turn(previous: &Conversation, n: usize) -> Conversation {
     conv
 }
 
-fn expands_to(st: &Store, output: &Conversation, input: &Conversation) {
-    let mut restored = output.clone();
-    crate::expand(st, "s", &mut restored).unwrap();
-    assert_eq!(&restored, input);
-}
-
-/// `run` (resumed on `st` from `input`) made what a run over the whole input makes, names its
-/// output in its record by each message's own archive key (not the key of a message's marked
-/// form, which the point kept), and expands to `input`.
-fn is_the_whole_runs_and_expands(
-    loaded: &LoadedPipeline,
-    run: &RunResult,
-    (st, input): (&Store, &Conversation),
-) {
-    let (_whole_dir, whole_store) = store();
-    let whole = loaded
-        .run(input.clone(), &whole_store, "s", &options())
-        .unwrap();
-    assert_eq!(run.conversation, whole.conversation);
-    assert_eq!(
-        (run.tokens_before, run.tokens_after),
-        (whole.tokens_before, whole.tokens_after)
-    );
-    let keys: Vec<String> = run
-        .conversation
-        .messages
-        .iter()
-        .map(|m| crate::archive::message_hash(m).unwrap())
-        .collect();
-    assert_eq!(run.archive_run.keys(), keys);
-    expands_to(st, &run.conversation, input);
-}
-
 #[test]
 fn a_moved_mark_resumes_and_the_output_holds_the_inputs_marks() {
     for loaded in [
