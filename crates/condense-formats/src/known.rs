@@ -53,6 +53,26 @@ pub const ALWAYS_READ: usize = 8;
 /// the third newest message (a tool result, the call, its result).
 pub const SHORTER: usize = 4;
 
+/// A list also keeps the hash of its first messages at every multiple of this many
+/// ([`KnownList::shorter`]): a client that edits an older message in place (OpenHands masks
+/// observations older than its window, SWE-agent elides old outputs) sends the list changed
+/// there, and the read still matches every message up to the last multiple before it. The
+/// cuts sit at the same places turn after turn, so a new list takes their hashes from the list
+/// it matched rather than hashing its history again.
+pub const STRIDE: usize = 64;
+
+/// The lengths a list of `n` messages keeps the hash of its first messages at, short of the
+/// whole (ascending; each more than [`ALWAYS_READ`]): every multiple of [`STRIDE`], and the
+/// [`SHORTER`] lengths just short of `n`.
+fn cut_lengths(n: usize) -> Vec<usize> {
+    let strides = (STRIDE..n).step_by(STRIDE);
+    let newest = n.saturating_sub(SHORTER)..n;
+    let mut lengths: Vec<usize> = strides.chain(newest).filter(|&m| m > ALWAYS_READ).collect();
+    lengths.sort_unstable();
+    lengths.dedup();
+    lengths
+}
+
 /// Where a caller keeps the records (a store namespace), each under [`record_name`].
 pub const RECORDS: &str = "known-lists";
 
@@ -84,9 +104,10 @@ pub struct KnownList {
     /// last byte.
     pub bytes: u128,
     /// The same hash of the text of its first messages, for the [`SHORTER`] lengths short of
-    /// the whole (ascending; each more than [`ALWAYS_READ`]): (messages, hash). A client that
-    /// moved its prompt-cache mark sends the newest messages changed, and the list still
-    /// matches up to them.
+    /// the whole and every multiple of [`STRIDE`] (ascending; each more than
+    /// [`ALWAYS_READ`]): (messages, hash). A client that moved its prompt-cache mark sends the
+    /// newest messages changed, one that edited an older message sends it changed, and the
+    /// list still matches up to them.
     pub shorter: Vec<(usize, u128)>,
     /// Where each message's text is, from the first one's first byte (start, end): a read
     /// that finds the same text takes them instead of scanning it.
@@ -267,9 +288,7 @@ pub(crate) fn prefix_of(
         .iter()
         .map(|s| Some((rel(s.start)?, rel(s.end)?)))
         .collect::<Option<Vec<_>>>()?;
-    let lengths: Vec<usize> = (spans.len().saturating_sub(SHORTER)..spans.len())
-        .filter(|&m| m > ALWAYS_READ)
-        .collect();
+    let lengths = cut_lengths(spans.len());
     let usable = hashed.filter(|h| h.start == first.start && h.end <= last.end);
     let (bytes, shorter) = usable
         .and_then(|h| hashes_from(text.as_bytes(), spans, &lengths, h))
@@ -317,8 +336,9 @@ fn hashes_from(
 
 /// The longest of `known` whose text the array whose first element is at `first` starts with
 /// (hashed, not scanned), with its elements' spans in `text`: a list whole, or its first
-/// messages ([`KnownList::shorter`]) when its newest ones changed since. Only a list of more
-/// than [`ALWAYS_READ`] messages, each with its fingerprint, is a match.
+/// messages ([`KnownList::shorter`]) when its newest ones changed since, or an older one was
+/// edited. Only a list of more than [`ALWAYS_READ`] messages, each with its fingerprint, is a
+/// match.
 pub(crate) fn match_prefix(
     text: &[u8],
     first: &Range<usize>,
@@ -357,10 +377,13 @@ pub(crate) fn match_prefix(
             };
             state.update(piece);
             at = end;
+            if state.digest128() != hash {
+                // The cuts are prefixes of one another: none longer matches either.
+                break;
+            }
             // A list's first messages only where the array goes on past them (a client moved
             // its marks off the messages after them; one that ends there was cut short).
-            let whole_or_going_on = m == list.messages || goes_on(text, end);
-            if whole_or_going_on && state.digest128() == hash {
+            if m == list.messages || goes_on(text, end) {
                 matched = Some((m, hash, state.clone(), end));
             }
         }

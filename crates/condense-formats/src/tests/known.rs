@@ -217,8 +217,15 @@ fn a_list_whose_known_prefix_changed_by_one_byte_is_read_whole() {
         shorter.read_unread(0).unwrap(),
         read_plain(&body(399, "")).conversations()[0]
     );
-    // No known prefix but the list's own end: read whole.
-    assert_eq!(read_knowing(&body(396, ""), &known).unread(0), None);
+    // A list cut short before the known one's end: known up to the last multiple of
+    // `STRIDE` (every `STRIDE` messages the known list keeps a hash of those before).
+    let cut = read_knowing(&body(396, ""), &known);
+    let last_unread = cut.unread(0).and_then(|u| u.iter().rposition(|&u| u));
+    assert_eq!(last_unread, Some(383));
+    assert_eq!(
+        cut.read_unread(0).unwrap(),
+        read_plain(&body(396, "")).conversations()[0]
+    );
     let other_key = [(known[0].0 ^ 1, known[0].1.clone())];
     assert_eq!(read_knowing(&body(403, ""), &other_key).unread(0), None);
 }
@@ -276,7 +283,8 @@ fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread()
             (kept.1.bytes, &kept.1.shorter),
             (full.1.bytes, &full.1.shorter)
         );
-        assert_eq!(kept.1.shorter.len(), crate::known::SHORTER);
+        let newest: Vec<usize> = kept.1.shorter.iter().rev().take(4).map(|c| c.0).collect();
+        assert_eq!(newest, [404, 403, 402, 401]);
     }
     // The next turn unchanged but for one more message: the list it matched whole is one of
     // its shorter prefixes.
@@ -293,9 +301,39 @@ fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread()
         (kept.1.bytes, &kept.1.shorter),
         (full.1.bytes, &full.1.shorter)
     );
-    // A mark moved off an older message: read whole.
+    // A mark moved off an older message: known up to the last multiple of `STRIDE` before it.
     let known = [read_plain(&marked(402, &[395])).known_list(&[]).unwrap()];
-    assert_eq!(read_knowing(&marked(405, &[]), &known).unread(0), None);
+    let doc = read_knowing(&marked(405, &[]), &known);
+    let last_unread = doc.unread(0).and_then(|u| u.iter().rposition(|&u| u));
+    assert_eq!(last_unread, Some(383));
+}
+
+/// A client that edits an older message in place (OpenHands masks observations older than its
+/// window) sends the list changed there: the messages before the last multiple of
+/// [`crate::known::STRIDE`] before it are left unread, the rest read, and the document reads,
+/// fingerprints and writes as a full read's. What it keeps for the next turn is a full read's,
+/// the hashes before the edit taken from the list it matched.
+#[test]
+fn a_list_edited_in_place_leaves_the_messages_before_the_edit_unread() {
+    let earlier = body(400, "");
+    let known = [read_plain(&earlier).known_list(&[]).unwrap()];
+    // Message 300 (a request) edited, and three more messages.
+    let text = body(403, "").replacen("step 300\"", "<MASKED>\"", 1);
+    assert_ne!(text, body(403, ""));
+    let doc = read_knowing(&text, &known);
+    let unread = doc.unread(0).unwrap();
+    let last_unread = unread.iter().rposition(|&u| u).unwrap();
+    assert_eq!(last_unread, 255);
+    assert!(unread[256..].iter().all(|&u| !u));
+    let plain = read_plain(&text);
+    assert_eq!(doc.read_unread(0).unwrap(), plain.conversations()[0]);
+    assert_eq!(doc.message_fingerprints(0), plain.message_fingerprints(0));
+    assert_eq!(doc.write().unwrap(), text.as_bytes());
+    let (kept, full) = (doc.known_list(&[]).unwrap(), plain.known_list(&[]).unwrap());
+    assert_eq!(kept, full);
+    // Edited before the first multiple: read whole.
+    let early = body(403, "").replacen("step 30\"", "<MASKED>\"", 1);
+    assert_eq!(read_knowing(&early, &known).unread(0), None);
 }
 
 #[test]

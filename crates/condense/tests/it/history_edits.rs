@@ -1,7 +1,8 @@
 //! A client that edits its own history every turn (OpenHands' observation masking turns every
 //! tool result older than its window into `<MASKED>`) still resumes every turn from the
 //! previous output: the turns a real session's masks moved on resume with those messages
-//! taken from the body, and every output expands to its body byte for byte. Through
+//! taken from the body, leave most of the history unparsed, and every output expands to its
+//! body byte for byte. Through
 //! `condense serve` too, where the log says how many messages were edited.
 
 use crate::known_lists::{assert_expands_from, compress, messages};
@@ -54,6 +55,10 @@ fn masked_observations_resume_every_turn_and_each_output_expands_to_its_body() {
             if edited > 0 {
                 edited_turns += 1;
             }
+            // The history before the last multiple of 64 messages before the first edit is not
+            // parsed again.
+            let unread = resumed["unread_messages"].as_u64().unwrap();
+            assert!(unread * 2 > previous as u64, "turn {turn}: {report}");
         }
         assert!(output.len() <= body.len(), "turn {turn}");
         assert_expands_to(
