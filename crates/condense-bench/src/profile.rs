@@ -10,7 +10,7 @@
 //! - `profile-boundary [noop|read|echo]`: only that test-faulty stage, 300 times;
 //! - `profile-count [FILE]`: cold counts of FILE (by default the shipped Claude Code session),
 //!   3,000 times;
-//! - `profile-proxy [plain|claude-code|sdk|openai-chat|responses] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: a
+//! - `profile-proxy [plain|claude-code|sdk|openai-chat|responses|masking] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: a
 //!   growing session's turns through `condense serve`, which `CONDENSE_BENCH_WRAP` may run
 //!   under a profiler (`proxy::profile`).
 

@@ -16,7 +16,9 @@
 //!   once the proxy is idle, [`cold_counts`]); then the same session with a Claude Code-like
 //!   frame (a long system prompt, tool definitions, the session in `metadata.user_id`, the
 //!   newest message marked `cache_control`, the mark moving every turn), and
-//!   with that frame, without the metadata, as an OpenAI Chat Completions body;
+//!   with that frame, without the metadata, as an OpenAI Chat Completions body, as an OpenAI
+//!   Responses body, and as an Anthropic body whose tool results past the newest 100 messages
+//!   are masked (OpenHands' observation masking: each turn edits an older message);
 //! - requests per second with 32 concurrent sessions;
 //! - the proxy's peak memory (`VmHWM` of the child);
 //! - the cache-stability share of the growing session (`GET /condense/status`), to 200k tokens
@@ -208,7 +210,8 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<(Vec<(String, S
 
     // 2. One session growing turn by turn to 200k tokens, sent with each frame in turn: a
     // one-line system prompt; as Claude Code sends it; the SDK-like frame as an OpenAI Chat
-    // body (the OpenAI SDK, LangChain); and as an OpenAI Responses body (Codex).
+    // body (the OpenAI SDK, LangChain); as an OpenAI Responses body (Codex); and masking its
+    // old tool results (OpenHands).
     let mut sessions = Vec::new();
     let mut plain_session = None;
     for with in [
@@ -216,6 +219,7 @@ fn figures(proxy: &Proxy, upstream: &str, runs: usize) -> Result<(Vec<(String, S
         Frame::ClaudeCode,
         Frame::OpenAiChat,
         Frame::Responses,
+        Frame::Masking,
     ] {
         let (samples, conv, turns) =
             growing_session((proxy, upstream), runs, &counter, dp50, with)?;
@@ -329,7 +333,15 @@ pub(crate) enum Frame {
     /// [`Frame::Sdk`] in an OpenAI Responses body (`/v1/responses`; the system prompt is its
     /// `instructions`, each text, call and result an item), as Codex sends it.
     Responses,
+    /// [`Frame::Sdk`] with every tool result older than the newest [`MASK_WINDOW`] messages
+    /// masked, as OpenHands' observation masking sends its history: each turn edits the one
+    /// older message that left the window.
+    Masking,
 }
+
+/// The messages a [`Frame::Masking`] client leaves unmasked (OpenHands'
+/// `attention_window` is 100 events).
+const MASK_WINDOW: usize = 100;
 
 impl Frame {
     /// How a growing session's rows say they were sent with this frame (nothing for the
@@ -341,6 +353,9 @@ impl Frame {
             Frame::Sdk => ", an SDK-like frame",
             Frame::OpenAiChat => ", an OpenAI Chat body",
             Frame::Responses => ", an OpenAI Responses body",
+            Frame::Masking => {
+                ", an SDK-like frame, tool results past the newest 100 messages masked"
+            }
         }
     }
 
@@ -350,6 +365,7 @@ impl Frame {
             Frame::OpenAiChat => ("/v1/chat/completions", crate::gen::openai_file(conv)?),
             Frame::Responses => ("/v1/responses", crate::gen::responses_file(conv)?),
             Frame::ClaudeCode => ("/v1/messages", anthropic_file(&marked_newest(conv))?),
+            Frame::Masking => ("/v1/messages", anthropic_file(&masked_past(conv))?),
             _ => ("/v1/messages", anthropic_file(conv)?),
         })
     }
@@ -367,6 +383,21 @@ fn marked_newest(conv: &Conversation) -> Conversation {
         .and_then(|m| m.content.blocks.last_mut());
     if let Some(extra) = last.and_then(Block::extra_mut) {
         *extra = mark;
+    }
+    conv
+}
+
+/// `conv` with the content of every tool result before its newest [`MASK_WINDOW`] messages
+/// replaced by `<MASKED>`.
+fn masked_past(conv: &Conversation) -> Conversation {
+    let mut conv = conv.clone();
+    let old = conv.messages.len().saturating_sub(MASK_WINDOW);
+    for m in &mut conv.messages[..old] {
+        for block in &mut m.content.blocks {
+            if let Block::ToolResult(r) = block {
+                r.content = condense_model::Content::string("<MASKED>");
+            }
+        }
     }
     conv
 }
@@ -692,7 +723,7 @@ fn descendants(pid: u32) -> Vec<u32> {
     out
 }
 
-/// `profile-proxy [plain|claude-code|sdk|openai-chat|responses] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the
+/// `profile-proxy [plain|claude-code|sdk|openai-chat|responses|masking] [FROM_TOKENS] [TURNS] [PAUSE_MS]`: the
 /// growing session with that [`Frame`] (default `plain`), sent to a proxy without
 /// `x-condense-session` as the real clients send it: first the turn at which it holds `FROM_TOKENS`
 /// (default 62,000) in one request, then `TURNS` turns after it (default 10), each `PAUSE_MS` after
@@ -711,8 +742,9 @@ pub(crate) fn profile(args: &[String]) -> Result<()> {
         Some("sdk") => Frame::Sdk,
         Some("openai-chat") => Frame::OpenAiChat,
         Some("responses") => Frame::Responses,
+        Some("masking") => Frame::Masking,
         Some(other) => {
-            bail!("unknown frame `{other}` (plain, claude-code, sdk, openai-chat, responses)")
+            bail!("unknown frame `{other}` (plain, claude-code, sdk, openai-chat, responses, masking)")
         }
     };
     let number = |i: usize, default: usize| -> Result<usize> {
