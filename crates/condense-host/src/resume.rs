@@ -38,25 +38,26 @@
 //! cost after its stages).
 
 use crate::archive::KeyMemo;
-use crate::pipeline::Pipeline;
-use crate::run::{HostError, LoadedSpec, RunOptions, Unread};
+use crate::run::{HostError, Unread};
 use condense_model::fingerprint::{self, Fingerprinter};
 use condense_model::prehashed::PrehashedMap;
 use condense_model::{Conversation, Message};
-use condense_store::{Store, StoreError};
+use condense_store::Store;
 use condense_tokens::ConversationCount;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
-use xxhash_rust::xxh3::xxh3_128;
 
 mod blocks;
 mod inputs;
+mod load;
 mod marks;
 mod memory;
 mod output;
 mod save;
+use load::{load, read_stored};
+pub(crate) use load::{settings_hash, Loaded};
 pub(crate) use memory::PointMemory;
 use output::{output_of, put_back, split_output};
 pub(crate) use save::save;
@@ -134,7 +135,7 @@ struct Point<'a> {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     keys: Vec<Cow<'a, str>>,
     /// The blocks holding the first names of `output`, and of `keys`, [`blocks`]' way: as
-    /// stored, the lists hold the names past them; once read ([`load`]), the whole lists.
+    /// stored, the lists hold the names past them; once read ([`load()`]), the whole lists.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     output_blocks: Vec<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -265,77 +266,6 @@ impl InputHash {
 /// once each, where hashing 400 indices with SipHash cost more than the lookups.
 type InputsKept = BTreeMap<usize, Message>;
 
-/// A session's point as a run finds it.
-#[derive(Debug)]
-pub(crate) struct Loaded {
-    point: Point<'static>,
-    /// The messages its output stored, with their fingerprints, when memory kept them (else
-    /// they are read from the store once the point is found to fit the input).
-    stored: Option<Vec<(u128, Message)>>,
-    /// The input messages its output kept as they were (memory only).
-    kept: InputsKept,
-    /// Its output's token counts (memory only).
-    count: Option<ConversationCount>,
-    /// The fingerprints of the messages its output stored, while memory waits for the output
-    /// itself ([`PointMemory::fill`]): kept by moving it in once the caller is done with it,
-    /// where copying the messages at the save cost a request a copy of the whole output.
-    awaiting: Option<Vec<u128>>,
-}
-
-/// The messages a point names (`names`, in the session's [`MESSAGES_PREFIX`] namespace), with
-/// their fingerprints. `None` when one is missing or does not read: then no resuming.
-fn read_stored(
-    store: &Store,
-    session: &str,
-    names: &[Cow<'_, str>],
-) -> Option<Vec<(u128, Message)>> {
-    let names: Vec<&str> = names.iter().map(|n| n.as_ref()).collect();
-    let records = store
-        .records_get(&messages_namespace(session), &names)
-        .ok()?;
-    records
-        .into_iter()
-        .map(|bytes| {
-            let message = condense_model::packed::unpack_message(&bytes?)?;
-            Some((fingerprint::fingerprint(&message), message))
-        })
-        .collect()
-}
-
-/// Everything that shapes a run's output besides its input and the forced levels: each
-/// stage's name, plugin and settings slot (its config, the budget, tokenizer and summarizer),
-/// the library it was loaded from (path, and size and modification time when it was loaded:
-/// a rebuilt plugin is not resumed from, and a run stats no file), the disabled stages, the
-/// fixed tokens and the format.
-pub(crate) fn settings_hash(
-    pipeline: &Pipeline,
-    stages: &[LoadedSpec],
-    opts: &RunOptions,
-) -> Option<String> {
-    let mut h = Fingerprinter::new();
-    (VERSION, env!("CARGO_PKG_VERSION")).hash(&mut h);
-    for loaded in stages {
-        let spec = &loaded.spec;
-        (&spec.name, &spec.plugin, spec.enabled).hash(&mut h);
-        if spec.enabled {
-            loaded.slot(pipeline).ok()?.hash(&mut h);
-        }
-        if let Some(path) = &loaded.path {
-            let (len, modified) = loaded.file()?;
-            (path, len, modified).hash(&mut h);
-        }
-    }
-    (
-        &opts.disabled,
-        &opts.format,
-        pipeline.budget.fixed_tokens,
-        pipeline.budget.context_window,
-        pipeline.budget.max_output_tokens,
-    )
-        .hash(&mut h);
-    Some(hex(&h))
-}
-
 /// A run's input: the conversation, each of its messages' [`fingerprint`](fingerprint::fingerprint) when the
 /// reader made them ([`crate::ReadFrom::fingerprints`]), and those it left unread
 /// ([`crate::ReadFrom::unread`]).
@@ -430,7 +360,7 @@ pub(crate) fn start(
     // the client edited since: compared one by one when the frame is the point's ([`inputs`]).
     let (point, edits) = match point {
         Some(p) if hash.at_point.as_deref() == Some(&*p.prefix) => (Some(p), None),
-        Some(p) if *p.frame == hash.frame => match edits_of(store, session, &p, &hash) {
+        Some(p) if *p.frame == hash.frame => match inputs::edits_of(store, session, &p, &hash) {
             Some(edits) => (Some(p), Some(edits)),
             None => (None, None),
         },
@@ -635,27 +565,10 @@ pub(crate) fn start(
     })
 }
 
-/// The messages of `point`'s input that `hash`'s input edited in place ([`inputs::edited`]),
-/// with the point's entries of its input list; `None` when its list is not whole (an older
-/// point's, or a block missing) or no message differs.
-fn edits_of(
-    store: &Store,
-    session: &str,
-    point: &Point<'_>,
-    hash: &InputHash,
-) -> Option<(Vec<usize>, Vec<inputs::Entry>)> {
-    if !point.lists_inputs() {
-        return None;
-    }
-    let entries = inputs::join(store, session, &point.input_blocks, &point.input_list)?;
-    let edited = inputs::edited(&entries, &marks::compared(&hash.each, &hash.marks))?;
-    Some((edited, entries))
-}
-
 /// The conversation a run starts from, and what [`save()`] needs after it.
 pub(crate) struct Start {
     pub(crate) conversation: Conversation,
-    /// `None` when the run keeps no resume point ([`RunOptions::resume`] off).
+    /// `None` when the run keeps no resume point ([`RunOptions::resume`](crate::RunOptions::resume) off).
     pub(crate) hash: Option<InputHash>,
     pub(crate) resumed: Option<Resumed>,
     /// The whole input's tokens, when the run resumed (else the run counts `conversation`).
@@ -695,39 +608,4 @@ impl Start {
             prints,
         }
     }
-}
-
-/// The session's point, with its stored messages and the input messages its output kept when
-/// memory has them.
-fn load(
-    store: &Store,
-    session: &str,
-    memory: Option<&PointMemory>,
-) -> Result<Option<Loaded>, StoreError> {
-    let Some(bytes) = store.record_get(NAMESPACE, session)? else {
-        return Ok(None);
-    };
-    if let Some(remembered) = memory.and_then(|m| m.take(store, session, xxh3_128(&bytes))) {
-        return Ok(Some(remembered));
-    }
-    // A point that does not read (written by another version) is no point: run whole.
-    let Ok(mut point) = serde_json::from_slice::<Point<'static>>(&bytes) else {
-        return Ok(None);
-    };
-    // Its lists whole again; without their stored names it is no point either, and the keys
-    // are only a help (a point without them hashes the output again).
-    let tail = std::mem::take(&mut point.output);
-    let Some(output) = blocks::join(store, session, &point.output_blocks, tail) else {
-        return Ok(None);
-    };
-    point.output = output;
-    let tail = std::mem::take(&mut point.keys);
-    point.keys = blocks::join(store, session, &point.key_blocks, tail).unwrap_or_default();
-    Ok(Some(Loaded {
-        point,
-        stored: None,
-        kept: InputsKept::new(),
-        count: None,
-        awaiting: None,
-    }))
 }

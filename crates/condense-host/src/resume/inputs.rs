@@ -23,7 +23,8 @@
 //! fills; the blocks are read only when the prefix hash differs.
 
 use super::blocks::{self, Block};
-use super::marks::Print;
+use super::marks::{self, Print};
+use super::{InputHash, Point};
 use condense_store::Store;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -131,6 +132,23 @@ pub(super) fn edited(before: &[Entry], compared: &[u128]) -> Option<Vec<usize>> 
         .map(|(i, _)| i)
         .collect();
     (!edited.is_empty()).then_some(edited)
+}
+
+/// The messages of `point`'s input that `hash`'s input edited in place ([`edited`]),
+/// with the point's entries of its input list; `None` when its list is not whole (an older
+/// point's, or a block missing) or no message differs.
+pub(super) fn edits_of(
+    store: &Store,
+    session: &str,
+    point: &Point<'_>,
+    hash: &InputHash,
+) -> Option<(Vec<usize>, Vec<Entry>)> {
+    if !point.lists_inputs() {
+        return None;
+    }
+    let entries = join(store, session, &point.input_blocks, &point.input_list)?;
+    let edited = edited(&entries, &marks::compared(&hash.each, &hash.marks))?;
+    Some((edited, entries))
 }
 
 #[cfg(test)]
