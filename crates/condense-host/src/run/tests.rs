@@ -457,6 +457,42 @@ fn is_the_whole_runs_and_expands(
     expands_to(st, &run.conversation, input);
 }
 
+/// The pipelines random sessions run under: results cut, or replaced in place; old messages
+/// folded into a summary (after the results are cut), or dropped; or folded into summaries that
+/// nest the one before.
+const RANDOM_PIPELINES: [&[(&str, &str, &str)]; 5] = [
+    &[("cut", "shrink", "fail")],
+    &[("swap", "replace", "fail")],
+    &[("cut", "shrink", "fail"), ("fold", "fold", "fail")],
+    &[("drop", "drop", "fail")],
+    &[("swap", "replace", "fail"), ("nest", "nest", "fail")],
+];
+
+/// Random session `session`'s pipeline ([`RANDOM_PIPELINES`] in turn), every other one keeping
+/// its points in memory as `condense serve` does.
+fn random_pipeline(session: usize) -> LoadedPipeline {
+    let stages = RANDOM_PIPELINES[session % RANDOM_PIPELINES.len()];
+    if session % 2 == 0 {
+        pipeline(stages)
+    } else {
+        pipeline(stages).keeping_points()
+    }
+}
+
+/// A small linear congruential generator: the same random sessions every run.
+struct Lcg(u64);
+
+impl Lcg {
+    /// A number below `n` (0 when `n` is 0).
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) as usize % n.max(1)
+    }
+}
+
 /// `conversation()` and one more turn: a request, a tool call and its long result.
 fn with_turn(mut conv: Conversation, n: usize) -> Conversation {
     let output = format!("output of turn {n}\n").repeat(100);

@@ -63,71 +63,111 @@ fn a_moved_mark_resumes_every_turn_and_each_output_expands_to_its_body() {
 /// Each turn of the session compressed, its last `marked` messages marked ([`marked_body`]).
 fn moved_marks_resume(marked: usize) {
     let messages = messages();
-    let dir = tempfile::tempdir().unwrap();
-    let (store, input, out) = (
-        dir.path().join("store"),
-        dir.path().join("request.json"),
-        dir.path().join("out.json"),
-    );
-    let mut previous = 0;
-    for (turn, n) in turns(messages.len()).into_iter().enumerate() {
-        let body = marked_body(&messages, n, marked);
-        std::fs::write(&input, &body).unwrap();
-        let (output, report) = compress(&input, &store, &out, &[]);
-        let resumed = &report["runs"][0]["resumed"];
+    let turns = turns(messages.len());
+    let bodies: Vec<Vec<u8>> = turns
+        .iter()
+        .map(|&n| marked_body(&messages, n, marked))
+        .collect();
+    for (turn, (output, report)) in compressed_turns(&bodies).iter().enumerate() {
         if turn > 0 {
+            let resumed = &report["runs"][0]["resumed"];
+            let previous = turns[turn - 1];
             assert_eq!(resumed["input_messages"], previous, "turn {turn}: {report}");
             // The history before the message that lost its mark is not parsed again.
             let unread = resumed["unread_messages"].as_u64().unwrap();
             assert!(unread * 2 > previous as u64, "turn {turn}: {report}");
         }
         assert_eq!(
-            marks(&output),
+            marks(output),
             marked,
             "turn {turn}: the client's marks, no stale one"
         );
-        assert!(output.len() < body.len(), "turn {turn}");
+        assert!(output.len() < bodies[turn].len(), "turn {turn}");
+    }
+}
+
+/// Each of `bodies` compressed in turn by a new `condense compress` on one store, each output
+/// checked to expand to its body byte for byte: the outputs and their reports.
+pub(crate) fn compressed_turns(bodies: &[Vec<u8>]) -> Vec<(Vec<u8>, Value)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, input, out) = (
+        dir.path().join("store"),
+        dir.path().join("request.json"),
+        dir.path().join("out.json"),
+    );
+    let mut outputs = Vec::new();
+    for body in bodies {
+        std::fs::write(&input, body).unwrap();
+        outputs.push(compress(&input, &store, &out, &[]));
         assert_expands_to(
             out.to_str().unwrap(),
             store.to_str().unwrap(),
             dir.path().join("back.json").to_str().unwrap(),
-            &body,
+            body,
         );
-        previous = n;
     }
+    outputs
+}
+
+/// What a proxy in front of an upstream answering "ok" made of `bodies`, sent as one
+/// session's turns (Anthropic Messages, `x-condense-session: session`).
+pub(crate) struct ProxyTurns {
+    /// The proxy, stopped when dropped (its store holds the session's archive).
+    pub(crate) serve: Serve,
+    /// Its log line of each request, in order.
+    pub(crate) lines: Vec<String>,
+    /// The body the upstream got for each request.
+    pub(crate) sent: Vec<String>,
+}
+
+/// Sends `bodies` through a new proxy as the turns of `session` ([`ProxyTurns`]); every one
+/// answered 200.
+pub(crate) fn through_the_proxy(session: &str, bodies: &[Vec<u8>]) -> ProxyTurns {
+    use crate::serve::ANTHROPIC_HEADERS;
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let serve = Serve::start(&up.url, &[]);
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("x-condense-session", session));
+    for body in bodies {
+        let answer = post(&serve.url, "/v1/messages", &headers, body);
+        assert_eq!(answer.status, 200, "{}", serve.log());
+    }
+    // One log line a request, written once the answer is sent: waited for.
+    let needle = format!("session={session} model=");
+    let log = serve.wait_log(&needle, bodies.len());
+    let lines: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), bodies.len(), "{log}");
+    let sent = up.requests().into_iter().map(|r| r.body).collect();
+    ProxyTurns { serve, lines, sent }
 }
 
 #[test]
 fn through_the_proxy_a_moved_mark_resumes_every_turn() {
-    use crate::serve::ANTHROPIC_HEADERS;
     let messages = messages();
-    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
-    let serve = Serve::start(&up.url, &[]);
-    let mut headers = ANTHROPIC_HEADERS.to_vec();
-    headers.push(("x-condense-session", "marks"));
-    let turns = turns(messages.len());
-    let mut last = Vec::new();
-    for (turn, &n) in turns.iter().enumerate() {
-        last = marked_body(&messages, n, 1);
-        let answer = post(&serve.url, "/v1/messages", &headers, &last);
-        assert_eq!(answer.status, 200, "{}", serve.log());
-        let sent = up.requests()[turn].body.clone();
-        assert_eq!(marks(sent.as_bytes()), 1, "turn {turn}");
-    }
-    // One log line a request (written once the answer is sent: waited for); every one after
-    // the first started from the one before.
-    let log = serve.wait_log("session=marks model=", turns.len());
-    let lines: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("session=marks model="))
+    let bodies: Vec<Vec<u8>> = turns(messages.len())
+        .iter()
+        .map(|&n| marked_body(&messages, n, 1))
         .collect();
-    assert_eq!(lines.len(), turns.len(), "{log}");
+    let ProxyTurns { serve, lines, sent } = through_the_proxy("marks", &bodies);
+    for (turn, body) in sent.iter().enumerate() {
+        assert_eq!(marks(body.as_bytes()), 1, "turn {turn}");
+    }
+    // Every request after the first started from the one before.
     for (turn, line) in lines.iter().enumerate() {
         assert_eq!(line.contains("resumed"), turn > 0, "turn {turn}: {line}");
     }
     // Two messages on, and the mark moved to the newest: what was sent before is sent again
     // (the message that lost its mark is the same message to the provider's cache).
     assert!(lines[1].contains("prefix stable"), "{}", lines[1]);
-    let sent = up.requests()[turns.len() - 1].body.clone();
-    assert_expands_from(sent.as_bytes(), serve.store.path(), "marks", &last);
+    let last = sent.last().unwrap();
+    assert_expands_from(
+        last.as_bytes(),
+        serve.store.path(),
+        "marks",
+        bodies.last().unwrap(),
+    );
 }

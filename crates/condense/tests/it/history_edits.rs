@@ -5,9 +5,8 @@
 //! body byte for byte. Through
 //! `condense serve` too, where the log says how many messages were edited.
 
-use crate::known_lists::{assert_expands_from, compress, messages};
-use crate::serve_fake::{anthropic_answer, post, Reply, Serve, Upstream};
-use crate::support::assert_expands_to;
+use crate::cache_marks::{compressed_turns, through_the_proxy, ProxyTurns};
+use crate::known_lists::{assert_expands_from, messages};
 use serde_json::{json, Value};
 
 /// Messages an observation stays unmasked for (OpenHands' `attention_window` counts events).
@@ -36,23 +35,15 @@ fn turns(n: usize) -> [usize; 5] {
 #[test]
 fn masked_observations_resume_every_turn_and_each_output_expands_to_its_body() {
     let messages = messages();
-    let dir = tempfile::tempdir().unwrap();
-    let (store, input, out) = (
-        dir.path().join("store"),
-        dir.path().join("request.json"),
-        dir.path().join("out.json"),
-    );
-    let mut previous = 0;
+    let turns = turns(messages.len());
+    let bodies: Vec<Vec<u8>> = turns.iter().map(|&n| masked_body(&messages, n)).collect();
     let mut edited_turns = 0;
-    for (turn, n) in turns(messages.len()).into_iter().enumerate() {
-        let body = masked_body(&messages, n);
-        std::fs::write(&input, &body).unwrap();
-        let (output, report) = compress(&input, &store, &out, &[]);
-        let resumed = &report["runs"][0]["resumed"];
+    for (turn, (output, report)) in compressed_turns(&bodies).iter().enumerate() {
         if turn > 0 {
+            let resumed = &report["runs"][0]["resumed"];
+            let previous = turns[turn - 1];
             assert_eq!(resumed["input_messages"], previous, "turn {turn}: {report}");
-            let edited = resumed["edited_messages"].as_u64().unwrap();
-            if edited > 0 {
+            if resumed["edited_messages"].as_u64().unwrap() > 0 {
                 edited_turns += 1;
             }
             // The history before the last multiple of 64 messages before the first edit is not
@@ -60,14 +51,7 @@ fn masked_observations_resume_every_turn_and_each_output_expands_to_its_body() {
             let unread = resumed["unread_messages"].as_u64().unwrap();
             assert!(unread * 2 > previous as u64, "turn {turn}: {report}");
         }
-        assert!(output.len() <= body.len(), "turn {turn}");
-        assert_expands_to(
-            out.to_str().unwrap(),
-            store.to_str().unwrap(),
-            dir.path().join("back.json").to_str().unwrap(),
-            &body,
-        );
-        previous = n;
+        assert!(output.len() <= bodies[turn].len(), "turn {turn}");
     }
     // The window moved over tool results at every turn but, at most, one.
     assert!(edited_turns >= 3, "{edited_turns}");
@@ -75,32 +59,22 @@ fn masked_observations_resume_every_turn_and_each_output_expands_to_its_body() {
 
 #[test]
 fn through_the_proxy_masked_observations_resume_every_turn() {
-    use crate::serve::ANTHROPIC_HEADERS;
     let messages = messages();
-    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
-    let serve = Serve::start(&up.url, &[]);
-    let mut headers = ANTHROPIC_HEADERS.to_vec();
-    headers.push(("x-condense-session", "masks"));
-    let turns = turns(messages.len());
-    let mut last = Vec::new();
-    for &n in &turns {
-        last = masked_body(&messages, n);
-        let answer = post(&serve.url, "/v1/messages", &headers, &last);
-        assert_eq!(answer.status, 200, "{}", serve.log());
-    }
-    let log = serve.wait_log("session=masks model=", turns.len());
-    let lines: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("session=masks model="))
+    let bodies: Vec<Vec<u8>> = turns(messages.len())
+        .iter()
+        .map(|&n| masked_body(&messages, n))
         .collect();
-    assert_eq!(lines.len(), turns.len(), "{log}");
+    let ProxyTurns { serve, lines, sent } = through_the_proxy("masks", &bodies);
     for (turn, line) in lines.iter().enumerate() {
         assert_eq!(line.contains("resumed"), turn > 0, "turn {turn}: {line}");
     }
-    assert!(
-        lines.iter().filter(|l| l.contains(" edited)")).count() >= 3,
-        "{log}"
+    let edited = lines.iter().filter(|l| l.contains(" edited)")).count();
+    assert!(edited >= 3, "{lines:?}");
+    let last = sent.last().unwrap();
+    assert_expands_from(
+        last.as_bytes(),
+        serve.store.path(),
+        "masks",
+        bodies.last().unwrap(),
     );
-    let sent = up.requests()[turns.len() - 1].body.clone();
-    assert_expands_from(sent.as_bytes(), serve.store.path(), "masks", &last);
 }

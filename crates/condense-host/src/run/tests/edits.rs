@@ -97,29 +97,11 @@ fn an_edit_to_a_message_folded_into_a_summary_runs_whole() {
 /// its whole input, expands to it exactly, and holds no stale request.
 #[test]
 fn edits_at_random_never_lose_a_byte_nor_leave_a_stale_message() {
-    let pipelines: [&[(&str, &str, &str)]; 5] = [
-        &[("cut", "shrink", "fail")],
-        &[("swap", "replace", "fail")],
-        &[("cut", "shrink", "fail"), ("fold", "fold", "fail")],
-        &[("drop", "drop", "fail")],
-        &[("swap", "replace", "fail"), ("nest", "nest", "fail")],
-    ];
-    // A small linear congruential generator: the same sessions every run.
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut below = |n: usize| {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize % n.max(1)
-    };
+    let mut rng = Lcg(0x9e37_79b9_7f4a_7c15);
+    let mut below = |n: usize| rng.below(n);
     let mut resumed_with_edits = 0;
     for session in 0..30 {
-        let stages = pipelines[session % pipelines.len()];
-        let loaded = if session % 2 == 0 {
-            pipeline(stages)
-        } else {
-            pipeline(stages).keeping_points()
-        };
+        let loaded = random_pipeline(session);
         let (_dir, st) = store();
         let mut input = conversation();
         for turn in 2..8 {
@@ -140,7 +122,7 @@ fn edits_at_random_never_lose_a_byte_nor_leave_a_stale_message() {
             }
             // Cutting or replacing results in place, the output stands for every message
             // alone: every turn after the first resumes.
-            if turn > 2 && session % pipelines.len() < 2 {
+            if turn > 2 && session % RANDOM_PIPELINES.len() < 2 {
                 assert!(run.resumed.is_some(), "{what}: did not resume");
             }
             let counted = loaded.counter.count_conversation(&input).total;

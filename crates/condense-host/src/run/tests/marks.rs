@@ -154,29 +154,11 @@ fn marked_at(mut conv: Conversation, marked: &[usize]) -> Conversation {
 /// of a message kept with the mark it had when it was made would).
 #[test]
 fn marks_moved_at_random_never_lose_a_byte_nor_leave_a_stale_mark() {
-    let pipelines: [&[(&str, &str, &str)]; 5] = [
-        &[("cut", "shrink", "fail")],
-        &[("swap", "replace", "fail")],
-        &[("cut", "shrink", "fail"), ("fold", "fold", "fail")],
-        &[("drop", "drop", "fail")],
-        &[("swap", "replace", "fail"), ("nest", "nest", "fail")],
-    ];
-    // A small linear congruential generator: the same sessions every run.
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut below = |n: usize| {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize % n.max(1)
-    };
+    let mut rng = Lcg(0x2545_f491_4f6c_dd1d);
+    let mut below = |n: usize| rng.below(n);
     let mut resumed_with_moved_marks = 0;
     for session in 0..30 {
-        let stages = pipelines[session % pipelines.len()];
-        let loaded = if session % 2 == 0 {
-            pipeline(stages)
-        } else {
-            pipeline(stages).keeping_points()
-        };
+        let loaded = random_pipeline(session);
         let (_dir, st) = store();
         let mut plain = conversation();
         let mut before: Vec<usize> = Vec::new();
