@@ -334,7 +334,7 @@ pub(crate) fn start(
         Some(settings) => load(store, session, memory)?.map(|l| (settings, l)),
         None => None,
     };
-    let (point, remembered, mut kept, output_count) = match loaded {
+    let (point, mut remembered, mut kept, output_count) = match loaded {
         Some((
             settings,
             Loaded {
@@ -358,7 +358,7 @@ pub(crate) fn start(
     );
     // The input's first messages are the point's input (the same hash), or are but for those
     // the client edited since: compared one by one when the frame is the point's ([`inputs`]).
-    let (point, edits) = match point {
+    let (mut point, edits) = match point {
         Some(p) if hash.at_point.as_deref() == Some(&*p.prefix) => (Some(p), None),
         Some(p) if *p.frame == hash.frame => match inputs::edits_of(store, session, &p, &hash) {
             Some(edits) => (Some(p), Some(edits)),
@@ -367,12 +367,30 @@ pub(crate) fn start(
         _ => (None, None),
     };
     let edited: &[usize] = edits.as_ref().map_or(&[], |(e, _)| e);
-    // The messages whose marks moved, and those the client edited: the start takes them from
-    // this input (not from memory, which has their old form) where the point's output stands
-    // for each alone.
+    // A stage's change that leans on an edited message (snip's pointer to the copy it kept) is
+    // made again too: the output's stored messages are needed now to find them.
+    let mut stored_early = None;
+    let mut leaning = Vec::new();
+    if let (false, Some(p)) = (edited.is_empty(), &point) {
+        let stored = remembered
+            .take()
+            .or_else(|| read_stored(store, session, &p.output));
+        let found = stored.as_deref().and_then(|s| {
+            inputs::pointing_at_edited(&input.messages, edited, (s, &p.layout, &p.origins))
+        });
+        match found {
+            Some(found) => leaning = found,
+            None => point = None,
+        }
+        stored_early = stored;
+    }
+    // The messages whose marks moved, those the client edited and those leaning on them: the
+    // start takes them from this input (not from memory, which has their old form) where the
+    // point's output stands for each alone.
     let remarked = point.as_ref().map_or_else(Vec::new, |p| {
         let mut changed = marks::changed(&p.marks, &hash.marks, &hash.each, p.inputs);
         changed.extend_from_slice(edited);
+        changed.extend_from_slice(&leaning);
         changed.sort_unstable();
         changed.dedup();
         changed
@@ -397,7 +415,8 @@ pub(crate) fn start(
     let Some(point) = point else {
         return Ok(Start::whole(input, Some(hash)));
     };
-    let Some(stored) = remembered.or_else(|| read_stored(store, session, &point.output)) else {
+    let stored = stored_early.or(remembered);
+    let Some(stored) = stored.or_else(|| read_stored(store, session, &point.output)) else {
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
     hash.point_blocks = Some(point.block_names());

@@ -22,12 +22,14 @@
 //! blocks' names and the entries past the last full block. A turn writes a block when one
 //! fills; the blocks are read only when the prefix hash differs.
 
-use super::blocks::{self, Block};
+use super::blocks;
 use super::marks::{self, Print};
 use super::{InputHash, Point};
+use condense_model::{duplicate, Block, Message};
 use condense_store::Store;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::collections::HashSet;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// Entries in a full block (1,280 bytes): a block is written every 64 messages, and the
@@ -71,7 +73,7 @@ pub(super) fn clamp(n: usize) -> u32 {
 }
 
 /// `entries` as full blocks (name, bytes) and the entries past them.
-pub(super) fn split(entries: &[Entry]) -> (Vec<Block>, &[Entry]) {
+pub(super) fn split(entries: &[Entry]) -> (Vec<blocks::Block>, &[Entry]) {
     let full = entries.len() / BLOCK * BLOCK;
     let blocks = entries[..full]
         .chunks(BLOCK)
@@ -149,6 +151,48 @@ pub(super) fn edits_of(
     let entries = join(store, session, &point.input_blocks, &point.input_list)?;
     let edited = edited(&entries, &marks::compared(&hash.each, &hash.marks))?;
     Some((edited, entries))
+}
+
+/// The tool results at the top of `m`.
+fn results(m: &Message) -> impl Iterator<Item = &condense_model::ToolResult> {
+    m.content.blocks.iter().filter_map(|b| match b {
+        Block::ToolResult(r) => Some(r),
+        _ => None,
+    })
+}
+
+/// The input messages (by origin) of the output messages a stage turned into a duplicate
+/// marker ([`condense_model::duplicate`]) pointing at a tool result of an `edited` message of
+/// `input`: snip kept that copy in their place, and it is not what it was (a masked
+/// observation), so the stages make them again from the input, as a run over the whole input
+/// would not have found them duplicates. `stored`: the output's stored messages, at the
+/// `layout`'s -1 places in order. `None` when such a message stands for no input message alone
+/// (it cannot be made again: the run goes over the whole input).
+pub(super) fn pointing_at_edited(
+    input: &[Message],
+    edited: &[usize],
+    (stored, layout, origins): (&[(u128, Message)], &[i64], &[i64]),
+) -> Option<Vec<usize>> {
+    let ids: HashSet<&str> = edited
+        .iter()
+        .filter_map(|&i| input.get(i))
+        .flat_map(|m| results(m).map(|r| r.tool_use_id.as_str()))
+        .collect();
+    let mut leaning = Vec::new();
+    if ids.is_empty() {
+        return Some(leaning);
+    }
+    let stored_at = layout.iter().enumerate().filter(|(_, &from)| from == -1);
+    for ((at, _), (_, m)) in stored_at.zip(stored) {
+        let points = results(m).any(|r| {
+            duplicate::pointed_to(&r.content.text()).is_some_and(|(_, id)| ids.contains(id))
+        });
+        if points {
+            let origin = origins.get(at).and_then(|&o| usize::try_from(o).ok())?;
+            leaning.push(origin);
+        }
+    }
+    Some(leaning)
 }
 
 #[cfg(test)]

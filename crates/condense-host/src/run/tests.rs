@@ -49,7 +49,9 @@ impl Stage for Probe {
     fn new(config: Config) -> Result<Self, StageError> {
         match config.mode.as_str() {
             "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" | "drop"
-            | "replace" | "replace-grow" | "replace-renamed" | "read" => Ok(Probe(config.mode)),
+            | "replace" | "replace-grow" | "replace-renamed" | "read" | "dedup" => {
+                Ok(Probe(config.mode))
+            }
             other => Err(format!(
                 "mode must be shrink, grow, fail, raise or observe, got `{other}`"
             )
@@ -128,6 +130,33 @@ impl Stage for Probe {
                 ));
                 report.blocks_changed = 1;
                 Ok(StageOutput::changed(conversation, report))
+            }
+            "dedup" => {
+                // snip's deduplication (`keep = "first"`): a tool result whose text an earlier
+                // one has points back to it, when the pointer is shorter.
+                let view = input.view()?;
+                let mut replacements = Replacements::new(&view);
+                let mut seen: Vec<(String, String)> = Vec::new();
+                for slot in view.tool_results() {
+                    let (text, id) = (slot.result.content().text(), slot.result.tool_use_id());
+                    match seen.iter().find(|(t, _)| *t == text) {
+                        Some((_, kept)) => {
+                            let marker = condense_model::duplicate::duplicate_marker(
+                                condense_model::duplicate::Toward::Earlier,
+                                kept,
+                            );
+                            if marker.len() >= text.len() {
+                                continue;
+                            }
+                            if let Some(result) = replacements.tool_result_mut(&slot.at()) {
+                                result.content = Content::string(marker);
+                                report.blocks_changed += 1;
+                            }
+                        }
+                        None => seen.push((text, id.to_string())),
+                    }
+                }
+                Ok(replacements.into_output(report))
             }
             "replace" | "replace-grow" | "replace-renamed" => {
                 // shrink's change, handed back as the messages replaced in place; or one that
@@ -457,15 +486,16 @@ fn is_the_whole_runs_and_expands(
     expands_to(st, &run.conversation, input);
 }
 
-/// The pipelines random sessions run under: results cut, or replaced in place; old messages
-/// folded into a summary (after the results are cut), or dropped; or folded into summaries that
-/// nest the one before.
-const RANDOM_PIPELINES: [&[(&str, &str, &str)]; 5] = [
+/// The pipelines random sessions run under: results cut, replaced in place, or deduplicated;
+/// old messages folded into a summary (after the results are cut), or dropped; or folded into
+/// summaries that nest the one before.
+const RANDOM_PIPELINES: [&[(&str, &str, &str)]; 6] = [
     &[("cut", "shrink", "fail")],
     &[("swap", "replace", "fail")],
     &[("cut", "shrink", "fail"), ("fold", "fold", "fail")],
     &[("drop", "drop", "fail")],
     &[("swap", "replace", "fail"), ("nest", "nest", "fail")],
+    &[("dedup", "dedup", "fail")],
 ];
 
 /// Random session `session`'s pipeline ([`RANDOM_PIPELINES`] in turn), every other one keeping

@@ -92,15 +92,17 @@ fn an_edit_to_a_message_folded_into_a_summary_runs_whole() {
 }
 
 /// Sessions whose client edits earlier messages at random (masks results, rewords requests,
-/// none to three a turn), under pipelines that cut results, replace them in place, fold old
-/// messages into a summary or drop them, with and without serve's memory: every turn counts
-/// its whole input, expands to it exactly, and holds no stale request.
+/// none to three a turn; a new result now and then repeats an earlier one), under pipelines
+/// that cut results, replace them in place, deduplicate them, fold old messages into a summary
+/// or drop them, with and without serve's memory: every turn counts its whole input, expands
+/// to it exactly, and holds no stale request. A deduplicating session's output is a whole
+/// run's: a pointer never names a copy the client masked since.
 #[test]
 fn edits_at_random_never_lose_a_byte_nor_leave_a_stale_message() {
     let mut rng = Lcg(0x9e37_79b9_7f4a_7c15);
     let mut below = |n: usize| rng.below(n);
     let mut resumed_with_edits = 0;
-    for session in 0..30 {
+    for session in 0..36 {
         let loaded = random_pipeline(session);
         let (_dir, st) = store();
         let mut input = conversation();
@@ -115,18 +117,38 @@ fn edits_at_random_never_lose_a_byte_nor_leave_a_stale_message() {
                 };
             }
             input = with_turn(input, turn);
+            // Now and then the new result repeats an earlier one (a file read again), which a
+            // later turn may mask.
+            if below(2) == 0 {
+                let k = below(input.messages.len() / 3 - 1);
+                let earlier = input.messages[3 * k + 2].content.blocks[0].clone();
+                let last = input.messages.len() - 1;
+                if let (Block::ToolResult(copy), Block::ToolResult(r)) =
+                    (earlier, &mut input.messages[last].content.blocks[0])
+                {
+                    r.content = copy.content;
+                }
+            }
             let run = loaded.run(input.clone(), &st, "s", &resuming()).unwrap();
             let what = format!("session {session} turn {turn}, {edits} edits");
             if run.resumed.as_ref().is_some_and(|r| r.edited_messages > 0) {
                 resumed_with_edits += 1;
             }
-            // Cutting or replacing results in place, the output stands for every message
-            // alone: every turn after the first resumes.
-            if turn > 2 && session % RANDOM_PIPELINES.len() < 2 {
+            // Cutting, replacing or deduplicating results in place, the output stands for
+            // every message alone: every turn after the first resumes.
+            if turn > 2 && matches!(session % RANDOM_PIPELINES.len(), 0 | 1 | 5) {
                 assert!(run.resumed.is_some(), "{what}: did not resume");
             }
             let counted = loaded.counter.count_conversation(&input).total;
             assert_eq!(run.tokens_before, counted, "{what}");
+            if session % RANDOM_PIPELINES.len() == 5 {
+                let (_whole_dir, whole_store) = store();
+                let whole = loaded.run(input.clone(), &whole_store, "s", &options());
+                assert!(
+                    whole.unwrap().conversation == run.conversation,
+                    "{what}: not the whole run's"
+                );
+            }
             let mut restored = run.conversation.clone();
             crate::expand(&st, "s", &mut restored).unwrap();
             assert!(restored == input, "{what}: does not expand to its input");
@@ -137,4 +159,38 @@ fn edits_at_random_never_lose_a_byte_nor_leave_a_stale_message() {
     // About three turns in four edit something; those of a session that folds or drops old
     // messages resume only while they edit messages the output still holds.
     assert!(resumed_with_edits > 40, "{resumed_with_edits}");
+}
+
+/// snip kept the first copy of a result read twice and pointed the second at it; the client
+/// then masks the first. The pointer leans on what the client edited: the start takes that
+/// message from the input too, and the stage finds no duplicate now, as a run over the whole
+/// input does (kept, the pointer would name a copy that is no longer there: the content lost).
+#[test]
+fn a_pointer_to_a_copy_the_client_masked_is_made_again() {
+    let stages = [("dedup", "dedup", "fail")];
+    for loaded in [pipeline(&stages), pipeline(&stages).keeping_points()] {
+        let (_dir, st) = store();
+        // The second turn's result repeats the first's.
+        let mut first = with_turn(conversation(), 2);
+        let repeated = first.messages[2].content.blocks[0].clone();
+        if let (Block::ToolResult(copy), Block::ToolResult(r)) =
+            (repeated, &mut first.messages[5].content.blocks[0])
+        {
+            r.content = copy.content;
+        }
+        let run = loaded.run(first.clone(), &st, "s", &resuming()).unwrap();
+        let pointer = |conv: &Conversation| match &conv.messages[5].content.blocks[0] {
+            Block::ToolResult(r) => condense_model::duplicate::pointed_to(&r.content.text())
+                .map(|(_, id)| id.to_string()),
+            _ => None,
+        };
+        assert_eq!(pointer(&run.conversation).as_deref(), Some("c1"));
+        loaded.keep_output(&st, "s", run.conversation);
+        let second = with_turn(masked(first, 2, 0), 3);
+        let run = loaded.run(second.clone(), &st, "s", &resuming()).unwrap();
+        let resumed = run.resumed.clone().expect("the turn resumes");
+        assert_eq!(resumed.edited_messages, 1);
+        assert_eq!(pointer(&run.conversation), None);
+        is_the_whole_runs_and_expands(&loaded, &run, (&st, &second));
+    }
 }

@@ -148,8 +148,9 @@ fn marked_at(mut conv: Conversation, marked: &[usize]) -> Conversation {
 }
 
 /// Sessions whose client moves its marks at random, mostly over its newest messages and now
-/// and then to an old one, under pipelines that cut results, replace them in place, fold old
-/// messages into a summary or drop them, with and without serve's memory: every turn expands
+/// and then to an old one, under pipelines that cut results, replace them in place,
+/// deduplicate them, fold old messages into a summary or drop them, with and without serve's
+/// memory: every turn expands
 /// to its input exactly, and the output carries no mark the input does not (a stage's change
 /// of a message kept with the mark it had when it was made would).
 #[test]
@@ -157,7 +158,7 @@ fn marks_moved_at_random_never_lose_a_byte_nor_leave_a_stale_mark() {
     let mut rng = Lcg(0x2545_f491_4f6c_dd1d);
     let mut below = |n: usize| rng.below(n);
     let mut resumed_with_moved_marks = 0;
-    for session in 0..30 {
+    for session in 0..36 {
         let loaded = random_pipeline(session);
         let (_dir, st) = store();
         let mut plain = conversation();
