@@ -46,15 +46,15 @@ pub(super) struct Entry(pub(super) Print, pub(super) u32);
 /// What the next point keeps of its input's messages ([`super::InputHash::tokens`]): the
 /// names of stored blocks holding the first entries, and the tokens of every message after
 /// them (their fingerprints are the input's, compared).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Tokens {
+#[derive(Debug, Clone)]
+pub(super) struct Tokens {
     pub(super) blocks: Vec<String>,
     pub(super) after: Vec<u32>,
 }
 
 impl Tokens {
     /// A whole input's: every message's tokens, no block.
-    pub(crate) fn whole(tokens: &[usize]) -> Tokens {
+    pub(super) fn whole(tokens: &[usize]) -> Tokens {
         Tokens {
             blocks: Vec::new(),
             after: tokens.iter().map(|&n| clamp(n)).collect(),
