@@ -185,6 +185,11 @@ fn build_plugins(release: bool) -> Result<PathBuf> {
         };
         copy_lib(&profile_dir, p, dest, &lib_file(p))?;
     }
+    // Which build the folder holds: `cargo xtask test` puts debug plugins where `bench` and
+    // `plugins --release` put release ones, and the bench refuses to time debug plugins.
+    let mark = plugins_dir.join(PROFILE_MARK);
+    let profile = if release { "release\n" } else { "debug\n" };
+    std::fs::write(&mark, profile).with_context(|| mark.display().to_string())?;
     eprintln!(
         "xtask: {} plugins in {}",
         packages.len() - TEST_PLUGINS.len(),
@@ -192,6 +197,10 @@ fn build_plugins(release: bool) -> Result<PathBuf> {
     );
     Ok(plugins_dir)
 }
+
+/// The file in the plugins folder that says which build they are (`release` or `debug`);
+/// `condense-bench` reads it (`gen::check_plugins`).
+const PROFILE_MARK: &str = ".profile";
 
 fn test(extra: &[String]) -> Result<()> {
     // The cheapest check first: a broken project rule fails before minutes of building.

@@ -34,6 +34,26 @@ pub(crate) fn plugin_dir() -> PathBuf {
         .map_or_else(|| target().join("plugins"), PathBuf::from)
 }
 
+/// Fails when the plugins the bench would load are a debug build: `cargo xtask test` builds
+/// them into the same folder as `cargo xtask bench` and `cargo xtask plugins --release`, and
+/// timing a release binary with debug stages gives figures of neither (the stages several
+/// times slower). The folder says which build it holds (`.profile`, written by xtask); one
+/// named by `CONDENSE_BENCH_PLUGINS`, or without the file, is taken as it is.
+pub(crate) fn check_plugins() -> anyhow::Result<()> {
+    if std::env::var_os("CONDENSE_BENCH_PLUGINS").is_some() {
+        return Ok(());
+    }
+    let mark = plugin_dir().join(".profile");
+    match std::fs::read_to_string(&mark) {
+        Ok(profile) if profile.trim() == "debug" => anyhow::bail!(
+            "the plugins in {} are a debug build (`cargo xtask test` builds them there): run \
+             `cargo xtask plugins --release` first, or `cargo xtask bench`, which does",
+            plugin_dir().display()
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn target() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from)
 }

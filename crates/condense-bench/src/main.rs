@@ -60,7 +60,11 @@ fn main() -> Result<()> {
     // Peak memory first, while this process is still small: a child's peak (ru_maxrss) starts
     // from its parent's high-water mark (the spawn shares the parent's memory until exec).
     let memory = || speed::memory();
-    match std::env::args().nth(1).as_deref() {
+    let mode = std::env::args().nth(1);
+    if mode.as_deref() != Some("inputs") {
+        gen::check_plugins()?;
+    }
+    match mode.as_deref() {
         // Only issue 13's figures (the last part of a full run).
         Some("issue13") => return speed::run(opts.runs, opts.python.as_deref(), memory()?),
         // The `profile-*` modes (module `profile`): one piece of work in a loop, for a profiler.
