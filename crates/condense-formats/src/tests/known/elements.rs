@@ -137,6 +137,33 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
     }
 }
 
+/// A client that masks an older tool result in place (OpenHands' observation masking) sends
+/// the list changed there: an OpenAI Chat or Responses list is left unread up to the last
+/// multiple of [`crate::known::STRIDE`] before the edit, and reads, fingerprints and writes as
+/// a full read.
+#[test]
+fn a_list_edited_in_place_leaves_the_messages_before_the_edit_unread() {
+    for format in FORMATS {
+        let opts = said(format);
+        let earlier = read_knowing(&body(format, 400, ""), &opts, &[]);
+        let known = [earlier.known_list(&[]).expect("the list is kept")];
+        // The tool result (or function call output) at 302 or 303 masked.
+        let at = (300..310)
+            .find(|&i| message(format, i).contains("line of output"))
+            .unwrap();
+        let masked =
+            message(format, at).replace(&"line of output \\\"quoted\\\"\\n".repeat(10), "<MASKED>");
+        assert_ne!(masked, message(format, at));
+        let text = body(format, 403, "").replacen(&message(format, at), &masked, 1);
+        let doc = read_knowing(&text, &opts, &known);
+        let mask = doc.unread(0).expect("some left unread").to_vec();
+        assert_eq!(mask.iter().rposition(|&u| u), Some(255), "{format:?}");
+        let full = read(text.as_bytes(), "in.json", &opts).unwrap();
+        assert_read_as_whole(&doc, &full, &mask);
+        assert_eq!(doc.write().unwrap(), text.as_bytes());
+    }
+}
+
 /// A bare Responses item list is known as a body's `input` is.
 #[test]
 fn a_bare_item_list_is_known_as_a_body_is() {
