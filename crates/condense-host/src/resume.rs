@@ -220,7 +220,7 @@ impl InputHash {
         let each = fingerprint::each(&conv.messages, given.unwrap_or_default()).into_owned();
         let (point_inputs, before) = point.map_or((None, &[][..]), |(n, m)| (Some(n), m));
         let marks = marks::marks_of(&conv.messages, &each, before, unread);
-        let compared = marks::compared(&each, &marks);
+        let compared = marks::compared(&each, &marks, 0);
         let mut h = Fingerprinter::new();
         (&conv.system, &conv.tools).hash(&mut h);
         let frame = hex(&h);
@@ -295,16 +295,17 @@ fn read_all(
 
 /// Whether a run starting from `point` drops every unread message (`mask`): each is one the
 /// point covers, and none is one its output keeps but for those remembered in `kept`, nor one
-/// whose marks moved (`remarked`: taken from the input).
-fn drops_unread(point: &Point<'_>, mask: &[bool], kept: &InputsKept, remarked: &[usize]) -> bool {
+/// the start takes from the input (`from_input`: its marks moved, the client edited it, or it
+/// leans on an edited one).
+fn drops_unread(point: &Point<'_>, mask: &[bool], kept: &InputsKept, from_input: &[usize]) -> bool {
     let at_hand =
         |i: usize| mask.get(i) == Some(&false) || (i < mask.len() && kept.contains_key(&i));
     let kept_read = point
         .layout
         .iter()
         .all(|&i| i < 0 || usize::try_from(i).is_ok_and(at_hand));
-    let remarked_read = remarked.iter().all(|&i| mask.get(i) == Some(&false));
-    kept_read && remarked_read && !mask.iter().skip(point.inputs).any(|&m| m)
+    let taken_read = from_input.iter().all(|&i| mask.get(i) == Some(&false));
+    kept_read && taken_read && !mask.iter().skip(point.inputs).any(|&m| m)
 }
 
 /// The conversation the stages start from: `input` itself, or the stored point's output
@@ -369,25 +370,23 @@ pub(crate) fn start(
     let edited: &[usize] = edits.as_ref().map_or(&[], |(e, _)| e);
     // A stage's change that leans on an edited message (snip's pointer to the copy it kept) is
     // made again too: the output's stored messages are needed now to find them.
-    let mut stored_early = None;
     let mut leaning = Vec::new();
     if let (false, Some(p)) = (edited.is_empty(), &point) {
-        let stored = remembered
-            .take()
-            .or_else(|| read_stored(store, session, &p.output));
-        let found = stored.as_deref().and_then(|s| {
+        if remembered.is_none() {
+            remembered = read_stored(store, session, &p.output);
+        }
+        let found = remembered.as_deref().and_then(|s| {
             inputs::pointing_at_edited(&input.messages, edited, (s, &p.layout, &p.origins))
         });
         match found {
             Some(found) => leaning = found,
             None => point = None,
         }
-        stored_early = stored;
     }
     // The messages whose marks moved, those the client edited and those leaning on them: the
     // start takes them from this input (not from memory, which has their old form) where the
     // point's output stands for each alone.
-    let remarked = point.as_ref().map_or_else(Vec::new, |p| {
+    let from_input = point.as_ref().map_or_else(Vec::new, |p| {
         let mut changed = marks::changed(&p.marks, &hash.marks, &hash.each, p.inputs);
         changed.extend_from_slice(edited);
         changed.extend_from_slice(&leaning);
@@ -398,16 +397,16 @@ pub(crate) fn start(
     let edited_messages = edited.len();
     let places = point
         .as_ref()
-        .and_then(|p| marks::places(&remarked, &p.layout, &p.origins));
+        .and_then(|p| marks::places(&from_input, &p.layout, &p.origins));
     let point = point.filter(|_| places.is_some());
     let places = places.unwrap_or_default();
-    for i in &remarked {
+    for i in &from_input {
         kept.remove(i);
     }
     if let Some(u) = unread {
         if !point
             .as_ref()
-            .is_some_and(|p| drops_unread(p, u.mask, &kept, &remarked))
+            .is_some_and(|p| drops_unread(p, u.mask, &kept, &from_input))
         {
             input = read_all(input, unread.take())?;
         }
@@ -415,8 +414,7 @@ pub(crate) fn start(
     let Some(point) = point else {
         return Ok(Start::whole(input, Some(hash)));
     };
-    let stored = stored_early.or(remembered);
-    let Some(stored) = stored.or_else(|| read_stored(store, session, &point.output)) else {
+    let Some(stored) = remembered.or_else(|| read_stored(store, session, &point.output)) else {
         return Ok(Start::whole(read_all(input, unread)?, Some(hash)));
     };
     hash.point_blocks = Some(point.block_names());

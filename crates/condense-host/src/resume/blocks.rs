@@ -55,9 +55,34 @@ pub(super) fn split<'s, 'c>(names: &'s [Cow<'c, str>]) -> (Vec<Block>, &'s [Cow<
             };
             bytes.extend_from_slice(&n.to_le_bytes());
         }
-        blocks.push((hex(xxh3_128(&bytes)), bytes));
+        blocks.push(named(bytes));
     }
     (blocks, &names[full..])
+}
+
+/// A block of `bytes`, named by their hash.
+pub(super) fn named(bytes: Vec<u8>) -> Block {
+    (hex(xxh3_128(&bytes)), bytes)
+}
+
+/// The bytes of the blocks `names` (in `session`'s namespace), each checked to be `len` bytes
+/// that hash to its name. `None` when one is missing or is not what its name says.
+pub(super) fn read(
+    store: &Store,
+    session: &str,
+    names: &[Cow<'_, str>],
+    len: usize,
+) -> Option<Vec<Vec<u8>>> {
+    if names.is_empty() {
+        return Some(Vec::new());
+    }
+    let wanted: Vec<&str> = names.iter().map(|b| b.as_ref()).collect();
+    let read = store.records_get(&namespace(session), &wanted).ok()?;
+    wanted
+        .iter()
+        .zip(read)
+        .map(|(name, bytes)| bytes.filter(|b| b.len() == len && parse(name) == Some(xxh3_128(b))))
+        .collect()
 }
 
 /// The names of `blocks`, as a point names them.
@@ -79,14 +104,8 @@ pub(super) fn join(
     if blocks.is_empty() {
         return Some(tail);
     }
-    let names: Vec<&str> = blocks.iter().map(|b| b.as_ref()).collect();
-    let read = store.records_get(&namespace(session), &names).ok()?;
     let mut out = Vec::with_capacity(blocks.len() * BLOCK + tail.len());
-    for (name, bytes) in names.iter().zip(read) {
-        let bytes = bytes?;
-        if bytes.len() != BLOCK * 16 || parse(name) != Some(xxh3_128(&bytes)) {
-            return None;
-        }
+    for bytes in read(store, session, blocks, BLOCK * 16)? {
         for n in bytes.chunks_exact(16) {
             out.push(Cow::Owned(hex(u128::from_le_bytes(n.try_into().ok()?))));
         }

@@ -30,7 +30,6 @@ use condense_store::Store;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::HashSet;
-use xxhash_rust::xxh3::xxh3_128;
 
 /// Entries in a full block (1,280 bytes): a block is written every 64 messages, and the
 /// point carries at most 63 entries (about 2.9 KB of its JSON).
@@ -83,7 +82,7 @@ pub(super) fn split(entries: &[Entry]) -> (Vec<blocks::Block>, &[Entry]) {
                 bytes.extend_from_slice(&print.0.to_le_bytes());
                 bytes.extend_from_slice(&tokens.to_le_bytes());
             }
-            (blocks::hex(xxh3_128(&bytes)), bytes)
+            blocks::named(bytes)
         })
         .collect();
     (blocks, &entries[full..])
@@ -98,23 +97,13 @@ pub(super) fn join(
     tail: &[Entry],
 ) -> Option<Vec<Entry>> {
     let mut out = Vec::with_capacity(names.len() * BLOCK + tail.len());
-    if !names.is_empty() {
-        let wanted: Vec<&str> = names.iter().map(|b| b.as_ref()).collect();
-        let read = store
-            .records_get(&blocks::namespace(session), &wanted)
-            .ok()?;
-        for (name, bytes) in wanted.iter().zip(read) {
-            let bytes = bytes?;
-            if bytes.len() != BLOCK * ENTRY || blocks::parse(name) != Some(xxh3_128(&bytes)) {
-                return None;
-            }
-            for entry in bytes.chunks_exact(ENTRY) {
-                let (print, tokens) = entry.split_at(16);
-                out.push(Entry(
-                    Print(u128::from_le_bytes(print.try_into().ok()?)),
-                    u32::from_le_bytes(tokens.try_into().ok()?),
-                ));
-            }
+    for bytes in blocks::read(store, session, names, BLOCK * ENTRY)? {
+        for entry in bytes.chunks_exact(ENTRY) {
+            let (print, tokens) = entry.split_at(16);
+            out.push(Entry(
+                Print(u128::from_le_bytes(print.try_into().ok()?)),
+                u32::from_le_bytes(tokens.try_into().ok()?),
+            ));
         }
     }
     out.extend_from_slice(tail);
@@ -149,7 +138,7 @@ pub(super) fn edits_of(
         return None;
     }
     let entries = join(store, session, &point.input_blocks, &point.input_list)?;
-    let edited = edited(&entries, &marks::compared(&hash.each, &hash.marks))?;
+    let edited = edited(&entries, &marks::compared(&hash.each, &hash.marks, 0))?;
     Some((edited, entries))
 }
 
@@ -199,6 +188,7 @@ pub(super) fn pointing_at_edited(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use xxhash_rust::xxh3::xxh3_128;
 
     fn entries(n: usize, salt: u128) -> Vec<Entry> {
         (0..n)

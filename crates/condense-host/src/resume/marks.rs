@@ -93,14 +93,21 @@ pub(super) fn marks_of(
     marks
 }
 
-/// Each message's fingerprint as a point compares it: `each`, but unmarked where `marks` say.
-pub(super) fn compared<'a>(each: &'a [u128], marks: &[Mark]) -> std::borrow::Cow<'a, [u128]> {
-    if marks.is_empty() {
+/// Each message's fingerprint as a point compares it, from message `from` on: `each[from..]`,
+/// but unmarked where `marks` say (borrowed when no mark is among them).
+pub(super) fn compared<'a>(
+    each: &'a [u128],
+    marks: &[Mark],
+    from: usize,
+) -> std::borrow::Cow<'a, [u128]> {
+    let each = each.get(from..).unwrap_or_default();
+    let mut marks = marks.iter().filter(|m| m.at() >= from).peekable();
+    if marks.peek().is_none() {
         return std::borrow::Cow::Borrowed(each);
     }
     let mut out = each.to_vec();
     for mark in marks {
-        if let Some(slot) = out.get_mut(mark.at()) {
+        if let Some(slot) = out.get_mut(mark.at() - from) {
             *slot = mark.unmarked();
         }
     }
@@ -215,7 +222,7 @@ mod tests {
         assert_eq!(before.len(), 1);
         let (m2, e2) = read(6, &[5]);
         let now = marks_of(&m2, &e2, &before, &[]);
-        assert_eq!(compared(&e1, &before)[..], compared(&e2, &now)[..4]);
+        assert_eq!(compared(&e1, &before, 0)[..], compared(&e2, &now, 0)[..4]);
         assert_ne!(e1[3], e2[3]);
         assert_eq!(changed(&before, &now, &e2, 4), [3]);
         // Marks that stay where they were, or sit past the covered messages: no change.
@@ -254,7 +261,7 @@ mod tests {
             let now_messages = [message(0, false), back, message(2, true)];
             let e2: Vec<u128> = now_messages.iter().map(fingerprint).collect();
             let now = marks_of(&now_messages, &e2, &before, &[]);
-            assert_eq!(compared(&e1, &before)[..], compared(&e2, &now)[..2]);
+            assert_eq!(compared(&e1, &before, 0)[..], compared(&e2, &now, 0)[..2]);
             assert_eq!(changed(&before, &now, &e2, 2), [1]);
         }
     }

@@ -72,11 +72,9 @@ fn input_list(hash: &InputHash) -> (&[String], Vec<blocks::Block>, Vec<Entry>) {
     let Some(tokens) = hash.tokens.as_ref().filter(|t| t.len() == hash.messages) else {
         return (&[], Vec::new(), Vec::new());
     };
-    let compared = marks::compared(&hash.each, &hash.marks);
+    // Only the messages past the blocks stored already: most turns, a few.
     let from = tokens.blocks.len() * inputs::BLOCK;
-    let entries: Vec<Entry> = compared
-        .get(from..)
-        .unwrap_or_default()
+    let entries: Vec<Entry> = marks::compared(&hash.each, &hash.marks, from)
         .iter()
         .zip(&tokens.after)
         .map(|(&print, &n)| Entry(Print(print), n))
