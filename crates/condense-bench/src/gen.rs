@@ -43,12 +43,20 @@ pub(crate) fn check_plugins() -> anyhow::Result<()> {
     if std::env::var_os("CONDENSE_BENCH_PLUGINS").is_some() {
         return Ok(());
     }
-    let mark = plugin_dir().join(".profile");
-    match std::fs::read_to_string(&mark) {
+    not_debug(&plugin_dir())
+}
+
+/// The file a plugins folder says which build it holds in (`release` or `debug`): xtask's
+/// `PROFILE_MARK`.
+const PROFILE_MARK: &str = ".profile";
+
+/// Fails when the plugins folder `dir` says it holds a debug build.
+fn not_debug(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::read_to_string(dir.join(PROFILE_MARK)) {
         Ok(profile) if profile.trim() == "debug" => anyhow::bail!(
             "the plugins in {} are a debug build (`cargo xtask test` builds them there): run \
              `cargo xtask plugins --release` first, or `cargo xtask bench`, which does",
-            plugin_dir().display()
+            dir.display()
         ),
         _ => Ok(()),
     }
@@ -329,6 +337,19 @@ pub(crate) fn concatenated_text(conv: &Conversation) -> String {
 mod tests {
     use super::*;
     use condense_tokens::TokenizerKind;
+
+    /// Plugins a folder says are a debug build are refused, naming the folder; a release
+    /// build, or a folder that says nothing, is taken.
+    #[test]
+    fn debug_plugins_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(not_debug(dir.path()).is_ok());
+        std::fs::write(dir.path().join(PROFILE_MARK), "release\n").unwrap();
+        assert!(not_debug(dir.path()).is_ok());
+        std::fs::write(dir.path().join(PROFILE_MARK), "debug\n").unwrap();
+        let err = not_debug(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("debug build") && err.contains(&dir.path().display().to_string()));
+    }
 
     /// The request body the whole-process figures run on reads back as the same conversation
     /// (same messages, about the same tokens): the binary and the in-process figures measure one

@@ -72,6 +72,29 @@ pub(crate) fn compress(input: &Path, store: &Path, out: &Path, extra: &[&str]) -
     (std::fs::read(out).unwrap(), report)
 }
 
+/// Each of `bodies` compressed in turn by a new `condense compress` on one store, each output
+/// checked to expand to its body byte for byte: the outputs and their reports.
+pub(crate) fn compressed_turns(bodies: &[Vec<u8>]) -> Vec<(Vec<u8>, Value)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, input, out) = (
+        dir.path().join("store"),
+        dir.path().join("request.json"),
+        dir.path().join("out.json"),
+    );
+    let mut outputs = Vec::new();
+    for body in bodies {
+        std::fs::write(&input, body).unwrap();
+        outputs.push(compress(&input, &store, &out, &[]));
+        assert_expands_to(
+            out.to_str().unwrap(),
+            store.to_str().unwrap(),
+            dir.path().join("back.json").to_str().unwrap(),
+            body,
+        );
+    }
+    outputs
+}
+
 /// Forgets what the store knew of message lists: the next read parses everything.
 fn forget_lists(store: &Path) {
     let store = condense_store::Store::open(store).unwrap();

@@ -515,3 +515,45 @@ pub fn openai_events(text: &str) -> Vec<String> {
         "data: [DONE]\n\n".to_string(),
     ]
 }
+
+/// What a proxy in front of an upstream answering "ok" made of `bodies`, sent as one
+/// session's turns (Anthropic Messages, `x-condense-session: session`).
+pub(crate) struct ProxyTurns {
+    /// Its log line of each request, in order.
+    pub(crate) lines: Vec<String>,
+    /// The body the upstream got for each request.
+    pub(crate) sent: Vec<String>,
+}
+
+/// Sends `bodies` through a new proxy as the turns of `session` ([`ProxyTurns`]). Every one is
+/// answered 200, every one after the first starts from the one before (`resumed`), and the
+/// last body sent expands to the last one given.
+pub(crate) fn through_the_proxy(session: &str, bodies: &[Vec<u8>]) -> ProxyTurns {
+    use crate::known_lists::assert_expands_from;
+    use crate::serve::ANTHROPIC_HEADERS;
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let serve = Serve::start(&up.url, &[]);
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("x-condense-session", session));
+    for body in bodies {
+        let answer = post(&serve.url, "/v1/messages", &headers, body);
+        assert_eq!(answer.status, 200, "{}", serve.log());
+    }
+    // One log line a request, written once the answer is sent: waited for.
+    let needle = format!("session={session} model=");
+    let log = serve.wait_log(&needle, bodies.len());
+    let lines: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), bodies.len(), "{log}");
+    for (turn, line) in lines.iter().enumerate() {
+        assert_eq!(line.contains("resumed"), turn > 0, "turn {turn}: {line}");
+    }
+    let sent: Vec<String> = up.requests().into_iter().map(|r| r.body).collect();
+    if let (Some(last), Some(client)) = (sent.last(), bodies.last()) {
+        assert_expands_from(last.as_bytes(), serve.store.path(), session, client);
+    }
+    ProxyTurns { lines, sent }
+}
