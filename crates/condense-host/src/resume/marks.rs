@@ -138,7 +138,8 @@ pub(super) fn changed(before: &[Mark], now: &[Mark], each: &[u128], inputs: usiz
     out
 }
 
-/// Where a point's output stands for a message whose marks moved.
+/// Where a point's output stands for a message the start takes from the input (its marks
+/// moved, or the client edited it: [`super::inputs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Place {
     /// The output message's index.
@@ -150,9 +151,9 @@ pub(super) struct Place {
 }
 
 /// Every place where the point's output (`layout`, `origins`: [`Point`](super::Point)'s)
-/// stands for one of the `changed` messages (sorted), in output order; `None` when one of them is not stood for alone
-/// anywhere (dropped, folded into a summary, or next to a run of removed messages the archive
-/// keyed by its old form), or its origins are not known.
+/// stands for one of the `changed` messages (sorted), in output order; `None` when one of them
+/// is not stood for alone anywhere (dropped, folded into a summary, or next to a run of removed
+/// messages the archive keyed by its old form), or its origins are not known.
 pub(super) fn places(changed: &[usize], layout: &[i64], origins: &[i64]) -> Option<Vec<Place>> {
     if changed.is_empty() {
         return Some(Vec::new());
