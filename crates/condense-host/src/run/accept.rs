@@ -10,9 +10,10 @@ use condense_model::{Conversation, Message};
 use condense_store::Store;
 use condense_tokens::ConversationCount;
 
-/// What the guards found of a conversation they let through: its count and the invariants it
-/// breaks (those it was handed broken already).
-pub(super) type Checked = (ConversationCount, Vec<guard::Violation>);
+/// What the guards found of a conversation they let through: its count, and the invariants it
+/// breaks (those it was handed broken already) when they were looked for again (`None`: the
+/// change kept every message's shape, [`guard::keeps_invariants`], so they are as before).
+pub(super) type Checked = (ConversationCount, Option<Vec<guard::Violation>>);
 
 /// A stage's output the host's guards let through (see [`LoadedPipeline::accept`]).
 pub(super) enum Accepted {
@@ -29,44 +30,74 @@ impl LoadedPipeline {
     /// accepts (no invariant broken that was not broken before) and not bigger. Messages
     /// replaced in place are made in `state.current` (nothing else is copied) and put back if
     /// refused; the error is the refusal's reason.
+    ///
+    /// The invariants are looked for over the whole conversation only for a change that can
+    /// break one: a whole new conversation, or a replacement that changes what they are made
+    /// of. A replacement that keeps every message's shape (most: a result's text cut, cleared,
+    /// persisted) breaks none, and the conversation's own (`state.violations`) are then not
+    /// needed: a resumed turn whose stages only do that never makes the pass.
     pub(super) fn accept(
         &self,
         change: Change,
         state: &mut RunState,
         current_tokens: usize,
     ) -> Result<Accepted, String> {
-        // `count` counts the conversation once the guards let it through.
-        let checked = |conversation: &Conversation,
-                       before: &[guard::Violation],
-                       count: &dyn Fn(&Conversation) -> ConversationCount| {
-            let violations = guard::violations(conversation);
-            let broken = guard::introduced(before, &violations);
-            if !broken.is_empty() {
-                return Err(guard::describe(&broken));
-            }
-            let count = count(conversation);
+        let not_bigger = |count: &ConversationCount| {
             let after = count.total;
             if after > current_tokens {
                 return Err(format!(
                     "made the conversation bigger ({current_tokens} -> {after} tokens); compression must never grow it"
                 ));
             }
-            Ok((count, violations))
+            Ok(())
+        };
+        // The invariants `conversation` breaks, none of them new to `before`.
+        let guarded = |conversation: &Conversation, before: &[guard::Violation]| {
+            let violations = guard::violations(conversation);
+            let broken = guard::introduced(before, &violations);
+            if !broken.is_empty() {
+                return Err(guard::describe(&broken));
+            }
+            Ok(violations)
         };
         match change {
             Change::Unchanged => Ok(Accepted::Unchanged),
             Change::Whole(conversation) => {
-                let whole = |c: &Conversation| self.counter.count_conversation(c);
-                let checked = checked(&conversation, &state.violations, &whole)?;
-                Ok(Accepted::Whole(conversation, checked))
+                let before = state.violations();
+                let violations = guarded(&conversation, before)?;
+                let count = self.counter.count_conversation(&conversation);
+                not_bigger(&count)?;
+                Ok(Accepted::Whole(conversation, (count, Some(violations))))
             }
             Change::Replaced(messages) => {
-                let olds = replace_messages(&mut state.current, messages)
+                let mut olds = replace_messages(&mut state.current, messages)
                     .map_err(|e| format!("returned a malformed change: {e}"))?;
+                let current = &state.current.messages;
+                let same_shape = olds
+                    .iter()
+                    .all(|(i, old)| guard::keeps_invariants(old, &current[*i]));
+                if !same_shape && state.violations.is_none() {
+                    // What the conversation broke before the change: its messages put back
+                    // for the pass, then the change made again.
+                    swap_in(&mut state.current, &mut olds);
+                    state.violations();
+                    swap_in(&mut state.current, &mut olds);
+                }
                 // Only the replaced messages are counted again.
-                let was: Vec<(usize, &Message)> = olds.iter().map(|(i, m)| (*i, m)).collect();
-                let recount = |c: &Conversation| self.counter.recount(&state.count, c, &was);
-                match checked(&state.current, &state.violations, &recount) {
+                let checked = (|| {
+                    let violations = match (same_shape, &state.violations) {
+                        (true, _) => None,
+                        (false, before) => Some(guarded(
+                            &state.current,
+                            before.as_deref().unwrap_or_default(),
+                        )?),
+                    };
+                    let was: Vec<(usize, &Message)> = olds.iter().map(|(i, m)| (*i, m)).collect();
+                    let count = self.counter.recount(&state.count, &state.current, &was);
+                    not_bigger(&count)?;
+                    Ok((count, violations))
+                })();
+                match checked {
                     Ok(checked) => Ok(Accepted::Replaced(olds, checked)),
                     Err(refused) => {
                         for (i, old) in olds {
@@ -77,6 +108,14 @@ impl LoadedPipeline {
                 }
             }
         }
+    }
+}
+
+/// Swaps each of `messages` with the message at its index in `conversation`: done twice, both
+/// are as they were.
+fn swap_in(conversation: &mut Conversation, messages: &mut [(usize, Message)]) {
+    for (i, m) in messages {
+        std::mem::swap(&mut conversation.messages[*i], m);
     }
 }
 

@@ -292,7 +292,9 @@ fn settled_count(
     Ok(checked.map(|(count, violations)| {
         let total = count.total;
         state.count = count;
-        state.violations = violations;
+        if violations.is_some() {
+            state.violations = violations;
+        }
         total
     }))
 }

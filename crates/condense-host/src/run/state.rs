@@ -39,7 +39,8 @@ pub(super) struct RunState {
     /// What the stages that ran so far raised.
     pub(super) signals: Vec<Signal>,
     /// Invariants the conversation already breaks: not the next stage's fault (see `guard`).
-    pub(super) violations: Vec<guard::Violation>,
+    /// Looked for when a change first needs them ([`RunState::violations`]).
+    pub(super) violations: Option<Vec<guard::Violation>>,
     pub(super) runs: Vec<StageRun>,
     /// What the host services keep across the run's stages (the originals of rewritten
     /// messages, the state slots written).
@@ -52,6 +53,13 @@ pub(super) struct RunState {
 }
 
 impl RunState {
+    /// The invariants `current` breaks, looked for on the first call (see `accept`).
+    pub(super) fn violations(&mut self) -> &[guard::Violation] {
+        let current = &self.current;
+        self.violations
+            .get_or_insert_with(|| guard::violations(current))
+    }
+
     pub(super) fn new(counter: &TokenCounter, start: Start, opts: &RunOptions) -> RunState {
         let Start {
             conversation,
@@ -88,7 +96,7 @@ impl RunState {
             segments: Vec::new(),
             origins,
             count,
-            violations: guard::violations(&conversation),
+            violations: None,
             current: conversation,
             signals: Vec::new(),
             runs: Vec::new(),

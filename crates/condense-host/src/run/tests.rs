@@ -49,9 +49,8 @@ impl Stage for Probe {
     fn new(config: Config) -> Result<Self, StageError> {
         match config.mode.as_str() {
             "shrink" | "grow" | "fail" | "raise" | "observe" | "fold" | "nest" | "drop"
-            | "replace" | "replace-grow" | "replace-renamed" | "read" | "dedup" => {
-                Ok(Probe(config.mode))
-            }
+            | "replace" | "replace-grow" | "replace-renamed" | "replace-unanswer" | "read"
+            | "dedup" => Ok(Probe(config.mode)),
             other => Err(format!(
                 "mode must be shrink, grow, fail, raise or observe, got `{other}`"
             )
@@ -158,9 +157,9 @@ impl Stage for Probe {
                 }
                 Ok(replacements.into_output(report))
             }
-            "replace" | "replace-grow" | "replace-renamed" => {
+            "replace" | "replace-grow" | "replace-renamed" | "replace-unanswer" => {
                 // shrink's change, handed back as the messages replaced in place; or one that
-                // grows a message, or renames it.
+                // grows a message, renames it, or points its result at no call.
                 let view = input.view()?;
                 let mut replacements = Replacements::new(&view);
                 for at in view.tool_results().map(|r| r.at()).collect::<Vec<_>>() {
@@ -169,6 +168,9 @@ impl Stage for Probe {
                             "replace-grow" => "more words than before ".repeat(1000),
                             _ => "[cut]".to_string(),
                         });
+                        if self.0 == "replace-unanswer" {
+                            result.tool_use_id = "nowhere".into();
+                        }
                         report.blocks_changed += 1;
                     }
                     if self.0 == "replace-renamed" {
@@ -357,6 +359,50 @@ fn a_refused_replacement_is_undone_and_a_renaming_one_is_an_error() {
         "stage `namer` failed: returned a malformed change: replaced message 2 changed its id \
          (r1 -> renamed): a replacement keeps its id (return the whole conversation to change ids)"
     );
+}
+
+/// A replacement that keeps every message's shape (ids, roles, tool ids, content empty or not)
+/// breaks no invariant, and the host looks for none: neither in the conversation it changed nor
+/// in the one before. A whole new conversation is checked against the one before.
+#[test]
+fn a_change_that_keeps_every_shape_makes_no_pass_over_the_conversation() {
+    let (_dir, store) = store();
+    let passes = crate::guard::passes();
+    let replaced = pipeline(&[("cut", "replace", "fail"), ("after", "read", "fail")])
+        .run(conversation(), &store, "s", &options())
+        .unwrap();
+    assert_eq!(replaced.stages[0].report.blocks_changed, 1);
+    assert_eq!(crate::guard::passes() - passes, 0);
+    let passes = crate::guard::passes();
+    let whole = pipeline(&[("cut", "shrink", "fail")])
+        .run(conversation(), &store, "s2", &options())
+        .unwrap();
+    assert_eq!(crate::guard::passes() - passes, 2);
+    assert_eq!(whole.conversation, replaced.conversation);
+}
+
+/// A replacement that changes a message's shape is checked against the conversation as it was
+/// before it: one that leaves a result answering no call is refused and undone.
+#[test]
+fn a_replacement_that_breaks_an_invariant_is_refused() {
+    let (_dir, store) = store();
+    let result = pipeline(&[
+        ("unanswer", "replace-unanswer", "skip"),
+        ("cut", "replace", "fail"),
+    ])
+    .run(conversation(), &store, "s", &options())
+    .unwrap();
+    assert_eq!(result.stages[0].status, "skipped");
+    let why = result.stages[0].error.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("broke an invariant: orphaned tool_result for `nowhere`"),
+        "{why}"
+    );
+    let (_other, alone) = self::store();
+    let cut = pipeline(&[("cut", "replace", "fail")])
+        .run(conversation(), &alone, "s", &options())
+        .unwrap();
+    assert_eq!(result.conversation, cut.conversation);
 }
 
 #[test]
