@@ -5,7 +5,7 @@
 use crate::body::Body;
 use crate::Api;
 use condense_formats::frames::FrameMemo;
-use condense_formats::{known, Document, ReadOptions, WriteMemo, Written};
+use condense_formats::{known, Document, Format, ReadOptions, WriteMemo, Written};
 use condense_host::{LoadedPipeline, RunOptions, StateMode};
 use condense_model::fingerprint::fingerprint;
 use condense_model::recent::Recent;
@@ -25,6 +25,27 @@ pub struct Compressed {
     pub acted: Vec<String>,
     /// See [`crate::backend::Turn::prefix`].
     pub prefix: Vec<u64>,
+    /// The beta features `body` uses that its API wants named in a header, or the request is
+    /// refused ([`betas_of`]; sent with [`crate::wire::with_betas`]).
+    pub betas: Vec<&'static str>,
+}
+
+/// The `anthropic-beta` value the API wants with a request's `context_management`, which
+/// microcompact writes (`emit_context_management`).
+pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+
+/// The beta features a conversation condense wrote uses: Anthropic's `context_management`
+/// (a request that carries it without the beta named is refused with a 400).
+pub(crate) fn betas_of(format: Format, conv: &Conversation) -> Vec<&'static str> {
+    let key = "context_management";
+    let uses = format == Format::Anthropic
+        && conv.extra.as_str().contains(key)
+        && conv.extra.to_map().is_ok_and(|m| m.contains_key(key));
+    if uses {
+        vec![CONTEXT_MANAGEMENT_BETA]
+    } else {
+        Vec::new()
+    }
 }
 
 /// Reads a request body as its API's format: exactly one conversation.
@@ -195,16 +216,18 @@ pub fn run(
         )
         .collect();
     let prefix = prefix_hashes(&result.conversation, &result.output_fingerprints);
+    let betas = betas_of(format, &result.conversation);
     let (tokens_before, tokens_after) = (result.tokens_before, result.tokens_after);
     doc.conversations_mut()[0] = std::mem::take(&mut result.conversation);
     doc.vouch_fingerprints(0, result.output_fingerprints.clone());
     let out = doc.write_remembering(memo).map_err(|e| e.to_string())?;
-    let body = if *out == *body {
-        None
+    let (body, betas) = if *out == *body {
+        // The client's own body: its headers are its own too.
+        (None, Vec::new())
     } else {
         let what = (&out, &mut *memo, "compressed body");
         archive_as_written(&doc, what, None, &[(session, &result.archive_run)], store)?;
-        Some(out.into_bytes())
+        (Some(out.into_bytes()), betas)
     };
     result.conversation = std::mem::take(&mut doc.conversations_mut()[0]);
     let compressed = Compressed {
@@ -213,6 +236,7 @@ pub fn run(
         tokens_after,
         acted,
         prefix,
+        betas,
     };
     Ok((compressed, ToKeep { doc, result, point }))
 }
@@ -388,5 +412,32 @@ mod tests {
         assert_eq!(kept.len(), 1);
         // Taken out while its request is written.
         assert_eq!(memos.sessions(), WRITE_MEMO_SESSIONS - 1);
+    }
+
+    /// Only an Anthropic conversation whose top-level fields hold `context_management` uses the
+    /// beta; the words inside another field's text do not.
+    #[test]
+    fn a_conversation_uses_the_context_management_beta_when_it_holds_the_field() {
+        let conv = |extra: &str, format| {
+            let mut doc = read(
+                format!(r#"{{"model":"m",{extra}"messages":[{{"role":"user","content":"hi"}}]}}"#)
+                    .as_bytes(),
+                Api::Anthropic,
+            )
+            .unwrap();
+            (std::mem::take(&mut doc.conversations_mut()[0]), format)
+        };
+        let with = r#""context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]},"#;
+        let (c, f) = conv(with, Format::Anthropic);
+        assert_eq!(betas_of(f, &c), [CONTEXT_MANAGEMENT_BETA]);
+        let (c, _) = conv(with, Format::Anthropic);
+        assert!(betas_of(Format::OpenAi, &c).is_empty());
+        let (c, f) = conv(
+            r#""metadata":{"note":"context_management"},"#,
+            Format::Anthropic,
+        );
+        assert!(betas_of(f, &c).is_empty());
+        let (c, f) = conv("", Format::Anthropic);
+        assert!(betas_of(f, &c).is_empty());
     }
 }

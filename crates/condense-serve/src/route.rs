@@ -264,6 +264,8 @@ impl Proxy {
                     if plain.decoded {
                         plain_headers.remove(header::CONTENT_ENCODING);
                     }
+                    // A request field condense wrote that the API takes only as a beta.
+                    crate::wire::with_betas(&mut plain_headers, &done.betas);
                     build(&method, &uri, &plain_headers, Bytes::from(b))?
                 }
                 None => build(&method, &uri, &headers, bytes.clone())?,

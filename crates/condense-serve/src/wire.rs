@@ -195,6 +195,54 @@ pub(crate) fn forward_headers(headers: &HeaderMap, compressed: bool) -> HeaderMa
     out
 }
 
+/// Anthropic's header naming the beta features a request uses.
+const ANTHROPIC_BETA: HeaderName = HeaderName::from_static("anthropic-beta");
+
+/// Names each of `betas` in `headers`' `anthropic-beta` (a comma-separated list), where the
+/// client did not: the client's values first, in one line. A value that is not text is left
+/// as it is, beside a line of ours.
+pub(crate) fn with_betas(headers: &mut HeaderMap, betas: &[&'static str]) {
+    let sent: Vec<&str> = headers
+        .get_all(&ANTHROPIC_BETA)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .collect();
+    let missing: Vec<&str> = betas
+        .iter()
+        .copied()
+        .filter(|b| !sent.contains(b))
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let all_text = headers
+        .get_all(&ANTHROPIC_BETA)
+        .iter()
+        .all(|v| v.to_str().is_ok());
+    let line = if all_text {
+        sent.iter()
+            .chain(&missing)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(",")
+    } else {
+        missing.join(",")
+    };
+    match HeaderValue::from_str(&line) {
+        Ok(value) if all_text => {
+            headers.insert(ANTHROPIC_BETA, value);
+        }
+        Ok(value) => {
+            headers.append(ANTHROPIC_BETA, value);
+        }
+        // Text the client sent as a header value is a header value again.
+        Err(_) => {}
+    }
+}
+
 pub(crate) fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
@@ -208,4 +256,43 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn betas(lines: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            headers.append(ANTHROPIC_BETA, HeaderValue::from_bytes(line).unwrap());
+        }
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        with_betas(&mut headers, &["context-management-2025-06-27"]);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        headers
+            .get_all(ANTHROPIC_BETA)
+            .iter()
+            .map(|v| v.as_bytes().to_vec())
+            .collect()
+    }
+
+    /// Added where the client named other betas or none, in one line after the client's; left
+    /// as it is where the client named it already.
+    #[test]
+    fn a_beta_is_named_once_after_the_clients() {
+        let want = b"context-management-2025-06-27".to_vec();
+        assert_eq!(betas(&[]), std::slice::from_ref(&want));
+        assert_eq!(
+            betas(&[b"prompt-caching-2024-07-31", b"a, b"]),
+            [b"prompt-caching-2024-07-31,a,b,context-management-2025-06-27".to_vec()]
+        );
+        let named: &[&[u8]] = &[b"x, context-management-2025-06-27"];
+        assert_eq!(betas(named), [named[0].to_vec()]);
+        // A value that is not text stays, and ours goes beside it.
+        assert_eq!(betas(&[b"caf\xe9"]), [b"caf\xe9".to_vec(), want]);
+    }
 }

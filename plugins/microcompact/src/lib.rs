@@ -184,7 +184,9 @@ pub struct Config {
     pub min_input_chars: usize,
     /// Cache hot, Anthropic requests only: write the request's top-level context_management
     /// with a clear_tool_uses_20250919 edit (merged with other request fields and edits)
-    /// whenever there are cache edits to send.
+    /// whenever there are cache edits to send. The API takes it only with the beta
+    /// context-management-2025-06-27 named in the anthropic-beta header: condense serve adds
+    /// it; a request written by condense compress needs its sender to.
     pub emit_context_management: bool,
 }
 

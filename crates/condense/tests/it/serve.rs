@@ -222,6 +222,62 @@ fn a_compressed_request_keeps_every_field_and_expands_back() {
     assert_eq!(std::fs::read(&out).unwrap(), original);
 }
 
+/// microcompact with `emit_context_management` writes the request's `context_management`,
+/// which the Anthropic API takes only with its beta named in `anthropic-beta`: the proxy names
+/// it, after the betas the client sent, and leaves the headers of a body it sends unchanged
+/// as they were.
+#[test]
+fn a_body_given_context_management_goes_with_its_beta_named() {
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("edits.toml");
+    std::fs::write(
+        &pipeline,
+        "[[stage]]\nname = \"microcompact\"\nplugin = \"microcompact\"\n[stage.config]\n\
+         keep_recent = 1\ntrigger_tokens = 100\nclear_at_least = 100\n\
+         emit_context_management = true\n",
+    )
+    .unwrap();
+    let serve = Serve::start(&up.url, &["--pipeline", pipeline.to_str().unwrap()]);
+    let body = serde_json::to_vec(&agent_request(4, 200, false)).unwrap();
+    let sent = |session: &str, beta: Option<&str>| {
+        let mut headers = ANTHROPIC_HEADERS.to_vec();
+        headers.push(("x-condense-session", session));
+        headers.extend(beta.map(|b| ("anthropic-beta", b)));
+        let a = post(&serve.url, "/v1/messages", &headers, &body);
+        assert_eq!(a.status, 200, "{}", serve.log());
+        up.requests().pop().unwrap()
+    };
+    let first = sent("edits-1", None);
+    assert_eq!(
+        first.json()["context_management"]["edits"][0]["type"],
+        "clear_tool_uses_20250919",
+        "{}",
+        serve.log()
+    );
+    assert_eq!(
+        first.header("anthropic-beta"),
+        Some("context-management-2025-06-27")
+    );
+    let second = sent("edits-2", Some("prompt-caching-2024-07-31"));
+    assert_eq!(
+        second.header("anthropic-beta"),
+        Some("prompt-caching-2024-07-31,context-management-2025-06-27")
+    );
+    // A body that needs nothing goes with the client's headers as they came.
+    let small = serde_json::to_vec(&agent_request(1, 2, false)).unwrap();
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("anthropic-beta", "prompt-caching-2024-07-31"));
+    let a = post(&serve.url, "/v1/messages", &headers, &small);
+    assert_eq!(a.status, 200);
+    let third = up.requests().pop().unwrap();
+    assert_eq!(third.body.as_bytes(), &small[..]);
+    assert_eq!(
+        third.header("anthropic-beta"),
+        Some("prompt-caching-2024-07-31")
+    );
+}
+
 #[test]
 fn prompt_too_long_escalates_and_retries_once_per_level() {
     let up = too_long_once();
