@@ -19,7 +19,7 @@ use crate::proxy::{BoxError, Proxy, ProxyBody};
 use crate::session::{
     head_of, named_session, quick_session, session_of, Head, Looked, SESSION_HEADER,
 };
-use crate::settings::OnError;
+use crate::settings::{OnError, LONG_CONTEXT_BETA};
 use crate::wire::{build, error_answer, forward_headers, full, ms, set_saved, stream_back};
 use crate::Api;
 use bytes::Bytes;
@@ -122,6 +122,8 @@ impl Proxy {
         };
         let uri = self.upstream_uri(&parts.uri, &parts.headers)?;
         let headers = forward_headers(&parts.headers, true);
+        // A client that asks Anthropic for the long context window (`context-1m-...`) has it.
+        let long_context = crate::wire::names_beta(&parts.headers, LONG_CONTEXT_BETA);
         let header_session = parts
             .headers
             .get(SESSION_HEADER)
@@ -200,7 +202,13 @@ impl Proxy {
             Err(DecodeError::TooLarge) => return Ok(too_large("decoded body")),
             Err(e) => Err((named, e.to_string())),
             Ok(p) => Arc::clone(&self)
-                .compress(api, p.body.clone(), header_session, None, (order, trip))
+                .compress(
+                    (api, long_context),
+                    p.body.clone(),
+                    header_session,
+                    None,
+                    (order, trip),
+                )
                 .await
                 .map(|done| (done, p)),
         };
@@ -328,7 +336,7 @@ impl Proxy {
                 let t = Instant::now();
                 let again = Arc::clone(&self)
                     .compress(
-                        api,
+                        (api, long_context),
                         plain.body.clone(),
                         Some(session.clone()),
                         Some(level),
@@ -385,13 +393,14 @@ impl Proxy {
     }
 
     /// Reads, orders by session and compresses a plain body; `Err` carries the session when
-    /// known and a one-line reason. `level`: `None` for the first run, else how many levels to
-    /// force (`session` is then the one found the first time). `order`: where the request is in
-    /// line ([`Order`]); `trip`: its permit to compress ([`TRIPS`]), given back when the trip
-    /// ends.
+    /// known and a one-line reason. `long_context`: the client asked for the long context
+    /// window (see [`crate::settings::Settings::window_for`]). `level`: `None` for the first
+    /// run, else how many levels to force (`session` is then the one found the first time).
+    /// `order`: where the request is in line ([`Order`]); `trip`: its permit to compress
+    /// ([`TRIPS`]), given back when the trip ends.
     async fn compress(
         self: Arc<Self>,
-        api: Api,
+        (api, long_context): (Api, bool),
         request: Body,
         session: Option<String>,
         level: Option<usize>,
@@ -438,7 +447,7 @@ impl Proxy {
             let window = head
                 .model
                 .as_deref()
-                .and_then(|m| this.settings.window_for(m));
+                .and_then(|m| this.settings.window_for(m, long_context));
             let pipeline = this
                 .pipelines
                 .for_window(window)

@@ -104,16 +104,25 @@ impl Settings {
 
     /// The context window of `model`: `[serve.models]` first, then the built-in table, by the
     /// longest matching name prefix; `None` for a model neither knows (the pipeline's
-    /// `[model] context_window` then applies).
-    pub fn window_for(&self, model: &str) -> Option<usize> {
+    /// `[model] context_window` then applies). `long_context`: the request asked for the long
+    /// context window (Anthropic's `context-1m-` beta); a model not in `[serve.models]` then
+    /// has at least [`LONG_CONTEXT_WINDOW`], whatever the table says.
+    pub fn window_for(&self, model: &str, long_context: bool) -> Option<usize> {
         let longest = |pairs: &mut dyn Iterator<Item = (&str, usize)>| {
             pairs
                 .filter(|(prefix, _)| model.starts_with(prefix))
                 .max_by_key(|(prefix, _)| prefix.len())
                 .map(|(_, w)| w)
         };
-        longest(&mut self.models.iter().map(|(k, v)| (k.as_str(), *v)))
-            .or_else(|| longest(&mut KNOWN_MODELS.iter().copied()))
+        longest(&mut self.models.iter().map(|(k, v)| (k.as_str(), *v))).or_else(|| {
+            let known = longest(&mut KNOWN_MODELS.iter().copied());
+            match (known, long_context) {
+                (known, true) => {
+                    Some(known.map_or(LONG_CONTEXT_WINDOW, |w| w.max(LONG_CONTEXT_WINDOW)))
+                }
+                (known, false) => known,
+            }
+        })
     }
 }
 
@@ -131,10 +140,27 @@ pub fn check_upstream(url: &str) -> Result<String, String> {
     }
 }
 
+/// The `anthropic-beta` value (a prefix: `context-1m-2025-08-07`) with which a request asks
+/// for the long context window of a model that has a shorter one by default.
+pub const LONG_CONTEXT_BETA: &str = "context-1m-";
+
+/// The long context window ([`LONG_CONTEXT_BETA`]).
+pub const LONG_CONTEXT_WINDOW: usize = 1_000_000;
+
 /// Known models' context windows (input + output), by name prefix; the longest prefix wins.
-/// From the providers' model pages; a model not listed uses the pipeline's window.
+/// From the providers' model pages (as of 2026-12); a model not listed uses the pipeline's
+/// window. Claude models from Opus and Sonnet 4.6 on, Haiku 5.5 and Fable have 1M natively;
+/// older ones 200k, or 1M with [`LONG_CONTEXT_BETA`].
 pub const KNOWN_MODELS: &[(&str, usize)] = &[
     ("claude-", 200_000),
+    ("claude-opus-4-6", 1_000_000),
+    ("claude-sonnet-4-6", 1_000_000),
+    ("claude-opus-5", 1_000_000),
+    ("claude-sonnet-5", 1_000_000),
+    ("claude-haiku-5", 1_000_000),
+    ("claude-fable-", 1_000_000),
+    ("gpt-5.4", 1_050_000),
+    ("gpt-5.5", 1_050_000),
     ("gpt-5", 400_000),
     ("gpt-4.1", 1_047_576),
     ("gpt-4o", 128_000),
@@ -155,15 +181,52 @@ mod tests {
     #[test]
     fn windows_by_longest_prefix_with_overrides_first() {
         let mut s = Settings::default();
-        assert_eq!(s.window_for("claude-sonnet-4-5-20250929"), Some(200_000));
-        assert_eq!(s.window_for("gpt-4o-mini"), Some(128_000));
-        assert_eq!(s.window_for("gpt-4-turbo-2024-04-09"), Some(128_000));
-        assert_eq!(s.window_for("gpt-4-0613"), Some(8_192));
-        assert_eq!(s.window_for("gpt-4.1-mini"), Some(1_047_576));
-        assert_eq!(s.window_for("my-local-model"), None);
+        let window = |s: &Settings, model: &str| s.window_for(model, false);
+        assert_eq!(window(&s, "claude-sonnet-4-5-20250929"), Some(200_000));
+        assert_eq!(window(&s, "claude-haiku-4-5"), Some(200_000));
+        assert_eq!(window(&s, "gpt-4o-mini"), Some(128_000));
+        assert_eq!(window(&s, "gpt-4-turbo-2024-04-09"), Some(128_000));
+        assert_eq!(window(&s, "gpt-4-0613"), Some(8_192));
+        assert_eq!(window(&s, "gpt-4.1-mini"), Some(1_047_576));
+        assert_eq!(window(&s, "gpt-5.2"), Some(400_000));
+        assert_eq!(window(&s, "my-local-model"), None);
         s.models.insert("claude-sonnet-4-5".into(), 1_000_000);
-        assert_eq!(s.window_for("claude-sonnet-4-5-20250929"), Some(1_000_000));
-        assert_eq!(s.window_for("claude-opus-4-1"), Some(200_000));
+        assert_eq!(window(&s, "claude-sonnet-4-5-20250929"), Some(1_000_000));
+        assert_eq!(window(&s, "claude-opus-4-1"), Some(200_000));
+    }
+
+    /// The models whose window is 1M natively: a proxy that took them for 200k would compress
+    /// conversations they hold whole (and peers' users report exactly that).
+    #[test]
+    fn current_models_have_their_long_windows() {
+        let s = Settings::default();
+        for model in [
+            "claude-opus-4-6",
+            "claude-sonnet-4-6",
+            "claude-opus-5",
+            "claude-opus-5-5",
+            "claude-sonnet-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5",
+            "claude-fable-5-1",
+        ] {
+            assert_eq!(s.window_for(model, false), Some(1_000_000), "{model}");
+        }
+        assert_eq!(s.window_for("gpt-5.4", false), Some(1_050_000));
+        assert_eq!(s.window_for("gpt-5.5-2026-04-23", false), Some(1_050_000));
+    }
+
+    /// A request that asks for the long context window has it, over the table, not over what
+    /// `[serve.models]` says of the model.
+    #[test]
+    fn the_long_context_beta_widens_the_window_unless_the_models_table_says() {
+        let mut s = Settings::default();
+        assert_eq!(s.window_for("claude-sonnet-4-5", true), Some(1_000_000));
+        assert_eq!(s.window_for("claude-opus-4-1", true), Some(1_000_000));
+        assert_eq!(s.window_for("gpt-5.5", true), Some(1_050_000));
+        assert_eq!(s.window_for("some-model", true), Some(1_000_000));
+        s.models.insert("claude-sonnet-4-5".into(), 300_000);
+        assert_eq!(s.window_for("claude-sonnet-4-5", true), Some(300_000));
     }
 
     #[test]
@@ -173,9 +236,13 @@ mod tests {
         )
         .unwrap();
         let s = Settings::from_table(&table, "p.toml").map_err(|e| e.to_string());
-        let s = s
-            .as_ref()
-            .map(|s| (s.openai_upstream.as_str(), s.on_error, s.window_for("x1")));
+        let s = s.as_ref().map(|s| {
+            (
+                s.openai_upstream.as_str(),
+                s.on_error,
+                s.window_for("x1", false),
+            )
+        });
         assert_eq!(s, Ok(("http://127.0.0.1:9/v1", OnError::Fail, Some(8000))));
 
         let table: toml::Table = toml::from_str("upstream = 1").unwrap();

@@ -198,6 +198,16 @@ pub(crate) fn forward_headers(headers: &HeaderMap, compressed: bool) -> HeaderMa
 /// Anthropic's header naming the beta features a request uses.
 const ANTHROPIC_BETA: HeaderName = HeaderName::from_static("anthropic-beta");
 
+/// Whether `headers`' `anthropic-beta` names a beta starting with `prefix`.
+pub(crate) fn names_beta(headers: &HeaderMap, prefix: &str) -> bool {
+    headers
+        .get_all(&ANTHROPIC_BETA)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|b| b.trim().starts_with(prefix))
+}
+
 /// Names each of `betas` in `headers`' `anthropic-beta` (a comma-separated list), where the
 /// client did not: the client's values first, in one line. A value that is not text is left
 /// as it is, beside a line of ours.

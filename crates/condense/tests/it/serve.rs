@@ -278,6 +278,45 @@ fn a_body_given_context_management_goes_with_its_beta_named() {
     );
 }
 
+/// A client that asks Anthropic for the long context window (`context-1m-...` in
+/// `anthropic-beta`, as Claude Code does for a `[1m]` model) has it: a body over its model's
+/// 200k window goes upstream as it came, where without the beta it is cut to that window.
+#[test]
+fn the_long_context_beta_gives_the_request_its_window() {
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("cut.toml");
+    std::fs::write(
+        &pipeline,
+        "[[stage]]\nname = \"truncate-oldest\"\nplugin = \"truncate-oldest\"\n",
+    )
+    .unwrap();
+    let serve = Serve::start(&up.url, &["--pipeline", pipeline.to_str().unwrap()]);
+    // About 190k tokens of claude-sonnet-4-5 (a 200k window).
+    let body = serde_json::to_vec(&agent_request(30, 320, false)).unwrap();
+    let sent = |session: &str, beta: Option<&str>| {
+        let mut headers = ANTHROPIC_HEADERS.to_vec();
+        headers.push(("x-condense-session", session));
+        headers.extend(beta.map(|b| ("anthropic-beta", b)));
+        let a = post(&serve.url, "/v1/messages", &headers, &body);
+        assert_eq!(a.status, 200, "{}", serve.log());
+        up.requests().pop().unwrap()
+    };
+    let wide = sent(
+        "long-1",
+        Some("prompt-caching-2024-07-31,context-1m-2025-08-07"),
+    );
+    assert_eq!(wide.body.as_bytes(), &body[..], "{}", serve.log());
+    let narrow = sent("long-2", None);
+    assert!(
+        narrow.body.len() < body.len() * 9 / 10,
+        "{} -> {}: {}",
+        body.len(),
+        narrow.body.len(),
+        serve.log()
+    );
+}
+
 #[test]
 fn prompt_too_long_escalates_and_retries_once_per_level() {
     let up = too_long_once();
