@@ -80,20 +80,27 @@ impl Api {
         }
     }
 
-    /// Whether an upstream error body says the prompt does not fit the window.
+    /// Whether an upstream error body says the prompt does not fit the window (or not beside
+    /// the output the request asks for).
     pub fn is_prompt_too_long(self, body: &[u8]) -> bool {
         let needle: &[u8] = match self {
             Api::Anthropic => b"prompt is too long",
             Api::OpenAiChat | Api::Responses => b"context_length_exceeded",
         };
-        body.windows(needle.len()).any(|w| w == needle)
+        // Anthropic's other way of saying it: the prompt fits, but not with the request's
+        // `max_tokens` beside it.
+        let beside: &[u8] = b"exceed context limit";
+        let holds = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+        holds(needle) || (self == Api::Anthropic && holds(beside))
     }
 }
 
-/// The user's pipeline, loaded once per context window the requests' models need.
+/// The user's pipeline, loaded once per context window the requests' models need (and per
+/// output limit past the pipeline's reserve, [`Pipelines::for_request`]).
 pub struct Pipelines {
     base: Pipeline,
-    loaded: Mutex<HashMap<usize, Arc<LoadedPipeline>>>,
+    /// By window and the tokens counted as fixed for the request's output limit.
+    loaded: Mutex<HashMap<(usize, usize), Arc<LoadedPipeline>>>,
 }
 
 impl Pipelines {
@@ -105,40 +112,110 @@ impl Pipelines {
             loaded: Mutex::new(HashMap::new()),
         };
         pipelines
-            .for_window(Some(window))
+            .for_request(Some(window), None)
             .map_err(ServeError::Pipeline)?;
         Ok(pipelines)
     }
 
-    /// The pipeline for a model's window (`None`: the pipeline's own). A window too small for
-    /// the pipeline's output size gets a quarter of it as output size.
-    pub fn for_window(&self, window: Option<usize>) -> Result<Arc<LoadedPipeline>, String> {
+    /// The pipeline for a request: its model's window (`None`: the pipeline's own; a window
+    /// too small for the pipeline's output size gets a quarter of it as output size) and the
+    /// most it lets the model write (`max_tokens` and its kin, when it says). The APIs refuse
+    /// a request whose prompt and output limit together pass the window (Anthropic: "input
+    /// length and `max_tokens` exceed context limit"), so the stages leave a larger limit than
+    /// the pipeline's free: it is the budget's `max_output_tokens`, and what it asks beyond
+    /// the output reserve counts as fixed tokens.
+    pub fn for_request(
+        &self,
+        window: Option<usize>,
+        max_output: Option<usize>,
+    ) -> Result<Arc<LoadedPipeline>, String> {
         let window = window.unwrap_or(self.base.budget.context_window);
+        let mut budget = self.base.budget.clone();
+        budget.context_window = window;
+        if budget.validate().is_err() {
+            budget.max_output_tokens = budget.max_output_tokens.min(window / 4);
+        }
+        budget
+            .validate()
+            .map_err(|e| format!("a {window}-token window: {e}"))?;
+        let beyond = max_output.map_or(0, |m| m.saturating_sub(budget.reserve()));
+        let mut with_room = budget.clone();
+        with_room.fixed_tokens = with_room.fixed_tokens.saturating_add(beyond);
+        if let Some(m) = max_output {
+            with_room.max_output_tokens = with_room.max_output_tokens.max(m);
+        }
+        // A limit the window cannot leave free is the upstream's to refuse, as without the
+        // proxy.
+        let (budget, beyond) = match with_room.validate() {
+            Ok(()) => (with_room, beyond),
+            Err(_) => (budget, 0),
+        };
         // Loading is only ever an insert; a panic elsewhere cannot leave the map half-done.
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = loaded.get(&window) {
+        if let Some(p) = loaded.get(&(window, beyond)) {
             return Ok(Arc::clone(p));
         }
         let mut pipeline = self.base.clone();
-        pipeline.budget.context_window = window;
-        if pipeline.budget.validate().is_err() {
-            pipeline.budget.max_output_tokens = pipeline.budget.max_output_tokens.min(window / 4);
-        }
-        pipeline
-            .budget
-            .validate()
-            .map_err(|e| format!("a {window}-token window: {e}"))?;
+        pipeline.budget = budget;
         let p = Arc::new(
             LoadedPipeline::load(pipeline)
                 .map_err(|e| e.to_string())?
                 .keeping_points(),
         );
-        loaded.insert(window, Arc::clone(&p));
+        loaded.insert((window, beyond), Arc::clone(&p));
         Ok(p)
     }
 
     /// The pipeline file's `[serve]` table.
     pub fn serve_table(&self) -> (&toml::Table, &str) {
         (&self.base.serve, &self.base.source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both of Anthropic's ways of saying a request does not fit send it back through the
+    /// recovery chain; OpenAI's is its error code.
+    #[test]
+    fn prompt_too_long_in_each_apis_words() {
+        let anthropic = [
+            &br#"{"type":"error","error":{"message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#[..],
+            br#"{"type":"error","error":{"message":"input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again"}}"#,
+        ];
+        for body in anthropic {
+            assert!(Api::Anthropic.is_prompt_too_long(body));
+            assert!(!Api::OpenAiChat.is_prompt_too_long(body));
+        }
+        let openai = br#"{"error":{"code":"context_length_exceeded"}}"#;
+        assert!(Api::OpenAiChat.is_prompt_too_long(openai));
+        assert!(Api::Responses.is_prompt_too_long(openai));
+        assert!(!Api::Anthropic.is_prompt_too_long(br#"{"error":{"message":"overloaded"}}"#));
+    }
+
+    /// An output limit past the pipeline's reserve is left free as fixed tokens; one within
+    /// it, or none, changes nothing; one the window cannot leave free is the upstream's to
+    /// refuse.
+    #[test]
+    fn the_requests_output_limit_is_left_free() {
+        let pipelines = Pipelines::new(Pipeline::parse("", "p.toml", None).unwrap()).unwrap();
+        let fixed = |window, max_output| {
+            let p = pipelines.for_request(window, max_output).unwrap();
+            let b = &p.pipeline.budget;
+            (b.fixed_tokens, b.reserve(), b.max_output_tokens)
+        };
+        assert_eq!(fixed(Some(200_000), None), (0, 20_000, 32_000));
+        assert_eq!(fixed(Some(200_000), Some(16_000)), (0, 20_000, 32_000));
+        assert_eq!(fixed(Some(200_000), Some(64_000)), (44_000, 20_000, 64_000));
+        assert_eq!(
+            fixed(Some(1_000_000), Some(128_000)),
+            (108_000, 20_000, 128_000)
+        );
+        assert_eq!(fixed(Some(200_000), Some(500_000)), (0, 20_000, 32_000));
+        // Loaded once per window and room.
+        let a = pipelines.for_request(Some(200_000), Some(64_000)).unwrap();
+        let b = pipelines.for_request(Some(200_000), Some(64_000)).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
     }
 }

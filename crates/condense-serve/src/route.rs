@@ -450,7 +450,7 @@ impl Proxy {
                 .and_then(|m| this.settings.window_for(m, long_context));
             let pipeline = this
                 .pipelines
-                .for_window(window)
+                .for_request(window, head.max_output())
                 .map_err(|e| (Some(session.clone()), e))?;
             let turn: SessionTurn = Arc::new(runtime.block_on(this.turn_of(&session, place)));
             let mut memo = this.writes.take(&session);

@@ -36,6 +36,28 @@ pub struct Head {
     pub stream: Option<bool>,
     #[serde(default)]
     pub metadata: Option<Metadata>,
+    /// The output limit, by its name in each API (Anthropic and older OpenAI Chat;
+    /// OpenAI Chat; Responses): kept as sent, read by [`Head::max_output`].
+    #[serde(default)]
+    max_tokens: Option<serde_json::Value>,
+    #[serde(default)]
+    max_completion_tokens: Option<serde_json::Value>,
+    #[serde(default)]
+    max_output_tokens: Option<serde_json::Value>,
+}
+
+impl Head {
+    /// The most the request lets the model write, when it says (a whole number).
+    pub fn max_output(&self) -> Option<usize> {
+        [
+            &self.max_output_tokens,
+            &self.max_completion_tokens,
+            &self.max_tokens,
+        ]
+        .into_iter()
+        .find_map(|v| v.as_ref()?.as_u64())
+        .and_then(|n| usize::try_from(n).ok())
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -236,6 +258,27 @@ fn model_bytes(part: &impl Serialize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The output limit by each API's name for it; a value that is not a whole number is
+    /// none, and leaves the rest of the head as read.
+    #[test]
+    fn a_heads_output_limit_by_each_apis_name() {
+        let head = |extra: &str| -> Head {
+            serde_json::from_str(&format!(r#"{{"model":"m"{extra}}}"#)).unwrap()
+        };
+        assert_eq!(head(r#","max_tokens":64000"#).max_output(), Some(64_000));
+        assert_eq!(
+            head(r#","max_completion_tokens":900"#).max_output(),
+            Some(900)
+        );
+        assert_eq!(
+            head(r#","max_output_tokens":128000"#).max_output(),
+            Some(128_000)
+        );
+        assert_eq!(head("").max_output(), None);
+        let odd = head(r#","max_tokens":"many""#);
+        assert_eq!((odd.max_output(), odd.model.as_deref()), (None, Some("m")));
+    }
 
     fn head(json: &str) -> Head {
         serde_json::from_str(json).unwrap()

@@ -317,6 +317,43 @@ fn the_long_context_beta_gives_the_request_its_window() {
     );
 }
 
+/// The APIs refuse a prompt that fits the window but not beside the request's output limit
+/// (`max_tokens`): what that limit asks beyond the pipeline's reserve is left free too.
+#[test]
+fn the_requests_max_tokens_is_left_free() {
+    let up = Upstream::start(|_, _| Reply::Json(200, anthropic_answer("ok")));
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("cut.toml");
+    std::fs::write(
+        &pipeline,
+        "[[stage]]\nname = \"truncate-oldest\"\nplugin = \"truncate-oldest\"\n",
+    )
+    .unwrap();
+    let serve = Serve::start(&up.url, &["--pipeline", pipeline.to_str().unwrap()]);
+    // About 150k tokens of claude-sonnet-4-5 (a 200k window, 20k kept for the output).
+    let mut request = agent_request(24, 320, false);
+    let sent = |session: &str, request: &serde_json::Value| {
+        let body = serde_json::to_vec(request).unwrap();
+        let mut headers = ANTHROPIC_HEADERS.to_vec();
+        headers.push(("x-condense-session", session));
+        let a = post(&serve.url, "/v1/messages", &headers, &body);
+        assert_eq!(a.status, 200, "{}", serve.log());
+        (body, up.requests().pop().unwrap())
+    };
+    let (body, small_limit) = sent("limit-1", &request);
+    assert_eq!(small_limit.body.as_bytes(), &body[..], "{}", serve.log());
+    request["max_tokens"] = 64_000.into();
+    let (body, large_limit) = sent("limit-2", &request);
+    assert!(
+        large_limit.body.len() < body.len() * 9 / 10,
+        "{} -> {}: {}",
+        body.len(),
+        large_limit.body.len(),
+        serve.log()
+    );
+    assert_eq!(large_limit.json()["max_tokens"], 64_000);
+}
+
 #[test]
 fn prompt_too_long_escalates_and_retries_once_per_level() {
     let up = too_long_once();
