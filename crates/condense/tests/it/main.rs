@@ -28,6 +28,7 @@ mod review_flow;
 mod roundtrip;
 mod scaffold;
 mod serve;
+mod serve_api_rules;
 mod serve_fake;
 mod serve_sdk;
 mod serve_wire;
