@@ -448,9 +448,16 @@ impl Proxy {
                 .model
                 .as_deref()
                 .and_then(|m| this.settings.window_for(m, long_context));
+            // The output the request leaves room for: its own limit, or what its model's
+            // window keeps whatever the request says, the larger.
+            let output = head.max_output().max(
+                head.model
+                    .as_deref()
+                    .and_then(|m| this.settings.output_kept_for(m)),
+            );
             let pipeline = this
                 .pipelines
-                .for_request(window, head.max_output())
+                .for_request(window, output)
                 .map_err(|e| (Some(session.clone()), e))?;
             let turn: SessionTurn = Arc::new(runtime.block_on(this.turn_of(&session, place)));
             let mut memo = this.writes.take(&session);

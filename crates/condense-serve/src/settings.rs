@@ -124,7 +124,30 @@ impl Settings {
             }
         })
     }
+
+    /// The output `model`'s window keeps for the answer whatever the request asks for
+    /// ([`KNOWN_OUTPUTS`], by the longest matching prefix): none for a model `[serve.models]`
+    /// names, whose window stands as the user gave it.
+    pub fn output_kept_for(&self, model: &str) -> Option<usize> {
+        if self
+            .models
+            .keys()
+            .any(|prefix| model.starts_with(prefix.as_str()))
+        {
+            return None;
+        }
+        KNOWN_OUTPUTS
+            .iter()
+            .filter(|(prefix, _)| model.starts_with(prefix))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, output)| *output)
+    }
 }
+
+/// The output some models' windows keep for the answer whatever the request says, by name
+/// prefix: OpenAI's GPT-5 family takes a prompt of at most its window less its 128,000 output
+/// tokens ("Input tokens exceed the configured limit of 272000 tokens" at 400,000).
+pub const KNOWN_OUTPUTS: &[(&str, usize)] = &[("gpt-5", 128_000)];
 
 /// An upstream base URL: `http://` or `https://`, a host, an optional path prefix; kept
 /// without its trailing slash (the request's path is appended).
@@ -214,6 +237,20 @@ mod tests {
         }
         assert_eq!(s.window_for("gpt-5.4", false), Some(1_050_000));
         assert_eq!(s.window_for("gpt-5.5-2026-04-23", false), Some(1_050_000));
+    }
+
+    /// The GPT-5 family keeps 128,000 of its window for the answer; a model `[serve.models]`
+    /// names keeps what its window says.
+    #[test]
+    fn some_models_keep_their_output_whatever_the_request_says() {
+        let mut s = Settings::default();
+        assert_eq!(s.output_kept_for("gpt-5"), Some(128_000));
+        assert_eq!(s.output_kept_for("gpt-5.5-2026-04-23"), Some(128_000));
+        assert_eq!(s.output_kept_for("gpt-4o"), None);
+        assert_eq!(s.output_kept_for("claude-sonnet-5"), None);
+        s.models.insert("gpt-5.2".into(), 272_000);
+        assert_eq!(s.output_kept_for("gpt-5.2-codex"), None);
+        assert_eq!(s.output_kept_for("gpt-5.4"), Some(128_000));
     }
 
     /// A request that asks for the long context window has it, over the table, not over what
