@@ -26,7 +26,8 @@ pub struct Compressed {
     /// See [`crate::backend::Turn::prefix`].
     pub prefix: Vec<u64>,
     /// The beta features `body` uses that its API wants named in a header, or the request is
-    /// refused ([`betas_of`]; sent with [`crate::wire::with_betas`]).
+    /// refused: Anthropic's `context_management` ([`CONTEXT_MANAGEMENT_BETA`]), named in
+    /// `anthropic-beta` when the body is sent.
     pub betas: Vec<&'static str>,
 }
 
