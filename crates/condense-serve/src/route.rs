@@ -284,10 +284,13 @@ impl Proxy {
                 k.wait(&self, &session).await;
             }
             let saved = done.tokens_before.saturating_sub(done.tokens_after);
+            let budget = &pipeline.pipeline.budget;
             let line = |status: u16, note: &str, condense_ms: f64, retries: usize| {
                 format!(
-                    "{method} {path} session={session} model={} tokens {} -> {} stages={} retries={retries}{note} -> {status} (condense {condense_ms:.1} ms, total {:.1} ms{})",
+                    "{method} {path} session={session} model={} window={} output={} tokens {} -> {} stages={} retries={retries}{note} -> {status} (condense {condense_ms:.1} ms, total {:.1} ms{})",
                     model.as_deref().unwrap_or("?"),
+                    thousands(budget.context_window),
+                    thousands(budget.max_output_tokens),
                     thousands(done.tokens_before),
                     thousands(done.tokens_after),
                     if done.acted.is_empty() { "-".to_string() } else { done.acted.join(",") },

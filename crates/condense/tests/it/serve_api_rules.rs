@@ -88,6 +88,8 @@ fn the_long_context_beta_gives_the_request_its_window() {
     let beta = "prompt-caching-2024-07-31,context-1m-2025-08-07";
     let wide = sent(at, "long-1", Some(beta), &body);
     assert_eq!(wide.body.as_bytes(), &body[..], "{}", serve.log());
+    let log = serve.wait_log("session=long-1", 1);
+    assert!(log.contains("window=1,000,000 output=32,000"), "{log}");
     let narrow = sent(at, "long-2", None, &body);
     assert!(
         narrow.body.len() < body.len() * 9 / 10,
@@ -120,4 +122,6 @@ fn the_requests_max_tokens_is_left_free() {
         serve.log()
     );
     assert_eq!(large_limit.json()["max_tokens"], 64_000);
+    let log = serve.wait_log("session=limit-2", 1);
+    assert!(log.contains("window=200,000 output=64,000"), "{log}");
 }
