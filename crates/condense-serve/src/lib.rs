@@ -95,6 +95,10 @@ impl Api {
     }
 }
 
+/// The room a request's output limit asks beyond the pipeline's output reserve is counted in
+/// steps of this many tokens, rounded up ([`Pipelines::for_request`]).
+pub const ROOM_STEP: usize = 8_192;
+
 /// The user's pipeline, loaded once per context window the requests' models need (and per
 /// output limit past the pipeline's reserve, [`Pipelines::for_request`]).
 pub struct Pipelines {
@@ -122,8 +126,9 @@ impl Pipelines {
     /// most it lets the model write (`max_tokens` and its kin, when it says). The APIs refuse
     /// a request whose prompt and output limit together pass the window (Anthropic: "input
     /// length and `max_tokens` exceed context limit"), so the stages leave a larger limit than
-    /// the pipeline's free: it is the budget's `max_output_tokens`, and what it asks beyond
-    /// the output reserve counts as fixed tokens.
+    /// the pipeline's free: what it asks beyond the output reserve, rounded up to
+    /// [`ROOM_STEP`], counts as fixed tokens, and the reserve and that room are the budget's
+    /// `max_output_tokens` (when more than the pipeline's).
     pub fn for_request(
         &self,
         window: Option<usize>,
@@ -138,11 +143,17 @@ impl Pipelines {
         budget
             .validate()
             .map_err(|e| format!("a {window}-token window: {e}"))?;
-        let beyond = max_output.map_or(0, |m| m.saturating_sub(budget.reserve()));
+        // Rounded up to a step: a client that sizes its limit to each prompt would otherwise
+        // load a pipeline for every request (and never resume from the one before).
+        let beyond = max_output
+            .map_or(0, |m| m.saturating_sub(budget.reserve()))
+            .div_ceil(ROOM_STEP)
+            .saturating_mul(ROOM_STEP);
         let mut with_room = budget.clone();
         with_room.fixed_tokens = with_room.fixed_tokens.saturating_add(beyond);
-        if let Some(m) = max_output {
-            with_room.max_output_tokens = with_room.max_output_tokens.max(m);
+        if beyond > 0 {
+            with_room.max_output_tokens =
+                with_room.max_output_tokens.max(budget.reserve() + beyond);
         }
         // A limit the window cannot leave free is the upstream's to refuse, as without the
         // proxy.
@@ -207,15 +218,19 @@ mod tests {
         };
         assert_eq!(fixed(Some(200_000), None), (0, 20_000, 32_000));
         assert_eq!(fixed(Some(200_000), Some(16_000)), (0, 20_000, 32_000));
-        assert_eq!(fixed(Some(200_000), Some(64_000)), (44_000, 20_000, 64_000));
+        // 44,000 beyond the reserve, counted as 6 steps of 8,192.
+        assert_eq!(fixed(Some(200_000), Some(64_000)), (49_152, 20_000, 69_152));
+        assert_eq!(fixed(Some(200_000), Some(24_000)), (8_192, 20_000, 32_000));
         assert_eq!(
             fixed(Some(1_000_000), Some(128_000)),
-            (108_000, 20_000, 128_000)
+            (114_688, 20_000, 134_688)
         );
         assert_eq!(fixed(Some(200_000), Some(500_000)), (0, 20_000, 32_000));
-        // Loaded once per window and room.
+        // Loaded once per window and step: limits within one step share a pipeline.
         let a = pipelines.for_request(Some(200_000), Some(64_000)).unwrap();
-        let b = pipelines.for_request(Some(200_000), Some(64_000)).unwrap();
+        let b = pipelines.for_request(Some(200_000), Some(62_000)).unwrap();
+        let c = pipelines.for_request(Some(200_000), Some(70_000)).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
     }
 }
