@@ -146,8 +146,14 @@ impl Settings {
 
 /// The output some models' windows keep for the answer whatever the request says, by name
 /// prefix: OpenAI's GPT-5 family takes a prompt of at most its window less its 128,000 output
-/// tokens ("Input tokens exceed the configured limit of 272000 tokens" at 400,000).
-pub const KNOWN_OUTPUTS: &[(&str, usize)] = &[("gpt-5", 128_000)];
+/// tokens ("Input tokens exceed the configured limit of 272000 tokens" at 400,000); its chat
+/// variants, 16,384 of 128,000.
+pub const KNOWN_OUTPUTS: &[(&str, usize)] = &[
+    ("gpt-5", 128_000),
+    ("gpt-5-chat", 16_384),
+    ("gpt-5.1-chat", 16_384),
+    ("gpt-5.2-chat", 16_384),
+];
 
 /// An upstream base URL: `http://` or `https://`, a host, an optional path prefix; kept
 /// without its trailing slash (the request's path is appended).
@@ -184,6 +190,9 @@ pub const KNOWN_MODELS: &[(&str, usize)] = &[
     ("claude-fable-", 1_000_000),
     ("gpt-5.4", 1_050_000),
     ("gpt-5.5", 1_050_000),
+    ("gpt-5-chat", 128_000),
+    ("gpt-5.1-chat", 128_000),
+    ("gpt-5.2-chat", 128_000),
     ("gpt-5", 400_000),
     ("gpt-4.1", 1_047_576),
     ("gpt-4o", 128_000),
@@ -247,6 +256,9 @@ mod tests {
         assert_eq!(s.output_kept_for("gpt-5"), Some(128_000));
         assert_eq!(s.output_kept_for("gpt-5.5-2026-04-23"), Some(128_000));
         assert_eq!(s.output_kept_for("gpt-4o"), None);
+        // The chat variants: 128k windows, 16k outputs.
+        assert_eq!(s.window_for("gpt-5.2-chat-latest", false), Some(128_000));
+        assert_eq!(s.output_kept_for("gpt-5-chat-latest"), Some(16_384));
         assert_eq!(s.output_kept_for("claude-sonnet-5"), None);
         s.models.insert("gpt-5.2".into(), 272_000);
         assert_eq!(s.output_kept_for("gpt-5.2-codex"), None);
