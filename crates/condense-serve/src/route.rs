@@ -16,9 +16,7 @@ use crate::compress::{self, Compressed};
 use crate::encoding::{self, DecodeError};
 use crate::order::Place;
 use crate::proxy::{BoxError, Proxy, ProxyBody};
-use crate::session::{
-    head_of, named_session, quick_session, session_of, Head, Looked, SESSION_HEADER,
-};
+use crate::session::{head_of, named_session, quick_session, session_of, Head, Looked};
 use crate::settings::{OnError, LONG_CONTEXT_BETA};
 use crate::wire::{build, error_answer, forward_headers, full, ms, set_saved, stream_back};
 use crate::Api;
@@ -124,11 +122,7 @@ impl Proxy {
         let headers = forward_headers(&parts.headers, true);
         // A client that asks Anthropic for the long context window (`context-1m-...`) has it.
         let long_context = crate::wire::names_beta(&parts.headers, LONG_CONTEXT_BETA);
-        let header_session = parts
-            .headers
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+        let header_session = crate::session::header_session(&parts.headers);
         let codings = match parts.headers.get(header::CONTENT_ENCODING) {
             Some(v) => encoding::codings(&String::from_utf8_lossy(v.as_bytes())),
             None => Vec::new(),

@@ -27,6 +27,25 @@ use xxhash_rust::xxh3::xxh3_64;
 /// The header a client sets to name its session.
 pub const SESSION_HEADER: &str = "x-condense-session";
 
+/// The header Claude Code (2.1.86 on) names its session with, beside `metadata.user_id`.
+pub const CLAUDE_CODE_SESSION_HEADER: &str = "x-claude-code-session-id";
+
+/// The session a request's headers name: [`SESSION_HEADER`] as it is, else Claude Code's
+/// [`CLAUDE_CODE_SESSION_HEADER`] as the session its `metadata.user_id` gives (`cc-<id>`), so
+/// that a session is the same whichever the client sends.
+pub fn header_session(headers: &http::HeaderMap) -> Option<String> {
+    let value = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    value(SESSION_HEADER)
+        .map(str::to_string)
+        .or_else(|| value(CLAUDE_CODE_SESSION_HEADER).map(|id| format!("cc-{id}")))
+}
+
 /// The top-level fields the proxy reads itself (the rest of the body is skipped, not kept).
 #[derive(Debug, Default, Deserialize)]
 pub struct Head {
@@ -258,6 +277,24 @@ fn model_bytes(part: &impl Serialize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The proxy's own header first, as it is; else Claude Code's, as its body's session.
+    #[test]
+    fn a_session_named_by_header() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = http::HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, http::HeaderValue::from_static(v));
+            }
+            h
+        };
+        let cc = ("x-claude-code-session-id", "5f3e");
+        assert_eq!(header_session(&headers(&[cc])).as_deref(), Some("cc-5f3e"));
+        let both = [cc, ("x-condense-session", "mine")];
+        assert_eq!(header_session(&headers(&both)).as_deref(), Some("mine"));
+        let blank = [("x-claude-code-session-id", " ")];
+        assert_eq!(header_session(&headers(&blank)), None);
+    }
 
     /// The output limit by each API's name for it; a value that is not a whole number is
     /// none, and leaves the rest of the head as read.

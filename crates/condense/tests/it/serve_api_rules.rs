@@ -1,7 +1,7 @@
-//! `condense serve` and the APIs' own rules on what a request may hold, which the proxy keeps
-//! when it changes a body: a field taken only as a beta goes with its beta named; a model's
-//! window, long by default or by beta, is the one the stages fit; the request's output limit is
-//! left free beside the prompt.
+//! `condense serve` and the APIs' and clients' own ways, which the proxy keeps when it changes a
+//! body: a field taken only as a beta goes with its beta named; a model's window, long by
+//! default or by beta, is the one the stages fit; the request's output limit is left free
+//! beside the prompt; a session Claude Code names by header is the one its body names.
 
 use crate::serve::{agent_request, ANTHROPIC_HEADERS};
 use crate::serve_fake::*;
@@ -125,4 +125,28 @@ fn the_requests_max_tokens_is_left_free() {
     let log = serve.wait_log("session=limit-2", 1);
     // 44,000 past the reserve, rounded up to steps of 8,192.
     assert!(log.contains("window=200,000 output=69,152"), "{log}");
+}
+
+/// Claude Code names its session in `metadata.user_id` (a JSON string from 2.1.78 on) and, from
+/// 2.1.86 on, in `x-claude-code-session-id` too: either way it is one session, and the header
+/// goes upstream as the client sent it.
+#[test]
+fn claude_codes_session_header_names_the_session_its_body_does() {
+    let (up, serve, _dir) = serving(TRUNCATE_OLDEST);
+    let mut request = agent_request(1, 2, false);
+    request["metadata"]["user_id"] =
+        r#"{"device_id":"d1","account_uuid":"","session_id":"5f3e-json"}"#.into();
+    let body = serde_json::to_vec(&request).unwrap();
+    let by_body = post(&serve.url, "/v1/messages", ANTHROPIC_HEADERS, &body);
+    assert_eq!(by_body.status, 200);
+    request.as_object_mut().unwrap().remove("metadata");
+    let body = serde_json::to_vec(&request).unwrap();
+    let mut headers = ANTHROPIC_HEADERS.to_vec();
+    headers.push(("x-claude-code-session-id", "5f3e-json"));
+    let by_header = post(&serve.url, "/v1/messages", &headers, &body);
+    assert_eq!(by_header.status, 200);
+    let log = serve.wait_log("session=cc-5f3e-json ", 2);
+    assert_eq!(log.matches("session=cc-5f3e-json ").count(), 2, "{log}");
+    let sent = up.requests().pop().unwrap();
+    assert_eq!(sent.header("x-claude-code-session-id"), Some("5f3e-json"));
 }
