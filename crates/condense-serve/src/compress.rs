@@ -441,4 +441,22 @@ mod tests {
         let (c, f) = conv("", Format::Anthropic);
         assert!(betas_of(f, &c).is_empty());
     }
+
+    /// Each API's output limit reaches the head the proxy reads, from the body as read.
+    #[test]
+    fn each_apis_output_limit_is_read_from_its_body() {
+        let limit = |body: &str, api| {
+            let mut doc = read(body.as_bytes(), api).unwrap();
+            let conv = std::mem::take(&mut doc.conversations_mut()[0]);
+            crate::session::head_of(&conv).max_output()
+        };
+        let anthropic =
+            r#"{"model":"m","max_tokens":64000,"messages":[{"role":"user","content":"hi"}]}"#;
+        assert_eq!(limit(anthropic, Api::Anthropic), Some(64_000));
+        let chat = r#"{"model":"m","max_completion_tokens":9000,"messages":[{"role":"user","content":"hi"}]}"#;
+        assert_eq!(limit(chat, Api::OpenAiChat), Some(9_000));
+        let responses =
+            r#"{"model":"m","max_output_tokens":128000,"input":[{"role":"user","content":"hi"}]}"#;
+        assert_eq!(limit(responses, Api::Responses), Some(128_000));
+    }
 }
