@@ -25,7 +25,7 @@
 use super::blocks;
 use super::marks::{self, Print};
 use super::{InputHash, Point};
-use condense_model::{duplicate, Block, Message};
+use condense_model::{duplicate, Message};
 use condense_store::Store;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -142,14 +142,6 @@ pub(super) fn edits_of(
     Some((edited, entries))
 }
 
-/// The tool results at the top of `m`.
-fn results(m: &Message) -> impl Iterator<Item = &condense_model::ToolResult> {
-    m.content.blocks.iter().filter_map(|b| match b {
-        Block::ToolResult(r) => Some(r),
-        _ => None,
-    })
-}
-
 /// The input messages (by origin) of the output messages a stage turned into a duplicate
 /// marker ([`condense_model::duplicate`]) pointing at a tool result of an `edited` message of
 /// `input`: snip kept that copy in their place, and it is not what it was (a masked
@@ -165,7 +157,7 @@ pub(super) fn pointing_at_edited(
     let ids: HashSet<&str> = edited
         .iter()
         .filter_map(|&i| input.get(i))
-        .flat_map(|m| results(m).map(|r| r.tool_use_id.as_str()))
+        .flat_map(|m| m.tool_results().map(|r| r.tool_use_id.as_str()))
         .collect();
     let mut leaning = Vec::new();
     if ids.is_empty() {
@@ -173,7 +165,7 @@ pub(super) fn pointing_at_edited(
     }
     let stored_at = layout.iter().enumerate().filter(|(_, &from)| from == -1);
     for ((at, _), (_, m)) in stored_at.zip(stored) {
-        let points = results(m).any(|r| {
+        let points = m.tool_results().any(|r| {
             duplicate::pointed_to(&r.content.text()).is_some_and(|(_, id)| ids.contains(id))
         });
         if points {

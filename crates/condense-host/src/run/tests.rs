@@ -331,27 +331,35 @@ fn stages_in_a_row_that_change_nothing_read_one_mirror() {
 }
 
 /// A replacement the guards refuse is undone: the next stage sees the conversation as it was.
-/// One that renames its message breaks the contract and is the stage's error, by name.
+/// Refused: one that grows its message, and one that leaves a result answering no call (a
+/// change of shape, checked against the conversation as it was before it). One that renames its
+/// message breaks the contract and is the stage's error, by name.
 #[test]
 fn a_refused_replacement_is_undone_and_a_renaming_one_is_an_error() {
     let (_dir, store) = store();
-    let result = pipeline(&[
-        ("bigger", "replace-grow", "skip"),
-        ("cut", "shrink", "fail"),
-    ])
-    .run(conversation(), &store, "s", &options())
-    .unwrap();
-    assert_eq!(result.stages[0].status, "skipped");
-    let why = result.stages[0].error.as_deref().unwrap_or_default();
-    assert!(why.starts_with("made the conversation bigger ("), "{why}");
     let (_other, alone) = self::store();
     let shrunk = pipeline(&[("cut", "shrink", "fail")])
         .run(conversation(), &alone, "s", &options())
         .unwrap();
-    assert_eq!(result.conversation, shrunk.conversation);
+    let refused = [
+        ("replace-grow", "made the conversation bigger ("),
+        (
+            "replace-unanswer",
+            "broke an invariant: orphaned tool_result for `nowhere`",
+        ),
+    ];
+    for (i, (mode, why)) in refused.into_iter().enumerate() {
+        let result = pipeline(&[("refused", mode, "skip"), ("cut", "shrink", "fail")])
+            .run(conversation(), &store, &format!("s{i}"), &options())
+            .unwrap();
+        assert_eq!(result.stages[0].status, "skipped", "{mode}");
+        let error = result.stages[0].error.as_deref().unwrap_or_default();
+        assert!(error.starts_with(why), "{mode}: {error}");
+        assert_eq!(result.conversation, shrunk.conversation, "{mode}");
+    }
 
     let err = pipeline(&[("namer", "replace-renamed", "fail")])
-        .run(conversation(), &store, "s2", &options())
+        .run(conversation(), &store, "renamed", &options())
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -379,30 +387,6 @@ fn a_change_that_keeps_every_shape_makes_no_pass_over_the_conversation() {
         .unwrap();
     assert_eq!(crate::guard::passes() - passes, 2);
     assert_eq!(whole.conversation, replaced.conversation);
-}
-
-/// A replacement that changes a message's shape is checked against the conversation as it was
-/// before it: one that leaves a result answering no call is refused and undone.
-#[test]
-fn a_replacement_that_breaks_an_invariant_is_refused() {
-    let (_dir, store) = store();
-    let result = pipeline(&[
-        ("unanswer", "replace-unanswer", "skip"),
-        ("cut", "replace", "fail"),
-    ])
-    .run(conversation(), &store, "s", &options())
-    .unwrap();
-    assert_eq!(result.stages[0].status, "skipped");
-    let why = result.stages[0].error.as_deref().unwrap_or_default();
-    assert!(
-        why.starts_with("broke an invariant: orphaned tool_result for `nowhere`"),
-        "{why}"
-    );
-    let (_other, alone) = self::store();
-    let cut = pipeline(&[("cut", "replace", "fail")])
-        .run(conversation(), &alone, "s", &options())
-        .unwrap();
-    assert_eq!(result.conversation, cut.conversation);
 }
 
 #[test]
