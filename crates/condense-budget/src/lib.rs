@@ -8,6 +8,8 @@
 //! - [`BudgetConfig`] / [`Budget`] / [`Level`]: how much of the window is used, the level
 //!   (normal, elevated, warning, critical) and the autocompact threshold, with the seeds'
 //!   defaults (the `[model]` table of a pipeline file).
+//! - [`BudgetConfig::leaving_output`]: the budget of a request whose output limit asks for more
+//!   than the reserve (the APIs refuse a prompt that does not fit beside it).
 //! - [`image`]: an image's token estimate from the dimensions in its first bytes.
 //! - [`MESSAGE_OVERHEAD_TOKENS`]: what every message adds for its role and separators.
 //! - [`fraction_of`]: a fraction of a window, rounded the way thresholds need.
@@ -26,8 +28,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod image;
+mod output_limit;
 mod window;
 
+pub use output_limit::OUTPUT_ROOM_STEP;
 pub use window::{Budget, BudgetConfig, BudgetConfigError, Level};
 
 /// Tokens added to every message (and to a system prompt) for its role and the separators

@@ -83,27 +83,22 @@ impl Api {
     /// Whether an upstream error body says the prompt does not fit the window (or not beside
     /// the output the request asks for).
     pub fn is_prompt_too_long(self, body: &[u8]) -> bool {
-        let needle: &[u8] = match self {
-            Api::Anthropic => b"prompt is too long",
-            Api::OpenAiChat | Api::Responses => b"context_length_exceeded",
+        let needles: &[&[u8]] = match self {
+            // The second: the prompt fits, but not with the request's `max_tokens` beside it.
+            Api::Anthropic => &[b"prompt is too long", b"exceed context limit"],
+            Api::OpenAiChat | Api::Responses => &[b"context_length_exceeded"],
         };
-        // Anthropic's other way of saying it: the prompt fits, but not with the request's
-        // `max_tokens` beside it.
-        let beside: &[u8] = b"exceed context limit";
-        let holds = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
-        holds(needle) || (self == Api::Anthropic && holds(beside))
+        needles
+            .iter()
+            .any(|needle| body.windows(needle.len()).any(|w| w == *needle))
     }
 }
 
-/// The room a request's output limit asks beyond the pipeline's output reserve is counted in
-/// steps of this many tokens, rounded up ([`Pipelines::for_request`]).
-pub const ROOM_STEP: usize = 8_192;
-
 /// The user's pipeline, loaded once per context window the requests' models need (and per
-/// output limit past the pipeline's reserve, [`Pipelines::for_request`]).
+/// room an output limit asks past the pipeline's reserve, [`Pipelines::for_request`]).
 pub struct Pipelines {
     base: Pipeline,
-    /// By window and the tokens counted as fixed for the request's output limit.
+    /// By window and the room left for the request's output limit.
     loaded: Mutex<HashMap<(usize, usize), Arc<LoadedPipeline>>>,
 }
 
@@ -123,12 +118,9 @@ impl Pipelines {
 
     /// The pipeline for a request: its model's window (`None`: the pipeline's own; a window
     /// too small for the pipeline's output size gets a quarter of it as output size) and the
-    /// most it lets the model write (`max_tokens` and its kin, when it says). The APIs refuse
-    /// a request whose prompt and output limit together pass the window (Anthropic: "input
-    /// length and `max_tokens` exceed context limit"), so the stages leave a larger limit than
-    /// the pipeline's free: what it asks beyond the output reserve, rounded up to
-    /// [`ROOM_STEP`], counts as fixed tokens, and the reserve and that room are the budget's
-    /// `max_output_tokens` (when more than the pipeline's).
+    /// most it lets the model write (`max_tokens` and its kin, when it says), left free beside
+    /// the prompt (the budget's `leaving_output`, condense-budget). Loaded once per window
+    /// and room.
     pub fn for_request(
         &self,
         window: Option<usize>,
@@ -143,27 +135,13 @@ impl Pipelines {
         budget
             .validate()
             .map_err(|e| format!("a {window}-token window: {e}"))?;
-        // Rounded up to a step: a client that sizes its limit to each prompt would otherwise
-        // load a pipeline for every request (and never resume from the one before).
-        let beyond = max_output
-            .map_or(0, |m| m.saturating_sub(budget.reserve()))
-            .div_ceil(ROOM_STEP)
-            .saturating_mul(ROOM_STEP);
-        let mut with_room = budget.clone();
-        with_room.fixed_tokens = with_room.fixed_tokens.saturating_add(beyond);
-        if beyond > 0 {
-            with_room.max_output_tokens =
-                with_room.max_output_tokens.max(budget.reserve() + beyond);
-        }
-        // A limit the window cannot leave free is the upstream's to refuse, as without the
-        // proxy.
-        let (budget, beyond) = match with_room.validate() {
-            Ok(()) => (with_room, beyond),
-            Err(_) => (budget, 0),
+        let (budget, room) = match max_output {
+            Some(limit) => budget.leaving_output(limit),
+            None => (budget, 0),
         };
         // Loading is only ever an insert; a panic elsewhere cannot leave the map half-done.
         let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = loaded.get(&(window, beyond)) {
+        if let Some(p) = loaded.get(&(window, room)) {
             return Ok(Arc::clone(p));
         }
         let mut pipeline = self.base.clone();
@@ -173,7 +151,7 @@ impl Pipelines {
                 .map_err(|e| e.to_string())?
                 .keeping_points(),
         );
-        loaded.insert((window, beyond), Arc::clone(&p));
+        loaded.insert((window, room), Arc::clone(&p));
         Ok(p)
     }
 
@@ -205,27 +183,18 @@ mod tests {
         assert!(!Api::Anthropic.is_prompt_too_long(br#"{"error":{"message":"overloaded"}}"#));
     }
 
-    /// An output limit past the pipeline's reserve is left free as fixed tokens; one within
-    /// it, or none, changes nothing; one the window cannot leave free is the upstream's to
-    /// refuse.
+    /// A request's output limit reaches the pipeline's budget; limits within one step of room
+    /// share a pipeline, another step loads its own.
     #[test]
-    fn the_requests_output_limit_is_left_free() {
+    fn a_pipeline_per_window_and_output_room() {
         let pipelines = Pipelines::new(Pipeline::parse("", "p.toml", None).unwrap()).unwrap();
-        let fixed = |window, max_output| {
+        let budget = |window, max_output| {
             let p = pipelines.for_request(window, max_output).unwrap();
             let b = &p.pipeline.budget;
-            (b.fixed_tokens, b.reserve(), b.max_output_tokens)
+            (b.fixed_tokens, b.max_output_tokens)
         };
-        assert_eq!(fixed(Some(200_000), None), (0, 20_000, 32_000));
-        assert_eq!(fixed(Some(200_000), Some(16_000)), (0, 20_000, 32_000));
-        // 44,000 beyond the reserve, counted as 6 steps of 8,192.
-        assert_eq!(fixed(Some(200_000), Some(64_000)), (49_152, 20_000, 69_152));
-        assert_eq!(fixed(Some(200_000), Some(24_000)), (8_192, 20_000, 32_000));
-        assert_eq!(
-            fixed(Some(1_000_000), Some(128_000)),
-            (114_688, 20_000, 134_688)
-        );
-        assert_eq!(fixed(Some(200_000), Some(500_000)), (0, 20_000, 32_000));
+        assert_eq!(budget(Some(200_000), None), (0, 32_000));
+        assert_eq!(budget(Some(200_000), Some(64_000)), (49_152, 69_152));
         // Loaded once per window and step: limits within one step share a pipeline.
         let a = pipelines.for_request(Some(200_000), Some(64_000)).unwrap();
         let b = pipelines.for_request(Some(200_000), Some(62_000)).unwrap();

@@ -441,17 +441,12 @@ impl Proxy {
                 (None, None, Some(looked)) => looked,
                 (_, header, _) => session_of(conv, &head, header.as_deref()),
             };
-            let window = head
-                .model
-                .as_deref()
-                .and_then(|m| this.settings.window_for(m, long_context));
+            let model = head.model.as_deref();
+            let window = model.and_then(|m| this.settings.window_for(m, long_context));
             // The output the request leaves room for: its own limit, or what its model's
             // window keeps whatever the request says, the larger.
-            let output = head.max_output().max(
-                head.model
-                    .as_deref()
-                    .and_then(|m| this.settings.output_kept_for(m)),
-            );
+            let kept = model.and_then(|m| this.settings.output_kept_for(m));
+            let output = head.max_output().max(kept);
             let pipeline = this
                 .pipelines
                 .for_request(window, output)

@@ -300,20 +300,12 @@ mod tests {
     /// none, and leaves the rest of the head as read.
     #[test]
     fn a_heads_output_limit_by_each_apis_name() {
-        let head = |extra: &str| -> Head {
-            serde_json::from_str(&format!(r#"{{"model":"m"{extra}}}"#)).unwrap()
-        };
-        assert_eq!(head(r#","max_tokens":64000"#).max_output(), Some(64_000));
-        assert_eq!(
-            head(r#","max_completion_tokens":900"#).max_output(),
-            Some(900)
-        );
-        assert_eq!(
-            head(r#","max_output_tokens":128000"#).max_output(),
-            Some(128_000)
-        );
-        assert_eq!(head("").max_output(), None);
-        let odd = head(r#","max_tokens":"many""#);
+        let limit = |json: &str| head(json).max_output();
+        assert_eq!(limit(r#"{"max_tokens":64000}"#), Some(64_000));
+        assert_eq!(limit(r#"{"max_completion_tokens":900}"#), Some(900));
+        assert_eq!(limit(r#"{"max_output_tokens":128000}"#), Some(128_000));
+        assert_eq!(limit(r#"{"model":"m"}"#), None);
+        let odd = head(r#"{"model":"m","max_tokens":"many"}"#);
         assert_eq!((odd.max_output(), odd.model.as_deref()), (None, Some("m")));
     }
 

@@ -108,40 +108,38 @@ impl Settings {
     /// context window (Anthropic's `context-1m-` beta); a model not in `[serve.models]` then
     /// has at least [`LONG_CONTEXT_WINDOW`], whatever the table says.
     pub fn window_for(&self, model: &str, long_context: bool) -> Option<usize> {
-        let longest = |pairs: &mut dyn Iterator<Item = (&str, usize)>| {
-            pairs
-                .filter(|(prefix, _)| model.starts_with(prefix))
-                .max_by_key(|(prefix, _)| prefix.len())
-                .map(|(_, w)| w)
-        };
-        longest(&mut self.models.iter().map(|(k, v)| (k.as_str(), *v))).or_else(|| {
-            let known = longest(&mut KNOWN_MODELS.iter().copied());
-            match (known, long_context) {
-                (known, true) => {
-                    Some(known.map_or(LONG_CONTEXT_WINDOW, |w| w.max(LONG_CONTEXT_WINDOW)))
-                }
-                (known, false) => known,
+        self.configured(model).or_else(|| {
+            let known = longest_prefix(KNOWN_MODELS.iter().copied(), model);
+            if long_context {
+                Some(known.map_or(LONG_CONTEXT_WINDOW, |w| w.max(LONG_CONTEXT_WINDOW)))
+            } else {
+                known
             }
         })
     }
 
     /// The output `model`'s window keeps for the answer whatever the request asks for
-    /// ([`KNOWN_OUTPUTS`], by the longest matching prefix): none for a model `[serve.models]`
-    /// names, whose window stands as the user gave it.
+    /// ([`KNOWN_OUTPUTS`]): none for a model `[serve.models]` names, whose window stands as the
+    /// user gave it.
     pub fn output_kept_for(&self, model: &str) -> Option<usize> {
-        if self
-            .models
-            .keys()
-            .any(|prefix| model.starts_with(prefix.as_str()))
-        {
-            return None;
+        match self.configured(model) {
+            Some(_) => None,
+            None => longest_prefix(KNOWN_OUTPUTS.iter().copied(), model),
         }
-        KNOWN_OUTPUTS
-            .iter()
-            .filter(|(prefix, _)| model.starts_with(prefix))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, output)| *output)
     }
+
+    /// The window `[serve.models]` gives `model`.
+    fn configured(&self, model: &str) -> Option<usize> {
+        longest_prefix(self.models.iter().map(|(k, v)| (k.as_str(), *v)), model)
+    }
+}
+
+/// The value of the longest of `pairs`' name prefixes that `model` starts with.
+fn longest_prefix<'a>(pairs: impl Iterator<Item = (&'a str, usize)>, model: &str) -> Option<usize> {
+    pairs
+        .filter(|(prefix, _)| model.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, value)| value)
 }
 
 /// The output some models' windows keep for the answer whatever the request says, by name

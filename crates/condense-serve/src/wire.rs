@@ -198,28 +198,28 @@ pub(crate) fn forward_headers(headers: &HeaderMap, compressed: bool) -> HeaderMa
 /// Anthropic's header naming the beta features a request uses.
 const ANTHROPIC_BETA: HeaderName = HeaderName::from_static("anthropic-beta");
 
-/// Whether `headers`' `anthropic-beta` names a beta starting with `prefix`.
-pub(crate) fn names_beta(headers: &HeaderMap, prefix: &str) -> bool {
+/// The betas `headers`' `anthropic-beta` names (comma-separated, in one or more lines; a line
+/// that is not text names none).
+fn named_betas(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
-        .get_all(&ANTHROPIC_BETA)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|b| b.trim().starts_with(prefix))
-}
-
-/// Names each of `betas` in `headers`' `anthropic-beta` (a comma-separated list), where the
-/// client did not: the client's values first, in one line. A value that is not text is left
-/// as it is, beside a line of ours.
-pub(crate) fn with_betas(headers: &mut HeaderMap, betas: &[&'static str]) {
-    let sent: Vec<&str> = headers
         .get_all(&ANTHROPIC_BETA)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(str::trim)
         .filter(|b| !b.is_empty())
-        .collect();
+}
+
+/// Whether `headers`' `anthropic-beta` names a beta starting with `prefix`.
+pub(crate) fn names_beta(headers: &HeaderMap, prefix: &str) -> bool {
+    named_betas(headers).any(|b| b.starts_with(prefix))
+}
+
+/// Names each of `betas` in `headers`' `anthropic-beta` where the client did not: the
+/// client's values first, in one line. A line that is not text is left as it is, beside a
+/// line of ours.
+pub(crate) fn with_betas(headers: &mut HeaderMap, betas: &[&'static str]) {
+    let sent: Vec<&str> = named_betas(headers).collect();
     let missing: Vec<&str> = betas
         .iter()
         .copied()
@@ -232,24 +232,21 @@ pub(crate) fn with_betas(headers: &mut HeaderMap, betas: &[&'static str]) {
         .get_all(&ANTHROPIC_BETA)
         .iter()
         .all(|v| v.to_str().is_ok());
-    let line = if all_text {
-        sent.iter()
-            .chain(&missing)
-            .copied()
-            .collect::<Vec<_>>()
-            .join(",")
-    } else {
-        missing.join(",")
+    let named = if all_text { &sent[..] } else { &[] };
+    let line = named
+        .iter()
+        .chain(&missing)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",");
+    // Text the client sent as a header value is a header value again.
+    let Ok(value) = HeaderValue::from_str(&line) else {
+        return;
     };
-    match HeaderValue::from_str(&line) {
-        Ok(value) if all_text => {
-            headers.insert(ANTHROPIC_BETA, value);
-        }
-        Ok(value) => {
-            headers.append(ANTHROPIC_BETA, value);
-        }
-        // Text the client sent as a header value is a header value again.
-        Err(_) => {}
+    if all_text {
+        headers.insert(ANTHROPIC_BETA, value);
+    } else {
+        headers.append(ANTHROPIC_BETA, value);
     }
 }
 

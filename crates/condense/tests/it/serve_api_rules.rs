@@ -34,6 +34,17 @@ fn sent(
     up.requests().pop().unwrap()
 }
 
+/// `body` went upstream cut by a tenth or more (truncate-oldest dropped old turns).
+fn assert_cut(body: &[u8], upstream: &Received, serve: &Serve) {
+    assert!(
+        upstream.body.len() < body.len() * 9 / 10,
+        "{} -> {}: {}",
+        body.len(),
+        upstream.body.len(),
+        serve.log()
+    );
+}
+
 const TRUNCATE_OLDEST: &str =
     "[[stage]]\nname = \"truncate-oldest\"\nplugin = \"truncate-oldest\"\n";
 
@@ -91,13 +102,7 @@ fn the_long_context_beta_gives_the_request_its_window() {
     let log = serve.wait_log("session=long-1", 1);
     assert!(log.contains("window=1,000,000 output=32,000"), "{log}");
     let narrow = sent(at, "long-2", None, &body);
-    assert!(
-        narrow.body.len() < body.len() * 9 / 10,
-        "{} -> {}: {}",
-        body.len(),
-        narrow.body.len(),
-        serve.log()
-    );
+    assert_cut(&body, &narrow, &serve);
 }
 
 /// The APIs refuse a prompt that fits the window but not beside the request's output limit
@@ -114,13 +119,7 @@ fn the_requests_max_tokens_is_left_free() {
     request["max_tokens"] = 64_000.into();
     let body = serde_json::to_vec(&request).unwrap();
     let large_limit = sent(at, "limit-2", None, &body);
-    assert!(
-        large_limit.body.len() < body.len() * 9 / 10,
-        "{} -> {}: {}",
-        body.len(),
-        large_limit.body.len(),
-        serve.log()
-    );
+    assert_cut(&body, &large_limit, &serve);
     assert_eq!(large_limit.json()["max_tokens"], 64_000);
     let log = serve.wait_log("session=limit-2", 1);
     // 44,000 past the reserve, rounded up to steps of 8,192.
