@@ -6,15 +6,17 @@
 //! output, which refers to a few of the input's messages and stands for the rest. So after a
 //! read of a message list that `crate::quick` read whole, the caller can keep a [`KnownList`]
 //! of it: how many messages, where each one is, a hash of their exact text, each one's
-//! fingerprint, the stubs the format detection read, and which of them the next run will need
-//! ([`KnownList::read`]). [`crate::Document::known_record`] makes the record to keep, and
-//! [`lookup`] turns the caller's records back into what a read asks.
+//! fingerprint and the stubs the format detection read. [`crate::Document::known_record`]
+//! makes the record to keep, and [`lookup`] turns the caller's records back into what a read
+//! asks.
 //!
 //! The next read ([`crate::read_owned_knowing`]) asks for the lists known under the hash of its
 //! first element's text ([`first_key`]). When one of them covers a prefix of the new list whose
 //! text is exactly the same (same length, same xxh3-128), the messages of that prefix are the
-//! same messages (a read is a function of the text), so the scan steps over that text and the
-//! ones not needed are left unread. A list also keeps the hashes of its first messages short of
+//! same messages (a read is a function of the text), so the scan steps over that text and
+//! leaves them unread: the resumed run's start stands for them, and its resume point holds
+//! the ones its output kept as they were (a long-lived pipeline's memory, or the packs a point
+//! saved without memory keeps). A list also keeps the hashes of its first messages short of
 //! its [`SHORTER`] newest ones ([`KnownList::shorter`]): a client that moved its prompt-cache
 //! marks sends those changed, and the read still matches the messages before them, when the
 //! new list goes on past them. Each message left unread becomes a placeholder (`placeholder`) that keeps its
@@ -114,9 +116,6 @@ pub struct KnownList {
     pub spans: Vec<(u32, u32)>,
     /// Each message's [`fingerprint`](condense_model::fingerprint::fingerprint), in order.
     pub prints: Vec<u128>,
-    /// The messages a later read must read anyway (ascending): those the run's output kept as
-    /// they were.
-    pub read: Vec<usize>,
     /// The format detection's stubs of the list (`crate::quick`), as JSON.
     pub stubs: Vec<Value>,
 }
@@ -411,7 +410,6 @@ impl KnownList {
             self.bytes = bytes;
             self.spans.truncate(m);
             self.prints.truncate(m);
-            self.read.retain(|&i| i < m);
             self.shorter.retain(|&(n, _)| n < m);
         }
         self
@@ -439,20 +437,14 @@ fn separated(text: &[u8], spans: &[Range<usize>]) -> bool {
 }
 
 /// Per element of a list of `elements` starting with `list`: left unread (the messages the
-/// list covers but the first [`ALWAYS_READ`] and those it says to read). `None` when that
-/// leaves nothing unread.
+/// list covers but the first [`ALWAYS_READ`]). `None` when that leaves nothing unread.
 pub(crate) fn unread_mask(list: &KnownList, elements: usize) -> Option<Vec<bool>> {
     if list.messages > elements || list.messages <= ALWAYS_READ {
         return None;
     }
     let mut unread = vec![false; elements];
     unread[ALWAYS_READ..list.messages].fill(true);
-    for &i in &list.read {
-        if let Some(u) = unread.get_mut(i) {
-            *u = false;
-        }
-    }
-    unread.contains(&true).then_some(unread)
+    Some(unread)
 }
 
 /// The hint a placeholder carries (keys starting `condense:` are hints for the writer).

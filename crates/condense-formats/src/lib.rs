@@ -469,26 +469,28 @@ impl Document {
 
     /// What to keep ([`known::KnownWrite`]: a record of [`known::RECORDS`], blocks of
     /// [`known::BLOCKS`]) so that a later read of this input's message list may leave it
-    /// unread: when the document's one conversation was read quick. `output`: the fingerprint
-    /// of each message of the run's output (a later run starting from it reads the input
-    /// messages it kept as they were); `get`: what is kept so far (a record's bytes by
-    /// namespace and name).
+    /// unread: when the document's one conversation was read quick ([`Document::lists_known`]).
+    /// `get`: what is kept so far (a record's bytes by namespace and name).
     pub fn known_record(
         &self,
-        output: &[u128],
         get: impl Fn(&str, &str) -> Option<Vec<u8>>,
     ) -> Option<known::KnownWrite> {
-        let (key, list) = self.known_list(output)?;
+        let (key, list) = self.known_list()?;
         Some(known::updated(key, list, get))
     }
 
-    /// What a later read of this input's message list may leave unread ([`known`]), with the
-    /// key to keep it under ([`Document::known_record`]).
-    pub fn known_list(&self, output: &[u128]) -> Option<(u64, known::KnownList)> {
-        if self.source.away.is_some() {
+    /// Whether a later read of this input's message list may leave its messages unread
+    /// ([`known`]; [`Document::known_list`] gives the list to keep for it): the document's one
+    /// conversation was read quick, one element a message.
+    pub fn lists_known(&self) -> bool {
+        self.known_units().is_some()
+    }
+
+    /// The units and fingerprints of the one conversation, when [`Document::lists_known`].
+    fn known_units(&self) -> Option<(&[source::Unit], &[u128])> {
+        if self.source.away.is_some() || self.quick_stubs.is_none() {
             return None;
         }
-        let stubs = self.quick_stubs.clone()?;
         let units = &self.source.convs.first()?.units;
         let prints = self.message_fingerprints(0)?;
         // One element per message, in order (every JSON reader is 1:1).
@@ -497,15 +499,14 @@ impl Document {
                 .iter()
                 .enumerate()
                 .all(|(i, u)| u.first == i && u.count == 1);
-        if !one_to_one || self.conversations.len() != 1 {
-            return None;
-        }
-        // Every input message the output holds as it was (a quick message's id is its
-        // position, so no two have one fingerprint).
-        let in_output: condense_model::prehashed::PrehashedSet<&u128> = output.iter().collect();
-        let read = (0..prints.len())
-            .filter(|&i| in_output.contains(&prints[i]))
-            .collect();
+        (one_to_one && self.conversations.len() == 1).then_some((units, prints))
+    }
+
+    /// What a later read of this input's message list may leave unread ([`known`]), with the
+    /// key to keep it under ([`Document::known_record`]).
+    pub fn known_list(&self) -> Option<(u64, known::KnownList)> {
+        let (units, prints) = self.known_units()?;
+        let stubs = self.quick_stubs.clone()?;
         let spans: Vec<_> = units.iter().map(|u| u.span.clone()).collect();
         let first = self.source.text.get(spans.first()?.clone())?;
         let prefix = known::prefix_of(&self.source.text, &spans, self.known_hashed.as_ref())?;
@@ -515,7 +516,6 @@ impl Document {
             shorter: prefix.shorter,
             spans: prefix.spans,
             prints: prints.to_vec(),
-            read,
             stubs,
         };
         Some((known::list_key(self.format, first.as_bytes()), list))

@@ -236,7 +236,7 @@ enum Element {
 /// The elements at `spans` as messages when every one is quick and none may be a Cline result
 /// (the value then holds their stubs), else as their values; in one run per core. With
 /// `known` (the scan found the list starts with its text), the messages it covers are left
-/// unread but for those it says to read ([`crate::known`]); a list that is then not quick is
+/// unread but for its first few ([`crate::known`]); a list that is then not quick is
 /// `None` (the caller parses the text whole). The list comes back as the root's (no `key`).
 /// A list read for its format's own reader (`for_reader`: OpenAI Chat or Responses) is never
 /// read quick: its elements come back parsed, but for those left unread

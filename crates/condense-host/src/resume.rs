@@ -28,14 +28,17 @@
 //! - **Counts stay whole.** The run still reports the input's full token count before the
 //!   stages (counted with the session's stored counts, so only the new blocks are tokenized).
 //!
-//! **What a save costs.** The output messages that are not input messages (those the stages
-//! changed or made) are stored one record each, packed ([`condense_model::packed`]: a turn
-//! reads them all back) and named by the hash of their bytes, beside the
-//! point, which names them. A turn's output is mostly the previous turn's: a run that resumed
-//! names again the records of the messages it starts from unchanged, and writes only the
-//! messages new to its output. Keeping them all in the point re-serialized and re-compressed
-//! every changed message of the session at every turn (at 200k tokens, one request's largest
-//! cost after its stages).
+//! **What a save costs.** A turn's output is mostly the previous turn's, so a save writes what
+//! is new to it. Without memory (`condense compress`, a process a turn), the whole output goes
+//! into packs of 64 messages ([`packs`]): the messages the stages changed or made, and the
+//! input messages it kept as they were when a later read may leave them unread, so the next
+//! turn parses none of the history; a turn writes the last pack. A long-lived pipeline
+//! remembers the output instead ([`PointMemory`]) and stores the messages the stages changed
+//! or made one record each, packed ([`condense_model::packed`]) and named by the hash of their
+//! bytes, beside the point, which names them: a run that resumed names again the records of
+//! the messages it starts from unchanged, and writes only the messages new to its output.
+//! Keeping them all in the point re-serialized and re-compressed every changed message of the
+//! session at every turn (at 200k tokens, one request's largest cost after its stages).
 
 use crate::archive::KeyMemo;
 use crate::run::{HostError, Unread};
@@ -55,6 +58,7 @@ mod load;
 mod marks;
 mod memory;
 mod output;
+mod packs;
 mod save;
 use load::{load, read_stored};
 pub(crate) use load::{settings_hash, Loaded};
@@ -154,6 +158,10 @@ struct Point<'a> {
     input_blocks: Vec<Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     input_list: Vec<inputs::Entry>,
+    /// The packs of its output ([`packs`]), in a point saved without memory: then `output`
+    /// names no records (a long-lived pipeline remembers the messages instead).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    packs: Vec<Cow<'a, str>>,
 }
 
 impl Point<'_> {
@@ -161,6 +169,7 @@ impl Point<'_> {
     fn block_names(&self) -> HashSet<String> {
         let all = self.output_blocks.iter().chain(&self.key_blocks);
         all.chain(&self.input_blocks)
+            .chain(&self.packs)
             .map(|b| b.to_string())
             .collect()
     }
@@ -201,6 +210,9 @@ pub(crate) struct InputHash {
     pub(crate) origins: Vec<Option<usize>>,
     /// Every message's tokens, for the next point's input list ([`inputs`]), once known.
     tokens: Option<inputs::Tokens>,
+    /// Whether a point saved without memory packs the input messages its output kept
+    /// ([`crate::ReadFrom::lists_known`]).
+    pub(crate) packs_inputs: bool,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -247,6 +259,7 @@ impl InputHash {
             marks,
             origins: Vec::new(),
             tokens: None,
+            packs_inputs: false,
         }
     }
 
@@ -273,6 +286,8 @@ pub(crate) struct Input<'a> {
     pub(crate) conversation: Conversation,
     pub(crate) fingerprints: Option<&'a [u128]>,
     pub(crate) unread: Option<Unread<'a>>,
+    /// [`crate::ReadFrom::lists_known`].
+    pub(crate) lists_known: bool,
 }
 
 impl Input<'_> {
@@ -326,6 +341,7 @@ pub(crate) fn start(
         conversation: mut input,
         fingerprints,
         mut unread,
+        lists_known,
     } = input;
     if unread.is_some() && fingerprints.map(<[u128]>::len) != Some(input.messages.len()) {
         // Without their known fingerprints, placeholders cannot even be matched.
@@ -357,6 +373,7 @@ pub(crate) fn start(
         (fingerprints, unread.as_ref().map_or(&[][..], |u| u.mask)),
         point.as_ref().map(|p| (p.inputs, &p.marks[..])),
     );
+    hash.packs_inputs = lists_known;
     // The input's first messages are the point's input (the same hash), or are but for those
     // the client edited since: compared one by one when the frame is the point's ([`inputs`]).
     let (mut point, edits) = match point {
@@ -367,6 +384,24 @@ pub(crate) fn start(
         },
         _ => (None, None),
     };
+    // Without memory, the output comes from the point's packs: its stored messages, and the
+    // input messages it kept that the reader left unread.
+    if let Some(p) = point
+        .as_ref()
+        .filter(|p| remembered.is_none() && !p.packs.is_empty())
+    {
+        let mask = unread.as_ref().map_or(&[][..], |u| u.mask);
+        let unpacked = packs::read(store, session, &p.packs, (&hash.each, mask));
+        match unpacked.made {
+            Some(made) => {
+                remembered = Some(made);
+                if kept.is_empty() {
+                    kept = unpacked.kept;
+                }
+            }
+            None => point = None,
+        }
+    }
     let edited: &[usize] = edits.as_ref().map_or(&[], |(e, _)| e);
     // A stage's change that leans on an edited message (snip's pointer to the copy it kept) is
     // made again too: the output's stored messages are needed now to find them.

@@ -220,6 +220,10 @@ pub struct ReadFrom<'a> {
     /// placeholders, never handed to a stage. A run that resumes drops them (its start stands
     /// for them); one that cannot reads them first.
     pub unread: Option<Unread<'a>>,
+    /// Whether a later read of the same message list may leave its messages unread
+    /// (`condense_formats::Document::lists_known`): a resume point saved without memory then
+    /// keeps the input messages its output kept, packed, for that read's run.
+    pub lists_known: bool,
 }
 
 /// Input messages left unread, and how to read them.
@@ -239,6 +243,7 @@ impl<'a> ReadFrom<'a> {
             texts: &|_, _| None,
             fingerprints: None,
             unread: None,
+            lists_known: false,
         }
     }
 
@@ -248,6 +253,7 @@ impl<'a> ReadFrom<'a> {
             conversation,
             fingerprints: self.fingerprints,
             unread: self.unread,
+            lists_known: self.lists_known,
         }
     }
 }

@@ -83,7 +83,7 @@ pub(crate) fn read_framed(
 /// [`read`], keeping the body's text as the document's (no copy of it), and leaving unread
 /// what `store` knows of the message list from an earlier request
 /// ([`condense_formats::known`]): its history, which the session's resume point stands for.
-/// `matched`: what the session look matched of this body's list ([`body_lists`]); `frames`:
+/// `matched`: what the session look matched of this body's list ([`known_lists`]); `frames`:
 /// the system prompts and tool lists read before ([`condense_formats::frames`]).
 pub(crate) fn read_body(
     body: &Body,
@@ -91,7 +91,7 @@ pub(crate) fn read_body(
     (store, frames): (&Store, &FrameMemo),
     matched: Option<known::Matched>,
 ) -> Result<Document, String> {
-    let lists = body_lists(store);
+    let lists = known_lists(store);
     let opts = options(api);
     one(match body.text() {
         Some(text) => condense_formats::read_shared_knowing(
@@ -106,19 +106,6 @@ pub(crate) fn read_body(
             condense_formats::read_owned_knowing(bytes, BODY, &opts, &lists)
         }
     })
-}
-
-/// The message lists a request body's read asks for ([`known_lists`]), every message of them
-/// left unread: the proxy's pipeline remembers the messages a session's last output kept
-/// (`condense_host`'s point memory), and reads them after all when the point comes from the
-/// store instead. The session look asks the same, so that the read may take its match.
-pub(crate) fn body_lists(store: &Store) -> impl Fn(u64) -> Vec<known::KnownList> + '_ {
-    let lists = known_lists(store);
-    move |key| {
-        let mut lists = lists(key);
-        lists.iter_mut().for_each(|l| l.read.clear());
-        lists
-    }
 }
 
 /// How request bodies are named in errors.
@@ -193,6 +180,7 @@ pub fn run(
                 mask,
                 read_all: &read_all,
             }),
+            lists_known: doc.lists_known(),
         };
         pipeline
             .run_with_texts_deferring(conv, store, session, &opts, &read)
@@ -263,7 +251,7 @@ pub fn keep(
     pipeline
         .keep_point(store, session, point, &result)
         .map_err(|e| e.to_string())?;
-    remember_list(&doc, store, &result.output_fingerprints)?;
+    remember_list(&doc, store)?;
     batch.commit().map_err(|e| e.to_string())?;
     // Written, archived and sent: the output goes to the session's point in memory, not copied.
     pipeline.keep_output(store, session, result.conversation);
@@ -306,7 +294,10 @@ impl WriteMemos {
 }
 
 /// The message lists `store` knows ([`condense_formats::known`]), by first element's key: what
-/// a read that leaves them unread asks (`condense compress` asks the same).
+/// a read that leaves them unread asks (the request bodies' reads and the session look, and
+/// `condense compress`'s read). The session's resume point holds the messages its output kept
+/// (a long-lived pipeline's memory, or the packs a point saved without it keeps;
+/// `condense_host`'s resume), and a run reads them after all when it has neither.
 pub fn known_lists(store: &Store) -> impl Fn(u64) -> Vec<known::KnownList> + '_ {
     known::lookup(known_record(store))
 }
@@ -318,13 +309,10 @@ fn known_record(store: &Store) -> impl Fn(&str, &str) -> Option<Vec<u8>> + '_ {
 }
 
 /// Keeps in `store` what the next read of `doc`'s message list may leave unread, after a run
-/// whose output's messages have the fingerprints `output` (those it kept as they were are read
-/// next time). Nothing when the list was not read quick, or `output` was not fingerprinted.
-pub fn remember_list(doc: &Document, store: &Store, output: &[u128]) -> Result<(), String> {
-    if output.is_empty() {
-        return Ok(());
-    }
-    let Some(write) = doc.known_record(output, known_record(store)) else {
+/// that kept a resume point to start that read's run from. Nothing when the list was not read
+/// quick.
+pub fn remember_list(doc: &Document, store: &Store) -> Result<(), String> {
+    let Some(write) = doc.known_record(known_record(store)) else {
         return Ok(());
     };
     let batch = store.batch();

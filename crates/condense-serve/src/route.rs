@@ -164,7 +164,7 @@ impl Proxy {
                 });
                 let quick = match &plain {
                     Ok(p) => {
-                        let known = compress::body_lists(this.backend.store());
+                        let known = compress::known_lists(this.backend.store());
                         let known = (Some(&known as _), Some(&this.frames), Some(&this.looks));
                         quick_session(p.body.bytes(), api, hs.as_deref(), known).session
                     }
@@ -417,7 +417,7 @@ impl Proxy {
                 Order::Look(intake) => {
                     // The read takes what the look matched of the message list (unless the
                     // session's previous request kept a longer list meanwhile).
-                    let known = compress::body_lists(this.backend.store());
+                    let known = compress::known_lists(this.backend.store());
                     let known = (Some(&known as _), Some(&this.frames), Some(&this.looks));
                     let looked = quick_session(request.bytes(), api, None, known);
                     let session = looked.session.clone();

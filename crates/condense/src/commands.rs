@@ -315,6 +315,7 @@ pub(crate) fn compress_input(
                 mask,
                 read_all: &read_all,
             }),
+            lists_known: doc.lists_known(),
         };
         let session = session_key(
             &conv,

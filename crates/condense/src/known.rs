@@ -2,15 +2,15 @@
 //! unchanged history unread ([`condense_formats::known`]).
 //!
 //! An agent compressing once per turn hands condense the previous input plus the new turn. The
-//! run resumes from the previous output (`condense_host`'s resume point), which refers to a
-//! few of the input's messages and stands for the rest, so parsing the rest again is wasted:
-//! at a million tokens it was the largest part of a turn. After each run the store keeps, under
-//! the hash of the list's first message (`records/known-lists/<key>`), the list's length, a
-//! hash of its exact text, where each message is, each one's fingerprint and which messages
-//! the output kept (the entries of every 512 messages in a block of their own,
-//! `records/known-blocks/<key>-<hash>`: a turn rewrites the last few hundred, not the whole
-//! list). The next read of a list that starts with exactly that text steps over it
-//! without scanning and reads only those, the first few, and the new ones.
+//! run resumes from the previous output (`condense_host`'s resume point), which stands for the
+//! input's history and keeps, packed, the input messages it holds as they were, so parsing the
+//! history again is wasted: at a million tokens it was the largest part of a turn. After each
+//! run the store keeps, under the hash of the list's first message
+//! (`records/known-lists/<key>`), the list's length, a hash of its exact text, where each
+//! message is and each one's fingerprint (the entries of every 512 messages in a block of
+//! their own, `records/known-blocks/<key>-<hash>`: a turn rewrites the last few hundred, not
+//! the whole list). The next read of a list that starts with exactly that text steps over it
+//! without scanning and reads only the first few messages and the new ones.
 //!
 //! Nothing depends on this record being right: a run that cannot drop the unread messages
 //! (another pipeline, a point that does not match) reads them first (`ReadFrom::unread`), and
@@ -76,13 +76,11 @@ pub(crate) fn remember(
     let ([run], false) = (runs, args.no_resume) else {
         return Ok(());
     };
-    // The output is back in the document by now.
-    let output = input.doc.conversations().first().map(|c| c.messages.len());
-    if output != Some(run.output_fingerprints.len()) {
+    // A run that keeps a resume point fingerprints its output for it.
+    if run.output_fingerprints.is_empty() {
         return Ok(());
     }
-    condense_serve::compress::remember_list(&input.doc, store, &run.output_fingerprints)
-        .map_err(Failure::run)
+    condense_serve::compress::remember_list(&input.doc, store).map_err(Failure::run)
 }
 
 /// Store namespace of the texts known to read back as their messages, by session.

@@ -15,8 +15,9 @@ use std::collections::HashSet;
 use xxhash_rust::xxh3::xxh3_128;
 
 /// Bumped when the encoding changes: an older record is then ignored (the list is read whole
-/// once, and kept in this encoding). 3: the hashes of a list's shorter prefixes.
-const VERSION: u8 = 3;
+/// once, and kept in this encoding). 3: the hashes of a list's shorter prefixes. 4: no list of
+/// the messages to read anyway (the resume point holds the ones its output kept).
+const VERSION: u8 = 4;
 
 /// Where a caller keeps the lists' blocks (a store namespace), each under the name a list's
 /// record gives it.
@@ -122,10 +123,6 @@ pub fn encode_all(key: u64, lists: &[KnownList]) -> (Vec<u8>, Vec<(String, Vec<u
             put_len(&mut out, m);
             out.extend_from_slice(&hash.to_le_bytes());
         }
-        put_len(&mut out, list.read.len());
-        for &i in &list.read {
-            put_len(&mut out, i);
-        }
         let stubs = serde_json::to_vec(&list.stubs).unwrap_or_default(); // tidy: a `Value` always serializes
         put_len(&mut out, stubs.len());
         out.extend_from_slice(&stubs);
@@ -188,7 +185,6 @@ fn lists_of(
                 shorter: p.shorter,
                 spans,
                 prints,
-                read: p.read,
                 stubs: p.stubs,
             })
         })
@@ -216,7 +212,6 @@ struct Parsed<'b> {
     messages: usize,
     bytes: u128,
     shorter: Vec<(usize, u128)>,
-    read: Vec<usize>,
     stubs: Vec<Value>,
     blocks: Vec<u128>,
     tail: &'b [u8],
@@ -253,18 +248,13 @@ fn parse(bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
         let messages = r.len()?;
         let hash = r.u128()?;
         let shorter_count = r.len()?;
+        // Sizes are checked against what is left before anything is allocated for them.
         if r.0.len() < shorter_count.checked_mul(20)? {
             return None;
         }
         let shorter = (0..shorter_count)
             .map(|_| Some((r.len()?, r.u128()?)))
             .collect::<Option<Vec<_>>>()?;
-        let reads = r.len()?;
-        // Sizes are checked against what is left before anything is allocated for them.
-        if r.0.len() < reads.checked_mul(4)? {
-            return None;
-        }
-        let read = (0..reads).map(|_| r.len()).collect::<Option<Vec<_>>>()?;
         let stubs_len = r.len()?;
         let stubs = serde_json::from_slice(r.take(stubs_len)?).ok()?;
         let full = messages / BLOCK;
@@ -277,7 +267,6 @@ fn parse(bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
             messages,
             bytes: hash,
             shorter,
-            read,
             stubs,
             blocks,
             tail,

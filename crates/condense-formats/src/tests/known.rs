@@ -33,12 +33,6 @@ fn body(n: usize, head: &str) -> String {
     )
 }
 
-/// The fingerprints of an output that kept the messages `at` of `doc` as they were.
-fn kept(doc: &Document, at: &[usize]) -> Vec<u128> {
-    let prints = doc.message_fingerprints(0).unwrap();
-    at.iter().map(|&i| prints[i]).collect()
-}
-
 fn read_plain(text: &str) -> Document {
     read(text.as_bytes(), "in.json", &ReadOptions::default()).unwrap()
 }
@@ -96,28 +90,21 @@ fn unread_count(doc: &Document) -> usize {
 #[test]
 fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
     let earlier = read_plain(&body(400, ""));
-    let (key, list) = earlier
-        .known_list(&kept(&earlier, &[300, 350]))
-        .expect("read quick");
+    let (key, list) = earlier.known_list().expect("read quick");
     assert_eq!(list.messages, 400);
     // The next turn: three messages more, another model field before the messages.
     let text = body(403, "\"model\": \"other\", ");
     let doc = read_knowing(&text, &[(key, list)]);
     let full = read_plain(&text);
     let mask = doc.unread(0).expect("some left unread");
-    let expected: Vec<bool> = (0..403)
-        .map(|i| (ALWAYS_READ..400).contains(&i) && i != 300 && i != 350)
-        .collect();
+    let expected: Vec<bool> = (0..403).map(|i| (ALWAYS_READ..400).contains(&i)).collect();
     assert_eq!(mask, expected.as_slice());
     assert_read_as_whole(&doc, &full, mask);
     // The list this turn keeps for the next is the full read's: its hash goes on from the
     // text the known list matched on, over the new messages only.
     assert!(doc.known_hashed.is_some() && full.known_hashed.is_none());
-    let out = kept(&full, &[401]);
-    let ((key, next), (full_key, full_next)) = (
-        doc.known_list(&out).unwrap(),
-        full.known_list(&out).unwrap(),
-    );
+    let ((key, next), (full_key, full_next)) =
+        (doc.known_list().unwrap(), full.known_list().unwrap());
     assert_eq!(key, full_key);
     assert_eq!(next.bytes, full_next.bytes);
     assert!(next.spans == full_next.spans && next.prints == full_next.prints);
@@ -129,8 +116,8 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
 /// stubs as a read of the whole list has: the known messages' stubs are not added again.
 #[test]
 fn the_stubs_a_list_keeps_do_not_grow_from_turn_to_turn() {
-    let stubs = |doc: &Document| doc.known_list(&[]).unwrap().1.stubs.len();
-    let mut known = vec![read_plain(&body(400, "")).known_list(&[]).unwrap()];
+    let stubs = |doc: &Document| doc.known_list().unwrap().1.stubs.len();
+    let mut known = vec![read_plain(&body(400, "")).known_list().unwrap()];
     let whole = stubs(&read_plain(&body(430, "")));
     for n in (403..=430).step_by(3) {
         let doc = read_knowing(&body(n, ""), &known);
@@ -140,7 +127,7 @@ fn the_stubs_a_list_keeps_do_not_grow_from_turn_to_turn() {
             "{n}: {} stubs, a whole read {whole}",
             stubs(&doc)
         );
-        known = vec![doc.known_list(&[]).unwrap()];
+        known = vec![doc.known_list().unwrap()];
     }
 }
 
@@ -153,16 +140,12 @@ fn a_short_list_that_starts_with_a_known_one_reads_only_what_it_must() {
     assert!(text.len() < crate::container::PARALLEL_FROM);
     let earlier = read_knowing(&text, &[]);
     assert_eq!(earlier.conversations(), read_plain(&text).conversations());
-    let (key, list) = earlier
-        .known_list(&kept(&earlier, &[20]))
-        .expect("read quick");
+    let (key, list) = earlier.known_list().expect("read quick");
     let next = body(33, "");
     let doc = read_knowing(&next, &[(key, list)]);
     let full = read_plain(&next);
     let mask = doc.unread(0).expect("some left unread");
-    let expected: Vec<bool> = (0..33)
-        .map(|i| (ALWAYS_READ..30).contains(&i) && i != 20)
-        .collect();
+    let expected: Vec<bool> = (0..33).map(|i| (ALWAYS_READ..30).contains(&i)).collect();
     assert_eq!(mask, expected.as_slice());
     assert_eq!(doc.message_fingerprints(0), full.message_fingerprints(0));
     assert_eq!(doc.write().unwrap(), next.as_bytes());
@@ -172,7 +155,7 @@ fn a_short_list_that_starts_with_a_known_one_reads_only_what_it_must() {
 #[test]
 fn a_document_with_unread_messages_writes_as_a_full_read_does() {
     let earlier = read_plain(&body(400, ""));
-    let known = [earlier.known_list(&[]).unwrap()];
+    let known = [earlier.known_list().unwrap()];
     let text = body(402, "");
     let (mut doc, mut full) = (read_knowing(&text, &known), read_plain(&text));
     assert!(unread_count(&doc) > 0);
@@ -201,7 +184,7 @@ fn a_document_with_unread_messages_writes_as_a_full_read_does() {
 #[test]
 fn a_list_whose_known_prefix_changed_by_one_byte_is_read_whole() {
     let earlier = read_plain(&body(400, ""));
-    let known = [earlier.known_list(&[]).unwrap()];
+    let known = [earlier.known_list().unwrap()];
     let text = body(403, "").replacen("step 30\"", "step 31\"", 1);
     let doc = read_knowing(&text, &known);
     assert_eq!(doc.unread(0), None);
@@ -261,7 +244,7 @@ fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread()
     ] {
         let earlier = marked(402, before);
         assert_eq!(earlier.matches("cache_control").count(), before.len());
-        let known = [read_plain(&earlier).known_list(&[]).unwrap()];
+        let known = [read_plain(&earlier).known_list().unwrap()];
         let text = marked(405, after);
         let doc = read_knowing(&text, &known);
         let unread = doc.unread(0).unwrap();
@@ -277,7 +260,7 @@ fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread()
         assert_eq!(doc.write().unwrap(), text.as_bytes());
         // What the read keeps for the next turn is what a full read keeps: the hashes of the
         // list and of its shorter prefixes, some taken from the list it matched.
-        let (kept, full) = (doc.known_list(&[]).unwrap(), plain.known_list(&[]).unwrap());
+        let (kept, full) = (doc.known_list().unwrap(), plain.known_list().unwrap());
         assert_eq!(kept.0, full.0);
         assert_eq!(
             (kept.1.bytes, &kept.1.shorter),
@@ -289,20 +272,20 @@ fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread()
     // The next turn unchanged but for one more message: the list it matched whole is one of
     // its shorter prefixes.
     let earlier = read_plain(&marked(404, &[404 - 3]));
-    let known = [earlier.known_list(&[]).unwrap()];
+    let known = [earlier.known_list().unwrap()];
     let text = marked(405, &[404 - 3]);
     let doc = read_knowing(&text, &known);
     assert!(doc.unread(0).is_some());
     let (kept, full) = (
-        doc.known_list(&[]).unwrap(),
-        read_plain(&text).known_list(&[]).unwrap(),
+        doc.known_list().unwrap(),
+        read_plain(&text).known_list().unwrap(),
     );
     assert_eq!(
         (kept.1.bytes, &kept.1.shorter),
         (full.1.bytes, &full.1.shorter)
     );
     // A mark moved off an older message: known up to the last multiple of `STRIDE` before it.
-    let known = [read_plain(&marked(402, &[395])).known_list(&[]).unwrap()];
+    let known = [read_plain(&marked(402, &[395])).known_list().unwrap()];
     let doc = read_knowing(&marked(405, &[]), &known);
     let last_unread = doc.unread(0).and_then(|u| u.iter().rposition(|&u| u));
     assert_eq!(last_unread, Some(383));
@@ -316,7 +299,7 @@ fn a_list_whose_newest_messages_lost_their_marks_leaves_the_ones_before_unread()
 #[test]
 fn a_list_edited_in_place_leaves_the_messages_before_the_edit_unread() {
     let earlier = body(400, "");
-    let known = [read_plain(&earlier).known_list(&[]).unwrap()];
+    let known = [read_plain(&earlier).known_list().unwrap()];
     // Message 300 (a request) edited, and three more messages.
     let text = body(403, "").replacen("step 300\"", "<MASKED>\"", 1);
     assert_ne!(text, body(403, ""));
@@ -329,7 +312,7 @@ fn a_list_edited_in_place_leaves_the_messages_before_the_edit_unread() {
     assert_eq!(doc.read_unread(0).unwrap(), plain.conversations()[0]);
     assert_eq!(doc.message_fingerprints(0), plain.message_fingerprints(0));
     assert_eq!(doc.write().unwrap(), text.as_bytes());
-    let (kept, full) = (doc.known_list(&[]).unwrap(), plain.known_list(&[]).unwrap());
+    let (kept, full) = (doc.known_list().unwrap(), plain.known_list().unwrap());
     assert_eq!(kept, full);
     // Edited before the first multiple: read whole.
     let early = body(403, "").replacen("step 30\"", "<MASKED>\"", 1);
@@ -339,7 +322,7 @@ fn a_list_edited_in_place_leaves_the_messages_before_the_edit_unread() {
 #[test]
 fn a_list_that_is_no_longer_quick_or_anthropic_is_read_whole() {
     let earlier = read_plain(&body(400, ""));
-    let known = [earlier.known_list(&[]).unwrap()];
+    let known = [earlier.known_list().unwrap()];
     // A new message the quick reader does not read (a key it does not know).
     let mut text = body(401, "");
     let at = text.rfind("\n]").unwrap();
@@ -357,7 +340,7 @@ fn a_bare_list_is_known_as_a_body_is() {
         format!("[{}]", items.join(", "))
     };
     let earlier = read_plain(&list(500));
-    let known = [earlier.known_list(&[]).unwrap()];
+    let known = [earlier.known_list().unwrap()];
     let text = list(510);
     let doc = read_knowing(&text, &known);
     assert_eq!(unread_count(&doc), 500 - ALWAYS_READ);
@@ -371,7 +354,7 @@ fn a_bare_list_is_known_as_a_body_is() {
 #[test]
 fn a_record_whose_spans_do_not_fit_its_text_is_no_match() {
     let earlier = read_plain(&body(400, ""));
-    let (key, list) = earlier.known_list(&[]).unwrap();
+    let (key, list) = earlier.known_list().unwrap();
     let text = body(403, "");
     // The text's hash is right, but two messages' boundaries moved into the second one.
     let mut shifted = list.clone();
@@ -391,10 +374,10 @@ fn only_a_quick_read_of_one_conversation_is_known() {
         ..ReadOptions::default()
     };
     let doc = read(body(500, "").as_bytes(), "a.json", &opts).unwrap();
-    assert!(doc.known_list(&[]).is_none());
+    assert!(doc.known_list().is_none());
     // A small body is parsed whole, without the scan (it costs little): nothing is kept.
     let small = read_plain(&body(20, ""));
-    assert!(small.known_list(&[]).is_none());
+    assert!(small.known_list().is_none());
 }
 
 /// Whatever byte of the known text changes, a read knowing it gives what a full read gives:
@@ -402,7 +385,7 @@ fn only_a_quick_read_of_one_conversation_is_known() {
 #[test]
 fn any_changed_byte_reads_as_a_full_read_does() {
     let earlier = read_plain(&body(400, ""));
-    let known = [earlier.known_list(&kept(&earlier, &[150])).unwrap()];
+    let known = [earlier.known_list().unwrap()];
     let text = body(404, "");
     let replacements = [b' ', b'"', b'\\', b',', b'}', b'x', b'7', b'\n'];
     // A fixed pseudo-random walk over the text (no seed to forget).
@@ -460,7 +443,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     use crate::cut::ListCut;
     use std::cell::{Cell, RefCell};
     let earlier = read_plain(&body(400, ""));
-    let (key, list) = earlier.known_list(&kept(&earlier, &[300])).unwrap();
+    let (key, list) = earlier.known_list().unwrap();
     let text = body(403, "\"model\": \"m\", ");
     let known = RefCell::new(vec![list.clone()]);
     let asked = Cell::new(0);
@@ -499,7 +482,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     );
     let asking = read_knowing(&text, &[(key, list.clone())]);
     assert_eq!(taking.unread(0), asking.unread(0));
-    assert_eq!(unread_count(&taking), 400 - ALWAYS_READ - 1);
+    assert_eq!(unread_count(&taking), 400 - ALWAYS_READ);
     assert_eq!(
         taking.message_fingerprints(0),
         read_plain(&text).message_fingerprints(0)
@@ -509,7 +492,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
     // after the look) is taken instead.
     let look = ListCut::of_knowing(text.as_bytes(), Format::Anthropic, Some(&lookup)).unwrap();
     let whole = read_plain(&text);
-    let (_, longer) = whole.known_list(&kept(&whole, &[])).unwrap();
+    let (_, longer) = whole.known_list().unwrap();
     known.borrow_mut().push(longer);
     let fresher = read_taking(look.into_matched());
     assert_eq!(unread_count(&fresher), 403 - ALWAYS_READ);
@@ -527,7 +510,7 @@ fn a_list_cut_steps_over_the_known_prefix_and_cuts_the_same() {
         None,
     )
     .unwrap();
-    assert_eq!(unread_count(&other), 400 - ALWAYS_READ - 1);
+    assert_eq!(unread_count(&other), 400 - ALWAYS_READ);
     assert_eq!(
         other.write().unwrap(),
         read_plain(&shorter).write().unwrap()

@@ -6,6 +6,7 @@
 
 use super::inputs::{self, Entry};
 use super::marks::{self, Print};
+use super::packs;
 use super::{
     blocks, messages_namespace, InputHash, InputsKept, Loaded, Point, PointMemory, NAMESPACE,
     VERSION,
@@ -107,12 +108,19 @@ pub(crate) fn save(
     } else {
         Vec::new()
     };
-    // Each stored message's record: the one the run started from when it is unchanged, else
-    // written now, packed (named by its bytes' hash: the same message is one record, written
-    // once).
+    // Without memory, the output goes into packs ([`packs`]; the input messages it kept too
+    // when a later read may leave them unread): those the point the run resumed from names
+    // are stored already, the others are packed now.
+    let packs = match memory {
+        None => packs::plan(&layout, &hash.each, &output_prints, hash.packs_inputs),
+        Some(_) => Vec::new(),
+    };
+    // Otherwise each stored message's record: the one the run started from when it is
+    // unchanged, else written now, packed (named by its bytes' hash: the same message is one
+    // record, written once).
     let namespace = messages_namespace(session);
     let mut names = Vec::with_capacity(stored.len());
-    for (fp, m) in &stored {
+    for (fp, m) in stored.iter().filter(|_| packs.is_empty()) {
         let name = match hash.stored.get(fp) {
             Some(name) => name.clone(),
             None => {
@@ -143,12 +151,20 @@ pub(crate) fn save(
         Some(kept) => Cow::Borrowed(kept),
         None => Cow::Owned(stored_blocks(store, session)),
     };
+    let new_packs: Vec<blocks::Block> = packs
+        .iter()
+        .filter(|p| !kept.contains(&p.name))
+        .map(|p| packs::pack(p, &output.messages))
+        .collect();
+    let mut staying = input_stored.to_vec();
+    staying.extend(packs.iter().map(|p| p.name.clone()));
     let all: Vec<&blocks::Block> = output_blocks
         .iter()
         .chain(&key_blocks)
         .chain(&input_full)
+        .chain(&new_packs)
         .collect();
-    blocks::keep(store, session, (&all, input_stored), (kept, &old))?;
+    blocks::keep(store, session, (&all, &staying), (kept, &old))?;
     let input_blocks: Vec<Cow<'_, str>> = input_stored
         .iter()
         .map(|n| Cow::Borrowed(n.as_str()))
@@ -171,6 +187,10 @@ pub(crate) fn save(
         origins,
         input_blocks,
         input_list: input_tail,
+        packs: packs
+            .iter()
+            .map(|p| Cow::Borrowed(p.name.as_str()))
+            .collect(),
     };
     let bytes = crate::archive::encode("a resume point", &point)?;
     store.record_put(NAMESPACE, session, &bytes)?;
@@ -194,6 +214,7 @@ pub(crate) fn save(
             origins: point.origins,
             input_blocks: owned(&point.input_blocks),
             input_list: point.input_list,
+            packs: Vec::new(),
         };
         // The messages come once the caller is done with the output (`PointMemory::fill`):
         // the input messages it kept, so the next request need not parse them, and those it

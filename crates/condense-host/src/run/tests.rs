@@ -609,6 +609,7 @@ fn a_readers_fingerprints_match_the_resume_point_in_place_of_hashing() {
             texts: &texts,
             fingerprints,
             unread: None,
+            lists_known: false,
         };
         let result = loaded
             .run_with_texts(input.clone(), &st, "s", &resuming(), &read)

@@ -219,12 +219,12 @@ fn a_resumed_turn_after_a_collapse_knows_the_time_since_the_previous_run() {
     );
 }
 
-/// The names of the output messages a session's resume point stores, and every record of the
-/// session's stored messages (there is one session in `store`).
-fn stored_messages(store: &Path) -> (Vec<String>, Vec<String>, String) {
+/// The packs a session's resume point names, and every pack of the session's block namespace
+/// (there is one session in `store`), with that namespace.
+fn packs(store: &Path) -> (Vec<String>, Vec<String>, String) {
     let store = condense_store::Store::open(store).unwrap();
     let [namespace] = store
-        .namespaces("resume-messages-")
+        .namespaces("resume-blocks-")
         .unwrap()
         .try_into()
         .unwrap();
@@ -233,10 +233,16 @@ fn stored_messages(store: &Path) -> (Vec<String>, Vec<String>, String) {
         .unwrap()
         .into_iter()
         .map(|(name, _)| name)
+        .filter(|name| name.starts_with('p'))
         .collect();
     let [(_, point)] = store.records("resume").unwrap().try_into().unwrap();
     let point: serde_json::Value = serde_json::from_slice(&point).unwrap();
-    let named = point["output"]
+    assert_eq!(
+        point["output"],
+        serde_json::json!([]),
+        "records of their own"
+    );
+    let named = point["packs"]
         .as_array()
         .unwrap()
         .iter()
@@ -246,71 +252,81 @@ fn stored_messages(store: &Path) -> (Vec<String>, Vec<String>, String) {
 }
 
 #[test]
-fn a_turn_writes_only_the_messages_new_to_its_output_and_a_lost_one_means_a_whole_run() {
+fn a_turn_writes_only_the_packs_new_to_its_output_and_a_lost_one_means_a_whole_run() {
     let dir = tempfile::tempdir().unwrap();
-    let whole = std::fs::read(fixture(SESSIONS[0])).unwrap();
+    // A real Claude Code session as the Anthropic request bodies of its turns: the output's
+    // input messages are packed too (a later read leaves them unread).
+    let messages = crate::known_lists::messages();
+    let n = messages.len();
     let (store, input, out) = (
         dir.path().join("store"),
-        dir.path().join("in.jsonl"),
-        dir.path().join("out.jsonl"),
+        dir.path().join("body.json"),
+        dir.path().join("out.json"),
     );
-    first_lines(&whole, 0.6, &input);
-    compress(&input, &store, &out, &[]);
-    let (named_before, records_before, namespace) = stored_messages(&store);
+    // Under the window the default pipeline has (the 32k of [`compress`] would collapse the
+    // output into one pack): snip cuts a few results.
+    let window = ["--context-window", "200000"];
+    std::fs::write(&input, crate::known_lists::body(&messages, n * 3 / 5)).unwrap();
+    let report = compress(&input, &store, &out, &window);
+    assert!(report.contains("duplicate tool results"), "{report}");
+    let (named_before, records_before, namespace) = packs(&store);
+    assert!(named_before.len() > 2, "{named_before:?}");
     assert!(!named_before.is_empty(), "the first run changed nothing");
-    // Each record rewritten with its id's length spelled in two bytes (a packed length is
-    // LEB128, and `0x85 0x00` reads as 5 as `0x05` does): the same message to read, other
-    // bytes. A record the turn writes again comes back packed as usual; one it only names
-    // keeps the long spelling.
-    let long_spelled = |bytes: &[u8]| bytes.get(1).is_some_and(|b| b & 0x80 != 0);
+    let mut sorted = named_before.clone();
+    sorted.sort();
+    assert_eq!(sorted, records_before);
+    // Each pack rewritten with its count spelled in two bytes (a packed length is LEB128, and
+    // `0x85 0x00` reads as 5 as `0x05` does): the same messages, other bytes. A pack the turn
+    // writes again comes back spelled as usual; one it only names keeps the long spelling.
+    let long_spelled = |bytes: &[u8]| bytes.first().is_some_and(|b| b & 0x80 != 0);
     {
         let s = condense_store::Store::open(&store).unwrap();
         for (name, bytes) in s.records(&namespace).unwrap() {
-            assert!(bytes[1] < 0x80, "{name}: an id of 128 bytes or more");
-            let respelled = [&[bytes[0], bytes[1] | 0x80, 0][..], &bytes[2..]].concat();
-            assert_eq!(
-                condense_model::packed::unpack_message(&respelled),
-                condense_model::packed::unpack_message(&bytes)
-            );
-            s.record_put(&namespace, &name, &respelled).unwrap();
+            if name.starts_with('p') {
+                assert!(bytes[0] < 0x80, "{name}: a pack of 128 messages or more");
+                let respelled = [&[bytes[0] | 0x80, 0][..], &bytes[1..]].concat();
+                s.record_put(&namespace, &name, &respelled).unwrap();
+            }
         }
     }
 
-    first_lines(&whole, 0.8, &input);
-    let report = compress(&input, &store, &out, &[]);
+    std::fs::write(&input, crate::known_lists::body(&messages, n * 4 / 5)).unwrap();
+    let report = compress(&input, &store, &out, &window);
     assert!(report.contains("resumed: the first "), "{report}");
-    let (named, records, _) = stored_messages(&store);
-    // The turn names records the first run wrote (the messages it starts from unchanged)
-    // without writing them again, and writes a record only for a message new to its output.
+    let (named, records, _) = packs(&store);
+    // The turn names packs the first run wrote (the messages it starts from unchanged) without
+    // writing them again, writes a pack only for messages new to its output, and removes the
+    // packs it no longer names.
     let reused: Vec<&String> = named
         .iter()
         .filter(|n| records_before.contains(n))
         .collect();
-    assert!(!reused.is_empty(), "no record reused: {named:?}");
+    assert!(!reused.is_empty(), "no pack reused: {named:?}");
+    assert!(reused.len() < named.len(), "no pack written: {named:?}");
     let s = condense_store::Store::open(&store).unwrap();
-    for name in reused {
+    for name in &named {
         let bytes = s.record_get(&namespace, name).unwrap().unwrap();
-        assert!(long_spelled(&bytes), "{name} was written again");
+        assert_eq!(long_spelled(&bytes), reused.contains(&name), "{name}");
     }
     drop(s);
-    let mut expected: Vec<String> = records_before.iter().chain(&named).cloned().collect();
+    let mut expected = named.clone();
     expected.sort();
-    expected.dedup();
     assert_eq!(records, expected);
 
-    // A record gone from the store (a damaged store): the next turn runs over its whole input,
+    // A pack gone from the store (a damaged store): the next turn runs over its whole input,
     // and its output still expands to it.
     condense_store::Store::open(&store)
         .unwrap()
         .record_remove(&namespace, &named[0])
         .unwrap();
+    let whole = crate::known_lists::body(&messages, n);
     std::fs::write(&input, &whole).unwrap();
-    let report = compress(&input, &store, &out, &[]);
+    let report = compress(&input, &store, &out, &window);
     assert!(!report.contains("resumed"), "{report}");
     assert_expands_to(
         out.to_str().unwrap(),
         store.to_str().unwrap(),
-        dir.path().join("back.jsonl").to_str().unwrap(),
+        dir.path().join("back.json").to_str().unwrap(),
         &whole,
     );
 }

@@ -2,7 +2,7 @@
 //! that format's reader, the known prefix left unread; the document writes, fingerprints and
 //! reads back as the document of a full read, and its lists are kept under keys of their own.
 
-use super::{assert_read_as_whole, kept, unread_count};
+use super::{assert_read_as_whole, unread_count};
 use crate::known::{KnownList, ALWAYS_READ};
 use crate::{read, Document, ReadOptions};
 use condense_model::{Content, Format};
@@ -84,17 +84,13 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
         // The first read knows nothing, and keeps a list for the next.
         let earlier = read_knowing(&body(format, n, ""), &opts, &[]);
         assert_eq!(unread_count(&earlier), 0);
-        let (key, list) = earlier
-            .known_list(&kept(&earlier, &[n - 30, n - 20]))
-            .expect("the list is kept");
+        let (key, list) = earlier.known_list().expect("the list is kept");
         assert_eq!(list.messages, n);
         let text = body(format, n + 3, "\"model\": \"gpt-5\", ");
         let doc = read_knowing(&text, &opts, &[(key, list.clone())]);
         let full = read(text.as_bytes(), "in.json", &opts).unwrap();
         let mask = doc.unread(0).expect("some left unread").to_vec();
-        let expected: Vec<bool> = (0..n + 3)
-            .map(|i| (ALWAYS_READ..n).contains(&i) && i != n - 30 && i != n - 20)
-            .collect();
+        let expected: Vec<bool> = (0..n + 3).map(|i| (ALWAYS_READ..n).contains(&i)).collect();
         assert_eq!(mask, expected, "{format:?} {n}");
         assert_read_as_whole(&doc, &full, &mask);
         // Unchanged, it writes back as read; a changed message as the full read writes it.
@@ -105,9 +101,8 @@ fn a_list_that_starts_with_a_known_one_reads_only_what_it_must() {
         }
         assert_eq!(doc.write().unwrap(), full.write().unwrap());
         // The list kept for the next turn is the full read's, and the rest reads as it does.
-        let out = kept(&full, &[n + 2]);
-        let (next_key, next) = doc.known_list(&out).unwrap();
-        let (full_key, full_next) = full_list(format, &text, &out);
+        let (next_key, next) = doc.known_list().unwrap();
+        let (full_key, full_next) = full_list(format, &text);
         assert_eq!(next_key, full_key);
         assert!(next.bytes == full_next.bytes && next.prints == full_next.prints);
         let whole = read(text.as_bytes(), "in.json", &opts).unwrap();
@@ -146,7 +141,7 @@ fn a_list_edited_in_place_leaves_the_messages_before_the_edit_unread() {
     for format in FORMATS {
         let opts = said(format);
         let earlier = read_knowing(&body(format, 400, ""), &opts, &[]);
-        let known = [earlier.known_list(&[]).expect("the list is kept")];
+        let known = [earlier.known_list().expect("the list is kept")];
         // The tool result (or function call output) at 302 or 303 masked.
         let at = (300..310)
             .find(|&i| message(format, i).contains("line of output"))
@@ -173,7 +168,7 @@ fn a_bare_item_list_is_known_as_a_body_is() {
         format!("[{}]", items.join(", "))
     };
     let earlier = read_knowing(&list(50), &opts, &[]);
-    let known = earlier.known_list(&[]).expect("the list is kept");
+    let known = earlier.known_list().expect("the list is kept");
     let text = list(53);
     let doc = read_knowing(&text, &opts, &[known]);
     assert_eq!(unread_count(&doc), 50 - ALWAYS_READ);
@@ -212,7 +207,7 @@ fn a_body_takes_its_frame_from_the_memo() {
                 .unwrap()
         };
         let earlier = read_with(&with_frame(60), &[]);
-        let known = earlier.known_list(&[]).unwrap();
+        let known = earlier.known_list().unwrap();
         // Chat's system prompt is a message: only its tools are kept.
         let members = if format == Format::Responses { 2 } else { 1 };
         assert_eq!(memo.len(), members, "{format:?}");
@@ -231,10 +226,8 @@ fn a_body_takes_its_frame_from_the_memo() {
 }
 
 /// The list a read of the whole `text` keeps (read knowing nothing).
-fn full_list(format: Format, text: &str, out: &[u128]) -> (u64, KnownList) {
-    read_knowing(text, &said(format), &[])
-        .known_list(out)
-        .unwrap()
+fn full_list(format: Format, text: &str) -> (u64, KnownList) {
+    read_knowing(text, &said(format), &[]).known_list().unwrap()
 }
 
 /// A body written turn after turn with one memo reads back the short way, as a read of the
@@ -282,7 +275,7 @@ fn a_root_list_of_conversations_said_to_be_chat_reads_as_before() {
         assert_eq!(doc.conversations().len(), 2);
         assert_eq!(doc.conversations()[1].messages.len(), 2);
         assert_eq!(doc.write().unwrap(), text.as_bytes());
-        assert!(doc.known_list(&[]).is_none());
+        assert!(doc.known_list().is_none());
     }
 }
 
@@ -293,5 +286,5 @@ fn a_responses_body_with_a_string_input_keeps_no_list() {
     let doc = read_knowing(text, &said(Format::Responses), &[]);
     assert_eq!(doc.conversations()[0].messages.len(), 1);
     assert_eq!(doc.write().unwrap(), text.as_bytes());
-    assert!(doc.known_list(&[]).is_none());
+    assert!(doc.known_list().is_none());
 }

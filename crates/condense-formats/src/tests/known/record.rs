@@ -2,15 +2,15 @@
 //! entries): they read back as the list, a damaged one is no knowledge, and a turn that adds a
 //! few messages writes the list's record and no block until one fills.
 
-use super::{body, kept};
+use super::body;
 use crate::known::{self, KnownList, KnownWrite, BLOCKS, RECORDS};
 use crate::{read_owned, ReadOptions};
 use std::collections::HashMap;
 
-/// The key and list a read of a body of `n` messages knows, its output keeping `at`.
-fn list_of(n: usize, at: &[usize]) -> (u64, KnownList) {
+/// The key and list a read of a body of `n` messages knows.
+fn list_of(n: usize) -> (u64, KnownList) {
     let doc = read_owned(body(n, "").into_bytes(), "a.json", &ReadOptions::default()).unwrap();
-    doc.known_list(&kept(&doc, at)).unwrap()
+    doc.known_list().unwrap()
 }
 
 /// A store's records, by namespace and name.
@@ -47,7 +47,7 @@ impl Records {
 
 #[test]
 fn lists_round_trip_through_their_record_and_blocks_and_damage_is_no_knowledge() {
-    let (key, a) = list_of(1_200, &[9, 700]);
+    let (key, a) = list_of(1_200);
     assert_eq!(a.messages, 1_200);
     let mut b = a.clone();
     b.messages = 0;
@@ -94,14 +94,14 @@ fn lists_round_trip_through_their_record_and_blocks_and_damage_is_no_knowledge()
 #[test]
 fn a_growing_list_writes_its_record_and_a_block_only_when_one_fills() {
     let mut records = Records::default();
-    let (key, first) = list_of(1_020, &[3]);
+    let (key, first) = list_of(1_020);
     let w = known::updated(key, first.clone(), records.get());
     assert_eq!((w.blocks.len(), w.stale.len()), (1, 0));
     records.apply(&w);
     assert_eq!(records.known(key), vec![first]);
 
     // A few messages more: the full block is the same, so only the record is written.
-    let (_, grown) = list_of(1_023, &[3, 1_021]);
+    let (_, grown) = list_of(1_023);
     let w = known::updated(key, grown.clone(), records.get());
     assert!(w.blocks.is_empty() && w.stale.is_empty());
     // The record holds the 511 entries past the block, not all 1,023.
@@ -118,7 +118,7 @@ fn a_growing_list_writes_its_record_and_a_block_only_when_one_fills() {
     );
 
     // Past 1,024: one block more.
-    let (_, past) = list_of(1_030, &[3]);
+    let (_, past) = list_of(1_030);
     let w = known::updated(key, past.clone(), records.get());
     assert_eq!((w.blocks.len(), w.stale.len()), (1, 0));
     records.apply(&w);
@@ -152,7 +152,7 @@ fn a_growing_list_writes_its_record_and_a_block_only_when_one_fills() {
 #[test]
 fn a_named_block_gone_missing_is_written_again() {
     let mut records = Records::default();
-    let (key, list) = list_of(1_100, &[]);
+    let (key, list) = list_of(1_100);
     records.apply(&known::updated(key, list.clone(), records.get()));
     records.0.retain(|(ns, _), _| ns != BLOCKS);
     assert!(records.known(key).is_empty());

@@ -36,6 +36,7 @@ fn reading<T>(
             mask: unread,
             read_all: &read_all,
         }),
+        lists_known: true,
     };
     let out = run(&read);
     (out, reads.get())
@@ -156,12 +157,41 @@ fn a_long_lived_pipeline_takes_the_messages_its_last_output_kept_from_memory() {
     assert_eq!(from_memory.conversation, reference.conversation);
     assert_eq!(from_memory.resumed.map(|r| r.unread_messages), Some(3));
 
-    // A pipeline that keeps no points in memory reads them.
+    // A pipeline that keeps no points in memory reads them, when the reader of the run before
+    // did not keep the list for a later read (`lists_known`)...
     let (_third_dir, third) = store();
     plain.run(conversation(), &third, "s", &resuming()).unwrap();
     let (from_store, reads) = reading(&input, &unread, false, |read| {
-        plain.run_with_texts(partial, &third, "s", &resuming(), read)
+        plain.run_with_texts(partial.clone(), &third, "s", &resuming(), read)
     });
     assert_eq!(reads, 1);
     assert_eq!(from_store.unwrap().conversation, reference.conversation);
+    // ... and when it did, takes them from the point's packs.
+    let (_fourth_dir, fourth) = store();
+    let none = vec![false; conversation().messages.len()];
+    let (first_run, _) = reading(&conversation(), &none, false, |read| {
+        plain.run_with_texts(conversation(), &fourth, "s", &resuming(), read)
+    });
+    first_run.unwrap();
+    let (from_packs, reads) = reading(&input, &unread, false, |read| {
+        plain.run_with_texts(partial.clone(), &fourth, "s", &resuming(), read)
+    });
+    assert_eq!(reads, 0, "the kept messages came from the packs");
+    let from_packs = from_packs.unwrap();
+    assert_eq!(from_packs.conversation, reference.conversation);
+    assert_eq!(from_packs.resumed.map(|r| r.unread_messages), Some(3));
+    // A pack gone: the run does not resume from the point, and reads them.
+    let namespace = "resume-blocks-s";
+    for (name, _) in fourth.records(namespace).unwrap() {
+        if name.starts_with('p') {
+            fourth.record_remove(namespace, &name).unwrap();
+        }
+    }
+    let (without, reads) = reading(&input, &unread, false, |read| {
+        plain.run_with_texts(partial, &fourth, "s", &resuming(), read)
+    });
+    assert_eq!(reads, 1);
+    let without = without.unwrap();
+    assert!(without.resumed.is_none());
+    assert_eq!(without.conversation, reference.conversation);
 }
