@@ -608,7 +608,8 @@ impl Store {
     }
 
     /// The token counts stored for `session` with `tokenizer`, as (block hash, tokens): what
-    /// its earlier runs counted, to seed a new process's cache.
+    /// its earlier runs counted, to seed a new process's cache, in the order stored (a hash
+    /// counted again comes again after its earlier count, which it replaces).
     pub fn token_counts(
         &self,
         session: &str,

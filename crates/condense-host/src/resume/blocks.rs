@@ -117,7 +117,8 @@ pub(super) fn join(
 /// Writes the blocks of `new` but those in `kept` (named by the point the run started from,
 /// read back whole, so stored already), and removes those of `old` (the names the session's
 /// stored point gave) no longer in `new` nor in `staying` (blocks the new point names that
-/// are stored already: its input list's, carried over unread).
+/// are stored already: its input list's, carried over unread, and its packs, written as they
+/// are made).
 pub(super) fn keep(
     store: &Store,
     session: &str,

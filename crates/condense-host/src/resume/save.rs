@@ -151,18 +151,18 @@ pub(crate) fn save(
         Some(kept) => Cow::Borrowed(kept),
         None => Cow::Owned(stored_blocks(store, session)),
     };
-    let new_packs: Vec<blocks::Block> = packs
-        .iter()
-        .filter(|p| !kept.contains(&p.name))
-        .map(|p| packs::pack(p, &output.messages))
-        .collect();
+    // The packs not stored yet are written one at a time (a first run at a million tokens
+    // packs 700 KB of messages; all of them at once were that much more at the run's peak).
+    for planned in packs.iter().filter(|p| !kept.contains(&p.name)) {
+        let (name, bytes) = packs::pack(planned, &output.messages);
+        store.record_put(&blocks::namespace(session), &name, &bytes)?;
+    }
     let mut staying = input_stored.to_vec();
     staying.extend(packs.iter().map(|p| p.name.clone()));
     let all: Vec<&blocks::Block> = output_blocks
         .iter()
         .chain(&key_blocks)
         .chain(&input_full)
-        .chain(&new_packs)
         .collect();
     blocks::keep(store, session, (&all, &staying), (kept, &old))?;
     let input_blocks: Vec<Cow<'_, str>> = input_stored
