@@ -210,9 +210,10 @@ pub(crate) struct InputHash {
     pub(crate) origins: Vec<Option<usize>>,
     /// Every message's tokens, for the next point's input list ([`inputs`]), once known.
     tokens: Option<inputs::Tokens>,
-    /// Whether a point saved without memory packs the input messages its output kept
-    /// ([`crate::ReadFrom::lists_known`]).
-    pub(crate) packs_inputs: bool,
+    /// Whether a later read of the input's list may leave its messages unread
+    /// ([`crate::ReadFrom::lists_known`]): a point saved without memory then packs the input
+    /// messages its output kept.
+    pub(crate) lists_known: bool,
 }
 
 fn hex(h: &Fingerprinter) -> String {
@@ -259,7 +260,7 @@ impl InputHash {
             marks,
             origins: Vec::new(),
             tokens: None,
-            packs_inputs: false,
+            lists_known: false,
         }
     }
 
@@ -373,7 +374,7 @@ pub(crate) fn start(
         (fingerprints, unread.as_ref().map_or(&[][..], |u| u.mask)),
         point.as_ref().map(|p| (p.inputs, &p.marks[..])),
     );
-    hash.packs_inputs = lists_known;
+    hash.lists_known = lists_known;
     // The input's first messages are the point's input (the same hash), or are but for those
     // the client edited since: compared one by one when the frame is the point's ([`inputs`]).
     let (mut point, edits) = match point {

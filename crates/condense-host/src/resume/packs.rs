@@ -5,7 +5,7 @@
 //! or made, and the input messages it kept as they were. A long-lived pipeline remembers both
 //! ([`super::PointMemory`]); without memory, `condense compress` read the first as a record
 //! each (at a million tokens 173 records, 2.2 M instructions of SQLite) and parsed the others
-//! again from its input (577 messages, 5.5 M instructions). A point saved without memory
+//! again from its input (566 messages, 5.5 M instructions). A point saved without memory
 //! keeps its output in packs of [`PACK`] messages instead, in output order, each a record of
 //! the session's block namespace ([`super::blocks::namespace`]) named by the hash of what its
 //! messages are (which input message, or which made message, by fingerprint). A turn adds a

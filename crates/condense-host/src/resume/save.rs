@@ -49,6 +49,33 @@ fn layout<'a>(
     (stored, layout)
 }
 
+/// The names of the records of `stored` (the output messages that are not input messages), in
+/// `session`'s messages namespace: the one the run started from when a message is unchanged
+/// (`started`, by fingerprint), else written now, packed (named by its bytes' hash: the same
+/// message is one record, written once).
+fn records_of(
+    store: &Store,
+    session: &str,
+    stored: &[(u128, &Message)],
+    started: &PrehashedMap<u128, String>,
+) -> Result<Vec<String>, StoreError> {
+    let namespace = messages_namespace(session);
+    let mut names = Vec::with_capacity(stored.len());
+    for (fp, m) in stored {
+        let name = match started.get(fp) {
+            Some(name) => name.clone(),
+            None => {
+                let packed = condense_model::packed::pack_message(m);
+                let name = format!("{:032x}", xxh3_128(&packed));
+                store.record_put(&namespace, &name, &packed)?;
+                name
+            }
+        };
+        names.push(name);
+    }
+    Ok(names)
+}
+
 /// The names of the blocks `session`'s stored point names (none when it has no point, or one
 /// that does not read).
 fn stored_blocks(store: &Store, session: &str) -> HashSet<String> {
@@ -112,26 +139,14 @@ pub(crate) fn save(
     // when a later read may leave them unread): those the point the run resumed from names
     // are stored already, the others are packed now.
     let packs = match memory {
-        None => packs::plan(&layout, &hash.each, &output_prints, hash.packs_inputs),
+        None => packs::plan(&layout, &hash.each, &output_prints, hash.lists_known),
         Some(_) => Vec::new(),
     };
-    // Otherwise each stored message's record: the one the run started from when it is
-    // unchanged, else written now, packed (named by its bytes' hash: the same message is one
-    // record, written once).
-    let namespace = messages_namespace(session);
-    let mut names = Vec::with_capacity(stored.len());
-    for (fp, m) in stored.iter().filter(|_| packs.is_empty()) {
-        let name = match hash.stored.get(fp) {
-            Some(name) => name.clone(),
-            None => {
-                let packed = condense_model::packed::pack_message(m);
-                let name = format!("{:032x}", xxh3_128(&packed));
-                store.record_put(&namespace, &name, &packed)?;
-                name
-            }
-        };
-        names.push(name);
-    }
+    let names = if packs.is_empty() {
+        records_of(store, session, &stored, &hash.stored)?
+    } else {
+        Vec::new()
+    };
     let names: Vec<Cow<'_, str>> = names.iter().map(|n| Cow::Borrowed(n.as_str())).collect();
     // One per output message, or none (a point without them is read as before).
     let keys: Vec<Cow<'_, str>> = if keys.len() == output.messages.len() {
