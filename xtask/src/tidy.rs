@@ -55,7 +55,7 @@ const PLUGIN_DEPS: &[(&str, &str)] = &[
     ("serde_json", "tool inputs and results are JSON"),
     ("regex", "pattern matching in text (no I/O)"),
     ("memchr", "fast byte and substring search in text (no I/O)"),
-    ("xxhash-rust", "stable content hashes for store keys"),
+    ("twox-hash", "stable content hashes for store keys (xxh3)"),
     ("base64", "image and binary payloads in content"),
 ];
 

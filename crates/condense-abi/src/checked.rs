@@ -33,7 +33,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_128;
 
 /// The first line of the record's text.
 const HEADER: &str =
@@ -130,13 +130,13 @@ pub(crate) fn pair(library_build_id: Option<&[u8]>) -> Option<u128> {
 }
 
 fn pair_of(host: &[u8], library: &[u8]) -> u128 {
-    let mut h = Xxh3::new();
+    let mut h = XxHash3_128::new();
     // Lengths first, so that no two different pairs feed the hash the same bytes.
-    h.update(&(host.len() as u64).to_le_bytes());
-    h.update(host);
-    h.update(&(library.len() as u64).to_le_bytes());
-    h.update(library);
-    h.digest128()
+    h.write(&(host.len() as u64).to_le_bytes());
+    h.write(host);
+    h.write(&(library.len() as u64).to_le_bytes());
+    h.write(library);
+    h.finish_128()
 }
 
 /// This process's executable's build id, read once. On Linux from `/proc/self/exe`, which

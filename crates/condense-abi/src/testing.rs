@@ -227,7 +227,7 @@ impl Host for MemoryHost {
     }
     fn store_put(&self, bytes: &[u8]) -> Result<String, String> {
         self.puts.set(self.puts.get() + 1);
-        let key = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes));
+        let key = format!("{:032x}", twox_hash::XxHash3_128::oneshot(bytes));
         self.store.borrow_mut().insert(key.clone(), bytes.to_vec());
         Ok(key)
     }

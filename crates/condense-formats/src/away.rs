@@ -59,7 +59,7 @@ impl Away {
             file: Mutex::new(file),
             offset,
             len: text.len(),
-            print: xxhash_rust::xxh3::xxh3_128(text.as_bytes()),
+            print: twox_hash::XxHash3_128::oneshot(text.as_bytes()),
             failed: Mutex::new(None),
         }
     }
@@ -101,7 +101,7 @@ impl Away {
             return Err(changed(reason));
         }
         let bytes = self.read_at(0, self.len).map_err(changed)?;
-        if xxhash_rust::xxh3::xxh3_128(&bytes) != self.print {
+        if twox_hash::XxHash3_128::oneshot(&bytes) != self.print {
             return Err(changed("its bytes are not the ones read".to_string()));
         }
         // The hash matched the text that was read, which was UTF-8.

@@ -32,7 +32,7 @@ use condense_model::{Content, ContentShape, Conversation, ToolDef};
 use serde_json::Value;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// Members shorter than this are parsed: their hash and lookup would cost about as much.
 const MEMO_FROM: usize = 1024;
@@ -109,7 +109,7 @@ pub(crate) fn take_or_keep(
     key: &str,
     text: &str,
 ) -> Result<Member, Option<Value>> {
-    let hash = xxh3_128(text.as_bytes());
+    let hash = XxHash3_128::oneshot(text.as_bytes());
     match memo.get(hash).filter(|m| m.key() == key) {
         Some(member) => Ok(member),
         None => Err(parse_and_keep(memo, (hash, key), text)),
@@ -120,7 +120,7 @@ pub(crate) fn take_or_keep(
 /// quick list beside it), what the reader makes of it kept in `memo` for a read that can,
 /// unless it is kept already. `None` when it does not parse.
 pub(crate) fn parse_keeping(memo: &FrameMemo, key: &str, text: &str) -> Option<Value> {
-    let hash = xxh3_128(text.as_bytes());
+    let hash = XxHash3_128::oneshot(text.as_bytes());
     if memo.holds(hash) {
         return serde_json::from_str(text).ok();
     }

@@ -38,7 +38,7 @@
 use condense_model::{Content, Format, Message, RawJson, Role};
 use serde_json::Value;
 use std::ops::Range;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use twox_hash::{XxHash3_128, XxHash3_64};
 
 mod record;
 
@@ -127,7 +127,7 @@ pub fn first_key(first: &str) -> u64 {
 
 /// [`first_key`] of an element's bytes (a body read for its session is not checked as UTF-8).
 pub(crate) fn key_of(first: &[u8]) -> u64 {
-    xxh3_64(first)
+    XxHash3_64::oneshot(first)
 }
 
 /// What the keys of an OpenAI Chat list are turned by: its known lists are kept apart from
@@ -164,7 +164,7 @@ pub(crate) fn reads_elements(format: Format) -> bool {
 pub(crate) struct Hashed {
     start: usize,
     end: usize,
-    state: Xxh3,
+    state: XxHash3_128,
     /// The hashes of the matched list's first messages it kept, by their number (its shorter
     /// prefixes and itself, [`KnownList::shorter`]): a new list's own shorter prefixes that
     /// end before `end` are among them, where hashing from the first byte again is 3.2 MB.
@@ -295,7 +295,7 @@ pub(crate) fn prefix_of(
             let from_start = Hashed {
                 start: first.start,
                 end: first.start,
-                state: Xxh3::new(),
+                state: XxHash3_128::new(),
                 prefixes: Vec::new(),
             };
             hashes_from(text.as_bytes(), spans, &lengths, &from_start)
@@ -325,12 +325,12 @@ fn hashes_from(
             shorter.push((m, known.1));
             continue;
         }
-        state.update(bytes.get(at..end)?);
+        state.write(bytes.get(at..end)?);
         at = end;
-        shorter.push((m, state.digest128()));
+        shorter.push((m, state.finish_128()));
     }
-    state.update(bytes.get(at..spans.last()?.end)?);
-    Some((state.digest128(), shorter))
+    state.write(bytes.get(at..spans.last()?.end)?);
+    Some((state.finish_128(), shorter))
 }
 
 /// The longest of `known` whose text the array whose first element is at `first` starts with
@@ -365,7 +365,7 @@ pub(crate) fn match_prefix(
             .filter(|&(m, _)| ALWAYS_READ < m && m < list.messages)
             .collect();
         cuts.push((list.messages, list.bytes));
-        let (mut state, mut at) = (Xxh3::new(), first.start);
+        let (mut state, mut at) = (XxHash3_128::new(), first.start);
         let mut matched = None;
         for (m, hash) in cuts {
             let Some(end) = end_of(m).filter(|&end| at <= end) else {
@@ -374,9 +374,9 @@ pub(crate) fn match_prefix(
             let Some(piece) = text.get(at..end) else {
                 break;
             };
-            state.update(piece);
+            state.write(piece);
             at = end;
-            if state.digest128() != hash {
+            if state.finish_128() != hash {
                 // The cuts are prefixes of one another: none longer matches either.
                 break;
             }

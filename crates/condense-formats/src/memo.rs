@@ -219,14 +219,14 @@ fn context_hash(context: &(Format, Style)) -> u128 {
     // is part of the hash without a change here.
     let (format, style) = context;
     let spelled = format!("{} {style:?}", format.as_str());
-    xxhash_rust::xxh3::xxh3_128(spelled.as_bytes())
+    twox_hash::XxHash3_128::oneshot(spelled.as_bytes())
 }
 
 /// The key of a message's texts: its fingerprint and a hash of the text it was read from.
 pub(crate) fn key(fp: u128, read_as: Option<&str>) -> u128 {
-    let like = read_as.map_or(0, |t| xxhash_rust::xxh3::xxh3_64(t.as_bytes()));
+    let like = read_as.map_or(0, |t| twox_hash::XxHash3_64::oneshot(t.as_bytes()));
     let mut bytes = [0u8; 24];
     bytes[..16].copy_from_slice(&fp.to_le_bytes());
     bytes[16..].copy_from_slice(&like.to_le_bytes());
-    xxhash_rust::xxh3::xxh3_128(&bytes)
+    twox_hash::XxHash3_128::oneshot(&bytes)
 }

@@ -35,7 +35,7 @@ use condense_model::prehashed::PrehashedSet;
 use condense_model::{Conversation, Message};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_128;
 
 /// The output of one [`Document::write_remembering`]: its bytes, and which write made them. An
 /// echo (`Echo`) belongs to one write, and [`Document::read_back`] takes its short way only
@@ -148,10 +148,10 @@ impl LinesEcho {
 fn text_key(fp: Fp, text: &str) -> u128 {
     // Hashed in two pieces, not copied into one buffer: the same hash (xxh3's streaming form
     // gives what it gives for the joined bytes), without copying every changed text a write.
-    let mut hash = Xxh3::new();
-    hash.update(&fp.to_le_bytes());
-    hash.update(text.as_bytes());
-    hash.digest128()
+    let mut hash = XxHash3_128::new();
+    hash.write(&fp.to_le_bytes());
+    hash.write(text.as_bytes());
+    hash.finish_128()
 }
 
 impl Echo {

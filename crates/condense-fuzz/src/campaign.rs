@@ -291,7 +291,7 @@ fn keep(config: &Config, seed: &Seed, bytes: &[u8], original: &[u8]) -> Result<P
     // The seed's name is part of the hash: two seeds can minimize to the same bytes.
     let mut named = bytes.to_vec();
     named.extend_from_slice(seed.name.as_bytes());
-    let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&named));
+    let hash = format!("{:016x}", twox_hash::XxHash3_64::oneshot(&named));
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |e| FuzzError::Io(p, e)

@@ -36,7 +36,7 @@ pub use run::{
 pub use services::StateMode;
 
 use condense_model::Conversation;
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// Plugins the environment turns off for this run, for the binaries that run pipelines (stages
 /// never read the environment themselves): `CONDENSE_DISABLE_AUTOCOMPACT=1` (anything but
@@ -79,7 +79,7 @@ pub fn session_id(conv: &Conversation) -> String {
             basis.extend(model_bytes(&first.content));
         }
     }
-    format!("h{:016x}", xxh3_64(&basis))
+    format!("h{:016x}", XxHash3_64::oneshot(&basis))
 }
 
 /// The JSON bytes of a part of the model, hashed into a session id. The model's serialization

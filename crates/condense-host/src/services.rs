@@ -23,7 +23,7 @@ use condense_summarize::Summarizer;
 use condense_tokens::TokenCounter;
 use std::cell::RefCell;
 use std::collections::HashSet;
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// How saved stage state is used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub(crate) fn state_slot_of(
         spec.name,
         b.context_window,
         b.max_output_tokens,
-        xxh3_64(settings.as_bytes())
+        XxHash3_64::oneshot(settings.as_bytes())
     ))
 }
 

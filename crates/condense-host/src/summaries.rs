@@ -41,12 +41,12 @@ use condense_summarize::retaining::{
 use condense_summarize::SummaryRequest;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 const RECORD_NAMESPACE: &str = "retain-";
 
 fn record_name(summary: &str) -> String {
-    format!("{:032x}", xxh3_128(summary.trim().as_bytes()))
+    format!("{:032x}", XxHash3_128::oneshot(summary.trim().as_bytes()))
 }
 
 /// A summary's record written in this run: the stage call (its index in the run) that wrote

@@ -2,7 +2,8 @@
 
 use crate::{Content, RawJson};
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::{xxh3_64_with_seed, Xxh3};
+use std::hash::Hasher as _;
+use twox_hash::XxHash3_64;
 
 const SEED_TEXT: u64 = 0x7465_7874; // "text"
 const SEED_RESULT: u64 = 0x7265_7375_6c74; // "result"
@@ -179,7 +180,7 @@ impl Block {
     /// A text counted on its own (what a stage measures) keys the token cache like that block,
     /// so the two share one entry.
     pub fn text_hash(text: &str) -> u64 {
-        xxh3_64_with_seed(text.as_bytes(), SEED_TEXT)
+        XxHash3_64::oneshot_with_seed(SEED_TEXT, text.as_bytes())
     }
 
     /// A 64-bit content hash (xxh3) of everything in the block. Equal blocks hash equal; the
@@ -190,16 +191,17 @@ impl Block {
         match self {
             Block::Text(t) if t.extra.is_empty() => Self::text_hash(&t.text),
             Block::ToolUse(t) if t.extra.is_empty() => {
-                let seed = xxh3_64_with_seed(t.id.as_bytes(), SEED_TOOL_USE)
-                    ^ xxh3_64_with_seed(t.name.as_bytes(), SEED_TOOL_NAME).rotate_left(17);
-                xxh3_64_with_seed(t.input.as_str().as_bytes(), seed)
+                let seed = XxHash3_64::oneshot_with_seed(SEED_TOOL_USE, t.id.as_bytes())
+                    ^ XxHash3_64::oneshot_with_seed(SEED_TOOL_NAME, t.name.as_bytes())
+                        .rotate_left(17);
+                XxHash3_64::oneshot_with_seed(seed, t.input.as_str().as_bytes())
             }
             Block::ToolResult(t) if t.extra.is_empty() => match t.content.blocks.as_slice() {
                 [Block::Text(inner)] if inner.extra.is_empty() => {
-                    let seed = xxh3_64_with_seed(t.tool_use_id.as_bytes(), SEED_RESULT)
+                    let seed = XxHash3_64::oneshot_with_seed(SEED_RESULT, t.tool_use_id.as_bytes())
                         ^ (u64::from(t.content.shape as u8) << 8
                             | u64::from(t.is_error.map_or(2, u8::from)));
-                    xxh3_64_with_seed(inner.text.as_bytes(), seed)
+                    XxHash3_64::oneshot_with_seed(seed, inner.text.as_bytes())
                 }
                 _ => self.streamed_hash(),
             },
@@ -208,18 +210,18 @@ impl Block {
     }
 
     fn streamed_hash(&self) -> u64 {
-        let mut h = Xxh3::new();
+        let mut h = XxHash3_64::new();
         hash_block(self, &mut h);
-        h.digest()
+        h.finish()
     }
 }
 
-fn hash_str(h: &mut Xxh3, s: &str) {
-    h.update(&(s.len() as u64).to_le_bytes());
-    h.update(s.as_bytes());
+fn hash_str(h: &mut XxHash3_64, s: &str) {
+    h.write(&(s.len() as u64).to_le_bytes());
+    h.write(s.as_bytes());
 }
 
-fn hash_block(block: &Block, h: &mut Xxh3) {
+fn hash_block(block: &Block, h: &mut XxHash3_64) {
     hash_str(h, block.kind());
     match block {
         Block::Text(t) => {
@@ -238,8 +240,8 @@ fn hash_block(block: &Block, h: &mut Xxh3) {
         }
         Block::ToolResult(t) => {
             hash_str(h, &t.tool_use_id);
-            h.update(&[t.content.shape as u8, t.is_error.map_or(2, u8::from)]);
-            h.update(&(t.content.blocks.len() as u64).to_le_bytes());
+            h.write(&[t.content.shape as u8, t.is_error.map_or(2, u8::from)]);
+            h.write(&(t.content.blocks.len() as u64).to_le_bytes());
             for inner in &t.content.blocks {
                 hash_block(inner, h);
             }
@@ -289,5 +291,31 @@ mod tests {
             extra: RawJson::default(),
         });
         assert_ne!(t.content_hash(), k.content_hash());
+    }
+
+    /// The hashes of a text, a tool call and an opaque block (one-shot seeded, one-shot with a
+    /// seed made of fields, streamed) are the ones xxhash-rust's xxh3 gave before condense moved
+    /// to twox-hash: the token counts a store keeps by them stay found.
+    #[test]
+    fn hashes_are_those_stored_before() {
+        let long = "line of a long tool result\n".repeat(300);
+        let input = format!("{{\"command\":\"{}\"}}", "ls -la ".repeat(60));
+        let json = format!("{{\"type\":\"x\",\"data\":\"{}\"}}", "ab".repeat(700));
+        let blocks = [
+            Block::text(long),
+            Block::tool_use("toolu_1", "Bash", RawJson::from_string_unchecked(input)),
+            Block::Opaque(Opaque {
+                json: RawJson::from_string_unchecked(json),
+            }),
+        ];
+        let hashes: Vec<u64> = blocks.iter().map(Block::content_hash).collect();
+        assert_eq!(
+            hashes,
+            [
+                0xdf88_a23f_ca8c_651f,
+                0xd809_7bbc_0d18_c3dd,
+                0xc65e_0056_c72c_309b
+            ]
+        );
     }
 }

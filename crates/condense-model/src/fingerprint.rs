@@ -15,18 +15,18 @@
 //! use std::hash::Hash;
 //!
 //! let m = Message::new("m1", Role::User, vec![Block::text("Fix the failing test")]);
-//! let mut streamed = xxhash_rust::xxh3::Xxh3::new();
-//! m.hash(&mut streamed);
-//! assert_eq!(fingerprint(&m), streamed.digest128());
+//! let mut f = Fingerprinter::new();
+//! m.hash(&mut f);
+//! assert_eq!(fingerprint(&m), f.digest128());
 //!
 //! // Bytes written through `io::Write` (a value serialized straight into the hasher).
 //! let mut w = Fingerprinter::new();
 //! std::io::Write::write_all(&mut w, b"{\"a\":1}").unwrap();
-//! assert_eq!(w.digest128(), xxhash_rust::xxh3::xxh3_128(b"{\"a\":1}"));
+//! assert_eq!(w.digest128(), twox_hash::XxHash3_128::oneshot(b"{\"a\":1}"));
 //! ```
 
 use std::hash::{Hash, Hasher};
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_128;
 
 /// Writes up to this long are gathered; longer ones go to xxh3 straight (after what is
 /// gathered), where streaming costs nothing extra.
@@ -34,7 +34,7 @@ const GATHER: usize = 512;
 
 /// An xxh3-128 streaming hasher that gathers small writes (see the [module docs](self)).
 pub struct Fingerprinter {
-    xxh3: Xxh3,
+    xxh3: XxHash3_128,
     buf: [u8; GATHER],
     len: usize,
 }
@@ -48,7 +48,7 @@ impl Default for Fingerprinter {
 impl Fingerprinter {
     pub fn new() -> Self {
         Fingerprinter {
-            xxh3: Xxh3::new(),
+            xxh3: XxHash3_128::new(),
             buf: [0; GATHER],
             len: 0,
         }
@@ -67,24 +67,24 @@ impl Fingerprinter {
     /// What does not fit: the gathered bytes first, then `bytes` (gathered when short).
     #[cold]
     fn spill(&mut self, bytes: &[u8]) {
-        self.xxh3.update(&self.buf[..self.len]);
+        self.xxh3.write(&self.buf[..self.len]);
         self.len = 0;
         if bytes.len() < GATHER {
             self.buf[..bytes.len()].copy_from_slice(bytes);
             self.len = bytes.len();
         } else {
-            self.xxh3.update(bytes);
+            self.xxh3.write(bytes);
         }
     }
 
     /// The 128-bit hash of everything written.
     pub fn digest128(&self) -> u128 {
         if self.len == 0 {
-            return self.xxh3.digest128();
+            return self.xxh3.finish_128();
         }
         let mut rest = self.xxh3.clone();
-        rest.update(&self.buf[..self.len]);
-        rest.digest128()
+        rest.write(&self.buf[..self.len]);
+        rest.finish_128()
     }
 }
 
@@ -160,20 +160,30 @@ mod tests {
             }
             assert_eq!(
                 f.digest128(),
-                xxhash_rust::xxh3::xxh3_128(&data),
+                twox_hash::XxHash3_128::oneshot(&data),
                 "chunk {chunk}"
             );
         }
         assert_eq!(
             Fingerprinter::new().digest128(),
-            xxhash_rust::xxh3::xxh3_128(b"")
+            twox_hash::XxHash3_128::oneshot(b"")
         );
     }
 
-    /// A message with short fields and one long result: the fingerprint is the streaming
-    /// hasher's, so resume points written before still match.
+    /// A message with short fields and one long result: the fingerprint is the plain streaming
+    /// hasher's, and the one xxhash-rust's xxh3 gave before condense moved to twox-hash (the
+    /// value below), so resume points and keys written before still match.
     #[test]
-    fn same_as_the_streaming_hasher() {
+    fn same_as_the_streaming_hasher_and_as_before() {
+        struct Plain(XxHash3_128);
+        impl Hasher for Plain {
+            fn write(&mut self, bytes: &[u8]) {
+                self.0.write(bytes);
+            }
+            fn finish(&self) -> u64 {
+                self.0.finish_128() as u64
+            }
+        }
         let long = "line of a long tool result\n".repeat(300);
         let m = Message::new(
             "toolu_1",
@@ -184,9 +194,10 @@ mod tests {
                 Block::text(""),
             ],
         );
-        let mut streamed = Xxh3::new();
+        let mut streamed = Plain(XxHash3_128::new());
         m.hash(&mut streamed);
-        assert_eq!(fingerprint(&m), streamed.digest128());
+        assert_eq!(fingerprint(&m), streamed.0.finish_128());
+        assert_eq!(fingerprint(&m), 0x86b4_2421_390b_7d32_892f_ba29_80a0_b38a);
         let other = Message::new("toolu_1", Role::User, vec![Block::text("shorts")]);
         assert_ne!(fingerprint(&m), fingerprint(&other));
     }

@@ -13,7 +13,7 @@
 
 use crate::{Block, Content, ContentShape, Conversation, ImageSource, Message};
 use std::fmt::Write;
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// Texts up to this many lines are shown whole.
 const WHOLE_LINES: usize = 12;
@@ -116,7 +116,7 @@ fn render_block(out: &mut String, block: &Block, indent: &str) {
                     out,
                     "{indent}image {media_type}, {} base64 chars, xxh3 {:016x}",
                     data.len(),
-                    xxh3_64(data.as_bytes())
+                    XxHash3_64::oneshot(data.as_bytes())
                 );
             }
             ImageSource::Reference { json } => {
@@ -163,7 +163,7 @@ fn render_text(out: &mut String, text: &str, indent: &str) {
         "{indent}  … {} lines, {} chars elided (xxh3 {:016x}) …",
         hidden.len(),
         hidden_text.chars().count(),
-        xxh3_64(hidden_text.as_bytes())
+        XxHash3_64::oneshot(hidden_text.as_bytes())
     );
     for l in &lines[lines.len() - TAIL_LINES..] {
         let _ = writeln!(out, "{pad}{}", cut_line(l));

@@ -22,7 +22,7 @@ use condense_formats::known::{Lists, Matched};
 use condense_model::recent::Recent;
 use condense_model::{Conversation, Role};
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// The header a client sets to name its session.
 pub const SESSION_HEADER: &str = "x-condense-session";
@@ -205,10 +205,10 @@ impl Default for LookMemo {
 
 impl LookMemo {
     fn key(api: Api, cut: &[u8]) -> u128 {
-        let mut state = xxhash_rust::xxh3::Xxh3::new();
-        state.update(&[api as u8]);
-        state.update(cut);
-        state.digest128()
+        let mut state = twox_hash::XxHash3_128::new();
+        state.write(&[api as u8]);
+        state.write(cut);
+        state.finish_128()
     }
 
     /// How many cut bodies are kept.
@@ -264,7 +264,7 @@ pub fn hashed_session(conv: &Conversation) -> String {
             _ => {}
         }
     }
-    format!("h{:016x}", xxh3_64(&basis))
+    format!("h{:016x}", XxHash3_64::oneshot(&basis))
 }
 
 /// The JSON bytes of a part of the model, hashed into a session id. The model's serialization

@@ -95,7 +95,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// A store failure: one line naming the path and what went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -210,7 +210,7 @@ pub fn blob_key(bytes: &[u8]) -> String {
 /// The hash a store names content by: xxh3-128. A caller that keeps hashes as numbers (a
 /// record naming other records) names them with [`hash_key`].
 pub fn content_hash(bytes: &[u8]) -> u128 {
-    xxh3_128(bytes)
+    XxHash3_128::oneshot(bytes)
 }
 
 /// A [`content_hash`] spelled as a key: 32 lowercase hex digits.

@@ -1,6 +1,6 @@
 //! Turning names from transcripts into safe single path components.
 
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 const MAX_LEN: usize = 80;
 
@@ -42,7 +42,7 @@ pub fn sanitize_component(name: &str) -> String {
     }
     // Decided after every change (the leading dot included: `.s` and `_s` once shared a folder).
     if clean != name || clean.is_empty() || looks_suffixed(&clean) {
-        clean.push_str(&format!("-{:016x}", xxh3_64(name.as_bytes())));
+        clean.push_str(&format!("-{:016x}", XxHash3_64::oneshot(name.as_bytes())));
     }
     clean
 }

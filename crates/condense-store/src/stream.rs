@@ -9,7 +9,7 @@ use crate::spill::{Held, CHUNK};
 use crate::{sanitize_component, Store, StoreError};
 use std::io::{self, Write};
 use std::thread;
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_128;
 
 /// A record being written: [`Write`] its bytes, then [`finish`](RecordWriter::finish) it under
 /// a name. Inside a [`crate::Batch`] the bytes go to the batch's spill file a chunk at a time;
@@ -21,7 +21,7 @@ pub struct RecordWriter<'a> {
     buf: Vec<u8>,
     /// How much of `buf` the hasher has seen.
     hashed: usize,
-    hasher: Xxh3,
+    hasher: XxHash3_128,
     /// The extents appended so far (compressed blocks), and their total length.
     extents: Vec<(u64, u64)>,
     spilled: u64,
@@ -50,7 +50,7 @@ impl Store {
             store: self,
             buf: Vec::with_capacity(FIRST_BUFFER),
             hashed: 0,
-            hasher: Xxh3::new(),
+            hasher: XxHash3_128::new(),
             extents: Vec::new(),
             spilled: 0,
             spilled_raw: 0,
@@ -64,7 +64,7 @@ impl RecordWriter<'_> {
     /// The key of the bytes written so far, as [`crate::blob_key`] gives it for the same bytes.
     pub fn key(&mut self) -> String {
         self.hash_buf();
-        crate::hash_key(self.hasher.digest128())
+        crate::hash_key(self.hasher.finish_128())
     }
 
     /// How many bytes have been written.
@@ -78,7 +78,7 @@ impl RecordWriter<'_> {
     }
 
     fn hash_buf(&mut self) {
-        self.hasher.update(&self.buf[self.hashed..]);
+        self.hasher.write(&self.buf[self.hashed..]);
         self.hashed = self.buf.len();
     }
 

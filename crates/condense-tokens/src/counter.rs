@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// Default cache capacity (entries); the cache is cleared when it grows past it. An entry is
 /// about 16 bytes, so the default holds on to about 16 MB at most.
@@ -249,7 +249,10 @@ impl TokenCounter {
         if parts.len() < 2 {
             return self.tokenizer.count(text);
         }
-        let keys: Vec<u64> = parts.iter().map(|p| xxh3_64(p.as_bytes())).collect();
+        let keys: Vec<u64> = parts
+            .iter()
+            .map(|p| XxHash3_64::oneshot(p.as_bytes()))
+            .collect();
         let found: Vec<Option<u32>> =
             self.read_cache(|cache| keys.iter().map(|k| cache.parts.get(k).copied()).collect());
         let mut total = 0;
@@ -301,7 +304,7 @@ impl TokenCounter {
     /// Tokens of a tool definition: its whole JSON text, cached.
     pub fn count_tool(&self, tool: &ToolDef) -> usize {
         let raw = tool.raw.as_str();
-        let key = xxhash_rust::xxh3::xxh3_64_with_seed(raw.as_bytes(), TOOL_DEF_SEED);
+        let key = XxHash3_64::oneshot_with_seed(TOOL_DEF_SEED, raw.as_bytes());
         self.cached(key, || self.tokenizer.count(raw))
     }
 

@@ -18,7 +18,7 @@
 //! space the whitespace ones, anything else the punctuation one), so a piece is never empty.
 //! Tests compare the counts with bpe-openai and tiktoken-rs on every shipped transcript.
 
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// Flags of a character (kept in step with build.rs).
 const LETTER: u8 = 1;
@@ -337,7 +337,7 @@ pub(crate) fn line_parts(text: &str, min: usize, max: usize) -> impl Iterator<It
             let long = next - start;
             if long >= min
                 && piece_starts_after_newline(text, next)
-                && (long >= max || xxh3_64(&bytes[line..next]) % CUT_ONE_IN == 0)
+                && (long >= max || XxHash3_64::oneshot(&bytes[line..next]) % CUT_ONE_IN == 0)
             {
                 break next;
             }

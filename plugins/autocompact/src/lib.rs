@@ -230,7 +230,10 @@ impl Stage for Autocompact {
             }
         }
         let canonical = serde_json::to_string(&config)?;
-        let config_hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()));
+        let config_hash = format!(
+            "{:016x}",
+            twox_hash::XxHash3_64::oneshot(canonical.as_bytes())
+        );
         Ok(Autocompact {
             config,
             pins,

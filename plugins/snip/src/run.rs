@@ -14,7 +14,7 @@ use condense_retain::error_line;
 use condense_text::{has_chars, plural, thousands, utf8_prefix, utf8_suffix};
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// Where a changed block sits: message index, block index (a tool result, or an image in a
 /// message).
@@ -317,7 +317,7 @@ fn duplicate_targets(config: &Config, entries: &[Entry<'_>]) -> Vec<Option<usize
     // text twice, to insert and to look up, through a streaming hasher.
     let digests: Vec<Option<u128>> = entries
         .iter()
-        .map(|e| eligible(e).then(|| xxh3_128(e.text.as_bytes())))
+        .map(|e| eligible(e).then(|| XxHash3_128::oneshot(e.text.as_bytes())))
         .collect();
     let mut kept: PrehashedMap<u128, usize> =
         PrehashedMap::with_capacity_and_hasher(entries.len(), Default::default());

@@ -24,7 +24,7 @@
 use condense_abi::StageState;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// Every decision, by tool_use id (the JSON's `version` is written by the SDK's state handle).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,7 +91,7 @@ pub struct Replaced {
 
 /// The fingerprint stored in [`Replaced::original_xxh3`].
 pub fn fingerprint(text: &str) -> String {
-    format!("{:016x}", xxh3_64(text.as_bytes()))
+    format!("{:016x}", XxHash3_64::oneshot(text.as_bytes()))
 }
 
 impl StageState for State {}

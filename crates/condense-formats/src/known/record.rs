@@ -12,7 +12,7 @@
 use super::{record_name, KnownList};
 use serde_json::Value;
 use std::collections::HashSet;
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// Bumped when the encoding changes: an older record is then ignored (the list is read whole
 /// once, and kept in this encoding). 3: the hashes of a list's shorter prefixes. 4: no list of
@@ -133,7 +133,7 @@ pub fn encode_all(key: u64, lists: &[KnownList]) -> (Vec<u8>, Vec<(String, Vec<u
             for (&span, &print) in entries().skip(start).take(BLOCK) {
                 put_entry(&mut block, span, print);
             }
-            let hash = xxh3_128(&block);
+            let hash = XxHash3_128::oneshot(&block);
             out.extend_from_slice(&hash.to_le_bytes());
             blocks.push((block_name(key, hash), block));
         }
@@ -172,7 +172,7 @@ fn lists_of(
             for hash in &p.blocks {
                 let name = block_name(key, *hash);
                 let bytes = block(&name)?;
-                if bytes.len() != BLOCK * ENTRY || xxh3_128(&bytes) != *hash {
+                if bytes.len() != BLOCK * ENTRY || XxHash3_128::oneshot(&bytes) != *hash {
                     return None;
                 }
                 whole.insert(name);

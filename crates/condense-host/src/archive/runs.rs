@@ -169,7 +169,7 @@ pub(super) fn record_run_keyed(
         prefix,
     };
     let bytes = encode("a run record", &record)?;
-    let name = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
+    let name = format!("{:032x}", twox_hash::XxHash3_128::oneshot(&bytes));
     store.record_put(&format!("{RUNS_PREFIX}{session}"), &name, &bytes)?;
     Ok(ArchivedRun { name, keys })
 }

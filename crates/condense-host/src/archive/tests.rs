@@ -297,7 +297,7 @@ fn archive_keys_are_the_hash_of_the_bytes_they_always_were() {
         bytes.push(0);
         let body = (&m.role, &m.timestamp, &m.content, &m.extra, &m.envelope);
         bytes.extend_from_slice(&serde_json::to_vec(&body).unwrap());
-        format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes))
+        format!("{:032x}", twox_hash::XxHash3_128::oneshot(&bytes))
     };
     for m in [
         text("uuid-7", Role::User, "a \"quoted\" request"),
@@ -313,7 +313,7 @@ fn archive_keys_are_the_hash_of_the_bytes_they_always_were() {
     let bytes = serde_json::to_vec(&header).unwrap();
     assert_eq!(
         header_hash(&header).unwrap(),
-        format!("header-{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes))
+        format!("header-{:032x}", twox_hash::XxHash3_128::oneshot(&bytes))
     );
 }
 

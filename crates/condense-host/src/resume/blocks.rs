@@ -9,7 +9,7 @@
 use condense_store::{Store, StoreError};
 use std::borrow::{Borrow, Cow};
 use std::collections::HashSet;
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// Names in a full block (4 KB).
 const BLOCK: usize = 256;
@@ -62,7 +62,7 @@ pub(super) fn split<'s, 'c>(names: &'s [Cow<'c, str>]) -> (Vec<Block>, &'s [Cow<
 
 /// A block of `bytes`, named by their hash.
 pub(super) fn named(bytes: Vec<u8>) -> Block {
-    (hex(xxh3_128(&bytes)), bytes)
+    (hex(XxHash3_128::oneshot(&bytes)), bytes)
 }
 
 /// The bytes of the blocks `names` (in `session`'s namespace), each checked to be `len` bytes
@@ -81,7 +81,9 @@ pub(super) fn read(
     wanted
         .iter()
         .zip(read)
-        .map(|(name, bytes)| bytes.filter(|b| b.len() == len && parse(name) == Some(xxh3_128(b))))
+        .map(|(name, bytes)| {
+            bytes.filter(|b| b.len() == len && parse(name) == Some(XxHash3_128::oneshot(b)))
+        })
         .collect()
 }
 
@@ -149,13 +151,13 @@ mod tests {
 
     fn names(n: usize, salt: u128) -> Vec<Cow<'static, str>> {
         (0..n as u128)
-            .map(|i| Cow::Owned(hex(xxh3_128(&(i ^ salt).to_le_bytes()))))
+            .map(|i| Cow::Owned(hex(XxHash3_128::oneshot(&(i ^ salt).to_le_bytes()))))
             .collect()
     }
 
     #[test]
     fn hex_is_the_formatters() {
-        for h in [0, 1, 0xabc, u128::MAX, xxh3_128(b"x"), 1 << 127] {
+        for h in [0, 1, 0xabc, u128::MAX, XxHash3_128::oneshot(b"x"), 1 << 127] {
             assert_eq!(hex(h), format!("{h:032x}"));
         }
     }

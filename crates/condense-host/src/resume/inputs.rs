@@ -180,11 +180,16 @@ pub(super) fn pointing_at_edited(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use xxhash_rust::xxh3::xxh3_128;
+    use twox_hash::XxHash3_128;
 
     fn entries(n: usize, salt: u128) -> Vec<Entry> {
         (0..n)
-            .map(|i| Entry(Print(xxh3_128(&(i as u128 ^ salt).to_le_bytes())), i as u32))
+            .map(|i| {
+                Entry(
+                    Print(XxHash3_128::oneshot(&(i as u128 ^ salt).to_le_bytes())),
+                    i as u32,
+                )
+            })
             .collect()
     }
 

@@ -11,7 +11,7 @@ use condense_store::{Store, StoreError};
 use condense_tokens::ConversationCount;
 use std::borrow::Cow;
 use std::hash::Hash;
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// A session's point as a run finds it.
 #[derive(Debug)]
@@ -94,7 +94,9 @@ pub(super) fn load(
     let Some(bytes) = store.record_get(NAMESPACE, session)? else {
         return Ok(None);
     };
-    if let Some(remembered) = memory.and_then(|m| m.take(store, session, xxh3_128(&bytes))) {
+    if let Some(remembered) =
+        memory.and_then(|m| m.take(store, session, XxHash3_128::oneshot(&bytes)))
+    {
         return Ok(Some(remembered));
     }
     // A point that does not read (written by another version) is no point: run whole.

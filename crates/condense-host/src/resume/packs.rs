@@ -28,7 +28,7 @@ use condense_model::Message;
 use condense_store::Store;
 use rayon::prelude::*;
 use std::borrow::Cow;
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// Messages in a full pack.
 pub(super) const PACK: usize = 64;
@@ -90,7 +90,7 @@ pub(super) fn plan(layout: &[i64], each: &[u128], prints: &[u128], inputs: bool)
                 put_u128(&mut key, e.print);
             }
             Planned {
-                name: format!("p{}", hex(xxh3_128(&key))),
+                name: format!("p{}", hex(XxHash3_128::oneshot(&key))),
                 entries: chunk.to_vec(),
             }
         })

@@ -17,7 +17,7 @@ use condense_model::{Conversation, Message};
 use condense_store::{Store, StoreError};
 use std::borrow::Cow;
 use std::collections::HashSet;
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 /// `output`'s messages as a point keeps them: each one that is a message of the input (by its
 /// hash in `each`) as that message's index, the others stored (with their fingerprint).
@@ -66,7 +66,7 @@ fn records_of(
             Some(name) => name.clone(),
             None => {
                 let packed = condense_model::packed::pack_message(m);
-                let name = format!("{:032x}", xxh3_128(&packed));
+                let name = format!("{:032x}", XxHash3_128::oneshot(&packed));
                 store.record_put(&namespace, &name, &packed)?;
                 name
             }
@@ -241,7 +241,7 @@ pub(crate) fn save(
             count: hash.output_count.clone(),
             awaiting: Some(stored.iter().map(|(fp, _)| *fp).collect()),
         };
-        memory.keep(store, session, xxh3_128(&bytes), loaded);
+        memory.keep(store, session, XxHash3_128::oneshot(&bytes), loaded);
     }
     Ok(())
 }

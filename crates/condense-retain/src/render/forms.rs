@@ -21,7 +21,7 @@ use crate::text::first_line_marked;
 use condense_model::prehashed::PrehashedMap;
 use condense_text::{cut_chars, prefix_chars};
 use std::borrow::Cow;
-use xxhash_rust::xxh3::xxh3_64;
+use twox_hash::XxHash3_64;
 
 /// Pieces longer than this are counted by the caller's counter every time, not kept: they are
 /// rare, and hashing them costs about what the counter's own lookup costs.
@@ -54,7 +54,7 @@ impl RenderMemo {
         if piece.len() > MEMO_PIECE_BYTES {
             return count(piece);
         }
-        let key = xxh3_64(piece.as_bytes());
+        let key = XxHash3_64::oneshot(piece.as_bytes());
         match self.tokens.get(&key) {
             Some(&(len, t)) if len == piece.len() => return t,
             // Another piece under the same hash: counted, and kept in its place.
