@@ -3,7 +3,11 @@
 use crate::{Content, RawJson};
 use serde::{Deserialize, Serialize};
 use std::hash::Hasher as _;
+use twox_hash::xxhash3_64::{RawHasher, SecretBuffer, DEFAULT_SECRET_LENGTH};
 use twox_hash::XxHash3_64;
+
+/// twox-hash's streaming xxh3-64 with the default secret borrowed, not allocated.
+type Streaming = RawHasher<&'static [u8; DEFAULT_SECRET_LENGTH]>;
 
 const SEED_TEXT: u64 = 0x7465_7874; // "text"
 const SEED_RESULT: u64 = 0x7265_7375_6c74; // "result"
@@ -210,18 +214,18 @@ impl Block {
     }
 
     fn streamed_hash(&self) -> u64 {
-        let mut h = XxHash3_64::new();
+        let mut h: Streaming = RawHasher::new(SecretBuffer::default());
         hash_block(self, &mut h);
         h.finish()
     }
 }
 
-fn hash_str(h: &mut XxHash3_64, s: &str) {
+fn hash_str(h: &mut Streaming, s: &str) {
     h.write(&(s.len() as u64).to_le_bytes());
     h.write(s.as_bytes());
 }
 
-fn hash_block(block: &Block, h: &mut XxHash3_64) {
+fn hash_block(block: &Block, h: &mut Streaming) {
     hash_str(h, block.kind());
     match block {
         Block::Text(t) => {

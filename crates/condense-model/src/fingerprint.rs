@@ -26,7 +26,12 @@
 //! ```
 
 use std::hash::{Hash, Hasher};
+use twox_hash::xxhash3_128::{RawHasher, SecretBuffer, DEFAULT_SECRET_LENGTH};
 use twox_hash::XxHash3_128;
+
+/// twox-hash's streaming xxh3-128 with the default secret borrowed, not allocated: a
+/// fingerprint is made for every message, and most never stream (see [`Fingerprinter::digest128`]).
+type Streaming = RawHasher<&'static [u8; DEFAULT_SECRET_LENGTH]>;
 
 /// Writes up to this long are gathered; longer ones go to xxh3 straight (after what is
 /// gathered), where streaming costs nothing extra.
@@ -34,7 +39,9 @@ const GATHER: usize = 512;
 
 /// An xxh3-128 streaming hasher that gathers small writes (see the [module docs](self)).
 pub struct Fingerprinter {
-    xxh3: XxHash3_128,
+    xxh3: Streaming,
+    /// Whether anything went to `xxh3` yet (until then everything written is in `buf`).
+    streamed: bool,
     buf: [u8; GATHER],
     len: usize,
 }
@@ -48,7 +55,8 @@ impl Default for Fingerprinter {
 impl Fingerprinter {
     pub fn new() -> Self {
         Fingerprinter {
-            xxh3: XxHash3_128::new(),
+            xxh3: RawHasher::new(SecretBuffer::default()),
+            streamed: false,
             buf: [0; GATHER],
             len: 0,
         }
@@ -68,6 +76,7 @@ impl Fingerprinter {
     #[cold]
     fn spill(&mut self, bytes: &[u8]) {
         self.xxh3.write(&self.buf[..self.len]);
+        self.streamed = true;
         self.len = 0;
         if bytes.len() < GATHER {
             self.buf[..bytes.len()].copy_from_slice(bytes);
@@ -77,8 +86,12 @@ impl Fingerprinter {
         }
     }
 
-    /// The 128-bit hash of everything written.
+    /// The 128-bit hash of everything written: one-shot when it all fit in the buffer (most
+    /// messages), the same value as streaming it.
     pub fn digest128(&self) -> u128 {
+        if !self.streamed {
+            return XxHash3_128::oneshot(&self.buf[..self.len]);
+        }
         if self.len == 0 {
             return self.xxh3.finish_128();
         }
