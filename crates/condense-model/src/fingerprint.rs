@@ -3,11 +3,12 @@
 //! condense keys a lot by fingerprint: the writer tells unchanged messages by theirs, a resume
 //! point matches the next input's messages by theirs, the archive keys a message by the hash of
 //! its JSON. `#[derive(Hash)]` feeds a message to the hasher in dozens of small writes (a
-//! discriminant, a length, a short id), and xxh3's streaming `update` costs more per call than
+//! discriminant, a length, a short id), and xxh3's streaming `write` costs more per call than
 //! the hashing of a short piece: on a 200k-token request most of the time went there.
-//! [`Fingerprinter`] gathers small writes in a buffer and hands xxh3 whole chunks. Streaming
-//! xxh3 is the same function whatever the chunking, so a fingerprint is the one the plain
-//! streaming hasher gives: points and keys written before stay valid.
+//! [`Fingerprinter`] gathers small writes in a buffer and hands xxh3 whole chunks, or hashes
+//! them in one call when they all fit (most messages). Streaming xxh3 is the same function
+//! whatever the chunking, so a fingerprint is the one the plain streaming hasher gives: points
+//! and keys written before stay valid.
 //!
 //! ```
 //! use condense_model::fingerprint::{fingerprint, Fingerprinter};
