@@ -31,11 +31,11 @@
 use crate::container::Layout;
 use crate::source::{Fp, Piece};
 use crate::{Document, Format, FormatError, ReadOptions, WriteMemo};
+use condense_model::fingerprint::Fingerprinter;
 use condense_model::prehashed::PrehashedSet;
 use condense_model::{Conversation, Message};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use twox_hash::XxHash3_128;
 
 /// The output of one [`Document::write_remembering`]: its bytes, and which write made them. An
 /// echo (`Echo`) belongs to one write, and [`Document::read_back`] takes its short way only
@@ -148,10 +148,10 @@ impl LinesEcho {
 fn text_key(fp: Fp, text: &str) -> u128 {
     // Hashed in two pieces, not copied into one buffer: the same hash (xxh3's streaming form
     // gives what it gives for the joined bytes), without copying every changed text a write.
-    let mut hash = XxHash3_128::new();
-    hash.write(&fp.to_le_bytes());
-    hash.write(text.as_bytes());
-    hash.finish_128()
+    let mut hash = Fingerprinter::new();
+    std::hash::Hasher::write(&mut hash, &fp.to_le_bytes());
+    std::hash::Hasher::write(&mut hash, text.as_bytes());
+    hash.digest128()
 }
 
 impl Echo {

@@ -205,10 +205,10 @@ impl Default for LookMemo {
 
 impl LookMemo {
     fn key(api: Api, cut: &[u8]) -> u128 {
-        let mut state = twox_hash::XxHash3_128::new();
-        state.write(&[api as u8]);
-        state.write(cut);
-        state.finish_128()
+        let mut state = condense_model::fingerprint::Fingerprinter::new();
+        std::hash::Hasher::write(&mut state, &[api as u8]);
+        std::hash::Hasher::write(&mut state, cut);
+        state.digest128()
     }
 
     /// How many cut bodies are kept.

@@ -191,7 +191,7 @@ fn unpack(bytes: &[u8], (each, unread): (&[u128], &[bool])) -> Option<One> {
             1 => Kind::Made,
             _ => return None,
         };
-        let print = u128::from_le_bytes(r.take(16)?.try_into().ok()?);
+        let print = r.u128()?;
         let len = r.length()?;
         let packed = r.take(len)?;
         match kind {
