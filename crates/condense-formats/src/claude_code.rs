@@ -123,11 +123,16 @@ pub(crate) fn read(
     })?;
     let (facts, reads): (Vec<Facts>, Vec<Prepared<'_>>) = prepared.into_iter().unzip();
     let context = thread::context_lines(&facts.iter().collect::<Vec<_>>());
+    // The last context line that reports a usage: looked at from the end, so that only the
+    // last few lines' usage is read (reading every assistant line's was 2% of a long
+    // session's read).
     let usage = reads
         .iter()
         .zip(&context)
+        .zip(&facts)
         .rev()
-        .find_map(|(read, &in_context)| in_context.then(|| read.usage.clone())?);
+        .filter(|((_, &in_context), _)| in_context)
+        .find_map(|((read, _), facts)| read.usage(facts.kind.as_deref()));
     // Each line is read on its own once the thread is known (the first error and the warnings
     // as a read in order gives them).
     let items: Vec<(Prepared<'_>, bool, bool)> = reads
@@ -151,12 +156,20 @@ pub(crate) fn read(
 struct Prepared<'t> {
     line: usize,
     text: &'t str,
-    /// The usage an assistant line reports (see [`usage_in`]).
-    usage: Option<ReportedUsage>,
     read: Read,
 }
 
 impl Prepared<'_> {
+    /// The usage the line reports, when it is an assistant line (`kind`, its facts') that
+    /// reports one (see [`usage_in`]).
+    fn usage(&self, kind: Option<&str>) -> Option<ReportedUsage> {
+        let message = match &self.read {
+            Read::Light(light) => light.message_keys(),
+            Read::Tree(value) => value.get("message").and_then(Value::as_object),
+        }?;
+        usage_in(self.line, kind, message)
+    }
+
     /// The line's message, the line being the `index`th of the session, context or not, a chat
     /// line or not (`ctx`: the session's).
     fn into_message(
@@ -186,37 +199,21 @@ enum Read {
 /// A line's facts, and what its message is made of: a compact line read light when it can be
 /// ([`line::read_compact`]), else its tree.
 fn prepare<'t>(line: usize, read: Line, text: &'t str, ctx: &Ctx<'_>) -> (Facts, Prepared<'t>) {
-    let (facts, usage, read) = match read {
+    let (facts, read) = match read {
         Line::Compact(members) => match line::read_compact(&members, text, ctx) {
-            Some((facts, light)) => {
-                let usage = light
-                    .message_keys()
-                    .and_then(|m| usage_in(line, facts.kind.as_deref(), m));
-                (facts, usage, Read::Light(light))
-            }
+            Some((facts, light)) => (facts, Read::Light(light)),
             // The text parsed once already (it is canonical); were it not to, the read of
             // `null` fails on the line, as a line that is not an object does.
-            None => of_tree(line, serde_json::from_str(text).unwrap_or(Value::Null)),
+            None => of_tree(serde_json::from_str(text).unwrap_or(Value::Null)),
         },
-        Line::Tree(value) => of_tree(line, value),
+        Line::Tree(value) => of_tree(value),
     };
-    let prepared = Prepared {
-        line,
-        text,
-        usage,
-        read,
-    };
-    (facts, prepared)
+    (facts, Prepared { line, text, read })
 }
 
 /// [`prepare`] of a parsed line.
-fn of_tree(line: usize, value: Value) -> (Facts, Option<ReportedUsage>, Read) {
-    let facts = Facts::of_value(&value);
-    let usage = value
-        .get("message")
-        .and_then(Value::as_object)
-        .and_then(|m| usage_in(line, str_at(&value, "type"), m));
-    (facts, usage, Read::Tree(value))
+fn of_tree(value: Value) -> (Facts, Read) {
+    (Facts::of_value(&value), Read::Tree(value))
 }
 
 /// The usage of an assistant line (`kind`) that reports one (not a synthetic line), from its

@@ -32,8 +32,8 @@
 //! ```
 
 use crate::json::str_at;
+use condense_model::ids::{id_map, id_set, IdMap, IdSet};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 
 /// What the walk reads of one line: its `type`, `uuid`, `parentUuid`, flags, preserved
 /// segment, and of its message the role, API id and content blocks. Made from a parsed line
@@ -177,9 +177,9 @@ struct Walk<'a> {
     lines: &'a [&'a Facts],
     /// By line: a chat line of the main thread (of the sub-agent, in a sub-agent's own file).
     main: Vec<bool>,
-    by_uuid: HashMap<&'a str, usize>,
+    by_uuid: IdMap<&'a str, usize>,
     /// Preserved segments of compactions: head uuid → anchor uuid.
-    splices: HashMap<&'a str, &'a str>,
+    splices: IdMap<&'a str, &'a str>,
 }
 
 impl<'a> Walk<'a> {
@@ -189,8 +189,10 @@ impl<'a> Walk<'a> {
             .iter()
             .map(|l| l.is_chat() && l.sidechain == sub_agent_file)
             .collect();
-        let mut by_uuid = HashMap::new();
-        let mut splices = HashMap::new();
+        // A uuid a line, hashed with foldhash: SipHash and the map's growth were 2% of a long
+        // session's read.
+        let mut by_uuid = id_map(lines.len());
+        let mut splices = id_map(0);
         for (i, line) in lines.iter().enumerate() {
             if let Some(uuid) = &line.uuid {
                 by_uuid.insert(uuid.as_str(), i);
@@ -249,8 +251,8 @@ impl<'a> Walk<'a> {
     /// come before children in the file, so one pass in file order sees every candidate after
     /// the line that makes it one.
     fn join_parallel(&self, on: &mut [bool]) {
-        let mut calls: HashSet<&str> = HashSet::new();
-        let mut answered: HashSet<&str> = HashSet::new();
+        let mut calls: IdSet<&str> = id_set(0);
+        let mut answered: IdSet<&str> = id_set(0);
         for (line, _) in self.lines.iter().zip(on.iter()).filter(|(_, on)| **on) {
             calls.extend(line.block_ids("tool_use"));
             answered.extend(line.block_ids("tool_result"));
@@ -278,7 +280,7 @@ impl<'a> Walk<'a> {
 
 /// Whether a user line holds tool results only, each answering a call in `calls` that is not in
 /// `answered`.
-fn answers_open_calls(line: &Facts, calls: &HashSet<&str>, answered: &HashSet<&str>) -> bool {
+fn answers_open_calls(line: &Facts, calls: &IdSet<&str>, answered: &IdSet<&str>) -> bool {
     let Some(blocks) = &line.blocks else {
         return false;
     };
