@@ -23,6 +23,7 @@
 mod block;
 pub mod cache_marks;
 pub mod duplicate;
+pub mod escape;
 pub mod fingerprint;
 mod format;
 pub mod id_list;

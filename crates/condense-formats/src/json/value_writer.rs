@@ -1,5 +1,6 @@
 //! A [`Value`] written through a serde_json [`Formatter`], as serde_json's own serializer
-//! writes it, with strings scanned for what needs escaping eight bytes at a time.
+//! writes it, with strings scanned for what needs escaping sixteen bytes at a time
+//! ([`condense_model::escape::next_escape`]).
 //!
 //! The writer serializes every message a stage changed (at 1M tokens, 183 of them a turn).
 //! serde_json looks up every byte of every string in its escape table, one byte per step, and
@@ -11,6 +12,7 @@
 //! at the same escapes. The tests hold the two to each other on every shipped session and on
 //! strings of every escape.
 
+use condense_model::escape::next_escape;
 use serde_json::ser::Formatter;
 use serde_json::Value;
 use std::io;
@@ -92,7 +94,7 @@ fn write_str(s: &str, out: &mut Vec<u8>, ascii: bool) -> io::Result<()> {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        i = skip_plain_words(bytes, i);
+        i = next_escape(bytes, i);
         let Some(&byte) = bytes.get(i) else {
             break;
         };
@@ -130,42 +132,6 @@ fn escape_of(byte: u8) -> Option<&'static [u8]> {
         0x00..=0x1f => Some(CONTROL[usize::from(byte)]),
         _ => None,
     }
-}
-
-/// A word whose bytes are all `byte`.
-const fn splat(byte: u8) -> u64 {
-    u64::from_ne_bytes([byte; 8])
-}
-
-/// Nonzero when some byte of `word` is below `limit` (at most 0x80). Exact for the word as a
-/// whole (a borrow can mark a byte above a matching one, never a word without one), which is
-/// all [`skip_plain_words`] asks.
-#[inline]
-fn has_byte_below(word: u64, limit: u8) -> u64 {
-    word.wrapping_sub(splat(limit)) & !word & splat(0x80)
-}
-
-/// Nonzero when some byte of `word` needs escaping: a quote, a backslash, or below 0x20.
-#[inline]
-fn needs_escape(word: u64) -> u64 {
-    has_byte_below(word, 0x20)
-        | has_byte_below(word ^ splat(b'"'), 1)
-        | has_byte_below(word ^ splat(b'\\'), 1)
-}
-
-/// The index of the first word from `i` on that holds a byte to escape (or of the tail shorter
-/// than a word): every byte before it is written as it is.
-#[inline]
-fn skip_plain_words(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        if needs_escape(u64::from_ne_bytes(word)) != 0 {
-            break;
-        }
-        i += 8;
-    }
-    i
 }
 
 #[cfg(test)]

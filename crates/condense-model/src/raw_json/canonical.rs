@@ -16,7 +16,7 @@
 //! then goes through the tree as before, so the check never decides what a text means, only
 //! whether the slow way can be skipped.
 
-use super::compact::next_escape;
+use crate::escape::next_escape;
 use std::ops::Range;
 
 /// Objects with more keys are not checked for repeated keys (the check is quadratic): their

@@ -4,9 +4,10 @@
 //! Readers keep every opaque block and unknown field as its compact JSON ([`super::RawJson`]),
 //! and the counts, hashes and snapshots are of exactly that text, so it must not change. Going
 //! through serde_json's serializer costs a formatter call per string piece and a byte-by-byte
-//! escape table walk; here a string's runs that need no escape are copied whole (found eight
-//! bytes at a time), which makes a transcript's opaque blocks several times cheaper to keep.
+//! escape table walk; here a string's runs that need no escape are copied whole (found by
+//! [`crate::escape::next_escape`], sixteen bytes at a time), which makes a transcript's opaque blocks several times cheaper to keep.
 
+use crate::escape::next_escape;
 use serde_json::{Map, Value};
 
 /// Appends `value` as serde_json's compact JSON (`Value`'s `Display`) to `out`.
@@ -97,42 +98,6 @@ fn string(s: &str, out: &mut String) {
     }
     out.push_str(&s[start..]);
     out.push('"');
-}
-
-fn needs_escape(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
-}
-
-/// The position of the first byte at or after `i` that needs an escape (`bytes.len()` when
-/// none does), eight bytes at a time: a transcript's strings are long, with an escape (a line
-/// end) every few dozen bytes.
-pub(super) fn next_escape(bytes: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte of `word` equal to `byte` (the classic SWAR zero-byte test; a
-    // borrow can flag a byte above a true one, never below, so the lowest flag is exact).
-    let equal = |word: u64, byte: u8| {
-        let x = word ^ (ONES * u64::from(byte));
-        x.wrapping_sub(ONES) & !x & HIGH
-    };
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        // Bytes below 0x20: subtracting 0x20 borrows into their high bit (bytes from 0x80 up
-        // are masked out by `!word`); the lowest flag is exact here too.
-        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-        let flags = control | equal(word, b'"') | equal(word, b'\\');
-        if flags != 0 {
-            // Little-endian: the lowest flagged byte is the first one in the text.
-            return i + (flags.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < bytes.len() && !needs_escape(bytes[i]) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]
