@@ -31,6 +31,7 @@ use crate::json::{leftover, remember_order, Map};
 use condense_model::{Block, Content, ContentShape, Opaque, RawJson, Role};
 use condense_model::{TextBlock, ThinkingBlock, ToolResult, ToolUse};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::fmt;
 
@@ -49,10 +50,32 @@ pub(crate) struct Direct {
 /// The chat message `text` holds, read directly; `None` when it is declined (module docs), or
 /// when `text` is not one JSON object.
 pub(crate) fn read(text: &str) -> Option<Direct> {
+    read_as(text, Text::Any)
+}
+
+/// [`read`] of a text that is its own compact form (a piece of a text
+/// [`RawJson::canonical_members`] accepted: a Claude Code line's `message`). Its tool uses'
+/// inputs are then kept as the text they are, which is what writing their values back would
+/// give, rather than parsed into values and written back: a session's tool inputs are about
+/// a third of its messages' bytes.
+pub(crate) fn read_canonical(text: &str) -> Option<Direct> {
+    read_as(text, Text::Canonical)
+}
+
+fn read_as(text: &str, kind: Text) -> Option<Direct> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let direct = de.deserialize_map(MessageVisitor).ok()?;
+    let direct = de.deserialize_map(MessageVisitor(kind)).ok()?;
     de.end().ok()?;
     Some(direct)
+}
+
+/// What the text a read is given is known to be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Text {
+    /// Any JSON text.
+    Any,
+    /// Its own compact form ([`read_canonical`]).
+    Canonical,
 }
 
 /// The error that stops a direct read: the message is read the map way instead.
@@ -68,7 +91,7 @@ fn repeated<E: de::Error>(keys: &[String], key: &str) -> Result<(), E> {
     Ok(())
 }
 
-struct MessageVisitor;
+struct MessageVisitor(Text);
 
 impl<'de> Visitor<'de> for MessageVisitor {
     type Value = Direct;
@@ -95,7 +118,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
                         _ => return Err(declined()),
                     });
                 }
-                "content" => content = Some(map.next_value_seed(ContentSeed)?),
+                "content" => content = Some(map.next_value_seed(ContentSeed(self.0))?),
                 _ => {
                     rest.insert(key.clone(), map.next_value::<Value>()?);
                 }
@@ -118,7 +141,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
 }
 
 /// A `content` value: the content, and its blocks' facts when it is an array.
-struct ContentSeed;
+struct ContentSeed(Text);
 
 impl<'de> DeserializeSeed<'de> for ContentSeed {
     type Value = (Content, Option<Vec<BlockFacts>>);
@@ -151,7 +174,7 @@ impl<'de> Visitor<'de> for ContentSeed {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut blocks = Vec::new();
         let mut facts = Vec::new();
-        while let Some((block, fact)) = seq.next_element_seed(BlockSeed)? {
+        while let Some((block, fact)) = seq.next_element_seed(BlockSeed(self.0))? {
             blocks.push(block);
             facts.push(fact);
         }
@@ -163,7 +186,7 @@ impl<'de> Visitor<'de> for ContentSeed {
 }
 
 /// A content block, and its facts.
-struct BlockSeed;
+struct BlockSeed(Text);
 
 impl<'de> DeserializeSeed<'de> for BlockSeed {
     type Value = (Block, BlockFacts);
@@ -186,7 +209,10 @@ impl<'de> Visitor<'de> for BlockSeed {
         while let Some(key) = map.next_key::<String>()? {
             repeated(&fields.keys, &key)?;
             if key == "content" {
-                content = Some(map.next_value_seed(ContentSeed)?.0);
+                content = Some(map.next_value_seed(ContentSeed(self.0))?.0);
+            } else if key == "input" && self.0 == Text::Canonical {
+                let raw: &'de RawValue = map.next_value()?;
+                fields.raw_input = Some((fields.keys.len(), raw.get()));
             } else {
                 fields
                     .values
@@ -198,6 +224,10 @@ impl<'de> Visitor<'de> for BlockSeed {
             Some(Value::String(kind)) => kind.clone(),
             _ => return Err(declined()),
         };
+        if kind != "tool_use" {
+            // Another block's `input` is a leftover like any other key.
+            fields.parse_raw_input()?;
+        }
         let id_key = match kind.as_str() {
             "tool_use" => Some("id"),
             "tool_result" => Some("tool_use_id"),
@@ -228,11 +258,14 @@ impl<'de> Visitor<'de> for BlockSeed {
             (Some("tool_use"), None) => {
                 let id = fields.take_string("id")?;
                 let name = fields.take_string("name")?;
-                let input = fields.take("input").ok_or_else(declined)?;
+                let input = match fields.raw_input.take() {
+                    Some((_, raw)) => RawJson::from_canonical_text_unchecked(raw),
+                    None => RawJson::from_value(&fields.take("input").ok_or_else(declined)?),
+                };
                 Block::ToolUse(ToolUse {
                     id,
                     name,
-                    input: RawJson::from_value(&input),
+                    input,
                     extra: fields.leftover(&["type", "id", "name", "input"]),
                 })
             }
@@ -271,13 +304,25 @@ impl<'de> Visitor<'de> for BlockSeed {
 /// leftover key is copied into the extra's map, and the keys move into its order hint when it
 /// needs one (a text or a tool use block copies none).
 #[derive(Default)]
-struct Fields {
+struct Fields<'de> {
     keys: Vec<String>,
     /// Each value with the index of its key.
     values: Vec<(usize, Value)>,
+    /// In a canonical text, the `input` as it is written, with the index of its key.
+    raw_input: Option<(usize, &'de str)>,
 }
 
-impl Fields {
+impl Fields<'_> {
+    /// The `input` kept as written, parsed into its place among the values.
+    fn parse_raw_input<E: de::Error>(&mut self) -> Result<(), E> {
+        if let Some((k, raw)) = self.raw_input.take() {
+            let value = serde_json::from_str(raw).map_err(|_| declined())?;
+            let at = self.values.partition_point(|(j, _)| *j < k);
+            self.values.insert(at, (k, value));
+        }
+        Ok(())
+    }
+
     fn position(&self, key: &str) -> Option<usize> {
         self.values.iter().position(|(k, _)| self.keys[*k] == key)
     }

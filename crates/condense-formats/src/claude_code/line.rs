@@ -185,14 +185,15 @@ pub(crate) struct ReadMessage {
 
 /// A message object's text, read as the Anthropic reader reads a chat line's message (only
 /// when its role is `user` or `assistant`; the id and blocks either way). `None`: the reader
-/// refuses it, so the line is read whole and the error given there.
+/// refuses it, so the line is read whole and the error given there. `message` is its own
+/// compact form (a member of a line [`RawJson::canonical_members`] accepted).
 ///
 /// A chat message is read straight from its text ([`crate::anthropic::direct`]) unless that declines it;
 /// not by [`crate::quick`], which takes only `{"role", "content"}` objects with blocks in the
 /// API's key order: Claude Code writes tool results `tool_use_id` first, so nearly every message
 /// was read twice (a session's appended turn 51.7 M instructions with it, 48.4 M without).
 pub(crate) fn read_message(message: &str, ctx: &Ctx<'_>) -> Option<ReadMessage> {
-    if let Some(direct) = crate::anthropic::direct::read(message) {
+    if let Some(direct) = crate::anthropic::direct::read_canonical(message) {
         return Some(ReadMessage {
             id: string_id(&direct.rest),
             chat: Some((direct.role, direct.content, direct.rest)),
