@@ -15,6 +15,16 @@ fn direct_and_same(text: &str) -> bool {
     let read = format!("{:?}", read_message(text, &ctx));
     let map = format!("{:?}", read_message_map(text, &ctx));
     assert_eq!(read, map, "{text}");
+    // A text that is its own compact form (a line's message) keeps its tool inputs as written:
+    // the same message as parsing them and writing them back.
+    if RawJson::from_canonical_text(text).is_some() {
+        let parsed = format!("{:?}", direct::read(text));
+        assert_eq!(
+            format!("{:?}", direct::read_canonical(text)),
+            parsed,
+            "{text}"
+        );
+    }
     direct::read(text).is_some()
 }
 
@@ -66,8 +76,13 @@ fn messages_of_every_shape_read_directly_or_are_declined() {
         r#"{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}"#,
         r#"{"role":"user","content":[{"citations":[],"type":"text","text":"a"}]}"#,
         r#"{"role":"user","content":[{"type":"tool_use","name":"n","id":"i","input":{}}]}"#,
-        // A block of another type is kept whole.
+        // A block of another type is kept whole, its input where it was among its keys.
         r#"{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}"#,
+        r#"{"role":"assistant","content":[{"id":"s","input":{"query":"q","n":[1,2]},"type":"server_tool_use","name":"web_search"}]}"#,
+        // An input on a block that reads none is a leftover like any other key.
+        r#"{"role":"user","content":[{"type":"text","input":[1,{"a":"b"}],"text":"a"}]}"#,
+        // Inputs of every kind of value, escapes and all, kept as written.
+        r#"{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/a\\b.rs","content":"fn main() {\n\t\"x\"\u0001 é\n}","n":-3,"ok":true,"none":null,"list":[]}},{"input":"a string","type":"tool_use","id":"t2","name":"n"},{"type":"tool_use","id":"t3","name":"n","input":[{}]}]}"#,
         // Escapes in keys, strings and ids.
         r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t\"1","content":"a\nb\u0001"}],"i\u0064":"x\\y"}"#,
         r#"{"role":"assistant","content":[]}"#,
