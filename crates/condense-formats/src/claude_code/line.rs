@@ -100,13 +100,14 @@ pub(crate) fn read_compact(
     text: &str,
     ctx: &Ctx<'_>,
 ) -> Option<(Facts, Light)> {
-    let value = |key: &str| member(members, text, key).map(|v| &text[v]);
-    let kind = string(value("type")?)?;
-    let message_span = member(members, text, "message");
+    let found = LineKeys::of(members, text);
+    let value = |span: &Option<Range<usize>>| span.clone().map(|v| &text[v]);
+    let kind = string(value(&found.kind)?)?;
+    let message_span = found.message;
     if message_span.is_some() && !matches!(kind.as_str(), "user" | "assistant") {
         return None; // a message on a line of another type: rare, read whole
     }
-    let preserved = match value("compactMetadata") {
+    let preserved = match value(&found.compact_metadata) {
         Some(meta) => {
             let meta: Value = serde_json::from_str(meta).ok()?;
             let segment = meta.get("preservedSegment");
@@ -118,22 +119,22 @@ pub(crate) fn read_compact(
         None => None,
     };
     let mut facts = Facts {
-        uuid: value("uuid").and_then(string),
-        parent: match value("parentUuid") {
+        uuid: value(&found.uuid).and_then(string),
+        parent: match value(&found.parent_uuid) {
             Some("null") => Parent::Root,
             Some(v) => string(v).map_or(Parent::Unsaid, Parent::Named),
             None => Parent::Unsaid,
         },
-        sidechain: value("isSidechain") == Some("true"),
-        subtype: value("subtype").and_then(string),
-        compact_summary: value("isCompactSummary") == Some("true"),
+        sidechain: value(&found.sidechain) == Some("true"),
+        subtype: value(&found.subtype).and_then(string),
+        compact_summary: value(&found.compact_summary) == Some("true"),
         preserved,
         kind: Some(kind),
         ..Facts::default()
     };
     let mut light = Light {
         uuid: facts.uuid.clone(),
-        timestamp: value("timestamp").and_then(string),
+        timestamp: value(&found.timestamp).and_then(string),
         message_span: None,
         chat: None,
     };
@@ -146,6 +147,45 @@ pub(crate) fn read_compact(
         light.chat = read.chat;
     }
     Some((facts, light))
+}
+
+/// The members of a compact line that [`read_compact`] reads: the span of each one's value,
+/// found in one pass over the line's members (looking each key up among them was 2% of a long
+/// session's read). A canonical line has each key once.
+#[derive(Default)]
+struct LineKeys {
+    kind: Option<Range<usize>>,
+    message: Option<Range<usize>>,
+    compact_metadata: Option<Range<usize>>,
+    uuid: Option<Range<usize>>,
+    parent_uuid: Option<Range<usize>>,
+    sidechain: Option<Range<usize>>,
+    subtype: Option<Range<usize>>,
+    compact_summary: Option<Range<usize>>,
+    timestamp: Option<Range<usize>>,
+}
+
+impl LineKeys {
+    fn of(members: &[(Range<usize>, Range<usize>)], text: &str) -> LineKeys {
+        let mut found = LineKeys::default();
+        for (key, value) in members {
+            // As in [`member`]: a canonical key has no escapes where the wanted one has none.
+            let slot = match text.get(key.start + 1..key.end - 1) {
+                Some("type") => &mut found.kind,
+                Some("message") => &mut found.message,
+                Some("compactMetadata") => &mut found.compact_metadata,
+                Some("uuid") => &mut found.uuid,
+                Some("parentUuid") => &mut found.parent_uuid,
+                Some("isSidechain") => &mut found.sidechain,
+                Some("subtype") => &mut found.subtype,
+                Some("isCompactSummary") => &mut found.compact_summary,
+                Some("timestamp") => &mut found.timestamp,
+                _ => continue,
+            };
+            slot.get_or_insert_with(|| value.clone());
+        }
+        found
+    }
 }
 
 /// The span of the value of member `key` among a compact line's `members`. A canonical key has
