@@ -9,6 +9,7 @@
 
 use crate::known::KnownList;
 use crate::parallel::Lookup;
+use condense_model::escape::next_escape;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -29,40 +30,15 @@ pub(crate) fn skip_ws(text: &[u8], mut at: usize) -> usize {
 fn string_end(text: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     loop {
-        i = skip_plain(text, i);
+        // Most of a transcript is inside strings: skipped sixteen bytes at a time, to the next
+        // quote, backslash or (not JSON, stepped over) control character.
+        i = next_escape(text, i);
         match *text.get(i)? {
             b'"' => return Some(i + 1),
             b'\\' => i += 2,
             _ => i += 1,
         }
     }
-}
-
-/// Skips string bytes that are neither `"` nor `\`, eight at a time: most of a transcript is
-/// inside strings, and this keeps the scan a small fraction of a parse. Stops at the first `"`
-/// or `\` (a transcript's strings have an escaped line end every few dozen bytes), or within
-/// the last seven bytes.
-fn skip_plain(text: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The high bit of each byte of `word` equal to `byte` (the classic SWAR zero-byte test; a
-    // borrow can flag a byte above a true one, never below, so the lowest flag is exact).
-    let equal = |word: u64, byte: u8| {
-        let x = word ^ (ONES * u64::from(byte));
-        x.wrapping_sub(ONES) & !x & HIGH
-    };
-    while let Some(chunk) = text.get(i..i + 8) {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(bytes);
-        let flags = equal(word, b'"') | equal(word, b'\\');
-        if flags != 0 {
-            // Little-endian: the lowest flagged byte is the first one in the text.
-            return i + (flags.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i
 }
 
 /// The span of the value starting at the first non-whitespace byte from `at`.
