@@ -56,7 +56,8 @@ fn main() -> Result<()> {
                  docs [--check]       regenerate docs/stages.md from plugin metadata (or check it)\n  \
                  eval [--check]       measure retention on the shipped transcripts into docs/quality.md\n  \
                  \x20                    (or check it is current)\n  \
-                 fuzz --minutes N     the fuzz campaign with random seeds (docs/reliability.md)\n  \
+                 fuzz --minutes N     the fuzz campaign with random seeds (docs/reliability.md;\n                       \
+                 `cargo xtask fuzz --help`: its options and targets)\n  \
                  install [--prefix DIR]  release build into DIR/bin and DIR/lib/condense/plugins\n  \
                  \x20                    (default ~/.local)\n  \
                  tidy                 check the rules no compiler checks (xtask/src/tidy.rs)"

@@ -43,6 +43,10 @@ fn args() -> Result<Args> {
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
         match flag.as_str() {
+            "--help" | "-h" => {
+                print!("{}", usage());
+                std::process::exit(0);
+            }
             "--minutes" => a.minutes = value()?.parse().context("--minutes")?,
             "--condense" => a.condense = value()?.into(),
             "--root" => a.root = value()?.into(),
@@ -55,10 +59,32 @@ fn args() -> Result<Args> {
                     .map(Target::parse)
                     .collect::<Result<_, _>>()?
             }
-            other => bail!("unknown argument `{other}` (see the source's first lines)"),
+            other => bail!("unknown argument `{other}` (`--help` lists them)"),
         }
     }
     Ok(a)
+}
+
+/// What `--help` prints: the options, and the targets `--targets` takes.
+fn usage() -> String {
+    let targets: Vec<String> = Target::all().iter().map(ToString::to_string).collect();
+    format!(
+        "usage: cargo xtask fuzz --minutes N [--seed S] [--kills K] [--targets a,b]\n\n\
+         First K SIGKILLs of `condense compress` at random points (default 50), then every\n\
+         target in turn for an equal share of the N minutes (default 1), with seeds from S\n\
+         (default: the clock). Minimized failures go to tests/fixtures/fuzz-regressions/<target>/,\n\
+         which the tests replay from then on.\n\n\
+         options (the runner's own; `cargo xtask fuzz` sets --condense, --root and --out):\n  \
+         --minutes N      how long, in minutes (fractions too)\n  \
+         --seed S         the first seed, to repeat a campaign\n  \
+         --kills K        how many SIGKILLs before the targets\n  \
+         --targets a,b    only these targets\n  \
+         --condense PATH  the condense binary the process targets run\n  \
+         --root DIR       the repository, for the seed corpus\n  \
+         --out DIR        where minimized failures are written\n\n\
+         targets: {}\n",
+        targets.join(", ")
+    )
 }
 
 fn main() -> Result<()> {
