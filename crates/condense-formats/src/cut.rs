@@ -4,7 +4,7 @@
 //! place in its session's line) reads the body with its list cut after the first user message:
 //! the session comes from the system prompt, that message and the top-level `metadata`. The
 //! list is most of the body, and a parse that skips it still decodes every byte of it; the
-//! scan (`crate::scan`) steps over strings eight bytes at a time and decodes nothing.
+//! scan (`crate::scan`) steps over strings sixteen bytes at a time and decodes nothing.
 //!
 //! ```
 //! use condense_formats::cut::ListCut;

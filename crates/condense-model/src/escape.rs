@@ -32,7 +32,7 @@ pub fn next_escape(bytes: &[u8], i: usize) -> usize {
 
 /// Whether a JSON string escapes `b`.
 #[inline]
-pub fn needs_escape(b: u8) -> bool {
+fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 

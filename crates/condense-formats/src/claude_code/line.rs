@@ -169,8 +169,7 @@ impl LineKeys {
     fn of(members: &[(Range<usize>, Range<usize>)], text: &str) -> LineKeys {
         let mut found = LineKeys::default();
         for (key, value) in members {
-            // As in [`member`]: a canonical key has no escapes where the wanted one has none.
-            let slot = match text.get(key.start + 1..key.end - 1) {
+            let slot = match key_name(text, key) {
                 Some("type") => &mut found.kind,
                 Some("message") => &mut found.message,
                 Some("compactMetadata") => &mut found.compact_metadata,
@@ -188,9 +187,7 @@ impl LineKeys {
     }
 }
 
-/// The span of the value of member `key` among a compact line's `members`. A canonical key has
-/// no escapes where the wanted one has none: comparing the text between the quotes compares
-/// the keys.
+/// The span of the value of member `key` among a compact line's `members` ([`key_name`]).
 pub(crate) fn member(
     members: &[(Range<usize>, Range<usize>)],
     text: &str,
@@ -198,8 +195,14 @@ pub(crate) fn member(
 ) -> Option<Range<usize>> {
     members
         .iter()
-        .find(|(k, _)| text.get(k.start + 1..k.end - 1) == Some(key))
+        .find(|(k, _)| key_name(text, k) == Some(key))
         .map(|(_, v)| v.clone())
+}
+
+/// The text between the quotes of a canonical key at `span`: a canonical key has no escapes
+/// where a wanted one has none, so comparing it compares the keys.
+fn key_name<'t>(text: &'t str, span: &Range<usize>) -> Option<&'t str> {
+    text.get(span.start + 1..span.end - 1)
 }
 
 /// `text` with the value at `span` written `null`: a chat line's envelope, its message's place

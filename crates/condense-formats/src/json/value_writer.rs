@@ -92,23 +92,18 @@ fn write_str(s: &str, out: &mut Vec<u8>, ascii: bool) -> io::Result<()> {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        i = next_escape(bytes, i);
-        let Some(&byte) = bytes.get(i) else {
+    // `next_escape` stops only at a byte JSON escapes, or at the end.
+    loop {
+        let i = next_escape(bytes, start);
+        let Some(spelled) = bytes.get(i).and_then(|&byte| escape_of(byte)) else {
             break;
-        };
-        let Some(spelled) = escape_of(byte) else {
-            i += 1;
-            continue;
         };
         if start < i {
             // Cut before and after an ASCII byte: both ends are character boundaries.
             run(out, &s[start..i])?;
         }
         out.extend_from_slice(spelled);
-        i += 1;
-        start = i;
+        start = i + 1;
     }
     if start < bytes.len() {
         run(out, &s[start..])?;
