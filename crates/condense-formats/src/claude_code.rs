@@ -29,6 +29,7 @@
 //! ```
 
 mod fields;
+pub(crate) mod known;
 pub(crate) mod line;
 mod read_back;
 pub(crate) mod thread;
@@ -98,8 +99,13 @@ pub(crate) fn sniff(text: &str) -> bool {
 /// as they were read being parsed again ([`read_back()`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReadLines {
-    facts: Vec<Facts>,
+    /// Shared with the list kept for a later read ([`known::LineMemo`]).
+    facts: Arc<Vec<Facts>>,
     context: Vec<bool>,
+    /// The index of the line whose usage is the session's reported usage, when one is.
+    usage_line: Option<usize>,
+    /// The 1-based numbers of the first and the last line.
+    numbers: (usize, usize),
 }
 
 /// Reads the lines (1-based line number, line) of a session into one conversation, with the
@@ -126,13 +132,21 @@ pub(crate) fn read(
     // The last context line that reports a usage: looked at from the end, so that only the
     // last few lines' usage is read (reading every assistant line's was 2% of a long
     // session's read).
-    let usage = reads
+    let (usage_line, usage) = reads
         .iter()
         .zip(&context)
         .zip(&facts)
+        .enumerate()
         .rev()
-        .filter(|((_, &in_context), _)| in_context)
-        .find_map(|((read, _), facts)| read.usage(facts.kind.as_deref()));
+        .filter(|(_, ((_, &in_context), _))| in_context)
+        .find_map(|(i, ((read, _), facts))| Some((i, read.usage(facts.kind.as_deref())?)))
+        .unzip();
+    // The last line's number is the largest: an unread line carries the last known line's
+    // ([`known`]), and the lines after it their own.
+    let numbers = (
+        reads.first().map_or(0, |r| r.line),
+        reads.iter().map(|r| r.line).max().unwrap_or(0),
+    );
     // Each line is read on its own once the thread is known (the first error and the warnings
     // as a read in order gives them).
     let items: Vec<(Prepared<'_>, bool, bool)> = reads
@@ -149,7 +163,13 @@ pub(crate) fn read(
         messages,
         ..Conversation::default()
     };
-    Ok((conversation, usage, ReadLines { facts, context }))
+    let lines = ReadLines {
+        facts: Arc::new(facts),
+        context,
+        usage_line,
+        numbers,
+    };
+    Ok((conversation, usage, lines))
 }
 
 /// A line between its facts and its message ([`read`]).
@@ -166,6 +186,7 @@ impl Prepared<'_> {
         let message = match &self.read {
             Read::Light(light) => light.message_keys(),
             Read::Tree(value) => value.get("message").and_then(Value::as_object),
+            Read::Unread { usage, .. } => return usage.clone(),
         }?;
         usage_in(self.line, kind, message)
     }
@@ -186,6 +207,10 @@ impl Prepared<'_> {
                 (index, in_context, chat),
                 &ctx.at_line(self.line),
             ),
+            Read::Unread { id, .. } => {
+                let id = id.unwrap_or_else(|| condense_model::synthetic_id(index));
+                Ok(crate::known::placeholder_with_id(index, id))
+            }
         }
     }
 }
@@ -194,6 +219,12 @@ impl Prepared<'_> {
 enum Read {
     Light(line::Light),
     Tree(Value),
+    /// A line left unread ([`known`]): a placeholder with the line's id (its `uuid`), and the
+    /// usage it reported when it is the line whose usage the earlier read gave.
+    Unread {
+        id: Option<String>,
+        usage: Option<ReportedUsage>,
+    },
 }
 
 /// A line's facts, and what its message is made of: a compact line read light when it can be
@@ -207,6 +238,11 @@ fn prepare<'t>(line: usize, read: Line, text: &'t str, ctx: &Ctx<'_>) -> (Facts,
             None => of_tree(serde_json::from_str(text).unwrap_or(Value::Null)),
         },
         Line::Tree(value) => of_tree(value),
+        Line::Unread(known) => {
+            let known::KnownLine { facts, usage } = *known;
+            let id = facts.uuid.clone();
+            (facts, Read::Unread { id, usage })
+        }
     };
     (facts, Prepared { line, text, read })
 }

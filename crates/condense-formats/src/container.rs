@@ -238,6 +238,12 @@ fn read_auto(
     let guess = select.is_none() && format.is_none();
     let lines = if jsonl_name {
         if guess && claude_code::sniff(text) {
+            // The lines an earlier read knew are left unread when they are still the same.
+            if let Some(known) = &known {
+                if let Some(doc) = claude_code::known::read(text, known, shared, ctx)? {
+                    return Ok(doc);
+                }
+            }
             return claude_document(
                 lines::parse_with(text, ctx, claude_code::parse_line)?,
                 shared,
@@ -367,7 +373,7 @@ fn codex_document(lines: Lines<'_>, ctx: &Ctx<'_>) -> Result<Document> {
 }
 
 /// A Claude Code session: its lines are the messages.
-fn claude_document(
+pub(crate) fn claude_document(
     lines: Lines<'_, claude_code::Line>,
     shared: Option<&Arc<String>>,
     ctx: &Ctx<'_>,

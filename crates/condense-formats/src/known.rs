@@ -42,7 +42,10 @@ use twox_hash::{XxHash3_128, XxHash3_64};
 
 mod record;
 
+pub use crate::claude_code::known::LineMemo;
 pub(crate) use record::updated;
+#[cfg(test)]
+pub(crate) use record::LINES_BLOCK;
 pub use record::{decode_all, encode_all, KnownWrite, BLOCKS};
 
 /// The first messages of a list are always read: a session's id comes from them, and they cost
@@ -118,6 +121,9 @@ pub struct KnownList {
     pub prints: Vec<u128>,
     /// The format detection's stubs of the list (`crate::quick`), as JSON.
     pub stubs: Vec<Value>,
+    /// A Claude Code session's lines: what the read knew of each one
+    /// (`crate::claude_code::known`). `None` for a message list of a JSON text.
+    pub lines: Option<LineMemo>,
 }
 
 /// The key lists are known under: xxh3-64 of the first element's text.
@@ -138,13 +144,17 @@ const CHAT_KEYS: u64 = 0x6f70_656e_6169_6368;
 /// What the keys of an OpenAI Responses item list are turned by, as [`CHAT_KEYS`].
 const RESPONSES_KEYS: u64 = 0x7265_7370_6f6e_7365;
 
+/// What the keys of a Claude Code session's lines are turned by, as [`CHAT_KEYS`].
+const CLAUDE_KEYS: u64 = 0x636c_6175_6465_636f;
+
 /// The key a list whose first element is `first` is known under, in a read of `format`
-/// ([`first_key`], turned for an OpenAI Chat or Responses list: [`CHAT_KEYS`],
-/// [`RESPONSES_KEYS`]).
+/// ([`first_key`], turned for an OpenAI Chat or Responses list and a Claude Code session's
+/// lines: [`CHAT_KEYS`], [`RESPONSES_KEYS`], [`CLAUDE_KEYS`]).
 pub(crate) fn list_key(format: Format, first: &[u8]) -> u64 {
     match format {
         Format::OpenAi => key_of(first) ^ CHAT_KEYS,
         Format::Responses => key_of(first) ^ RESPONSES_KEYS,
+        Format::ClaudeCode => key_of(first) ^ CLAUDE_KEYS,
         _ => key_of(first),
     }
 }
@@ -169,6 +179,23 @@ pub(crate) struct Hashed {
     /// prefixes and itself, [`KnownList::shorter`]): a new list's own shorter prefixes that
     /// end before `end` are among them, where hashing from the first byte again is 3.2 MB.
     prefixes: Vec<(usize, u128)>,
+}
+
+impl Hashed {
+    /// The hash `state` of the text at `range`, whose first messages' hashes are `prefixes`
+    /// (by their number).
+    pub(crate) fn new(
+        range: Range<usize>,
+        state: XxHash3_128,
+        prefixes: Vec<(usize, u128)>,
+    ) -> Hashed {
+        Hashed {
+            start: range.start,
+            end: range.end,
+            state,
+            prefixes,
+        }
+    }
 }
 
 impl std::fmt::Debug for Hashed {
@@ -411,6 +438,8 @@ impl KnownList {
             self.spans.truncate(m);
             self.prints.truncate(m);
             self.shorter.retain(|&(n, _)| n < m);
+            // A session's lines are known whole or not at all.
+            self.lines = None;
         }
         self
     }
@@ -455,13 +484,18 @@ const PLACEHOLDER_HINT: &str = "{\"condense:unread\":";
 /// whole. The writer knows it by its hint, and its fingerprint is the known one, so a document
 /// written with it still in place writes the message's own text.
 pub(crate) fn placeholder(index: usize) -> Message {
+    placeholder_with_id(index, condense_model::synthetic_id(index))
+}
+
+/// [`placeholder`] with the id the message it stands for has (a Claude Code line's `uuid`).
+pub(crate) fn placeholder_with_id(index: usize, id: String) -> Message {
     // `{"condense:unread":N}` without `format!`: a turn at 1M tokens makes 1,770 of them.
     let mut hint = String::with_capacity(PLACEHOLDER_HINT.len() + 8);
     hint.push_str(PLACEHOLDER_HINT);
     condense_model::push_decimal(&mut hint, index);
     hint.push('}');
     Message {
-        id: condense_model::synthetic_id(index),
+        id,
         role: Role::User,
         timestamp: None,
         content: Content::default(),

@@ -448,8 +448,13 @@ impl Document {
     /// Conversation `conv` read again from the document's text, every message read (what the
     /// document held before any change, placeholders or not).
     pub fn read_unread(&self, conv: usize) -> Result<Conversation, FormatError> {
+        // A Claude Code session is read as its first read took it: by its lines, detected.
+        let (source, format) = match self.format {
+            Format::ClaudeCode => ("<input>.jsonl", None),
+            format => ("<input>", Some(format)),
+        };
         let opts = ReadOptions {
-            format: Some(self.format),
+            format,
             select: None,
         };
         let bytes = match &self.source.away {
@@ -457,7 +462,7 @@ impl Document {
             Some(away) => self.input_parts_with(&away.bring_back()?).concat(),
             None => self.input_parts().concat(),
         };
-        let mut doc = container::read_owned(bytes, "<input>", &opts, None)?;
+        let mut doc = container::read_owned(bytes, source, &opts, None)?;
         match doc.conversations.get_mut(conv) {
             Some(c) => Ok(std::mem::take(c)),
             None => Err(FormatError::Write {
@@ -486,9 +491,11 @@ impl Document {
         self.known_units().is_some()
     }
 
-    /// The units and fingerprints of the one conversation, when [`Document::lists_known`].
+    /// The units and fingerprints of the one conversation, when [`Document::lists_known`]: a
+    /// list read quick, or a Claude Code session's lines.
     fn known_units(&self) -> Option<(&[source::Unit], &[u128])> {
-        if self.source.away.is_some() || self.quick_stubs.is_none() {
+        if self.source.away.is_some() || (self.quick_stubs.is_none() && self.claude_lines.is_none())
+        {
             return None;
         }
         let units = &self.source.convs.first()?.units;
@@ -506,7 +513,11 @@ impl Document {
     /// key to keep it under ([`Document::known_record`]).
     pub fn known_list(&self) -> Option<(u64, known::KnownList)> {
         let (units, prints) = self.known_units()?;
-        let stubs = self.quick_stubs.clone()?;
+        let stubs = self.quick_stubs.clone().unwrap_or_default();
+        let lines = self.claude_lines.as_ref().map(|read| {
+            let usage = self.usage.first().and_then(Option::as_ref);
+            known::LineMemo::of(read, usage)
+        });
         let spans: Vec<_> = units.iter().map(|u| u.span.clone()).collect();
         let first = self.source.text.get(spans.first()?.clone())?;
         let prefix = known::prefix_of(&self.source.text, &spans, self.known_hashed.as_ref())?;
@@ -517,6 +528,7 @@ impl Document {
             spans: prefix.spans,
             prints: prints.to_vec(),
             stubs,
+            lines,
         };
         Some((known::list_key(self.format, first.as_bytes()), list))
     }

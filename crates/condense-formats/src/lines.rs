@@ -50,9 +50,20 @@ pub(crate) fn parse<'t>(text: &'t str, ctx: &Ctx<'_>) -> Result<Lines<'t>> {
 /// with `memchr` (vectorized): `str::split` went a word at a time, 2 instructions a byte, a
 /// twentieth of a long Claude Code session's turn (its input split, and its output read back).
 pub(crate) fn non_empty(text: &str) -> impl Iterator<Item = (usize, usize, usize, &str)> {
+    non_empty_from(text, (0, 0))
+}
+
+/// [`non_empty`] from the line that starts at byte `start`, numbered on from `number` (the
+/// number of the line before it; the line at `start` is `number + 1`).
+pub(crate) fn non_empty_from(
+    text: &str,
+    (mut start, mut number): (usize, usize),
+) -> impl Iterator<Item = (usize, usize, usize, &str)> {
     // Each line ends at a `\n`; the last one at the end of the text.
-    let mut ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()));
-    let (mut start, mut number) = (0, 0);
+    let from = text.as_bytes().get(start..).unwrap_or_default();
+    let mut ends = memchr::memchr_iter(b'\n', from)
+        .map(move |end| end + start)
+        .chain(std::iter::once(text.len()));
     std::iter::from_fn(move || loop {
         let end = ends.next()?;
         let line_start = start;
@@ -73,10 +84,23 @@ pub(crate) fn parse_with<'t, T: Send>(
     ctx: &Ctx<'_>,
     read: impl Fn(&str) -> serde_json::Result<T> + Sync,
 ) -> Result<Lines<'t, T>> {
+    parse_with_from(text, (0, 0), ctx, read)
+}
+
+/// [`parse_with`] of the lines from the one that starts at byte `start`, numbered on from
+/// `number` ([`non_empty_from`]); the spans, the body and the tail are still `text`'s. Lines
+/// before `start` (`start > 0`) count as lines read: a line cut short at the end is then the
+/// tail even when it is the only one from `start`.
+pub(crate) fn parse_with_from<'t, T: Send>(
+    text: &'t str,
+    from: (usize, usize),
+    ctx: &Ctx<'_>,
+    read: impl Fn(&str) -> serde_json::Result<T> + Sync,
+) -> Result<Lines<'t, T>> {
     // Each line is a JSON text of its own: they are parsed on every core (a Claude Code
     // session's lines were half of a turn's instructions, on one), then taken in order, so the
     // first bad line is the one reported, as when they were parsed one by one.
-    let found: Vec<(usize, usize, usize, &str)> = non_empty(text).collect();
+    let found: Vec<(usize, usize, usize, &str)> = non_empty_from(text, from).collect();
     let parsed = crate::parallel::map_in_order(found.iter().map(|f| f.3).collect(), read);
     let mut values = Vec::with_capacity(found.len());
     let mut spans = Vec::with_capacity(found.len());
@@ -89,7 +113,7 @@ pub(crate) fn parse_with<'t, T: Send>(
             Err(e) => {
                 let rest = text.get(next.min(text.len())..).unwrap_or_default();
                 let last = rest.trim().is_empty();
-                if last && e.is_eof() && !values.is_empty() {
+                if last && e.is_eof() && (!values.is_empty() || from.0 > 0) {
                     ctx.warn(format!(
                         "line {number} is incomplete (a session still being written?): it is \
                          carried through untouched and not read"

@@ -27,6 +27,9 @@ pub(crate) enum Line {
     Compact(Vec<(Range<usize>, Range<usize>)>),
     /// Any other line, parsed.
     Tree(Value),
+    /// A line an earlier read knew and this one leaves unread ([`super::known`]): what that
+    /// read knew of it.
+    Unread(Box<super::known::KnownLine>),
 }
 
 /// Reads one line for [`crate::lines::parse_with`]: its members' spans when it is its own

@@ -8,6 +8,10 @@
 //! [`BLOCK`] messages, one block, not the whole list again (at a million tokens that was 60 KB
 //! a turn, growing with the session). A block no list of the record names any more is
 //! removed with the write that stops naming it.
+//!
+//! A Claude Code session's list also keeps what the read knew of each line
+//! ([`super::LineMemo`]: about 150 bytes a line), in blocks of [`LINES_BLOCK`] lines named the
+//! same way, with the lines' numbers and the reported usage in the list's record.
 
 use super::{record_name, KnownList};
 use serde_json::Value;
@@ -16,8 +20,9 @@ use twox_hash::XxHash3_128;
 
 /// Bumped when the encoding changes: an older record is then ignored (the list is read whole
 /// once, and kept in this encoding). 3: the hashes of a list's shorter prefixes. 4: no list of
-/// the messages to read anyway (the resume point holds the ones its output kept).
-const VERSION: u8 = 4;
+/// the messages to read anyway (the resume point holds the ones its output kept). 5: a Claude
+/// Code session's lines.
+const VERSION: u8 = 5;
 
 /// Where a caller keeps the lists' blocks (a store namespace), each under the name a list's
 /// record gives it.
@@ -28,6 +33,10 @@ pub(crate) const BLOCK: usize = 512;
 
 /// Bytes of one entry: a span (two u32) and a fingerprint (u128).
 const ENTRY: usize = 24;
+
+/// A session's lines in a full block of their facts: a turn rewrites fewer than this many in
+/// the list's record (a line's facts are about six times an entry).
+pub(crate) const LINES_BLOCK: usize = 64;
 
 /// Lists kept per record: two sessions that start alike (the same first prompt) do not push
 /// each other out at every turn.
@@ -60,15 +69,23 @@ pub(crate) fn updated(
     let parsed = parse(&kept).unwrap_or_default();
     let old_blocks: HashSet<String> = parsed
         .iter()
-        .flat_map(|p| p.blocks.iter().map(|h| block_name(key, *h)))
+        .flat_map(|p| {
+            let lines = p.lines.iter().flat_map(|l| &l.blocks);
+            p.blocks.iter().chain(lines).map(|h| block_name(key, *h))
+        })
         .collect();
     // Stored already: the blocks read back whole. Named but missing or damaged ones are
     // written again when still named, and removed otherwise.
     let mut stored = HashSet::new();
-    let others = lists_of(key, parsed, |n| get(BLOCKS, n), &mut stored)
-        .into_iter()
-        .filter(|k| !(k.messages <= list.messages && list.prints.starts_with(&k.prints)))
-        .collect::<Vec<_>>();
+    // An earlier list of the same conversation is dropped: a session's lines in it are only
+    // checked, not decoded (the new list has them).
+    let earlier = |k: &KnownList| k.messages <= list.messages && list.prints.starts_with(&k.prints);
+    let others = lists_of(key, parsed, |n| get(BLOCKS, n), &mut stored, &|k| {
+        !earlier(k)
+    })
+    .into_iter()
+    .filter(|k| !earlier(k))
+    .collect::<Vec<_>>();
     let mut lists = vec![list];
     lists.extend(others);
     lists.truncate(KEPT);
@@ -140,8 +157,60 @@ pub fn encode_all(key: u64, lists: &[KnownList]) -> (Vec<u8>, Vec<(String, Vec<u
         for (&span, &print) in entries().skip(full) {
             put_entry(&mut out, span, print);
         }
+        match list
+            .lines
+            .as_ref()
+            .filter(|l| l.facts.len() == n && l.context.len() == n)
+        {
+            Some(memo) => put_lines(&mut out, memo, key, &mut blocks),
+            None => out.push(0),
+        }
     }
     (out, blocks)
+}
+
+/// A session's [`super::LineMemo`] after its list's entries: a flag, the first and last line
+/// numbers, the reported usage (a flag, its line, four counts, its source), then the hashes of
+/// the full blocks of [`LINES_BLOCK`] lines (each block into `blocks`) and the rest of the
+/// lines, with their length.
+fn put_lines(
+    out: &mut Vec<u8>,
+    memo: &super::LineMemo,
+    key: u64,
+    blocks: &mut Vec<(String, Vec<u8>)>,
+) {
+    use crate::claude_code::known::encode_lines;
+    out.push(1);
+    put_len(out, memo.numbers.0);
+    put_len(out, memo.numbers.1);
+    match &memo.usage {
+        Some((line, usage)) => {
+            out.push(1);
+            put_len(out, *line);
+            for n in [
+                usage.input_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                usage.output_tokens,
+            ] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            put_len(out, usage.source.len());
+            out.extend_from_slice(usage.source.as_bytes());
+        }
+        None => out.push(0),
+    }
+    let full = memo.facts.len() / LINES_BLOCK * LINES_BLOCK;
+    for start in (0..full).step_by(LINES_BLOCK) {
+        let end = start + LINES_BLOCK;
+        let block = encode_lines(&memo.facts[start..end], &memo.context[start..end]);
+        let hash = XxHash3_128::oneshot(&block);
+        out.extend_from_slice(&hash.to_le_bytes());
+        blocks.push((block_name(key, hash), block));
+    }
+    let rest = encode_lines(&memo.facts[full..], &memo.context[full..]);
+    put_len(out, rest.len());
+    out.extend_from_slice(&rest);
 }
 
 /// The lists of a record [`encode_all`] wrote under `key`, their blocks read with `block` (by
@@ -153,16 +222,18 @@ pub fn decode_all(
     block: impl Fn(&str) -> Option<Vec<u8>>,
 ) -> Vec<KnownList> {
     let parsed = parse(bytes).unwrap_or_default();
-    lists_of(key, parsed, block, &mut HashSet::new())
+    lists_of(key, parsed, block, &mut HashSet::new(), &|_| true)
 }
 
 /// The lists of a record as [`parse`] read it, their blocks read with `block`, noting in
-/// `whole` the name of every block read back whole.
+/// `whole` the name of every block read back whole. A session's lines are decoded only for a
+/// list `decode` wants (asked before they are); another's are only checked.
 fn lists_of(
     key: u64,
     parsed: Vec<Parsed<'_>>,
     block: impl Fn(&str) -> Option<Vec<u8>>,
     whole: &mut HashSet<String>,
+    decode: &dyn Fn(&KnownList) -> bool,
 ) -> Vec<KnownList> {
     parsed
         .into_iter()
@@ -179,14 +250,23 @@ fn lists_of(
                 read_entries(&bytes, &mut spans, &mut prints)?;
             }
             read_entries(p.tail, &mut spans, &mut prints)?;
-            Some(KnownList {
+            let mut list = KnownList {
                 messages: p.messages,
                 bytes: p.bytes,
                 shorter: p.shorter,
                 spans,
                 prints,
                 stubs: p.stubs,
-            })
+                lines: None,
+            };
+            if let Some(lines) = p.lines {
+                if decode(&list) {
+                    list.lines = Some(lines.memo(key, p.messages, &block, whole)?);
+                } else {
+                    lines.check(key, &block, whole)?;
+                }
+            }
+            Some(list)
         })
         .collect()
 }
@@ -215,6 +295,69 @@ struct Parsed<'b> {
     stubs: Vec<Value>,
     blocks: Vec<u128>,
     tail: &'b [u8],
+    lines: Option<ParsedLines<'b>>,
+}
+
+/// A session's lines as a list's record holds them ([`put_lines`]).
+struct ParsedLines<'b> {
+    numbers: (usize, usize),
+    usage: Option<(usize, crate::ReportedUsage)>,
+    blocks: Vec<u128>,
+    tail: &'b [u8],
+}
+
+impl ParsedLines<'_> {
+    /// Whether every full block is stored as named (noted in `whole`), without decoding it.
+    fn check(
+        &self,
+        key: u64,
+        block: impl Fn(&str) -> Option<Vec<u8>>,
+        whole: &mut HashSet<String>,
+    ) -> Option<()> {
+        for hash in &self.blocks {
+            let name = block_name(key, *hash);
+            let bytes = block(&name)?;
+            if XxHash3_128::oneshot(&bytes) != *hash {
+                return None;
+            }
+            whole.insert(name);
+        }
+        Some(())
+    }
+
+    /// The memo of a list of `messages` lines, its blocks read with `block` (noted in `whole`
+    /// when read back whole); `None` when one is missing, damaged, or the lines are not
+    /// `messages`.
+    fn memo(
+        self,
+        key: u64,
+        messages: usize,
+        block: impl Fn(&str) -> Option<Vec<u8>>,
+        whole: &mut HashSet<String>,
+    ) -> Option<super::LineMemo> {
+        use crate::claude_code::known::decode_lines;
+        let (mut facts, mut context) = (Vec::with_capacity(messages), Vec::new());
+        for hash in &self.blocks {
+            let name = block_name(key, *hash);
+            let bytes = block(&name)?;
+            if XxHash3_128::oneshot(&bytes) != *hash {
+                return None;
+            }
+            let before = facts.len();
+            decode_lines(&bytes, (&mut facts, &mut context))?;
+            if facts.len() - before != LINES_BLOCK {
+                return None;
+            }
+            whole.insert(name);
+        }
+        decode_lines(self.tail, (&mut facts, &mut context))?;
+        (facts.len() == messages).then_some(super::LineMemo {
+            facts: std::sync::Arc::new(facts),
+            context,
+            numbers: self.numbers,
+            usage: self.usage,
+        })
+    }
 }
 
 /// A cursor over a record's bytes.
@@ -234,6 +377,44 @@ impl<'b> Reader<'b> {
     fn u128(&mut self) -> Option<u128> {
         Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
     }
+}
+
+/// What [`put_lines`] wrote after its flag, for a list of `messages` lines.
+fn parse_lines<'b>(r: &mut Reader<'b>, messages: usize) -> Option<ParsedLines<'b>> {
+    let numbers = (r.len()?, r.len()?);
+    let usage = match r.take(1)? {
+        [0] => None,
+        [1] => {
+            let line = r.len()?;
+            let mut n = || Some(u64::from_le_bytes(r.take(8)?.try_into().ok()?));
+            let (input_tokens, cache_read_tokens) = (n()?, n()?);
+            let (cache_write_tokens, output_tokens) = (n()?, n()?);
+            let source_len = r.len()?;
+            let source = std::str::from_utf8(r.take(source_len)?).ok()?.to_string();
+            let usage = crate::ReportedUsage {
+                input_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                output_tokens,
+                source,
+            };
+            Some((line, usage))
+        }
+        _ => return None,
+    };
+    let full = messages / LINES_BLOCK;
+    if r.0.len() < full.checked_mul(16)? {
+        return None;
+    }
+    let blocks = (0..full).map(|_| r.u128()).collect::<Option<Vec<_>>>()?;
+    let tail_len = r.len()?;
+    let tail = r.take(tail_len)?;
+    Some(ParsedLines {
+        numbers,
+        usage,
+        blocks,
+        tail,
+    })
 }
 
 fn parse(bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
@@ -263,6 +444,11 @@ fn parse(bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
         }
         let blocks = (0..full).map(|_| r.u128()).collect::<Option<Vec<_>>>()?;
         let tail = r.take((messages % BLOCK) * ENTRY)?;
+        let lines = match r.take(1)? {
+            [0] => None,
+            [1] => Some(parse_lines(&mut r, messages)?),
+            _ => return None,
+        };
         lists.push(Parsed {
             messages,
             bytes: hash,
@@ -270,6 +456,7 @@ fn parse(bytes: &[u8]) -> Option<Vec<Parsed<'_>>> {
             stubs,
             blocks,
             tail,
+            lines,
         });
     }
     r.0.is_empty().then_some(lists)

@@ -4,6 +4,7 @@
 
 use crate::known::{KnownList, ALWAYS_READ};
 
+mod claude_lines;
 mod elements;
 mod record;
 use crate::{read, read_owned_knowing, Document, Format, FormatError, ReadOptions};

@@ -96,14 +96,14 @@ pub(crate) fn compressed_turns(bodies: &[Vec<u8>]) -> Vec<(Vec<u8>, Value)> {
 }
 
 /// Forgets what the store knew of message lists: the next read parses everything.
-fn forget_lists(store: &Path) {
+pub(crate) fn forget_lists(store: &Path) {
     let store = condense_store::Store::open(store).unwrap();
     for (name, _) in store.records("known-lists").unwrap() {
         store.record_remove("known-lists", &name).unwrap();
     }
 }
 
-fn unread(report: &Value) -> u64 {
+pub(crate) fn unread(report: &Value) -> u64 {
     report["runs"][0]["resumed"]["unread_messages"]
         .as_u64()
         .unwrap_or(0)

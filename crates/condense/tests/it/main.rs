@@ -17,6 +17,7 @@ mod formats;
 mod fuzz;
 mod history_edits;
 mod kill;
+mod known_lines;
 mod known_lists;
 mod plugin_edges;
 mod plugins;

@@ -15,14 +15,14 @@ fn list_of(n: usize) -> (u64, KnownList) {
 
 /// A store's records, by namespace and name.
 #[derive(Default)]
-struct Records(HashMap<(String, String), Vec<u8>>);
+pub(super) struct Records(HashMap<(String, String), Vec<u8>>);
 
 impl Records {
-    fn get(&self) -> impl Fn(&str, &str) -> Option<Vec<u8>> + '_ {
+    pub(super) fn get(&self) -> impl Fn(&str, &str) -> Option<Vec<u8>> + '_ {
         |ns, name| self.0.get(&(ns.to_string(), name.to_string())).cloned()
     }
 
-    fn apply(&mut self, w: &KnownWrite) {
+    pub(super) fn apply(&mut self, w: &KnownWrite) {
         for (name, bytes) in &w.blocks {
             self.0.insert((BLOCKS.into(), name.clone()), bytes.clone());
         }
@@ -40,8 +40,24 @@ impl Records {
         self.0.keys().filter(|(ns, _)| ns == BLOCKS).count()
     }
 
-    fn known(&self, key: u64) -> Vec<KnownList> {
+    pub(super) fn known(&self, key: u64) -> Vec<KnownList> {
         known::lookup(self.get())(key)
+    }
+
+    /// The names of the blocks that are not a list's entries (a session's lines).
+    pub(super) fn line_blocks(&self) -> Vec<String> {
+        let mut names: Vec<String> = (self.0.iter())
+            .filter(|((ns, _), bytes)| ns == BLOCKS && bytes.len() != 512 * 24)
+            .map(|((_, name), _)| name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Flips a byte of the block `name`.
+    pub(super) fn damage(&mut self, name: &str) {
+        let bytes = self.0.get_mut(&(BLOCKS.into(), name.into())).unwrap();
+        bytes[3] ^= 1;
     }
 }
 
