@@ -150,10 +150,12 @@ impl<'b> Reader<'b> {
         None
     }
 
-    /// A string written by [`put_str`].
+    /// A string written by [`put_str`], checked as UTF-8 with simdutf8 (AVX2 or SSE4.2,
+    /// detected at run time): a long Claude Code session's turn unpacks its whole history, and
+    /// std's check of it was 14 M of a 318 M instructions turn.
     pub fn str(&mut self) -> Option<&'b str> {
         let n = self.length()?;
-        std::str::from_utf8(self.take(n)?).ok()
+        simdutf8::basic::from_utf8(self.take(n)?).ok()
     }
 
     pub fn string(&mut self) -> Option<String> {

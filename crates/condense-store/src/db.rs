@@ -227,11 +227,17 @@ impl Pending {
 
     /// The bytes of a value this batch holds (decoded).
     pub fn read(&self, held: &Held) -> io::Result<Vec<u8>> {
+        let (stored, codec) = self.read_stored(held)?;
+        codec::decode(stored, codec)
+    }
+
+    /// A held value's bytes as stored, and their codec ([`codec::decode`] reads them).
+    pub fn read_stored(&self, held: &Held) -> io::Result<(Vec<u8>, i64)> {
         let stored = match held {
             Held::Mem { bytes, .. } => bytes.clone(),
             Held::Spilled { .. } => self.spill()?.read(held)?,
         };
-        codec::decode(stored, held.codec())
+        Ok((stored, held.codec()))
     }
 
     fn spill(&self) -> io::Result<&Spill> {
@@ -415,9 +421,12 @@ pub fn has_blob(conn: &Connection, key: &str) -> rusqlite::Result<bool> {
 
 /// The value of a row's `bytes` column (at `at`) and `codec` column (the next), decoded.
 fn decoded(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Vec<u8>> {
-    codec::decode(r.get(at)?, r.get(at + 1)?).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(at, rusqlite::types::Type::Blob, Box::new(e))
-    })
+    codec::decode(r.get(at)?, r.get(at + 1)?).map_err(not_decoded(at))
+}
+
+/// A value's bytes that do not decode, as the error of reading its column `at`.
+fn not_decoded(at: usize) -> impl FnOnce(io::Error) -> rusqlite::Error {
+    move |e| rusqlite::Error::FromSqlConversionFailure(at, rusqlite::types::Type::Blob, Box::new(e))
 }
 
 pub fn get_blob(conn: &Connection, key: &str) -> rusqlite::Result<Option<Vec<u8>>> {
@@ -442,14 +451,25 @@ pub fn state_names(conn: &Connection, session: &str) -> rusqlite::Result<Vec<Str
         .collect()
 }
 
+/// A record's bytes as stored, and their codec ([`codec::decode`] reads them).
+pub fn get_record_stored(
+    conn: &Connection,
+    namespace: &str,
+    name: &str,
+) -> rusqlite::Result<Option<(Vec<u8>, i64)>> {
+    conn.prepare_cached("SELECT bytes, codec FROM records WHERE namespace = ?1 AND name = ?2")?
+        .query_row([namespace, name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+}
+
 pub fn get_record(
     conn: &Connection,
     namespace: &str,
     name: &str,
 ) -> rusqlite::Result<Option<Vec<u8>>> {
-    conn.prepare_cached("SELECT bytes, codec FROM records WHERE namespace = ?1 AND name = ?2")?
-        .query_row([namespace, name], |r| decoded(r, 0))
-        .optional()
+    get_record_stored(conn, namespace, name)?
+        .map(|(stored, codec)| codec::decode(stored, codec).map_err(not_decoded(0)))
+        .transpose()
 }
 
 pub fn remove_record(conn: &Connection, namespace: &str, name: &str) -> rusqlite::Result<()> {

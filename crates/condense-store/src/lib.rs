@@ -75,6 +75,7 @@ mod sanitize;
 mod spill;
 #[cfg(test)]
 mod spill_tests;
+mod stored;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -83,6 +84,7 @@ mod token_chunks;
 pub use db::{DB_FILE, DB_SIDE_FILES};
 pub use legacy::remove_orphan_temps;
 pub use sanitize::sanitize_component;
+pub use stored::Stored;
 pub use stream::RecordWriter;
 
 use db::{CommitError, Pending};
@@ -500,14 +502,35 @@ impl Store {
         db::get_record(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))
     }
 
-    /// The records of `namespace` named `names`, in their order ([`Store::record_get`] of each):
-    /// one lock and one read transaction for all of them, where one each cost two file locks
-    /// and a transaction's setup (a resumed turn reads a few hundred).
-    pub fn records_get(
+    /// The record `id` as stored, not decoded yet ([`Stored::decode`]).
+    fn record_stored_in(
+        &self,
+        conn: &Conn,
+        id: &(String, String),
+    ) -> Result<Option<Stored>, StoreError> {
+        if let Some(p) = conn.held() {
+            if let Some(held) = p.records.get(id) {
+                let (bytes, codec) = p.read_stored(held).map_err(|e| self.spill_err(e))?;
+                return Ok(Some(Stored::new(bytes, codec)));
+            }
+            if p.removed.contains(id) {
+                return Ok(None);
+            }
+        }
+        let got = db::get_record_stored(&conn.db, &id.0, &id.1).map_err(|e| self.db_err(e))?;
+        Ok(got.map(|(bytes, codec)| Stored::new(bytes, codec)))
+    }
+
+    /// [`Store::records_get`], each record as stored: the caller decodes each one where it
+    /// uses it ([`Stored::decode`]), on whatever thread, so that a few hundred records are
+    /// not all decoded into memory at once (a Claude Code session's turn reads its whole
+    /// history in packs: 15 MB decoded for a 15 MB session, a third of the turn's page
+    /// faults).
+    pub fn records_get_stored(
         &self,
         namespace: &str,
         names: &[&str],
-    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+    ) -> Result<Vec<Option<Stored>>, StoreError> {
         let namespace = sanitize_component(namespace);
         let conn = self.lock();
         // A read transaction when none is open (none is, outside `db`'s own writes): dropped,
@@ -519,10 +542,27 @@ impl Store {
             .flatten();
         let got = names
             .iter()
-            .map(|name| self.record_in(&conn, &(namespace.clone(), sanitize_component(name))))
+            .map(|name| {
+                self.record_stored_in(&conn, &(namespace.clone(), sanitize_component(name)))
+            })
             .collect();
         drop(tx);
         got
+    }
+
+    /// The records of `namespace` named `names`, in their order ([`Store::record_get`] of each):
+    /// one lock and one read transaction for all of them, where one each cost two file locks
+    /// and a transaction's setup (a resumed turn reads a few hundred).
+    pub fn records_get(
+        &self,
+        namespace: &str,
+        names: &[&str],
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let decode = |stored: Stored| stored.decode().map_err(io_err(&self.inner.db_path));
+        self.records_get_stored(namespace, names)?
+            .into_iter()
+            .map(|stored| stored.map(decode).transpose())
+            .collect()
     }
 
     /// Every record of a namespace, as (name, bytes), sorted by name.

@@ -145,13 +145,14 @@ pub(super) fn read(
 ) -> Unpacked {
     let wanted: Vec<&str> = names.iter().map(|n| n.as_ref()).collect();
     let packs = store
-        .records_get(&super::blocks::namespace(session), &wanted)
+        .records_get_stored(&super::blocks::namespace(session), &wanted)
         .unwrap_or_default();
-    // Unpacked on all cores: the run's start is otherwise one thread's (at a million tokens,
-    // about 750 messages).
+    // Decoded and unpacked on all cores, one pack at a time: the run's start is otherwise one
+    // thread's (at a million tokens, about 750 messages), and a pack's decoded bytes are let
+    // go before the next one's (a Claude Code session's packs hold its whole history).
     let unpacked: Vec<Option<One>> = packs
-        .par_iter()
-        .map(|bytes| unpack(bytes.as_deref()?, (each, unread)))
+        .into_par_iter()
+        .map(|stored| unpack(&stored?.decode().ok()?, (each, unread)))
         .collect();
     let mut out = Unpacked {
         kept: InputsKept::new(),
