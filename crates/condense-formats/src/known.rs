@@ -33,7 +33,9 @@
 //! root list. Its elements are parsed for that format's reader rather than read quick (each
 //! element is one message), the known prefix left unread as a quick list's, and its lists are
 //! kept under keys of their own (`list_key`), so that a read of another kind never takes
-//! one. The first [`ALWAYS_READ`] messages are always read (a session's id may come from them).
+//! one. So does a Claude Code session's file, its lines the list, with what the thread walk
+//! knew of each line ([`LineMemo`], `crate::claude_code::known`). The first [`ALWAYS_READ`]
+//! messages are always read (a session's id may come from them).
 
 use condense_model::{Content, Format, Message, RawJson, Role};
 use serde_json::Value;

@@ -474,7 +474,8 @@ impl Document {
 
     /// What to keep ([`known::KnownWrite`]: a record of [`known::RECORDS`], blocks of
     /// [`known::BLOCKS`]) so that a later read of this input's message list may leave it
-    /// unread: when the document's one conversation was read quick ([`Document::lists_known`]).
+    /// unread: when the document's one conversation was read quick, or is a Claude Code
+    /// session's lines ([`Document::lists_known`]).
     /// `get`: what is kept so far (a record's bytes by namespace and name).
     pub fn known_record(
         &self,
@@ -486,7 +487,8 @@ impl Document {
 
     /// Whether a later read of this input's message list may leave its messages unread
     /// ([`known`]; [`Document::known_list`] gives the list to keep for it): the document's one
-    /// conversation was read quick, one element a message.
+    /// conversation was read quick, one element a message, or is a Claude Code session's, one
+    /// line a message.
     pub fn lists_known(&self) -> bool {
         self.known_units().is_some()
     }

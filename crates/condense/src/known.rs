@@ -66,7 +66,7 @@ impl<'d> RunStore<'d> {
 
 /// Keeps what the next read of `input`'s list may leave unread, after its one run `runs`
 /// (inside the run's transaction). Nothing for a document of several conversations, a list
-/// not read quick, or a run that kept no resume point.
+/// not read quick (but a Claude Code session's lines), or a run that kept no resume point.
 pub(crate) fn remember(
     store: &Store,
     input: &Input,
