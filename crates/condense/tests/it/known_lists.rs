@@ -103,10 +103,34 @@ pub(crate) fn forget_lists(store: &Path) {
     }
 }
 
-pub(crate) fn unread(report: &Value) -> u64 {
+fn unread(report: &Value) -> u64 {
     report["runs"][0]["resumed"]["unread_messages"]
         .as_u64()
         .unwrap_or(0)
+}
+
+/// A turn's run on a store that knows the message lists (`knowing`: output and report)
+/// against the same run on one that forgot them (`parsing`): the same output, the reference
+/// read everything, and from the second turn on most of the history was left unread while the
+/// run resumed as the other did.
+pub(crate) fn assert_as_full_parse(
+    turn: usize,
+    (out, report): &(Vec<u8>, Value),
+    (reference, reference_report): &(Vec<u8>, Value),
+) {
+    assert!(out == reference, "turn {turn}: not the full parse's output");
+    assert_eq!(unread(reference_report), 0);
+    if turn > 0 {
+        let resumed = &report["runs"][0]["resumed"];
+        let input_messages = resumed["input_messages"].as_u64().unwrap();
+        assert!(unread(report) * 2 > input_messages, "turn {turn}: {report}");
+        let resumed_without = &reference_report["runs"][0]["resumed"];
+        assert_eq!(
+            resumed["output_messages"],
+            resumed_without["output_messages"]
+        );
+        assert_eq!(report["tokens_before"], reference_report["tokens_before"]);
+    }
 }
 
 #[test]
@@ -121,22 +145,10 @@ fn each_turn_parses_only_what_it_needs_and_writes_what_a_full_parse_does() {
     for (turn, count) in [n * 3 / 5, n * 4 / 5, n].into_iter().enumerate() {
         let text = body(&messages, count);
         std::fs::write(&input, &text).unwrap();
-        let (out, report) = compress(&input, &knowing, &path("k.json"), &[]);
+        let knowing_run = compress(&input, &knowing, &path("k.json"), &[]);
         forget_lists(&parsing);
-        let (reference, reference_report) = compress(&input, &parsing, &path("p.json"), &[]);
-        assert!(out == reference, "turn {turn}: not the full parse's output");
-        assert_eq!(unread(&reference_report), 0);
-        if turn > 0 {
-            // Most of the history is left unread; the run still resumed as the other did.
-            let resumed = &report["runs"][0]["resumed"];
-            assert!(unread(&report) * 2 > resumed["input_messages"].as_u64().unwrap());
-            let resumed_without = &reference_report["runs"][0]["resumed"];
-            assert_eq!(
-                resumed["output_messages"],
-                resumed_without["output_messages"]
-            );
-            assert_eq!(report["tokens_before"], reference_report["tokens_before"]);
-        }
+        let parsing_run = compress(&input, &parsing, &path("p.json"), &[]);
+        assert_as_full_parse(turn, &knowing_run, &parsing_run);
         assert_expands_to(
             path("k.json").to_str().unwrap(),
             knowing.to_str().unwrap(),
