@@ -202,6 +202,7 @@ fn read_valid(
         }
         doc.tail.extend_from_slice(cut_char);
     }
+    doc.noted_items = notes.noted_items();
     doc.warnings.extend(notes.into_warnings());
     Ok(doc)
 }
@@ -668,6 +669,7 @@ impl Document {
             tail: Vec::new(),
             usage: Vec::new(),
             warnings: Vec::new(),
+            noted_items: false,
             source: Source::default(),
             quick_stubs: None,
             known_hashed: None,

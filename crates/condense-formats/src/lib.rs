@@ -173,6 +173,10 @@ pub struct Document {
     /// Things read but not understood, or carried through untouched (a partial last line, roles
     /// condense does not know): one line each, for `stats` and the reports to show.
     warnings: Vec<String>,
+    /// The read noted messages or items it does not understand (kept verbatim, or not
+    /// counted): a later read that left them unread would not note them, so no list is kept
+    /// ([`Document::known_list`]).
+    noted_items: bool,
     /// The input's text and where each message was in it, so that what no stage changed is
     /// written back as the exact bytes read.
     source: source::Source,
@@ -496,7 +500,9 @@ impl Document {
     /// The units and fingerprints of the one conversation, when [`Document::lists_known`]: a
     /// list read quick, or a Claude Code session's lines.
     fn known_units(&self) -> Option<(&[source::Unit], &[u128])> {
-        if self.source.away.is_some() || (self.quick_stubs.is_none() && self.claude_lines.is_none())
+        if self.source.away.is_some()
+            || self.noted_items
+            || (self.quick_stubs.is_none() && self.claude_lines.is_none())
         {
             return None;
         }

@@ -31,6 +31,12 @@ impl Notes {
         *self.uncounted.borrow_mut().entry(what).or_default() += 1;
     }
 
+    /// Whether a message or item was noted as not understood ([`Notes::unknown`],
+    /// [`Notes::uncounted`]).
+    pub fn noted_items(&self) -> bool {
+        !self.unknown.borrow().is_empty() || !self.uncounted.borrow().is_empty()
+    }
+
     pub fn warn(&self, line: String) {
         self.lines.borrow_mut().push(line);
     }

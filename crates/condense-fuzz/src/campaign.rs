@@ -5,7 +5,7 @@ use crate::binary::{self, Binary, Compressed};
 use crate::corpus::{self, Seed};
 use crate::minimize::minimize;
 use crate::rng::Rng;
-use crate::{check_reader, pipeline, Failure, FailureKind, FuzzError, Target, Verdict};
+use crate::{check_reader, knowing, pipeline, Failure, FailureKind, FuzzError, Target, Verdict};
 use condense_formats::Format;
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -178,7 +178,8 @@ pub fn run(config: &Config) -> Result<Report, FuzzError> {
             Target::Read(format) => {
                 let (input, ops) = crate::mutate::mutate(&seed.bytes, &others, &mut rng);
                 let forced = rng.chance(1, 2).then_some(format);
-                let v = check_reader(&input, &seed.file_name, forced);
+                let earlier = knowing::earlier(&seed.bytes, rng.below(100));
+                let v = check_read(earlier, &input, &seed.file_name, forced);
                 (input, ops, v, None)
             }
             Target::Pipeline => {
@@ -250,6 +251,15 @@ pub fn run(config: &Config) -> Result<Report, FuzzError> {
     Ok(report)
 }
 
+/// A read target's case: [`check_reader`], then, for an input it accepted, the read knowing
+/// the list a read of `earlier` (the seed, or its first lines) kept ([`knowing`]).
+fn check_read(earlier: &[u8], input: &[u8], name: &str, format: Option<Format>) -> Verdict {
+    match check_reader(input, name, format) {
+        Verdict::Accepted => knowing::check_knowing(earlier, input, name, format),
+        other => other,
+    }
+}
+
 /// The input minimized while it fails with the same kind.
 fn shrink(
     config: &Config,
@@ -262,8 +272,13 @@ fn shrink(
     let same = |v: Verdict| matches!(v, Verdict::Failed(f) if f.kind == kind);
     match (config.target, bin) {
         (Target::Read(format), _) => minimize(input, MINIMIZE_IN_PROCESS, |c| {
-            same(check_reader(c, &seed.file_name, Some(format)))
-                || same(check_reader(c, &seed.file_name, None))
+            let name = &seed.file_name;
+            // Any earlier input it failed knowing: the whole seed, or its first half.
+            [100, 49].into_iter().any(|percent| {
+                let earlier = knowing::earlier(&seed.bytes, percent);
+                same(check_read(earlier, c, name, Some(format)))
+                    || same(check_read(earlier, c, name, None))
+            })
         }),
         (Target::Pipeline, _) => minimize(input, MINIMIZE_IN_PROCESS, |c| same(pipeline::check(c))),
         (Target::Compress(_), Some(bin)) => minimize(input, config.minimize_binary, |c| {

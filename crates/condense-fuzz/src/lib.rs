@@ -5,7 +5,8 @@
 //! Targets ([`Target`]):
 //! - `read-<format>`: each format reader in-process, on mutated shipped transcripts. A rejected
 //!   input must give a one-line [`condense_formats::FormatError`] naming the source; an
-//!   accepted one must write back byte for byte (read → write with no change);
+//!   accepted one must write back byte for byte (read → write with no change), and a read of
+//!   it knowing the list an earlier read of its seed kept must be a full read's ([`knowing`]);
 //! - `pipeline`: [`condense_host::Pipeline::parse`] on mutated pipeline TOML: refused with one
 //!   line `file:line:col: message`, or loaded and printable as TOML that loads again;
 //! - `compress-<format>`: the real binary and plugins: `condense compress` then `condense
@@ -21,6 +22,7 @@ pub mod binary;
 pub mod campaign;
 pub mod corpus;
 pub mod kill;
+pub mod knowing;
 pub mod minimize;
 pub mod mutate;
 pub mod pipeline;

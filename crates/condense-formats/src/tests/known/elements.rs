@@ -288,3 +288,24 @@ fn a_responses_body_with_a_string_input_keeps_no_list() {
     assert_eq!(doc.write().unwrap(), text.as_bytes());
     assert!(doc.known_list().is_none());
 }
+
+/// A list whose read noted a message it does not understand (an OpenAI Chat `function` role,
+/// kept verbatim) is not kept: a later read that left that message unread would not note it,
+/// and its warnings would not be a full read's. The campaign's knowing check found this.
+#[test]
+fn a_list_with_a_message_the_read_does_not_understand_is_not_kept() {
+    let opts = said(Format::OpenAi);
+    let legacy = r#"{"role": "function", "name": "bash", "content": "ok"}"#;
+    let text = body(Format::OpenAi, 40, "").replacen(
+        r#"{"role": "user", "content": "step 12"}"#,
+        legacy,
+        1,
+    );
+    let earlier = read_knowing(&text, &opts, &[]);
+    assert_eq!(earlier.warnings().len(), 1, "{:?}", earlier.warnings());
+    assert!(earlier.known_list().is_none());
+    // Without it, the list is kept.
+    assert!(read_knowing(&body(Format::OpenAi, 40, ""), &opts, &[])
+        .known_list()
+        .is_some());
+}
