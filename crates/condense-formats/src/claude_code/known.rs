@@ -30,6 +30,7 @@ use crate::error::Ctx;
 use crate::json::Result;
 use crate::known::{self, Hashed, KnownList, ALWAYS_READ};
 use crate::lines::{self, Lines};
+use crate::notes::Notes;
 use crate::parallel::{Lookup, Unread};
 use crate::{Document, ReportedUsage};
 use condense_model::Format;
@@ -130,7 +131,11 @@ pub(crate) fn read(
         let (start, end) = list.spans[i];
         spans.push(first.1 + start as usize..first.1 + end as usize);
     }
-    let rest = lines::parse_with_from(text, (after, last_known), ctx, line::parse_line)?;
+    // What the read notes (a line cut short at the end) is kept apart until it is taken: a
+    // read that gives up leaves the full read to note it, once.
+    let notes = Notes::default();
+    let attempt = Ctx::with_notes(ctx.source, &notes);
+    let rest = lines::parse_with_from(text, (after, last_known), &attempt, line::parse_line)?;
     values.extend(rest.values);
     spans.extend(rest.spans);
     let lines = Lines {
@@ -139,7 +144,7 @@ pub(crate) fn read(
         body: rest.body,
         tail: rest.tail,
     };
-    let mut doc = crate::container::claude_document(lines, shared, ctx)?;
+    let mut doc = crate::container::claude_document(lines, shared, &attempt)?;
     let same_thread = doc
         .claude_lines
         .as_ref()
@@ -147,6 +152,7 @@ pub(crate) fn read(
     if !same_thread {
         return Ok(None);
     }
+    ctx.absorb(notes);
     let mut mask = vec![false; doc.conversations[0].messages.len()];
     mask[ALWAYS_READ..messages].fill(true);
     doc.source.unread = Some(Unread {

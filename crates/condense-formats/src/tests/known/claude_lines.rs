@@ -170,6 +170,23 @@ fn a_new_line_that_moves_known_lines_out_of_the_thread_reads_every_line() {
     assert_read_as_whole(&doc, &read_plain(&next), &next);
 }
 
+/// A rewind and a line cut short after it: the read that gives up its known lines warns of the
+/// tail once, as the full read does.
+#[test]
+fn a_read_that_gives_up_its_known_lines_warns_once() {
+    let lines = chain(30);
+    let text = text_of(&lines);
+    let known = vec![read_plain(&text).known_list().unwrap()];
+    let mut grown = lines.clone();
+    grown.push(("r1".into(), Some("u11".into()), "user", json!("ask again")));
+    let grown = format!("{}{{\"parentUuid\":\"r1\",\"type\":\"as", text_of(&grown));
+    let doc = read_knowing(&grown, &known);
+    let full = read_plain(&grown);
+    assert_eq!(unread_count(&doc), 0);
+    assert_eq!(full.warnings().len(), 1);
+    assert_eq!(doc.warnings(), full.warnings());
+}
+
 #[test]
 fn the_reported_usage_comes_from_a_known_line_when_no_new_one_reports_one() {
     let lines = chain(20);
