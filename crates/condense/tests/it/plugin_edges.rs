@@ -28,7 +28,18 @@ fn run_copy(exe: &Path, args: &[&str], cwd: &Path, env: &[(&str, &Path)]) -> Run
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run the copied condense");
+    // A binary copied just now can be busy for a moment: another test thread's child, between
+    // its fork and its exec, still holds the copy's write handle (ETXTBSY). Run it again then.
+    let mut tries = 0;
+    let out = loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.expect("run the copied condense"),
+        }
+    };
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
