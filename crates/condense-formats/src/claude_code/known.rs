@@ -33,6 +33,7 @@ use crate::lines::{self, Lines};
 use crate::notes::Notes;
 use crate::parallel::{Lookup, Unread};
 use crate::{Document, ReportedUsage};
+use condense_model::packed::{put_len, put_str, Reader};
 use condense_model::Format;
 use std::sync::Arc;
 use twox_hash::XxHash3_128;
@@ -209,9 +210,6 @@ fn find(
     })
 }
 
-/// Bytes of an absent string or list ([`put_str`]).
-const NONE: u32 = u32::MAX;
-
 /// The flags of a line's facts, in one byte.
 const SIDECHAIN: u8 = 1;
 const COMPACT_SUMMARY: u8 = 2;
@@ -220,22 +218,29 @@ const CONTEXT: u8 = 8;
 const PARENT_ROOT: u8 = 16;
 const PARENT_NAMED: u8 = 32;
 
-fn put_len(out: &mut Vec<u8>, n: usize) {
-    out.extend_from_slice(&u32::try_from(n).unwrap_or(NONE - 1).to_le_bytes());
-}
-
-fn put_str(out: &mut Vec<u8>, s: Option<&str>) {
+/// An optional string: a byte (0 absent, 1 present), then the string as
+/// [`condense_model::packed`] writes one.
+fn put_opt(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         Some(s) => {
-            put_len(out, s.len());
-            out.extend_from_slice(s.as_bytes());
+            out.push(1);
+            put_str(out, s);
         }
-        None => out.extend_from_slice(&NONE.to_le_bytes()),
+        None => out.push(0),
     }
 }
 
-/// The lines' facts and context flags, one after the other (little-endian; a string as its
-/// length and bytes, [`NONE`] for none).
+/// What [`put_opt`] wrote: `None` on bytes that are not it.
+fn opt(r: &mut Reader<'_>) -> Option<Option<String>> {
+    match r.byte()? {
+        0 => Some(None),
+        1 => Some(Some(r.string()?)),
+        _ => None,
+    }
+}
+
+/// The lines' facts and context flags, one after the other: a byte of flags, then the
+/// strings ([`put_opt`]; the blocks a presence byte, their count and each one's two).
 pub(crate) fn encode_lines(facts: &[Facts], context: &[bool]) -> Vec<u8> {
     let mut out = Vec::with_capacity(facts.len() * 160);
     for (facts, context) in facts.iter().zip(context) {
@@ -253,56 +258,34 @@ pub(crate) fn encode_lines(facts: &[Facts], context: &[bool]) -> Vec<u8> {
             }
         }
         out.push(flags);
-        put_str(&mut out, facts.kind.as_deref());
-        put_str(&mut out, facts.uuid.as_deref());
+        put_opt(&mut out, facts.kind.as_deref());
+        put_opt(&mut out, facts.uuid.as_deref());
         if let Parent::Named(parent) = &facts.parent {
-            put_str(&mut out, Some(parent));
+            put_str(&mut out, parent);
         }
-        put_str(&mut out, facts.subtype.as_deref());
-        put_str(&mut out, facts.preserved.as_ref().map(|(h, _)| h.as_str()));
-        if let Some((_, anchor)) = &facts.preserved {
-            put_str(&mut out, Some(anchor));
+        put_opt(&mut out, facts.subtype.as_deref());
+        match &facts.preserved {
+            Some((head, anchor)) => {
+                out.push(1);
+                put_str(&mut out, head);
+                put_str(&mut out, anchor);
+            }
+            None => out.push(0),
         }
-        put_str(&mut out, facts.message_id.as_deref());
+        put_opt(&mut out, facts.message_id.as_deref());
         match &facts.blocks {
             Some(blocks) => {
+                out.push(1);
                 put_len(&mut out, blocks.len());
                 for block in blocks {
-                    put_str(&mut out, block.kind.as_deref());
-                    put_str(&mut out, block.id.as_deref());
+                    put_opt(&mut out, block.kind.as_deref());
+                    put_opt(&mut out, block.id.as_deref());
                 }
             }
-            None => out.extend_from_slice(&NONE.to_le_bytes()),
+            None => out.push(0),
         }
     }
     out
-}
-
-/// A cursor over encoded lines.
-struct Reader<'b>(&'b [u8]);
-
-impl Reader<'_> {
-    fn u8(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(b)
-    }
-
-    fn len(&mut self) -> Option<Option<usize>> {
-        let (head, rest) = self.0.split_at_checked(4)?;
-        self.0 = rest;
-        let n = u32::from_le_bytes(head.try_into().ok()?);
-        Some((n != NONE).then_some(n as usize))
-    }
-
-    fn str(&mut self) -> Option<Option<String>> {
-        let Some(n) = self.len()? else {
-            return Some(None);
-        };
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(Some(std::str::from_utf8(head).ok()?.to_string()))
-    }
 }
 
 /// The lines [`encode_lines`] wrote, appended to `facts` and `context`; `None` when `bytes`
@@ -311,38 +294,39 @@ pub(crate) fn decode_lines(
     bytes: &[u8],
     (facts, context): (&mut Vec<Facts>, &mut Vec<bool>),
 ) -> Option<()> {
-    let mut r = Reader(bytes);
-    while !r.0.is_empty() {
-        let flags = r.u8()?;
-        let kind = r.str()?;
-        let uuid = r.str()?;
+    let mut r = Reader::new(bytes);
+    while !r.is_done() {
+        let flags = r.byte()?;
+        let kind = opt(&mut r)?;
+        let uuid = opt(&mut r)?;
         let parent = if flags & PARENT_NAMED != 0 {
-            Parent::Named(r.str()??)
+            Parent::Named(r.string()?)
         } else if flags & PARENT_ROOT != 0 {
             Parent::Root
         } else {
             Parent::Unsaid
         };
-        let subtype = r.str()?;
-        let preserved = match r.str()? {
-            Some(head) => Some((head, r.str()??)),
-            None => None,
+        let subtype = opt(&mut r)?;
+        let preserved = match r.byte()? {
+            0 => None,
+            1 => Some((r.string()?, r.string()?)),
+            _ => return None,
         };
-        let message_id = r.str()?;
-        let blocks = match r.len()? {
-            // Each block takes at least 8 bytes: a count past what is left is damage.
-            Some(n) if n > r.0.len() / 8 => return None,
-            Some(n) => Some(
-                (0..n)
+        let message_id = opt(&mut r)?;
+        let blocks = match r.byte()? {
+            0 => None,
+            // A count past what is left stops at the first block missing.
+            1 => Some(
+                (0..r.length()?)
                     .map(|_| {
                         Some(BlockFacts {
-                            kind: r.str()?,
-                            id: r.str()?,
+                            kind: opt(&mut r)?,
+                            id: opt(&mut r)?,
                         })
                     })
                     .collect::<Option<Vec<_>>>()?,
             ),
-            None => None,
+            _ => return None,
         };
         facts.push(Facts {
             kind,

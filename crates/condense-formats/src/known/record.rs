@@ -21,8 +21,8 @@ use twox_hash::XxHash3_128;
 /// Bumped when the encoding changes: an older record is then ignored (the list is read whole
 /// once, and kept in this encoding). 3: the hashes of a list's shorter prefixes. 4: no list of
 /// the messages to read anyway (the resume point holds the ones its output kept). 5: a Claude
-/// Code session's lines.
-const VERSION: u8 = 5;
+/// Code session's lines. 6: their strings as `condense_model::packed` writes them.
+const VERSION: u8 = 6;
 
 /// Where a caller keeps the lists' blocks (a store namespace), each under the name a list's
 /// record gives it.
@@ -241,12 +241,10 @@ fn lists_of(
             let mut spans = Vec::with_capacity(p.messages);
             let mut prints = Vec::with_capacity(p.messages);
             for hash in &p.blocks {
-                let name = block_name(key, *hash);
-                let bytes = block(&name)?;
-                if bytes.len() != BLOCK * ENTRY || XxHash3_128::oneshot(&bytes) != *hash {
+                let bytes = whole_block(key, *hash, &block, whole)?;
+                if bytes.len() != BLOCK * ENTRY {
                     return None;
                 }
-                whole.insert(name);
                 read_entries(&bytes, &mut spans, &mut prints)?;
             }
             read_entries(p.tail, &mut spans, &mut prints)?;
@@ -269,6 +267,23 @@ fn lists_of(
             Some(list)
         })
         .collect()
+}
+
+/// The bytes of `key`'s block of hash `hash`, read with `block`, noted in `whole`: `None`
+/// when it is missing or its bytes do not hash to its name.
+fn whole_block(
+    key: u64,
+    hash: u128,
+    block: impl Fn(&str) -> Option<Vec<u8>>,
+    whole: &mut HashSet<String>,
+) -> Option<Vec<u8>> {
+    let name = block_name(key, hash);
+    let bytes = block(&name)?;
+    if XxHash3_128::oneshot(&bytes) != hash {
+        return None;
+    }
+    whole.insert(name);
+    Some(bytes)
 }
 
 fn read_entries(
@@ -315,12 +330,7 @@ impl ParsedLines<'_> {
         whole: &mut HashSet<String>,
     ) -> Option<()> {
         for hash in &self.blocks {
-            let name = block_name(key, *hash);
-            let bytes = block(&name)?;
-            if XxHash3_128::oneshot(&bytes) != *hash {
-                return None;
-            }
-            whole.insert(name);
+            whole_block(key, *hash, &block, whole)?;
         }
         Some(())
     }
@@ -338,17 +348,12 @@ impl ParsedLines<'_> {
         use crate::claude_code::known::decode_lines;
         let (mut facts, mut context) = (Vec::with_capacity(messages), Vec::new());
         for hash in &self.blocks {
-            let name = block_name(key, *hash);
-            let bytes = block(&name)?;
-            if XxHash3_128::oneshot(&bytes) != *hash {
-                return None;
-            }
+            let bytes = whole_block(key, *hash, &block, whole)?;
             let before = facts.len();
             decode_lines(&bytes, (&mut facts, &mut context))?;
             if facts.len() - before != LINES_BLOCK {
                 return None;
             }
-            whole.insert(name);
         }
         decode_lines(self.tail, (&mut facts, &mut context))?;
         (facts.len() == messages).then_some(super::LineMemo {

@@ -5,6 +5,7 @@
 
 use crate::known_lists::{assert_as_full_parse, compress, forget_lists};
 use crate::support::{assert_expands_to, fixture};
+use serde_json::Value;
 use std::path::PathBuf;
 
 const SESSIONS: [&str; 2] = [
@@ -17,57 +18,79 @@ fn first_lines(text: &str, n: usize) -> String {
     text.split_inclusive('\n').take(n).collect()
 }
 
+/// A session file compressed turn after turn on two stores: one that keeps what it knows of
+/// the lines (`knowing`), one that forgets it before every run (`parsing`).
+struct Turns {
+    dir: tempfile::TempDir,
+}
+
+impl Turns {
+    fn new() -> Turns {
+        Turns {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `session` compressed with `extra` on both stores: the knowing run, then the parsing one.
+    fn run(&self, session: &str, extra: &[&str]) -> [(Vec<u8>, Value); 2] {
+        let input = self.path("session.jsonl");
+        std::fs::write(&input, session).unwrap();
+        let knowing = compress(
+            &input,
+            &self.path("knowing.store"),
+            &self.path("k.jsonl"),
+            extra,
+        );
+        forget_lists(&self.path("parsing.store"));
+        let parsing = compress(
+            &input,
+            &self.path("parsing.store"),
+            &self.path("p.jsonl"),
+            extra,
+        );
+        [knowing, parsing]
+    }
+
+    /// The knowing run's last output expands to `session`.
+    fn assert_expands_to(&self, session: &str) {
+        assert_expands_to(
+            self.path("k.jsonl").to_str().unwrap(),
+            self.path("knowing.store").to_str().unwrap(),
+            self.path("back.jsonl").to_str().unwrap(),
+            session.as_bytes(),
+        );
+    }
+}
+
 #[test]
 fn each_turn_parses_only_the_new_lines_and_writes_what_a_full_parse_does() {
     for rel in SESSIONS {
         let text = std::fs::read_to_string(fixture(rel)).unwrap();
         let n = text.split_inclusive('\n').count();
-        let dir = tempfile::tempdir().unwrap();
-        let path = |name: &str| -> PathBuf { dir.path().join(name) };
-        let (knowing, parsing) = (path("knowing.store"), path("parsing.store"));
-        let input = path("session.jsonl");
+        let turns = Turns::new();
         for (turn, count) in [n * 3 / 5, n * 4 / 5, n - 1, n].into_iter().enumerate() {
             let grown = first_lines(&text, count);
-            std::fs::write(&input, &grown).unwrap();
-            let knowing_run = compress(&input, &knowing, &path("k.jsonl"), &[]);
-            forget_lists(&parsing);
-            let parsing_run = compress(&input, &parsing, &path("p.jsonl"), &[]);
-            assert_as_full_parse(turn, &knowing_run, &parsing_run);
-            assert_expands_to(
-                path("k.jsonl").to_str().unwrap(),
-                knowing.to_str().unwrap(),
-                path("back.jsonl").to_str().unwrap(),
-                grown.as_bytes(),
-            );
+            let [knowing, parsing] = turns.run(&grown, &[]);
+            assert_as_full_parse(turn, &knowing, &parsing);
+            turns.assert_expands_to(&grown);
         }
     }
 }
 
 #[test]
 fn a_turn_under_other_settings_reads_every_line_after_all() {
-    let rel = SESSIONS[0];
-    let text = std::fs::read_to_string(fixture(rel)).unwrap();
+    let text = std::fs::read_to_string(fixture(SESSIONS[0])).unwrap();
     let n = text.split_inclusive('\n').count();
-    let dir = tempfile::tempdir().unwrap();
-    let path = |name: &str| -> PathBuf { dir.path().join(name) };
-    let (knowing, parsing) = (path("knowing.store"), path("parsing.store"));
-    let input = path("session.jsonl");
-    std::fs::write(&input, first_lines(&text, n - 30)).unwrap();
-    compress(&input, &knowing, &path("k.jsonl"), &[]);
-    compress(&input, &parsing, &path("p.jsonl"), &[]);
-    forget_lists(&parsing);
+    let turns = Turns::new();
+    turns.run(&first_lines(&text, n - 30), &[]);
     // Another window: the previous output is no start, so the lines left unread are read
     // before the stages run over the whole session.
-    std::fs::write(&input, &text).unwrap();
-    let other = ["--context-window", "48000"];
-    let (out, report) = compress(&input, &knowing, &path("k.jsonl"), &other);
-    let (reference, _) = compress(&input, &parsing, &path("p.jsonl"), &other);
+    let [(out, report), (reference, _)] = turns.run(&text, &["--context-window", "48000"]);
     assert!(report["runs"][0]["resumed"].is_null(), "{report}");
     assert!(out == reference, "not the full parse's output");
-    assert_expands_to(
-        path("k.jsonl").to_str().unwrap(),
-        knowing.to_str().unwrap(),
-        path("back.jsonl").to_str().unwrap(),
-        text.as_bytes(),
-    );
+    turns.assert_expands_to(&text);
 }
