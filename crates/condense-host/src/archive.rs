@@ -225,18 +225,32 @@ fn hash_of<T: Serialize + ?Sized>(
 }
 
 /// Hash of a message as the output format shows it (synthetic `#n` ids left out): its id, a
-/// zero byte, then the JSON of the rest.
+/// zero byte, then the JSON of the rest, `(role, timestamp, content, extra, envelope)` as
+/// serde_json writes that tuple.
+///
+/// The two raw JSON fields are JSON strings of JSON, escaped as serde_json escapes them but
+/// sixteen bytes at a time ([`condense_model::escape::write_quoted`]): a Claude Code line's
+/// envelope is most of its bytes, and serde_json's byte-by-byte escape of it was two thirds of
+/// a key (a quarter of a first run on a long session, whose every output message gets one).
 pub(crate) fn message_hash(m: &Message) -> Result<String, StoreError> {
+    use std::hash::Hasher;
+    let failed = |e| encode_error("a message for its archive key", e);
     let id = if m.id.starts_with('#') { "" } else { &m.id };
-    let mut prefix = Vec::with_capacity(id.len() + 1);
-    prefix.extend_from_slice(id.as_bytes());
-    prefix.push(0);
-    let hash = hash_of(
-        "a message for its archive key",
-        &prefix,
-        &(&m.role, &m.timestamp, &m.content, &m.extra, &m.envelope),
-    )?;
-    Ok(format!("{hash:032x}"))
+    let mut h = Fingerprinter::new();
+    h.write(id.as_bytes());
+    h.write(b"\0[");
+    serde_json::to_writer(&mut h, &m.role).map_err(failed)?;
+    h.write(b",");
+    serde_json::to_writer(&mut h, &m.timestamp).map_err(failed)?;
+    h.write(b",");
+    serde_json::to_writer(&mut h, &m.content).map_err(failed)?;
+    for raw in [&m.extra, &m.envelope] {
+        h.write(b",");
+        condense_model::escape::write_quoted(&mut h, raw.as_str())
+            .map_err(|e| failed(serde_json::Error::io(e)))?;
+    }
+    h.write(b"]");
+    Ok(format!("{:032x}", h.digest128()))
 }
 
 fn header_hash(h: &Header) -> Result<String, StoreError> {

@@ -1,11 +1,13 @@
 //! Where the next byte is that a JSON string must escape: a quote, a backslash or a control
-//! character (below 0x20).
+//! character (below 0x20); and a string written as serde_json writes it, found that way
+//! ([`quoted_pieces`], [`write_quoted`]).
 //!
 //! Every JSON text condense reads or writes is mostly strings (a transcript's tool outputs and
 //! file contents), so the scan for the next such byte is the inner loop of checking a text's
-//! canonical form, of writing a value compact and of writing one through a formatter. On
-//! x86-64 it looks at sixteen bytes at a time with SSE2 (part of every x86-64 processor);
-//! elsewhere, and for the last bytes, at eight at a time in a machine word.
+//! canonical form, of writing a value compact, of writing one through a formatter and of
+//! hashing a message for its archive key. On x86-64 it looks at sixteen bytes at a time with
+//! SSE2 (part of every x86-64 processor); elsewhere, and for the last bytes, at eight at a time
+//! in a machine word. The one table of how JSON spells an escape is here too.
 //!
 //! ```
 //! use condense_model::escape::next_escape;
@@ -14,6 +16,90 @@
 //! assert_eq!(next_escape(text, 0), 37);
 //! assert_eq!(next_escape(b"nothing to escape", 0), 17);
 //! ```
+
+/// A piece of a JSON string as serde_json writes it ([`quoted_pieces`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A run of the string between two bytes that JSON escapes, as it is (what serde_json hands
+    /// its formatter's `write_string_fragment`).
+    Run(&'a str),
+    /// A quote around the string, or an escape as serde_json spells it.
+    Spelled(&'static str),
+}
+
+/// `s` as serde_json writes a JSON string, in order: the opening quote, each run between two
+/// bytes that must be escaped and each escape's spelling, the closing quote. Joined, the pieces
+/// are serde_json's bytes for the string; a writer that spells runs its own way (every
+/// non-ASCII character as `\uXXXX`) gets them cut where serde_json cuts them.
+///
+/// ```
+/// use condense_model::escape::{quoted_pieces, Piece};
+///
+/// let mut out = String::new();
+/// quoted_pieces(
+///     "say \"hi\"\n",
+///     |piece| -> Result<(), ()> {
+///         out.push_str(match piece {
+///             Piece::Run(run) => run,
+///             Piece::Spelled(spelled) => spelled,
+///         });
+///         Ok(())
+///     },
+/// )
+/// .unwrap();
+/// assert_eq!(out, serde_json::to_string("say \"hi\"\n").unwrap());
+/// ```
+pub fn quoted_pieces<'a, E>(
+    s: &'a str,
+    mut emit: impl FnMut(Piece<'a>) -> Result<(), E>,
+) -> Result<(), E> {
+    emit(Piece::Spelled("\""))?;
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    // `next_escape` stops only at a byte JSON escapes, or at the end.
+    loop {
+        let i = next_escape(bytes, start);
+        let Some(spelled) = bytes.get(i).and_then(|&byte| spelling(byte)) else {
+            break;
+        };
+        if start < i {
+            // Cut before and after an ASCII byte: both ends are character boundaries.
+            emit(Piece::Run(&s[start..i]))?;
+        }
+        emit(Piece::Spelled(spelled))?;
+        start = i + 1;
+    }
+    if start < bytes.len() {
+        emit(Piece::Run(&s[start..]))?;
+    }
+    emit(Piece::Spelled("\""))
+}
+
+/// `s` as serde_json writes a JSON string, written to `out` ([`quoted_pieces`]).
+pub fn write_quoted<W: std::io::Write + ?Sized>(out: &mut W, s: &str) -> std::io::Result<()> {
+    quoted_pieces(s, |piece| match piece {
+        Piece::Run(run) => out.write_all(run.as_bytes()),
+        Piece::Spelled(spelled) => out.write_all(spelled.as_bytes()),
+    })
+}
+
+/// How a JSON string spells `byte` when it must escape it, as serde_json does: `"` and `\`
+/// backslashed, `\b \t \n \f \r` by name, the other control characters as `\u00xx`
+/// (lowercase hex).
+fn spelling(byte: u8) -> Option<&'static str> {
+    const CONTROL: [&str; 32] = [
+        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+        "\\b", "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011",
+        "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019",
+        "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+    ];
+    match byte {
+        b'"' => Some("\\\""),
+        b'\\' => Some("\\\\"),
+        0x00..=0x1f => Some(CONTROL[usize::from(byte)]),
+        _ => None,
+    }
+}
 
 /// The position of the first byte at or after `i` that a JSON string escapes (`bytes.len()`
 /// when none does).
@@ -108,6 +194,22 @@ mod sse2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every ASCII byte and some wider characters, alone, at every offset of runs longer than
+    /// both scan strides, and into a writer that takes a piece at a time: serde_json's bytes.
+    #[test]
+    fn a_quoted_string_is_serde_jsons() {
+        let mut wide: Vec<String> = (0u8..0x80).map(|b| char::from(b).to_string()).collect();
+        wide.extend(["é", "😀", "\u{2028}", "\u{7f}"].map(String::from));
+        for c in &wide {
+            for pad in [0, 1, 15, 16, 17, 40] {
+                let s = format!("{}{c}{}{c}", "a".repeat(pad), "é".repeat(pad));
+                let mut out = Vec::new();
+                write_quoted(&mut out, &s).unwrap();
+                assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
+            }
+        }
+    }
 
     fn naive(bytes: &[u8], i: usize) -> usize {
         (i..bytes.len())

@@ -189,16 +189,11 @@ impl Pending {
             && self.tokens.is_empty()
     }
 
-    /// `bytes` as this batch holds them: encoded as they will be stored ([`codec`]; blobs are
-    /// not compressed, `compress` false), and appended to its spill file (created in `dir`)
-    /// when that is large and there is a `dir` (a batch: the writes of one call outside a batch
-    /// are committed at once, from memory).
-    pub fn hold(&mut self, dir: Option<&Path>, bytes: &[u8], compress: bool) -> io::Result<Held> {
-        let (stored, codec) = if compress {
-            codec::encode_if_smaller(bytes)
-        } else {
-            (bytes.to_vec(), codec::RAW)
-        };
+    /// A value as stored (`stored`, encoded with `codec`: [`codec`]; blobs are not compressed)
+    /// as this batch holds it: appended to its spill file (created in `dir`) when that is large
+    /// and there is a `dir` (a batch: the writes of one call outside a batch are committed at
+    /// once, from memory). Encoded by the caller, before the store's lock is taken.
+    pub fn hold(&mut self, dir: Option<&Path>, stored: Vec<u8>, codec: i64) -> io::Result<Held> {
         let spill = stored.len() >= SPILL_FROM
             || (stored.len() >= SPILL_SMALL_FROM
                 && self.in_memory + stored.len() > MEMORY_HELD_MAX);

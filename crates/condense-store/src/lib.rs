@@ -393,7 +393,7 @@ impl Store {
         }
         self.write(|p, dir| {
             if !p.blobs.contains_key(&key) {
-                let held = p.hold(dir, bytes, false)?;
+                let held = p.hold(dir, bytes.to_vec(), codec::RAW)?;
                 p.blobs.insert(key.clone(), held);
             }
             Ok(())
@@ -460,8 +460,11 @@ impl Store {
     /// Writes a named record (replacing any previous one; no write when it is unchanged).
     pub fn record_put(&self, namespace: &str, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let id = (sanitize_component(namespace), sanitize_component(name));
+        // Compressed before the lock is taken: other runs on this store (`serve`'s sessions)
+        // go on meanwhile.
+        let (bytes, codec) = codec::encode_if_smaller(bytes);
         self.write(|p, dir| {
-            let held = p.hold(dir, bytes, true)?;
+            let held = p.hold(dir, bytes, codec)?;
             p.removed.remove(&id);
             p.records.insert(id, held);
             Ok(())

@@ -1,6 +1,6 @@
 //! A [`Value`] written through a serde_json [`Formatter`], as serde_json's own serializer
 //! writes it, with strings scanned for what needs escaping sixteen bytes at a time
-//! ([`condense_model::escape::next_escape`]).
+//! ([`condense_model::escape::quoted_pieces`]).
 //!
 //! The writer serializes every message a stage changed (at 1M tokens, 183 of them a turn).
 //! serde_json looks up every byte of every string in its escape table, one byte per step, and
@@ -12,7 +12,7 @@
 //! at the same escapes. The tests hold the two to each other on every shipped session and on
 //! strings of every escape.
 
-use condense_model::escape::next_escape;
+use condense_model::escape::{quoted_pieces, Piece};
 use serde_json::ser::Formatter;
 use serde_json::Value;
 use std::io;
@@ -82,51 +82,17 @@ fn write_number<F: Formatter>(
 /// the backslash and the bytes below 0x20). Written here rather than through the formatter,
 /// whose calls cost more than the bytes of a run between two line ends.
 fn write_str(s: &str, out: &mut Vec<u8>, ascii: bool) -> io::Result<()> {
-    let run = |out: &mut Vec<u8>, run: &str| match ascii {
-        true => super::write_ascii_escaped(out, run),
-        false => {
+    quoted_pieces(s, |piece| match piece {
+        Piece::Run(run) if ascii => super::write_ascii_escaped(out, run),
+        Piece::Run(run) => {
             out.extend_from_slice(run.as_bytes());
             Ok(())
         }
-    };
-    out.push(b'"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    // `next_escape` stops only at a byte JSON escapes, or at the end.
-    loop {
-        let i = next_escape(bytes, start);
-        let Some(spelled) = bytes.get(i).and_then(|&byte| escape_of(byte)) else {
-            break;
-        };
-        if start < i {
-            // Cut before and after an ASCII byte: both ends are character boundaries.
-            run(out, &s[start..i])?;
+        Piece::Spelled(spelled) => {
+            out.extend_from_slice(spelled.as_bytes());
+            Ok(())
         }
-        out.extend_from_slice(spelled);
-        start = i + 1;
-    }
-    if start < bytes.len() {
-        run(out, &s[start..])?;
-    }
-    out.push(b'"');
-    Ok(())
-}
-
-/// How JSON escapes `byte` inside a string, if it must (serde_json's table and spellings).
-fn escape_of(byte: u8) -> Option<&'static [u8]> {
-    const CONTROL: [&[u8]; 32] = [
-        b"\\u0000", b"\\u0001", b"\\u0002", b"\\u0003", b"\\u0004", b"\\u0005", b"\\u0006",
-        b"\\u0007", b"\\b", b"\\t", b"\\n", b"\\u000b", b"\\f", b"\\r", b"\\u000e", b"\\u000f",
-        b"\\u0010", b"\\u0011", b"\\u0012", b"\\u0013", b"\\u0014", b"\\u0015", b"\\u0016",
-        b"\\u0017", b"\\u0018", b"\\u0019", b"\\u001a", b"\\u001b", b"\\u001c", b"\\u001d",
-        b"\\u001e", b"\\u001f",
-    ];
-    match byte {
-        b'"' => Some(b"\\\""),
-        b'\\' => Some(b"\\\\"),
-        0x00..=0x1f => Some(CONTROL[usize::from(byte)]),
-        _ => None,
-    }
+    })
 }
 
 #[cfg(test)]

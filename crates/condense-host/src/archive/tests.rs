@@ -299,9 +299,26 @@ fn archive_keys_are_the_hash_of_the_bytes_they_always_were() {
         bytes.extend_from_slice(&serde_json::to_vec(&body).unwrap());
         format!("{:032x}", twox_hash::XxHash3_128::oneshot(&bytes))
     };
+    // A Claude Code line's raw fields: JSON in JSON, past the hasher's gather buffer, and (raw
+    // text is taken as it is) every byte a string escapes, as itself.
+    let mut line = text("uuid-8", Role::Assistant, "done");
+    line.timestamp = Some("2026-12-08T01:00:00.000Z".into());
+    line.extra = condense_model::RawJson::from_string_unchecked(
+        r#"{"id":"msg_1","usage":{"input_tokens":3},"note":"tab\there \\ \u0001 é"}"#.into(),
+    );
+    let every_escape: String = (0u8..0x20)
+        .map(char::from)
+        .chain("\"\\/é😀".chars())
+        .collect();
+    line.envelope = condense_model::RawJson::from_string_unchecked(format!(
+        r#"{{"parentUuid":"uuid-7","message":null,"cwd":"/w","tail":{}}}{}"#,
+        serde_json::to_string(&every_escape.repeat(40)).unwrap(),
+        every_escape.repeat(3)
+    ));
     for m in [
         text("uuid-7", Role::User, "a \"quoted\" request"),
         result("#3", "t1", &"long output\n".repeat(500)),
+        line,
     ] {
         assert_eq!(message_hash(&m).unwrap(), old_key(&m));
     }

@@ -5,9 +5,9 @@
 //! and the counts, hashes and snapshots are of exactly that text, so it must not change. Going
 //! through serde_json's serializer costs a formatter call per string piece and a byte-by-byte
 //! escape table walk; here a string's runs that need no escape are copied whole (found by
-//! [`crate::escape::next_escape`], sixteen bytes at a time), which makes a transcript's opaque blocks several times cheaper to keep.
+//! [`crate::escape::quoted_pieces`], sixteen bytes at a time), which makes a transcript's opaque blocks several times cheaper to keep.
 
-use crate::escape::next_escape;
+use crate::escape::Piece;
 use serde_json::{Map, Value};
 
 /// Appends `value` as serde_json's compact JSON (`Value`'s `Display`) to `out`.
@@ -68,36 +68,17 @@ pub(super) fn map_size_hint(map: &Map<String, Value>) -> usize {
         .sum::<usize>()
 }
 
-/// A JSON string as serde_json escapes it: `"` and `\` backslashed, `\b \t \n \f \r` by name,
-/// the other control characters as `\u00xx` (lowercase hex), everything else as it is.
+/// A JSON string as serde_json escapes it ([`crate::escape::quoted_pieces`]).
 fn string(s: &str, out: &mut String) {
-    out.push('"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    loop {
-        let i = next_escape(bytes, start);
-        let Some(&b) = bytes.get(i) else { break };
-        // `start..i` ends before an ASCII byte: a char boundary.
-        out.push_str(&s[start..i]);
-        match b {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            0x08 => out.push_str("\\b"),
-            b'\t' => out.push_str("\\t"),
-            b'\n' => out.push_str("\\n"),
-            0x0c => out.push_str("\\f"),
-            b'\r' => out.push_str("\\r"),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 0xf)]));
-            }
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
+    let pieces = crate::escape::quoted_pieces(s, |piece| {
+        out.push_str(match piece {
+            Piece::Run(run) => run,
+            Piece::Spelled(spelled) => spelled,
+        });
+        Ok::<(), std::convert::Infallible>(())
+    });
+    // Infallible: pushing onto a String cannot fail.
+    let Ok(()) = pieces;
 }
 
 #[cfg(test)]
