@@ -148,8 +148,8 @@ pub(crate) fn record_run(
 const HASH_IN_PARALLEL_FROM: usize = 32;
 
 /// The archive key of each of `messages`, in order, on all cores when they are many (a first
-/// run keys its whole output: 8,750 messages, a quarter of its time on a 15 MB Claude Code
-/// session).
+/// run keys its whole output: 8,750 messages for a 15 MB Claude Code session, a quarter of its
+/// instructions on one core).
 fn hash_all(messages: Vec<&Message>) -> Result<Vec<String>, StoreError> {
     if messages.len() < HASH_IN_PARALLEL_FROM {
         return messages.into_iter().map(message_hash).collect();

@@ -37,7 +37,7 @@ pub(super) fn hex(h: u128) -> String {
 
 /// A name as 16 bytes, when it is 32 hex digits (either case), read as two halves of 64 bits:
 /// a turn of a long Claude Code session reads 17,500 names (its output's names and keys) into
-/// blocks, 5.0 M instructions with `u128::from_str_radix`, 3.4 M so.
+/// blocks: 5.0 M instructions with `u128::from_str_radix`, 3.4 M this way.
 pub(super) fn parse(name: &str) -> Option<u128> {
     let half = |digits: &[u8]| {
         digits.iter().try_fold(0u64, |n, &b| {
