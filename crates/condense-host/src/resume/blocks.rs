@@ -50,10 +50,11 @@ pub(super) fn parse(name: &str) -> Option<u128> {
             Some(n << 4 | u64::from(digit))
         })
     };
-    let (high, low) = name.as_bytes().split_at_checked(16)?;
-    if low.len() != 16 {
+    let bytes = name.as_bytes();
+    if bytes.len() != 32 {
         return None;
     }
+    let (high, low) = bytes.split_at(16);
     Some(u128::from(half(high)?) << 64 | u128::from(half(low)?))
 }
 

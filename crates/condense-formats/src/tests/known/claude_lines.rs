@@ -142,15 +142,18 @@ fn text_of(lines: &[(String, Option<String>, &'static str, Value)]) -> String {
     session(&borrowed)
 }
 
+/// The list a read of a 30-line session kept, and that session with a rewind after it: the user
+/// asks again from line 12, so lines 13.. leave the context.
+fn rewound() -> (Vec<(u64, KnownList)>, String) {
+    let mut lines = chain(30);
+    let known = vec![read_plain(&text_of(&lines)).known_list().unwrap()];
+    lines.push(("r1".into(), Some("u11".into()), "user", json!("ask again")));
+    (known, text_of(&lines))
+}
+
 #[test]
 fn a_new_line_that_moves_known_lines_out_of_the_thread_reads_every_line() {
-    let lines = chain(30);
-    let text = text_of(&lines);
-    let known = vec![read_plain(&text).known_list().unwrap()];
-    // A rewind: the user asks again from line 12, so lines 13.. leave the context.
-    let mut grown = lines.clone();
-    grown.push(("r1".into(), Some("u11".into()), "user", json!("ask again")));
-    let grown = text_of(&grown);
+    let (known, grown) = rewound();
     let doc = read_knowing(&grown, &known);
     let full = read_plain(&grown);
     assert_eq!(unread_count(&doc), 0, "the thread changed: every line read");
@@ -174,12 +177,8 @@ fn a_new_line_that_moves_known_lines_out_of_the_thread_reads_every_line() {
 /// tail once, as the full read does.
 #[test]
 fn a_read_that_gives_up_its_known_lines_warns_once() {
-    let lines = chain(30);
-    let text = text_of(&lines);
-    let known = vec![read_plain(&text).known_list().unwrap()];
-    let mut grown = lines.clone();
-    grown.push(("r1".into(), Some("u11".into()), "user", json!("ask again")));
-    let grown = format!("{}{{\"parentUuid\":\"r1\",\"type\":\"as", text_of(&grown));
+    let (known, rewound) = rewound();
+    let grown = format!("{rewound}{{\"parentUuid\":\"r1\",\"type\":\"as");
     let doc = read_knowing(&grown, &known);
     let full = read_plain(&grown);
     assert_eq!(unread_count(&doc), 0);
